@@ -1,10 +1,75 @@
 #include "cli.hpp"
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <exception>
 #include <ostream>
 
+#include "commands.hpp"
+#include "mlaplan/error.hpp"
+#include "mlaplan/version.hpp"
+
 namespace mlaplan::cli {
-int run_cli(const std::vector<std::string>&, std::ostream&, std::ostream& err) {
-  err << "mla-plan: error: not built yet\n";
-  return 70;
+
+namespace {
+
+constexpr const char* kDescription =
+    "mla-plan: plans and validates attention layouts for DeepSeek's sparse-MLA models\n"
+    "(V4.1, V4.0, V3.2): layer topology, KV-cache layouts and FlashMLA decode schedules.\n"
+    "`mla-plan CONFIG` is `mla-plan plan CONFIG`. Exit codes: 0 ok, 1 usage, 2 invalid config,\n"
+    "3 unsupported on the target, 4 does not fit, 5 GPU verification failed, 6 no usable GPU,\n"
+    "70 internal error (docs/cli.md).";
+
+bool is_subcommand(CLI::App& app, const std::string& name) {
+  for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (sub->check_name(name)) return true;
+  }
+  return false;
 }
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::ostream& err) {
+  try {
+    CLI::App app{kDescription, "mla-plan"};
+    app.set_version_flag("--version", std::string("mla-plan ") + kVersion);
+    app.require_subcommand(1);
+
+    PlanOptions plan_opt;
+    setup_plan(app, plan_opt);
+
+    // `mla-plan CONFIG ...` means `mla-plan plan CONFIG ...`.
+    std::vector<std::string> args = raw_args;
+    if (!args.empty() && !is_subcommand(app, args.front()) && args.front() != "--help" &&
+        args.front() != "-h" && args.front() != "--version") {
+      args.insert(args.begin(), "plan");
+    }
+    std::reverse(args.begin(), args.end());
+    try {
+      app.parse(args);
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e, out, err);
+    } catch (const CLI::CallForAllHelp& e) {
+      return app.exit(e, out, err);
+    } catch (const CLI::CallForVersion& e) {
+      return app.exit(e, out, err);
+    } catch (const CLI::ParseError& e) {
+      err << "mla-plan: error: " << e.what() << "\nRun 'mla-plan --help' for usage.\n";
+      return exit_code(ErrorKind::usage);
+    }
+
+    if (app.got_subcommand("plan")) return run_plan(plan_opt, out, err);
+    throw_internal("no subcommand ran");
+  } catch (const Error& e) {
+    err << "mla-plan: error: " << e.what() << "\n";
+    return exit_code(e.kind());
+  } catch (const std::bad_alloc&) {
+    err << "mla-plan: error: out of memory\n";
+    return exit_code(ErrorKind::internal);
+  } catch (const std::exception& e) {
+    err << "mla-plan: internal error: " << e.what() << "\n";
+    return exit_code(ErrorKind::internal);
+  }
+}
+
 }  // namespace mlaplan::cli

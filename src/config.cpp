@@ -1,1 +1,796 @@
-// placeholder until the module lands
+// Reads a model config.json into mlaplan::ModelConfig. The only translation unit that parses JSON
+// input. Rules: docs/config.md (from transformers' DeepSeek V4/V4.1 config classes, vLLM's
+// DeepSeek V4/V4.1 model code and DeepSeek's released configs).
+
+#include "mlaplan/config.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "mlaplan/error.hpp"
+
+namespace mlaplan {
+
+using json = nlohmann::json;
+
+std::string_view to_string(Family f) {
+  switch (f) {
+    case Family::deepseek_v41: return "deepseek_v41";
+    case Family::deepseek_v4: return "deepseek_v4";
+    case Family::deepseek_v32: return "deepseek_v32";
+  }
+  return "?";
+}
+
+std::string_view to_string(Severity s) {
+  switch (s) {
+    case Severity::info: return "info";
+    case Severity::warning: return "warning";
+    case Severity::error: return "error";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr std::string_view kSupportedFamilies =
+    "deepseek_v41 (also deepseek_v41_text), deepseek_v4, deepseek_v32";
+
+std::string join_ints(const std::vector<std::int64_t>& v, std::size_t max_items = 16) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i == max_items) {
+      s += ", ... (" + std::to_string(v.size()) + " entries)";
+      break;
+    }
+    if (i) s += ", ";
+    s += std::to_string(v[i]);
+  }
+  return s + "]";
+}
+
+/// A short, printable description of a JSON value for messages ("the string \"2\"", "2.5", "null").
+std::string describe(const json& v) {
+  auto clip = [](std::string s) {
+    if (s.size() > 40) s = s.substr(0, 37) + "...";
+    return s;
+  };
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return v.get<bool>() ? "true" : "false";
+    case json::value_t::string:
+      return "the string " + clip(v.dump(-1, ' ', false, json::error_handler_t::replace));
+    case json::value_t::array: return "an array of " + std::to_string(v.size()) + " entries";
+    case json::value_t::object: return "an object";
+    case json::value_t::binary: return "binary data";
+    default: return clip(v.dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+}
+
+std::string escape_pointer_token(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+/// Rejects nesting deeper than the limit before the parser sees it (a 100,000-deep file must not
+/// reach recursive code).
+void check_nesting(std::string_view text, const std::string& source) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  std::size_t line = 1;
+  for (char c : text) {
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > ConfigLimits::max_nesting_depth) {
+        throw_config(source + ": JSON nested deeper than " +
+                     std::to_string(ConfigLimits::max_nesting_depth) + " levels (line " +
+                     std::to_string(line) + "); a model config is at most a few levels deep");
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
+/// Reads fields of one JSON object (the top level, or text_config) with the config's rules on
+/// types, ranges, aliases and defaults. Every message names the file and the JSON pointer.
+class Section {
+ public:
+  Section(const json& obj, std::string prefix, ModelConfig& cfg)
+      : obj_(obj), prefix_(std::move(prefix)), cfg_(cfg) {}
+
+  const std::string& prefix() const { return prefix_; }
+  std::string ptr(std::string_view key) const { return prefix_ + "/" + escape_pointer_token(key); }
+
+  [[noreturn]] void fail(const std::string& pointer, const std::string& message) const {
+    throw_config(cfg_.file + ": " + (pointer.empty() ? std::string("/") : pointer) + ": " + message);
+  }
+
+  void note(std::string id, Severity sev, std::string message, std::string pointer = {}) {
+    cfg_.findings.push_back(Finding{std::move(id), sev, std::move(message), std::move(pointer), {}});
+  }
+
+  /// Finds `key` or one of its other spellings. Records which spelling was used; two spellings
+  /// with different values are an error.
+  struct Found {
+    const json* value = nullptr;
+    std::string key;
+    std::string pointer;
+  };
+  Found find(std::string_view key, std::initializer_list<std::string_view> aliases = {}) {
+    Found f;
+    if (auto it = obj_.find(std::string(key)); it != obj_.end()) {
+      f = {&*it, std::string(key), ptr(key)};
+    }
+    for (auto alias : aliases) {
+      auto it = obj_.find(std::string(alias));
+      if (it == obj_.end()) continue;
+      if (f.value) {
+        if (*f.value != *it) {
+          fail(ptr(alias), std::string(alias) + " = " + describe(*it) + " disagrees with " + f.key +
+                               " = " + describe(*f.value) + "; they are two spellings of one field");
+        }
+        continue;
+      }
+      f = {&*it, std::string(alias), ptr(alias)};
+      note("config.normalised", Severity::info,
+           "read " + std::string(alias) + " as " + std::string(key), ptr(alias));
+    }
+    return f;
+  }
+
+  std::int64_t as_int(const json& v, const std::string& pointer, std::string_view name,
+                      std::int64_t lo, std::int64_t hi) const {
+    if (v.is_number_unsigned()) {
+      auto u = v.get<std::uint64_t>();
+      if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ||
+          static_cast<std::int64_t>(u) > hi || static_cast<std::int64_t>(u) < lo) {
+        fail(pointer, std::string(name) + " = " + std::to_string(u) + " is out of range; allowed " +
+                          std::to_string(lo) + ".." + std::to_string(hi));
+      }
+      return static_cast<std::int64_t>(u);
+    }
+    if (v.is_number_integer()) {
+      auto i = v.get<std::int64_t>();
+      if (i < lo || i > hi) {
+        fail(pointer, std::string(name) + " = " + std::to_string(i) + " is out of range; allowed " +
+                          std::to_string(lo) + ".." + std::to_string(hi));
+      }
+      return i;
+    }
+    fail(pointer, std::string(name) + " must be an integer, got " + describe(v));
+  }
+
+  /// An integer field; when absent, `fallback` is used and reported as a default.
+  std::int64_t int_field(std::string_view key, std::initializer_list<std::string_view> aliases,
+                         std::int64_t lo, std::int64_t hi, std::optional<std::int64_t> fallback,
+                         std::string_view why) {
+    Found f = find(key, aliases);
+    if (!f.value) {
+      if (!fallback) {
+        fail(ptr(key), "missing; " + std::string(key) + " is required for " +
+                           std::string(to_string(cfg_.family)) + " configs");
+      }
+      note("config.default", Severity::info,
+           "assumed " + std::string(key) + " = " + std::to_string(*fallback) + ", " + std::string(why),
+           ptr(key));
+      return *fallback;
+    }
+    return as_int(*f.value, f.pointer, f.key, lo, hi);
+  }
+
+  /// An optional list of integers; nullopt when absent. `null` is a type error, not absence.
+  std::optional<std::vector<std::int64_t>> int_list(const Found& f, std::int64_t lo, std::int64_t hi) {
+    if (!f.value) return std::nullopt;
+    if (!f.value->is_array()) fail(f.pointer, f.key + " must be a list of integers, got " + describe(*f.value));
+    if (static_cast<std::int64_t>(f.value->size()) > ConfigLimits::max_list_entries) {
+      fail(f.pointer, f.key + " has " + std::to_string(f.value->size()) + " entries; at most " +
+                          std::to_string(ConfigLimits::max_list_entries) + " are accepted");
+    }
+    std::vector<std::int64_t> out;
+    out.reserve(f.value->size());
+    for (std::size_t i = 0; i < f.value->size(); ++i) {
+      const std::string p = f.pointer + "/" + std::to_string(i);
+      const json& e = (*f.value)[i];
+      if (!e.is_number_integer()) {
+        fail(p, f.key + "[" + std::to_string(i) + "] must be an integer, got " + describe(e));
+      }
+      out.push_back(as_int(e, p, f.key + "[" + std::to_string(i) + "]", lo, hi));
+    }
+    return out;
+  }
+
+  std::optional<std::string> string_field(std::string_view key) {
+    Found f = find(key);
+    if (!f.value) return std::nullopt;
+    if (!f.value->is_string()) fail(f.pointer, std::string(key) + " must be a string, got " + describe(*f.value));
+    return f.value->get<std::string>();
+  }
+
+  bool has(std::string_view key) const { return obj_.contains(std::string(key)); }
+  const json& obj() const { return obj_; }
+
+ private:
+  const json& obj_;
+  std::string prefix_;
+  ModelConfig& cfg_;
+};
+
+// ------------------------------------------------------------------------------------------
+// Shared pieces
+
+void read_dtype(Section& s, const json& top, ModelConfig& cfg) {
+  for (const json* obj : {&s.obj(), &top}) {
+    for (std::string_view key : {"dtype", "torch_dtype"}) {
+      auto it = obj->find(std::string(key));
+      if (it == obj->end() || it->is_null()) continue;
+      if (!it->is_string()) {
+        s.fail((obj == &top ? "" : s.prefix()) + "/" + std::string(key),
+               std::string(key) + " must be a string such as \"bfloat16\", got " + describe(*it));
+      }
+      cfg.dtype = it->get<std::string>();
+      return;
+    }
+  }
+}
+
+/// Reads the ratio list of V4/V4.1 under either spelling.
+Section::Found find_ratios(Section& s) { return s.find("compress_ratios", {"compress_rates"}); }
+
+/// Fits a ratio list to backbone + draft layers: shorter than the backbone is an error; missing
+/// draft entries are padded with 0; entries past the draft layers are an error unless
+/// `allow_zero_tail` and all zero (a released V4 config has that); draft entries are window-only.
+void fit_ratio_list(Section& s, const std::string& pointer, std::vector<std::int64_t>& r,
+                    ModelConfig& cfg, bool allow_zero_tail) {
+  const auto n = cfg.num_hidden_layers;
+  const auto total = cfg.total_layers();
+  const auto len = static_cast<std::int64_t>(r.size());
+  if (len < n) {
+    s.fail(pointer, "compress_ratios has " + std::to_string(len) +
+                        " entries; it needs one per layer, at least num_hidden_layers = " +
+                        std::to_string(n));
+  }
+  if (len > total) {
+    bool tail_zero = std::all_of(r.begin() + total, r.end(), [](std::int64_t v) { return v == 0; });
+    if (!allow_zero_tail || !tail_zero) {
+      s.fail(pointer, "compress_ratios has " + std::to_string(len) +
+                          " entries; at most num_hidden_layers + num_nextn_predict_layers = " +
+                          std::to_string(n) + " + " + std::to_string(cfg.num_draft_layers) + " = " +
+                          std::to_string(total) +
+                          (allow_zero_tail ? " (extra entries are accepted only when they are 0)" : ""));
+    }
+    s.note("config.extra_ratios", Severity::warning,
+           "compress_ratios has " + std::to_string(len) + " entries for " + std::to_string(n) + " + " +
+               std::to_string(cfg.num_draft_layers) + " layers; the " + std::to_string(len - total) +
+               " extra entries are 0 and ignored",
+           pointer);
+    r.resize(static_cast<std::size_t>(total));
+  }
+  if (static_cast<std::int64_t>(r.size()) < total) {
+    const auto pad = total - static_cast<std::int64_t>(r.size());
+    s.note("config.padded_ratios", Severity::info,
+           "padded compress_ratios with " + std::to_string(pad) + " zero(s) for draft layers " +
+               std::to_string(static_cast<std::int64_t>(r.size())) + "-" + std::to_string(total - 1),
+           pointer);
+    r.resize(static_cast<std::size_t>(total), 0);
+  }
+  for (auto i = n; i < total; ++i) {
+    if (r[static_cast<std::size_t>(i)] != 0) {
+      s.note("config.draft_ratio", Severity::warning,
+             "draft layer " + std::to_string(i) + " has compress_ratio " +
+                 std::to_string(r[static_cast<std::size_t>(i)]) +
+                 "; draft layers are window-only, treated as 0",
+             pointer + "/" + std::to_string(i));
+      r[static_cast<std::size_t>(i)] = 0;
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// V4.1
+
+std::vector<std::int64_t> released_v41_schedule() {
+  std::vector<std::int64_t> r = {0, 0};
+  r.insert(r.end(), 18, 2);
+  r.insert(r.end(), 20, 1);
+  return r;
+}
+
+/// Validates an explicit source list: integers in [0, n), no duplicates; sorted if needed.
+std::vector<std::int64_t> source_list(Section& s, const Section::Found& f, ModelConfig& cfg,
+                                      std::string_view what) {
+  const auto n = cfg.num_hidden_layers;
+  auto list = *s.int_list(f, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto id = list[i];
+    const std::string p = f.pointer + "/" + std::to_string(i);
+    if (id < 0 || id >= n) {
+      s.fail(p, f.key + "[" + std::to_string(i) + "] = " + std::to_string(id) +
+                    " is not a backbone layer; allowed 0.." + std::to_string(n - 1));
+    }
+    const auto ratio = cfg.compress_ratios[static_cast<std::size_t>(id)];
+    if (ratio == 0) {
+      s.fail(p, f.key + "[" + std::to_string(i) + "] = " + std::to_string(id) + ": layer " +
+                    std::to_string(id) + " has compress_ratio 0 (window only); " + std::string(what) +
+                    " must have compress_ratio 1 or 2");
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (list[j] == id) {
+        s.fail(p, f.key + "[" + std::to_string(i) + "] = " + std::to_string(id) + " repeats " + f.key +
+                      "[" + std::to_string(j) + "]");
+      }
+    }
+  }
+  if (!std::is_sorted(list.begin(), list.end())) {
+    std::sort(list.begin(), list.end());
+    s.note("config.sorted", Severity::info, "sorted " + f.key + " to " + join_ints(list), f.pointer);
+  }
+  return list;
+}
+
+/// Nearest entry of sorted `ids` at or before `layer`, or -1.
+std::int64_t nearest_at_or_before(const std::vector<std::int64_t>& ids, std::int64_t layer) {
+  auto it = std::upper_bound(ids.begin(), ids.end(), layer);
+  return it == ids.begin() ? -1 : *std::prev(it);
+}
+
+void read_v41(Section& s, const json& top, ModelConfig& cfg) {
+  cfg.num_hidden_layers = s.int_field("num_hidden_layers", {"n_layers"}, 1, ConfigLimits::max_layers, 40,
+                                      "the transformers default");
+  cfg.num_draft_layers = s.int_field("num_nextn_predict_layers", {"n_mtp_layers"}, 0,
+                                     ConfigLimits::max_draft_layers, 3, "the transformers default");
+  cfg.num_attention_heads = s.int_field("num_attention_heads", {"n_heads"}, 1, ConfigLimits::max_heads, 64,
+                                        "the transformers default");
+  cfg.num_key_value_heads = s.int_field("num_key_value_heads", {}, 1, ConfigLimits::max_heads, 1,
+                                        "the transformers default (one shared latent)");
+  cfg.head_dim = s.int_field("head_dim", {}, 1, ConfigLimits::max_head_dim, 512, "the transformers default");
+  cfg.qk_rope_head_dim = s.int_field("qk_rope_head_dim", {"rope_head_dim"}, 0, ConfigLimits::max_head_dim, 64,
+                                     "the transformers default");
+  cfg.sliding_window = s.int_field("sliding_window", {"window_size"}, 1, ConfigLimits::max_window, 128,
+                                   "the transformers default");
+  cfg.index_topk = s.int_field("index_topk", {}, 1, ConfigLimits::max_topk, 512, "the transformers default");
+  cfg.index_n_heads = s.int_field("index_n_heads", {}, 1, ConfigLimits::max_heads, 32, "the transformers default");
+  cfg.index_head_dim = s.int_field("index_head_dim", {}, 1, ConfigLimits::max_head_dim, 128,
+                                   "the transformers default");
+  cfg.max_position_embeddings =
+      s.int_field("max_position_embeddings", {}, 1, ConfigLimits::max_positions, 1048576,
+                  "the released DeepSeek-V4.1-Flash value");
+  cfg.candidate_topk_blocks = s.int_field("candidate_topk_blocks", {}, 1, ConfigLimits::max_topk, 2048,
+                                          "the transformers default");
+  cfg.candidate_block_size = s.int_field("candidate_block_size", {}, 1, ConfigLimits::max_topk, 8,
+                                         "the transformers default");
+  if (cfg.qk_rope_head_dim > cfg.head_dim) {
+    s.fail(s.ptr("qk_rope_head_dim"), "qk_rope_head_dim = " + std::to_string(cfg.qk_rope_head_dim) +
+                                          " exceeds head_dim = " + std::to_string(cfg.head_dim));
+  }
+  read_dtype(s, top, cfg);
+  if (auto rs = s.find("rope_scaling"); rs.value && rs.value->is_object() && rs.value->contains("type") &&
+                                          !rs.value->contains("rope_type")) {
+    s.note("config.normalised", Severity::info, "read rope_scaling.type as rope_scaling.rope_type",
+           rs.pointer + "/type");
+  }
+  if (s.has("engram_pad_id") && !s.has("engram_pad_token_id")) {
+    s.note("config.normalised", Severity::info, "read engram_pad_id as engram_pad_token_id", s.ptr("engram_pad_id"));
+  }
+
+  const auto n = cfg.num_hidden_layers;
+  // compress_ratios
+  auto rf = find_ratios(s);
+  std::vector<std::int64_t> ratios;
+  if (auto list = s.int_list(rf, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max())) {
+    ratios = *list;
+    for (std::size_t i = 0; i < ratios.size(); ++i) {
+      if (ratios[i] != 0 && ratios[i] != 1 && ratios[i] != 2) {
+        s.fail(rf.pointer + "/" + std::to_string(i), "layer " + std::to_string(i) +
+                   ": Unsupported DeepSeek V4.1 compress_ratio=" + std::to_string(ratios[i]) +
+                   "; expected 0, 1, or 2.");
+      }
+    }
+    fit_ratio_list(s, rf.pointer, ratios, cfg, /*allow_zero_tail=*/false);
+  } else {
+    if (n == 40) {
+      ratios = released_v41_schedule();
+    } else {
+      ratios.assign(static_cast<std::size_t>(n), 1);
+      const std::int64_t windows = std::min<std::int64_t>(2, n);
+      const std::int64_t twos = std::min<std::int64_t>(ceil_div(std::max<std::int64_t>(n - 2, 0), 2), n - windows);
+      for (std::int64_t i = 0; i < windows; ++i) ratios[static_cast<std::size_t>(i)] = 0;
+      for (std::int64_t i = 0; i < twos; ++i) ratios[static_cast<std::size_t>(windows + i)] = 2;
+    }
+    s.note("config.default", Severity::info,
+           "assumed compress_ratios = " + join_ints(ratios, 48) + ", the transformers default for " +
+               std::to_string(n) + " layers",
+           rf.pointer.empty() ? s.ptr("compress_ratios") : rf.pointer);
+    ratios.resize(static_cast<std::size_t>(cfg.total_layers()), 0);
+  }
+  cfg.compress_ratios.assign(ratios.begin(), ratios.end());
+  const auto released = released_v41_schedule();
+  const bool released_backbone =
+      std::equal(ratios.begin(), ratios.begin() + n, released.begin(), released.end());
+
+  // kv_source_layer_ids
+  auto kf = s.find("kv_source_layer_ids", {"kv_source_layers"});
+  const std::string kptr = kf.value ? kf.pointer : s.ptr("kv_source_layer_ids");
+  if (kf.value) {
+    cfg.kv_source_layer_ids = source_list(s, kf, cfg, "a KV source");
+  } else {
+    if (released_backbone) {
+      cfg.kv_source_layer_ids = {2, 8, 14, 20};
+      s.note("config.default", Severity::info,
+             "assumed kv_source_layer_ids = [2, 8, 14, 20], the released schedule's sources", kptr);
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) {
+        const int r = cfg.compress_ratios[static_cast<std::size_t>(i)];
+        if (r > 0 && (i == 0 || cfg.compress_ratios[static_cast<std::size_t>(i - 1)] != r)) {
+          cfg.kv_source_layer_ids.push_back(i);
+        }
+      }
+      s.note("config.default", Severity::info,
+             "assumed kv_source_layer_ids = " + join_ints(cfg.kv_source_layer_ids) +
+                 ", the first layer of each run of equal non-zero ratios",
+             kptr);
+    }
+  }
+  // Every compressed layer reads the nearest source at or before it, with the same ratio.
+  for (std::int64_t i = 0; i < n; ++i) {
+    const int r = cfg.compress_ratios[static_cast<std::size_t>(i)];
+    if (r == 0) continue;
+    const auto src = nearest_at_or_before(cfg.kv_source_layer_ids, i);
+    if (src < 0) {
+      s.fail(kptr, "layer " + std::to_string(i) + " has compress_ratio " + std::to_string(r) +
+                       " but no kv_source_layer_ids entry at or before it (kv_source_layer_ids = " +
+                       join_ints(cfg.kv_source_layer_ids) + ")");
+    }
+    const int sr = cfg.compress_ratios[static_cast<std::size_t>(src)];
+    if (sr != r) {
+      s.fail(kptr, "layer " + std::to_string(i) + " has compress_ratio " + std::to_string(r) +
+                       " but would read layer " + std::to_string(src) + "'s compressed cache, which has ratio " +
+                       std::to_string(sr) + "; a KV-sharing group has one ratio: make layer " +
+                       std::to_string(i) + " (or an earlier ratio-" + std::to_string(r) + " layer) a KV source");
+    }
+  }
+
+  // index_source_layer_ids
+  auto xf = s.find("index_source_layer_ids", {"index_source_layers"});
+  const std::string xptr = xf.value ? xf.pointer : s.ptr("index_source_layer_ids");
+  if (xf.value) {
+    cfg.index_source_layer_ids = source_list(s, xf, cfg, "an index source");
+    for (std::size_t i = 0; i < cfg.index_source_layer_ids.size(); ++i) {
+      const auto id = cfg.index_source_layer_ids[i];
+      if (nearest_at_or_before(cfg.kv_source_layer_ids, id) < 0) {
+        s.fail(xptr, "index source " + std::to_string(id) +
+                         " has no kv_source_layer_ids entry at or before it; an index source scores against "
+                         "the indexer keys of its KV source");
+      }
+    }
+  } else {
+    if (cfg.kv_source_layer_ids == std::vector<std::int64_t>{2, 8, 14, 20}) {
+      cfg.index_source_layer_ids = {2, 8, 14, 20, 24, 28, 32, 36};
+      s.note("config.default", Severity::info,
+             "assumed index_source_layer_ids = [2, 8, 14, 20, 24, 28, 32, 36], the released sources", xptr);
+      for (auto id : cfg.index_source_layer_ids) {
+        if (id >= n || cfg.compress_ratios[static_cast<std::size_t>(id)] == 0) {
+          s.fail(xptr, "the default index_source_layer_ids include layer " + std::to_string(id) +
+                           ", which is not a compressed layer of this config; give index_source_layer_ids explicitly");
+        }
+      }
+    } else {
+      cfg.index_source_layer_ids = cfg.kv_source_layer_ids;
+      s.note("config.default", Severity::info,
+             "assumed index_source_layer_ids = kv_source_layer_ids = " + join_ints(cfg.index_source_layer_ids),
+             xptr);
+    }
+  }
+  for (auto src : cfg.kv_source_layer_ids) {
+    if (!std::binary_search(cfg.index_source_layer_ids.begin(), cfg.index_source_layer_ids.end(), src)) {
+      s.fail(xptr, "KV source " + std::to_string(src) +
+                       " is not in index_source_layer_ids; the layers reading its cache would have no top-k "
+                       "indices (index_source_layer_ids = " +
+                       join_ints(cfg.index_source_layer_ids) + ")");
+    }
+  }
+
+  // candidate_source_layer_id
+  auto cf = s.find("candidate_source_layer_id", {"candidate_source_layer"});
+  if (cf.value) {
+    const auto c = s.as_int(*cf.value, cf.pointer, cf.key, std::numeric_limits<std::int64_t>::min(),
+                            std::numeric_limits<std::int64_t>::max());
+    if (c < 0) {
+      cfg.candidate_source_layer_id = -1;
+      s.note("config.candidate_disabled", Severity::info,
+             "candidate_source_layer_id = " + std::to_string(c) + ": candidate selection disabled", cf.pointer);
+    } else if (!std::binary_search(cfg.index_source_layer_ids.begin(), cfg.index_source_layer_ids.end(), c)) {
+      s.fail(cf.pointer, "candidate_source_layer_id = " + std::to_string(c) +
+                             " is not an index source; allowed: one of " + join_ints(cfg.index_source_layer_ids) +
+                             ", or a negative value to disable");
+    } else {
+      cfg.candidate_source_layer_id = c;
+    }
+  } else {
+    cfg.candidate_source_layer_id = cfg.kv_source_layer_ids.empty() ? -1 : cfg.kv_source_layer_ids.back();
+    s.note("config.default", Severity::info,
+           "assumed candidate_source_layer_id = " + std::to_string(cfg.candidate_source_layer_id) +
+               ", the last KV source",
+           s.ptr("candidate_source_layer_id"));
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// V4.0
+
+void read_v4(Section& s, const json& top, ModelConfig& cfg) {
+  cfg.num_hidden_layers = s.int_field("num_hidden_layers", {"n_layers"}, 1, ConfigLimits::max_layers,
+                                      std::nullopt, "");
+  cfg.num_draft_layers = s.int_field("num_nextn_predict_layers", {"n_mtp_layers"}, 0,
+                                     ConfigLimits::max_draft_layers, 1, "the DeepSeek-V4-Flash value");
+  cfg.num_attention_heads = s.int_field("num_attention_heads", {"n_heads"}, 1, ConfigLimits::max_heads, 64,
+                                        "the DeepSeek-V4-Flash value");
+  cfg.num_key_value_heads = s.int_field("num_key_value_heads", {}, 1, ConfigLimits::max_heads, 1,
+                                        "the DeepSeek-V4-Flash value (one shared latent)");
+  cfg.head_dim = s.int_field("head_dim", {}, 1, ConfigLimits::max_head_dim, 512, "the DeepSeek-V4-Flash value");
+  cfg.qk_rope_head_dim = s.int_field("qk_rope_head_dim", {"rope_head_dim"}, 0, ConfigLimits::max_head_dim, 64,
+                                     "the DeepSeek-V4-Flash value");
+  cfg.sliding_window = s.int_field("sliding_window", {"window_size"}, 1, ConfigLimits::max_window, 128,
+                                   "the DeepSeek-V4-Flash value");
+  cfg.index_topk = s.int_field("index_topk", {}, 1, ConfigLimits::max_topk, 512, "the DeepSeek-V4-Flash value");
+  cfg.index_n_heads = s.int_field("index_n_heads", {}, 1, ConfigLimits::max_heads, 64, "the DeepSeek-V4-Flash value");
+  cfg.index_head_dim = s.int_field("index_head_dim", {}, 1, ConfigLimits::max_head_dim, 128,
+                                   "the DeepSeek-V4-Flash value");
+  cfg.max_position_embeddings = s.int_field("max_position_embeddings", {}, 1, ConfigLimits::max_positions,
+                                            1048576, "the DeepSeek-V4-Flash value");
+  read_dtype(s, top, cfg);
+  if (auto rs = s.find("rope_scaling"); rs.value && rs.value->is_object() && rs.value->contains("rope_type") &&
+                                          !rs.value->contains("type")) {
+    s.note("config.normalised", Severity::info, "read rope_scaling.rope_type as rope_scaling.type",
+           rs.pointer + "/rope_type");
+  }
+
+  auto rf = find_ratios(s);
+  std::vector<std::int64_t> ratios;
+  std::string rptr = rf.pointer;
+  if (auto list = s.int_list(rf, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max())) {
+    ratios = *list;
+  } else {
+    auto lf = s.find("layer_types");
+    if (!lf.value) {
+      s.fail(s.ptr("compress_ratios"),
+             "missing; a deepseek_v4 config needs compress_ratios (or layer_types) to say which layers compress");
+    }
+    rptr = lf.pointer;
+    if (!lf.value->is_array()) s.fail(lf.pointer, "layer_types must be a list of strings, got " + describe(*lf.value));
+    if (static_cast<std::int64_t>(lf.value->size()) > ConfigLimits::max_list_entries) {
+      s.fail(lf.pointer, "layer_types has " + std::to_string(lf.value->size()) + " entries; at most " +
+                             std::to_string(ConfigLimits::max_list_entries) + " are accepted");
+    }
+    for (std::size_t i = 0; i < lf.value->size(); ++i) {
+      const json& e = (*lf.value)[i];
+      const std::string p = lf.pointer + "/" + std::to_string(i);
+      if (!e.is_string()) s.fail(p, "layer_types[" + std::to_string(i) + "] must be a string, got " + describe(e));
+      const auto name = e.get<std::string>();
+      if (name == "sliding_attention") ratios.push_back(0);
+      else if (name == "compressed_sparse_attention") ratios.push_back(4);
+      else if (name == "heavily_compressed_attention") ratios.push_back(128);
+      else {
+        s.fail(p, "layer_types[" + std::to_string(i) + "] = " + describe(e) +
+                      " is not a V4 layer type; allowed: sliding_attention, compressed_sparse_attention, "
+                      "heavily_compressed_attention");
+      }
+    }
+    s.note("config.normalised", Severity::info,
+           "read layer_types as compress_ratios (sliding 0, compressed_sparse 4, heavily_compressed 128)",
+           lf.pointer);
+  }
+  for (std::size_t i = 0; i < ratios.size(); ++i) {
+    const auto r = ratios[i];
+    if (r != 0 && r != 1 && r != 4 && r != 128) {
+      s.fail(rptr + "/" + std::to_string(i), "layer " + std::to_string(i) +
+                 ": Unsupported DeepseekV4 compress_ratio=" + std::to_string(r) + "; expected 1, 4, or 128.");
+    }
+  }
+  fit_ratio_list(s, rptr, ratios, cfg, /*allow_zero_tail=*/true);
+  cfg.compress_ratios.assign(ratios.begin(), ratios.end());
+}
+
+// ------------------------------------------------------------------------------------------
+// V3.2
+
+void read_v32(Section& s, const json& top, ModelConfig& cfg) {
+  cfg.num_hidden_layers = s.int_field("num_hidden_layers", {"n_layers"}, 1, ConfigLimits::max_layers,
+                                      std::nullopt, "");
+  cfg.num_draft_layers = s.int_field("num_nextn_predict_layers", {"n_mtp_layers"}, 0,
+                                     ConfigLimits::max_draft_layers, 1, "the DeepSeek-V3.2 value");
+  cfg.num_attention_heads = s.int_field("num_attention_heads", {"n_heads"}, 1, ConfigLimits::max_heads, 128,
+                                        "the DeepSeek-V3.2 value");
+  cfg.kv_lora_rank = s.int_field("kv_lora_rank", {}, 1, ConfigLimits::max_head_dim, 512, "the DeepSeek-V3.2 value");
+  cfg.qk_rope_head_dim = s.int_field("qk_rope_head_dim", {"rope_head_dim"}, 0, ConfigLimits::max_head_dim, 64,
+                                     "the DeepSeek-V3.2 value");
+  cfg.num_key_value_heads = 1;  // MLA: one latent shared by all heads, whatever the config says
+  cfg.head_dim = cfg.kv_lora_rank + cfg.qk_rope_head_dim;
+  cfg.sliding_window = 0;
+  cfg.index_topk = s.int_field("index_topk", {}, 1, ConfigLimits::max_topk, 2048, "the DeepSeek-V3.2 value");
+  cfg.index_n_heads = s.int_field("index_n_heads", {}, 1, ConfigLimits::max_heads, 64, "the DeepSeek-V3.2 value");
+  cfg.index_head_dim = s.int_field("index_head_dim", {}, 1, ConfigLimits::max_head_dim, 128,
+                                   "the DeepSeek-V3.2 value");
+  cfg.max_position_embeddings = s.int_field("max_position_embeddings", {}, 1, ConfigLimits::max_positions,
+                                            163840, "the DeepSeek-V3.2 value");
+  read_dtype(s, top, cfg);
+  cfg.compress_ratios.assign(static_cast<std::size_t>(cfg.total_layers()), 0);
+}
+
+/// Decides the family from model_type, or from DeepSeek's inference names when model_type is absent.
+Family detect_family(const json& top, ModelConfig& cfg, const json*& section, std::string& prefix) {
+  section = &top;
+  prefix.clear();
+  auto mt = top.find("model_type");
+  if (mt == top.end()) {
+    // DeepSeek's own inference/config.json carries no model_type.
+    const bool inference_names = top.contains("n_layers") || top.contains("n_heads") || top.contains("dim");
+    if (!inference_names) {
+      throw_config(cfg.file + ": /model_type: missing; supported families: " + std::string(kSupportedFamilies));
+    }
+    Family f = Family::deepseek_v32;
+    if (top.contains("kv_source_layers") || top.contains("kv_source_layer_ids") ||
+        top.contains("index_source_layers")) {
+      f = Family::deepseek_v41;
+    } else if (top.contains("compress_ratios")) {
+      f = Family::deepseek_v4;
+      const json& r = top["compress_ratios"];
+      if (r.is_array()) {
+        bool only_v41 = !r.empty();
+        for (const auto& e : r) {
+          if (!e.is_number_integer() || e.get<std::int64_t>() > 2) only_v41 = false;
+        }
+        if (only_v41) f = Family::deepseek_v41;
+      }
+    }
+    cfg.findings.push_back(Finding{"config.inferred_family", Severity::info,
+                                   "no model_type; read DeepSeek's inference config names as " +
+                                       std::string(to_string(f)),
+                                   "/model_type", {}});
+    return f;
+  }
+  if (!mt->is_string()) {
+    throw_config(cfg.file + ": /model_type: must be a string, got " + describe(*mt) +
+                 "; supported families: " + std::string(kSupportedFamilies));
+  }
+  cfg.model_type = mt->get<std::string>();
+  if (cfg.model_type == "deepseek_v41") {
+    if (auto tc = top.find("text_config"); tc != top.end()) {
+      if (!tc->is_object()) {
+        throw_config(cfg.file + ": /text_config: must be an object, got " + describe(*tc));
+      }
+      cfg.composite = true;
+      section = &*tc;
+      prefix = "/text_config";
+      if (auto tmt = tc->find("model_type"); tmt != tc->end()) {
+        if (!tmt->is_string() || tmt->get<std::string>() != "deepseek_v41_text") {
+          throw_config(cfg.file + ": /text_config/model_type: " + describe(*tmt) +
+                       " inside a deepseek_v41 config; expected \"deepseek_v41_text\"");
+        }
+      }
+    }
+    return Family::deepseek_v41;
+  }
+  if (cfg.model_type == "deepseek_v41_text") return Family::deepseek_v41;
+  if (cfg.model_type == "deepseek_v4") return Family::deepseek_v4;
+  if (cfg.model_type == "deepseek_v32") return Family::deepseek_v32;
+  std::string hint;
+  for (std::string_view known : {"deepseek_v41", "deepseek_v41_text", "deepseek_v4", "deepseek_v32"}) {
+    // "did you mean": same letters ignoring case, dots, dashes and underscores
+    auto squash = [](std::string_view v) {
+      std::string o;
+      for (char c : v) {
+        if (c == '_' || c == '-' || c == '.') continue;
+        o += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+      }
+      return o;
+    };
+    if (squash(known) == squash(cfg.model_type)) hint = "; did you mean \"" + std::string(known) + "\"?";
+  }
+  throw_config(cfg.file + ": /model_type: " + describe(*mt) + " is not a supported model family; supported: " +
+               std::string(kSupportedFamilies) + hint);
+}
+
+std::string read_file_limited(const std::string& file) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(file, ec);
+  if (ec || !std::filesystem::exists(status)) {
+    throw_config("cannot read '" + file + "': no such file or directory");
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    throw_config("cannot read '" + file + "': " + std::strerror(errno));
+  }
+  std::string text;
+  std::array<char, 65536> buf{};
+  while (in) {
+    in.read(buf.data(), buf.size());
+    text.append(buf.data(), static_cast<std::size_t>(in.gcount()));
+    if (static_cast<std::int64_t>(text.size()) > ConfigLimits::max_file_bytes) {
+      throw_config("'" + file + "' is larger than " + std::to_string(ConfigLimits::max_file_bytes >> 20) +
+                   " MiB; a model config.json is a few KiB (limit: ConfigLimits::max_file_bytes)");
+    }
+  }
+  if (in.bad()) {
+    throw_config("cannot read '" + file + "': read error");
+  }
+  return text;
+}
+
+}  // namespace
+
+ModelConfig parse_config(std::string_view text, const std::string& source) {
+  ModelConfig cfg;
+  cfg.source = source;
+  cfg.file = source;
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    throw_config(source + ": the file is empty; expected a JSON object (a model config.json)");
+  }
+  check_nesting(text, source);
+  json top;
+  try {
+    top = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    std::string what = e.what();
+    if (auto pos = what.find("] "); what.rfind("[json.exception", 0) == 0 && pos != std::string::npos) {
+      what = what.substr(pos + 2);
+    }
+    throw_config(source + ": not valid JSON: " + what);
+  }
+  if (!top.is_object()) {
+    throw_config(source + ": the top level is " + describe(top) + "; expected a JSON object (a model config.json)");
+  }
+  const json* section = nullptr;
+  std::string prefix;
+  cfg.family = detect_family(top, cfg, section, prefix);
+  cfg.field_prefix = prefix;
+  Section s(*section, prefix, cfg);
+  switch (cfg.family) {
+    case Family::deepseek_v41: read_v41(s, top, cfg); break;
+    case Family::deepseek_v4: read_v4(s, top, cfg); break;
+    case Family::deepseek_v32: read_v32(s, top, cfg); break;
+  }
+  return cfg;
+}
+
+ModelConfig load_config(const std::string& path) {
+  std::error_code ec;
+  std::string file = path;
+  if (path.empty()) throw_config("no config given: pass a config.json or a directory holding one");
+  if (std::filesystem::is_directory(path, ec)) {
+    file = (std::filesystem::path(path) / "config.json").string();
+    if (!std::filesystem::exists(file, ec)) {
+      throw_config("directory '" + path + "' holds no config.json");
+    }
+  }
+  if (std::filesystem::is_directory(file, ec)) {
+    throw_config("cannot read '" + file + "': it is a directory");
+  }
+  const std::string text = read_file_limited(file);
+  ModelConfig cfg = parse_config(text, file);
+  cfg.source = path;
+  return cfg;
+}
+
+}  // namespace mlaplan

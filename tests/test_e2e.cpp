@@ -1,1 +1,199 @@
+// End-to-end: the built mla-plan binary on the bundled configs and on each class of bad input,
+// checking stdout, stderr and the exit code as a script or CI job would see them.
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Run {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// Runs the binary with `args` (no shell), capturing stdout and stderr through temp files.
+Run run(const std::vector<std::string>& args) {
+  static int counter = 0;
+  const auto dir = fs::temp_directory_path() / ("mlaplan-e2e-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto out_path = dir / ("out" + std::to_string(counter));
+  const auto err_path = dir / ("err" + std::to_string(counter++));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> argv_s = {MLAPLAN_BINARY};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  Run r;
+  if (posix_spawn(&pid, MLAPLAN_BINARY, &fa, nullptr, argv.data(), environ) != 0) {
+    posix_spawn_file_actions_destroy(&fa);
+    FAIL("could not start " << MLAPLAN_BINARY);
+  }
+  posix_spawn_file_actions_destroy(&fa);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  return r;
+}
+
+std::string cfg(const std::string& rel) { return std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + rel; }
+
+fs::path scratch() {
+  const auto dir = fs::temp_directory_path() / ("mlaplan-e2e-files-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+fs::path write_file(const std::string& name, const std::string& text) {
+  const auto p = scratch() / name;
+  std::ofstream(p, std::ios::binary) << text;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("e2e: help and version", "[e2e]") {
+  auto h = run({"--help"});
+  CHECK(h.code == 0);
+  CHECK_THAT(h.out, Catch::Contains("mla-plan"));
+  auto v = run({"--version"});
+  CHECK(v.code == 0);
+  CHECK_THAT(v.out, Catch::Matches("mla-plan [0-9]+\\.[0-9]+\\.[0-9]+\n"));
+}
+
+TEST_CASE("e2e: every bundled config plans, and its JSON parses back", "[e2e]") {
+  struct Expect {
+    std::string file;
+    std::string family;
+    std::size_t layers;
+    std::vector<std::string> types;
+  };
+  const std::vector<Expect> cases = {
+      {"deepseek-v4.1-flash.json", "deepseek_v41", 43, {"c1a", "c2a", "swaonly"}},
+      {"deepseek-v4-flash.json", "deepseek_v4", 44, {"c128a", "c4a", "swaonly"}},
+      {"deepseek-v3.2.json", "deepseek_v32", 62, {"dsa"}},
+      {"small/v41-5layer-derived-sources.json", "deepseek_v41", 5, {"c1a", "c2a", "swaonly"}},
+      {"small/v41-6layer-reindex.json", "deepseek_v41", 6, {"c1a", "c2a", "swaonly"}},
+      {"small/v41-8layer-flat.json", "deepseek_v41", 11, {"c1a", "c2a", "swaonly"}},
+      {"small/v4-2layer-layer-types.json", "deepseek_v4", 2, {"c128a", "c4a"}},
+  };
+  for (const auto& c : cases) {
+    INFO(c.file);
+    auto text = run({cfg(c.file)});
+    CHECK(text.code == 0);
+    CHECK(text.err.empty());
+    CHECK_THAT(text.out, Catch::Contains("layer types"));
+    auto r = run({"plan", cfg(c.file), "--json"});
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j.at("schema") == "mla-plan/1");
+    CHECK(j.at("model").at("family") == c.family);
+    CHECK(j.at("layers").size() == c.layers);
+    CHECK(j.at("layer_types").get<std::vector<std::string>>() == c.types);
+    for (std::size_t i = 0; i < j.at("layers").size(); ++i) CHECK(j.at("layers")[i].at("index") == i);
+  }
+}
+
+TEST_CASE("e2e: a directory holding config.json", "[e2e]") {
+  const auto dir = scratch() / "model";
+  fs::create_directories(dir);
+  fs::copy_file(cfg("deepseek-v4.1-flash.json"), dir / "config.json", fs::copy_options::overwrite_existing);
+  auto r = run({dir.string(), "--json"});
+  CHECK(r.code == 0);
+  CHECK(nlohmann::json::parse(r.out).at("config") == dir.string());
+}
+
+TEST_CASE("e2e: bad input exits 2 with a clear message, never a crash", "[e2e][bad-input]") {
+  const auto dir = scratch();
+  struct Bad {
+    std::string what;
+    std::string path;
+    std::string message_part;
+  };
+  std::string deep(100000, '[');
+  std::string big_list = R"({"model_type": "deepseek_v41", "compress_ratios": [0)";
+  for (int i = 1; i < 1000000; ++i) big_list += ",0";
+  big_list += "]}";
+  {
+    std::ofstream big((dir / "huge.json").string(), std::ios::binary);
+    big.seekp(200LL * 1000 * 1000 - 1);
+    big.put('}');
+  }
+  fs::create_directories(dir / "empty-dir");
+  const std::vector<Bad> cases = {
+      {"missing file", (dir / "nope.json").string(), "no such file or directory"},
+      {"directory without config.json", (dir / "empty-dir").string(), "holds no config.json"},
+      {"empty file", write_file("empty.json", "").string(), "the file is empty"},
+      {"not JSON", write_file("text.json", "model_type: deepseek").string(), "not valid JSON"},
+      {"truncated JSON", write_file("trunc.json", R"({"model_type": "deepseek_v41", "text_config": {"num_hidden_layers": 4)").string(), "not valid JSON"},
+      {"array at top level", write_file("array.json", "[1, 2, 3]").string(), "the top level is an array"},
+      {"number at top level", write_file("number.json", "3.5").string(), "the top level is 3.5"},
+      {"string ratio", write_file("string-ratio.json", R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 3, "compress_ratios": [0, "2", 2]})").string(), "/compress_ratios/1: compress_ratios[1] must be an integer, got the string \"2\""},
+      {"float layer id", write_file("float-id.json", R"({"model_type": "deepseek_v41_text", "kv_source_layer_ids": [2.0, 8, 14, 20]})").string(), "/kv_source_layer_ids/0: kv_source_layer_ids[0] must be an integer, got 2.0"},
+      {"null list", write_file("null-list.json", R"({"model_type": "deepseek_v41_text", "index_source_layer_ids": null})").string(), "must be a list of integers, got null"},
+      {"negative", write_file("negative.json", R"({"model_type": "deepseek_v41_text", "num_hidden_layers": -40})").string(), "num_hidden_layers = -40 is out of range"},
+      {"2^63", write_file("huge-number.json", R"({"model_type": "deepseek_v4", "num_hidden_layers": 9223372036854775808})").string(), "num_hidden_layers = 9223372036854775808 is out of range"},
+      {"10^6-entry array", write_file("big-list.json", big_list).string(), "compress_ratios has 1000000 entries"},
+      {"nested 100,000 deep", write_file("deep.json", deep).string(), "nested deeper than 64 levels"},
+      {"invalid UTF-8", write_file("utf8.json", std::string("{\"model_type\": \"deepseek_v41\", \"x\": \"\xc3\x28\"}")).string(), "ill-formed UTF-8"},
+      {"200 MB file", (dir / "huge.json").string(), "is larger than 16 MiB"},
+      {"unknown family", write_file("llama.json", R"({"model_type": "llama"})").string(), "supported: deepseek_v41"},
+      {"rule violation", write_file("rule.json", R"({"model_type": "deepseek_v41", "text_config": {"num_hidden_layers": 6, "num_nextn_predict_layers": 0, "compress_ratios": [0, 0, 2, 2, 1, 1], "kv_source_layer_ids": [3, 4]}})").string(), "/text_config/kv_source_layer_ids: layer 2 has compress_ratio 2 but no kv_source_layer_ids entry at or before it"},
+  };
+  for (const auto& b : cases) {
+    INFO(b.what);
+    for (bool json : {false, true}) {
+      auto r = json ? run({b.path, "--json"}) : run({b.path});
+      CHECK(r.code == 2);
+      CHECK(r.out.empty());
+      CHECK_THAT(r.err, Catch::StartsWith("mla-plan: error: "));
+      CHECK_THAT(r.err, Catch::Contains(b.message_part));
+      CHECK_THAT(r.err, !Catch::Contains("AddressSanitizer") && !Catch::Contains("runtime error"));
+      CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    }
+  }
+  if (::geteuid() != 0) {
+    const auto p = write_file("unreadable.json", "{}");
+    fs::permissions(p, fs::perms::none);
+    auto r = run({p.string()});
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("Permission denied"));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("e2e: usage errors exit 1", "[e2e]") {
+  auto r = run({cfg("deepseek-v4.1-flash.json"), "--bogus"});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("mla-plan: error: "));
+  auto none = run({});
+  CHECK(none.code == 1);
+}

@@ -1,0 +1,97 @@
+#pragma once
+// The model config as mla-plan understands it: one typed struct, filled by the reader in
+// src/config.cpp (the only translation unit that parses JSON input) and validated right after
+// parsing. The rules are those of docs/config.md.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlaplan {
+
+/// The model families mla-plan plans for.
+enum class Family {
+  deepseek_v41,  ///< V4.1 (V4.1-Flash): per-layer ratios 0/1/2, shared compressed caches
+  deepseek_v4,   ///< V4.0 (V4-Flash, V4-Pro): per-layer ratios 0/4/128, each layer owns its cache
+  deepseek_v32,  ///< V3.2: every layer sparse top-k over an MLA latent + indexer cache
+};
+
+std::string_view to_string(Family f);
+
+/// Severity of a finding. Errors make a config invalid (or unsupported); warnings and infos don't.
+enum class Severity { info, warning, error };
+std::string_view to_string(Severity s);
+
+/// One thing worth telling the user about a config: a default applied, a spelling normalised,
+/// a suspicious value, a rule violated.
+struct Finding {
+  std::string id;        ///< stable identifier, e.g. "config.default", "backend.kv_cache_dtype"
+  Severity severity = Severity::info;
+  std::string message;   ///< names the value and what is allowed
+  std::string path;      ///< JSON pointer into the config ("" when not about one field)
+  std::string fix;       ///< a concrete fix, where one exists
+};
+
+/// Documented limits on config values (docs/robustness.md). Beyond them a config is rejected
+/// with a clear message instead of exhausting memory or overflowing arithmetic.
+struct ConfigLimits {
+  static constexpr std::int64_t max_file_bytes = 16LL << 20;  ///< 16 MiB (real configs are a few KiB)
+  static constexpr int max_nesting_depth = 64;                ///< JSON nesting
+  static constexpr std::int64_t max_layers = 4096;            ///< num_hidden_layers
+  static constexpr std::int64_t max_draft_layers = 64;        ///< num_nextn_predict_layers
+  static constexpr std::int64_t max_list_entries = 8192;      ///< any per-layer list
+  static constexpr std::int64_t max_heads = 4096;             ///< num_attention_heads
+  static constexpr std::int64_t max_head_dim = 65536;
+  static constexpr std::int64_t max_window = 1LL << 20;       ///< sliding_window
+  static constexpr std::int64_t max_topk = 1LL << 24;         ///< index_topk
+  static constexpr std::int64_t max_positions = 1LL << 34;    ///< max_position_embeddings
+};
+
+/// A parsed and validated model config. Per-layer lists cover backbone + draft layers.
+struct ModelConfig {
+  std::string source;                 ///< the path as the user gave it
+  std::string file;                   ///< the config.json that was read
+  Family family = Family::deepseek_v41;
+  std::string model_type;             ///< top-level model_type as written ("" if inferred)
+  bool composite = false;             ///< V4.1 with the attention fields under text_config
+  std::string field_prefix;           ///< "/text_config" for composite V4.1, else ""
+
+  std::int64_t num_hidden_layers = 0;     ///< backbone layers (n)
+  std::int64_t num_draft_layers = 0;      ///< num_nextn_predict_layers: MTP (V4.0, V3.2) or DSpark (V4.1)
+  std::int64_t num_attention_heads = 0;
+  std::int64_t num_key_value_heads = 1;
+  std::int64_t head_dim = 0;              ///< q/k head size the attention kernel sees (V3.2: kv_lora_rank + rope)
+  std::int64_t qk_rope_head_dim = 64;
+  std::int64_t kv_lora_rank = 0;          ///< V3.2 only
+  std::int64_t sliding_window = 0;        ///< 0 when the family has none (V3.2)
+  std::int64_t index_topk = 0;
+  std::int64_t index_n_heads = 0;
+  std::int64_t index_head_dim = 0;
+  std::int64_t max_position_embeddings = 0;
+  std::string dtype;                      ///< model dtype ("bfloat16"), "" if the config names none
+
+  /// Per layer (backbone then draft): 0/1/2 (V4.1), 0/1/4/128 (V4.0), 0 (V3.2, unused).
+  std::vector<int> compress_ratios;
+  /// V4.1 only: the sharing topology after defaults.
+  std::vector<std::int64_t> kv_source_layer_ids;
+  std::vector<std::int64_t> index_source_layer_ids;
+  std::int64_t candidate_source_layer_id = -1;  ///< -1: disabled / not applicable
+  std::int64_t candidate_topk_blocks = 0;
+  std::int64_t candidate_block_size = 0;
+
+  /// Defaults applied, spellings normalised, warnings: in the order they were found.
+  std::vector<Finding> findings;
+
+  std::int64_t total_layers() const { return num_hidden_layers + num_draft_layers; }
+};
+
+/// Reads CONFIG (a config.json or a directory holding one). Throws Error(invalid_config) with a
+/// message naming the file, the JSON path, the bad value and the rule.
+ModelConfig load_config(const std::string& path);
+
+/// Parses config text already in memory. `source` names it in messages.
+ModelConfig parse_config(std::string_view text, const std::string& source);
+
+}  // namespace mlaplan
