@@ -1,0 +1,260 @@
+#pragma once
+// The KV-cache layout planner: which cache objects every layer owns on a target, their pages and
+// block pools, the two bytes-per-token accountings (DeepSeek's rows, the engine's pages), what fits
+// in a memory budget, and how tensor / pipeline / data parallelism act on it.
+// docs/layout-accounting.md explains every number and where it comes from.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mlaplan/config.hpp"
+#include "mlaplan/error.hpp"
+#include "mlaplan/formats.hpp"
+#include "mlaplan/target.hpp"
+#include "mlaplan/topology.hpp"
+
+namespace mlaplan {
+
+// ---------------------------------------------------------------- dtypes, block sizes, heads
+
+/// --kv-cache-dtype after resolution (auto and fp8 resolve to fp8_ds_mla, as the backend does).
+enum class KvCacheDtype { fp8_ds_mla, nvfp4_ds_mla };
+/// --indexer-cache-dtype.
+enum class IndexerCacheDtype { fp8, fp4 };
+
+std::string_view to_string(KvCacheDtype d);
+std::string_view to_string(IndexerCacheDtype d);
+
+/// auto | fp8 | fp8_ds_mla | nvfp4_ds_mla; anything else Error(usage) listing them.
+KvCacheDtype parse_kv_cache_dtype(std::string_view value);
+/// fp8 | fp4; anything else Error(usage).
+IndexerCacheDtype parse_indexer_cache_dtype(std::string_view value);
+
+/// The block sizes (uncompressed tokens per page of the global caches) the sparse-MLA backend
+/// accepts for a family on an arch: V4.1 {64} on compute capability 9.x, {128} otherwise; V4.0 {256};
+/// V3.2 {64}.
+std::vector<std::int64_t> backend_block_sizes(Family family, const ComputeCapability& cc);
+/// The first of backend_block_sizes: the default --block-size.
+std::int64_t default_block_size(Family family, const ComputeCapability& cc);
+/// Window-cache tokens per page: 32 for V4.1, 64 for V4.0, 0 for V3.2 (no window).
+std::int64_t window_block_size(Family family);
+/// vLLM's default max_num_batched_tokens for its OpenAI server on this GPU: 8192 with at least
+/// 70 GiB of memory (A100 excepted), else 2048. The default in-flight tokens of a request.
+std::int64_t default_in_flight_tokens(const Target& target);
+/// Local query heads padded for the FlashMLA decode kernel: 64 when <= 64, 128 when <= 128,
+/// nothing above 128.
+std::optional<std::int64_t> padded_query_heads(std::int64_t local_heads);
+/// vLLM's even split of `num_layers` backbone layers over `pp` stages: num_layers / pp each, the
+/// remainder one extra layer each on the stages just before the last. Requires 1 <= pp <= num_layers.
+std::vector<std::int64_t> pipeline_partition(std::int64_t num_layers, std::int64_t pp);
+
+// ---------------------------------------------------------------- options and checks
+
+/// Limits on user-given layout values (beyond them: Error usage).
+struct LayoutLimits {
+  static constexpr std::int64_t max_parallel_size = 4096;
+  static constexpr std::int64_t max_block_size = 1 << 20;
+  static constexpr std::int64_t max_in_flight_tokens = 1 << 24;
+  static constexpr std::int64_t max_speculative_tokens = 64;
+};
+
+/// What the user asked for. Strings are the flag values as given; optional fields take defaults.
+struct LayoutOptions {
+  std::string kv_cache_dtype = "auto";          ///< --kv-cache-dtype
+  std::string indexer_cache_dtype = "fp8";      ///< --indexer-cache-dtype
+  std::optional<std::int64_t> block_size;       ///< --block-size (default: backend's for the arch)
+  std::optional<std::int64_t> max_model_len;    ///< --max-model-len (default: max_position_embeddings)
+  std::optional<std::int64_t> in_flight_tokens; ///< tokens one request may schedule in a step (vLLM's max_num_batched_tokens); default default_in_flight_tokens()
+  std::int64_t num_speculative_tokens = 0;      ///< sizes the V4.1 compressor-state ring
+  bool include_draft_layers = true;             ///< give draft (MTP / DSpark) layers their caches
+  std::int64_t tensor_parallel_size = 1;
+  std::int64_t pipeline_parallel_size = 1;
+  std::int64_t data_parallel_size = 1;
+};
+
+/// One check result: a finding plus the exit-code kind it carries when its severity is error
+/// (usage for bad flag values, unsupported for backend rules). Infos record defaults applied.
+struct LayoutCheck {
+  Finding finding;
+  ErrorKind kind = ErrorKind::unsupported;
+};
+
+/// Every check, without throwing for user values: bad flag values (usage), backend rules the
+/// target breaks (unsupported) and the defaults applied (info). Finding ids:
+///   layout.<flag> (usage errors and infos), backend.arch, backend.kv_cache_dtype,
+///   backend.indexer_cache_dtype, backend.block_size, backend.tensor_parallel,
+///   backend.query_heads, backend.pipeline_cut.
+std::vector<LayoutCheck> check_layout(const ModelConfig& cfg, const Topology& topo, const Target& target,
+                                      const LayoutOptions& options);
+
+/// Throws Error(kind, message) for the first error-severity check; does nothing otherwise.
+void throw_on_error(const std::vector<LayoutCheck>& checks);
+
+// ---------------------------------------------------------------- cache objects
+
+enum class CacheKind { swa, compressed, indexer, compressor_state };
+/// global: grows with the request's history (block-managed, pages per token);
+/// per_request: bounded per request (window caches, compressor states and rings).
+enum class CacheScope { global, per_request };
+
+std::string_view to_string(CacheKind k);   ///< "swa", "compressed", "indexer", "compressor_state"
+std::string_view to_string(CacheScope s);  ///< "global", "per_request"
+
+/// One cache a layer owns. V3.2's MLA latent cache is a "compressed" object with ratio 1.
+struct CacheObject {
+  std::int64_t layer = 0;
+  CacheKind kind = CacheKind::swa;
+  CacheScope scope = CacheScope::global;
+  bool draft = false;                  ///< owned by a draft layer
+  std::int64_t stage = 0;              ///< pipeline stage holding the layer
+  RowFormatId format = RowFormatId::fp8_ds_mla_v4;
+  std::string format_name;             ///< row_format(format).name
+  std::int64_t compress_ratio = 1;     ///< tokens per row (1 for window caches and states)
+  std::int64_t row_bytes = 0;          ///< bytes of one row (V4.0 states: 2 x coff x dims fp32)
+  std::int64_t rows_per_page = 0;
+  std::int64_t tokens_per_page = 0;    ///< uncompressed tokens one page covers
+  std::int64_t unpadded_page_bytes = 0;
+  std::int64_t page_bytes = 0;         ///< unpadded rounded up to `alignment`
+  std::int64_t alignment = 1;
+  std::int64_t window_tokens = 0;      ///< per-request objects: tokens kept (window, state span, ring rows)
+  bool ring = false;                   ///< fixed ring: one page per request, not block-managed
+  std::string note;                    ///< what the object is, where it differs from its kind
+};
+
+/// Objects with equal page bytes share one block pool.
+struct PageGroup {
+  std::int64_t page_bytes = 0;
+  std::vector<std::size_t> objects;    ///< indices into Layout::objects
+};
+
+/// An exact non-negative fraction of bytes per token (denominators are powers of two here).
+struct BytesPerToken {
+  std::int64_t numerator = 0;
+  std::int64_t denominator = 1;
+  double value() const { return static_cast<double>(numerator) / static_cast<double>(denominator); }
+  /// Exact decimal: "3514.25", "890", "1827".
+  std::string str() const;
+  /// ceil(this x tokens), overflow-checked.
+  std::int64_t times_ceil(std::int64_t tokens) const;
+  bool operator==(const BytesPerToken& o) const {
+    return numerator == o.numerator && denominator == o.denominator;
+  }
+};
+
+/// The two accountings over a set of layers.
+struct Accounting {
+  /// DeepSeek's: sum over global owners of row_bytes / ratio; draft layers and windows excluded.
+  BytesPerToken global_rows;
+  /// The engine's: sum over global objects of page_bytes / tokens_per_page (draft owners included).
+  BytesPerToken global_pages;
+  /// Per-request objects in rows: min(window, max_model_len) x row (rings: ring rows x row).
+  std::int64_t per_request_rows = 0;
+  /// Per-request objects in pages at max_model_len: (cdiv(min(W - 1 + in_flight, max_model_len),
+  /// block) + 1) pages per sliding object, one page per ring.
+  std::int64_t per_request_pages = 0;
+  /// One request at max_model_len: ceil(global_rows x max_model_len) + per_request_rows.
+  std::int64_t total_rows = 0;
+  /// One request at max_model_len: whole global pages + per_request_pages.
+  std::int64_t total_pages = 0;
+};
+
+/// One pipeline stage: its backbone layers and, on the last stage, the draft layers.
+struct Stage {
+  std::int64_t index = 0;
+  std::int64_t first_layer = 0;        ///< backbone, inclusive
+  std::int64_t last_layer = 0;         ///< backbone, inclusive
+  std::int64_t num_draft_layers = 0;
+  Accounting accounting;
+};
+
+struct Parallelism {
+  std::int64_t tensor_parallel_size = 1;
+  std::int64_t pipeline_parallel_size = 1;
+  std::int64_t data_parallel_size = 1;
+  std::int64_t local_query_heads = 0;   ///< num_attention_heads / TP
+  std::int64_t padded_query_heads = 0;  ///< 64 or 128 (0 when > 128 in a lenient plan)
+  std::vector<Stage> stages;
+};
+
+/// The planned layout.
+struct Layout {
+  Family family = Family::deepseek_v41;
+  Target target;
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::fp8_ds_mla;
+  std::string kv_cache_dtype_requested;       ///< as given ("auto")
+  IndexerCacheDtype indexer_cache_dtype = IndexerCacheDtype::fp8;
+  std::int64_t block_size = 0;                ///< tokens per page of the global caches
+  bool block_size_default = true;
+  std::int64_t window_block_size = 0;
+  std::int64_t sliding_window = 0;
+  std::int64_t max_model_len = 0;
+  bool max_model_len_default = true;
+  std::int64_t max_position_embeddings = 0;
+  std::int64_t in_flight_tokens = 0;
+  bool in_flight_tokens_default = true;
+  std::int64_t num_speculative_tokens = 0;
+  bool include_draft_layers = true;
+  std::vector<CacheObject> objects;           ///< by layer, then kind
+  std::vector<PageGroup> groups;              ///< by page bytes, ascending
+  Accounting accounting;                      ///< all layers (one pipeline replica)
+  Parallelism parallel;
+  std::vector<LayoutCheck> checks;            ///< infos; in a lenient plan also the violations
+};
+
+enum class Strictness {
+  strict,   ///< any error check throws (usage or unsupported)
+  lenient,  ///< usage errors throw; backend violations are recorded in Layout::checks
+};
+
+/// Plans the layout of a validated config on a target. Strict by default: the CLI's `plan`.
+Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& target,
+                   const LayoutOptions& options, Strictness strictness = Strictness::strict);
+
+/// Bytes one request of `tokens` tokens needs on pipeline stage `stage` (-1: all stages) in the
+/// page accounting: whole global pages plus its windows, states and rings (windows capped at
+/// `tokens`, as with a max_model_len of `tokens`). Error(usage) when it overflows int64.
+std::int64_t request_bytes(const Layout& layout, std::int64_t stage, std::int64_t tokens);
+
+// ---------------------------------------------------------------- capacity
+
+struct CapacityOptions {
+  std::optional<double> gpu_memory_utilization;  ///< --gpu-memory-utilization, (0, 1], default 0.9
+  std::optional<double> weights_gib;             ///< --weights-gib, per GPU, default 0
+  std::optional<double> reserved_gib;            ///< --reserved-gib, per GPU, default 0
+  std::optional<double> kv_budget_gib;           ///< --kv-budget-gib: the budget itself (excludes the three above)
+};
+
+inline constexpr double kDefaultGpuMemoryUtilization = 0.9;
+
+/// What fits on one GPU (every TP rank of a stage holds the full cache of its requests).
+struct Capacity {
+  std::int64_t budget_bytes = 0;          ///< KV-cache bytes per GPU (may be <= 0)
+  bool explicit_budget = false;           ///< --kv-budget-gib given
+  double gpu_memory_utilization = kDefaultGpuMemoryUtilization;
+  std::int64_t weights_bytes = 0;
+  std::int64_t reserved_bytes = 0;
+  std::string budget_formula;             ///< how budget_bytes was obtained, for people
+  std::int64_t max_model_len = 0;
+  std::int64_t request_bytes = 0;         ///< one request at max_model_len on the limiting stage
+  std::int64_t limiting_stage = 0;        ///< stage with the largest request
+  std::int64_t tokens_that_fit = 0;       ///< history tokens the global pools hold beside one request's windows
+  bool tokens_unbounded = false;          ///< no stage has a global cache (windows only): no token limit
+  std::int64_t concurrency_per_rank = 0;  ///< requests at max_model_len per DP rank
+  std::int64_t concurrency_total = 0;     ///< x data_parallel_size
+  std::int64_t longest_max_model_len = 0; ///< longest one request can have (<= max_position_embeddings; 0: none)
+  bool longest_capped = false;            ///< memory would allow more than max_position_embeddings
+  bool fits = false;                      ///< one request at max_model_len fits
+  std::string message;                    ///< when !fits: needed vs available and the longest that fits
+};
+
+/// Capacity of a layout. Error(usage) for bad budget values; a budget that is too small is not an
+/// error here (fits = false, message set): call require_fits for the CLI's exit 4.
+Capacity plan_capacity(const Layout& layout, const CapacityOptions& options);
+
+/// Throws Error(does_not_fit, capacity.message) unless capacity.fits.
+void require_fits(const Capacity& capacity);
+
+}  // namespace mlaplan

@@ -1,0 +1,843 @@
+#include "mlaplan/layout.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <string>
+#include <utility>
+
+namespace mlaplan {
+namespace {
+
+constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+constexpr double kGiB = 1073741824.0;
+
+// V4.0 compressor states (vLLM's DeepSeek V4 compressor): fp32 kv state + score state of
+// coff x head_dim each, coff = 2 at ratio 4 (overlapping windows) and 1 at ratio 128; a block of
+// 4 rows at ratio 4 and 8 rows at ratio 128; the state spans coff x ratio tokens.
+constexpr std::int64_t kV40StateBlockC4 = 4;
+constexpr std::int64_t kV40StateBlockC128 = 8;
+constexpr std::int64_t kV40CompressedBlock = 256;  // tokens per page of V4.0's compressed caches
+constexpr std::int64_t kV41WindowBlock = 32;
+constexpr std::int64_t kV40WindowBlock = 64;
+constexpr std::int64_t kV41RingMinRows = 8;
+
+std::int64_t sat_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? kInt64Max : r;
+}
+std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? kInt64Max : r;
+}
+
+std::string join(const std::vector<std::int64_t>& v) {
+  std::string s;
+  for (auto x : v) {
+    if (!s.empty()) s += ", ";
+    s += std::to_string(x);
+  }
+  return s;
+}
+
+std::string gib_str(std::int64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / kGiB);
+  return buf;
+}
+
+// Whole numbers in full, others as %g ("0.9", "nan").
+std::string num_str(double x) {
+  char buf[64];
+  if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.0f", x);
+  } else {
+    std::snprintf(buf, sizeof buf, "%g", x);
+  }
+  return buf;
+}
+
+std::int64_t next_pow2(std::int64_t x) {
+  std::int64_t p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+LayoutCheck make_check(std::string id, Severity sev, ErrorKind kind, std::string message, std::string fix = {}) {
+  LayoutCheck c;
+  c.finding.id = std::move(id);
+  c.finding.severity = sev;
+  c.finding.message = std::move(message);
+  c.finding.fix = std::move(fix);
+  c.kind = kind;
+  return c;
+}
+LayoutCheck usage_check(std::string id, std::string message) {
+  return make_check(std::move(id), Severity::error, ErrorKind::usage, std::move(message));
+}
+LayoutCheck unsupported_check(std::string id, std::string message, std::string fix = {}) {
+  return make_check(std::move(id), Severity::error, ErrorKind::unsupported, std::move(message), std::move(fix));
+}
+LayoutCheck info_check(std::string id, std::string message) {
+  return make_check(std::move(id), Severity::info, ErrorKind::usage, std::move(message));
+}
+
+BytesPerToken reduced(std::int64_t num, std::int64_t den) {
+  const std::int64_t g = std::gcd(num, den);
+  return g > 1 ? BytesPerToken{num / g, den / g} : BytesPerToken{num, den};
+}
+
+BytesPerToken add(const BytesPerToken& a, const BytesPerToken& b) {
+  const std::int64_t den = std::lcm(a.denominator, b.denominator);
+  const std::int64_t x = checked_mul(a.numerator, den / a.denominator, "bytes per token");
+  const std::int64_t y = checked_mul(b.numerator, den / b.denominator, "bytes per token");
+  return reduced(checked_add(x, y, "bytes per token"), den);
+}
+
+// The value of a range-checked integer flag, or a usage check naming it.
+bool in_range(std::vector<LayoutCheck>& checks, std::string_view flag, std::int64_t v, std::int64_t lo,
+              std::int64_t hi, std::string_view why = {}) {
+  if (v >= lo && v <= hi) return true;
+  std::string msg = std::string(flag) + ": " + std::to_string(v) + " is out of range; use an integer from " +
+                    std::to_string(lo) + " to " + std::to_string(hi);
+  if (!why.empty()) msg += " (" + std::string(why) + ")";
+  std::string id = "layout." + std::string(flag.substr(2));
+  std::replace(id.begin(), id.end(), '-', '_');
+  checks.push_back(usage_check(std::move(id), msg));
+  return false;
+}
+
+struct Resolved {
+  KvCacheDtype kv = KvCacheDtype::fp8_ds_mla;
+  IndexerCacheDtype idx = IndexerCacheDtype::fp8;
+  std::int64_t block = 0;
+  bool block_default = true;
+  std::int64_t mml = 0;
+  bool mml_default = true;
+  std::int64_t in_flight = 0;
+  bool in_flight_default = true;
+  std::int64_t spec = 0;
+  std::int64_t tp = 1, pp = 1, dp = 1;
+  std::int64_t local_heads = 0;
+  std::int64_t padded_heads = 0;
+  std::vector<std::int64_t> partition;
+  bool usable = true;  // no usage error: a layout can be built
+};
+
+// Stage of each layer (backbone by partition, draft layers on the last stage).
+std::vector<std::int64_t> stage_of_layers(const Topology& topo, const std::vector<std::int64_t>& partition) {
+  std::vector<std::int64_t> stage(topo.layers.size(), static_cast<std::int64_t>(partition.size()) - 1);
+  std::size_t layer = 0;
+  for (std::size_t s = 0; s < partition.size(); ++s) {
+    for (std::int64_t k = 0; k < partition[s] && layer < topo.layers.size(); ++k, ++layer) {
+      stage[layer] = static_cast<std::int64_t>(s);
+    }
+  }
+  for (std::size_t i = 0; i < topo.layers.size(); ++i) {
+    if (topo.layers[i].draft) stage[i] = static_cast<std::int64_t>(partition.size()) - 1;
+  }
+  return stage;
+}
+
+struct PpViolation {
+  std::int64_t layer = 0;
+  std::int64_t source = 0;
+  std::string what;
+};
+
+// The first backbone layer whose KV source, index source or candidate source sits on another stage.
+std::optional<PpViolation> first_pp_violation(const Topology& topo, const std::vector<std::int64_t>& partition) {
+  const auto stage = stage_of_layers(topo, partition);
+  const auto cand = topo.candidate_source();
+  for (const Layer& l : topo.layers) {
+    if (l.draft) continue;
+    const auto st = stage[static_cast<std::size_t>(l.index)];
+    auto other = [&](std::int64_t src) { return stage[static_cast<std::size_t>(src)] != st; };
+    if (l.kv_source && *l.kv_source != l.index && other(*l.kv_source)) {
+      return PpViolation{l.index, *l.kv_source, "reads the compressed KV and indexer-key caches of its KV source"};
+    }
+    if (l.index_source && *l.index_source != l.index && other(*l.index_source)) {
+      return PpViolation{l.index, *l.index_source, "reuses the top-k indices of its index source"};
+    }
+    if (cand && l.is_index_source && l.index > *cand && other(*cand)) {
+      return PpViolation{l.index, *cand, "is constrained by the candidate blocks of the candidate source"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::string stage_ranges(const std::vector<std::int64_t>& partition, std::int64_t drafts, std::int64_t backbone) {
+  std::string s;
+  std::int64_t first = 0;
+  for (auto n : partition) {
+    if (!s.empty()) s += ", ";
+    s += std::to_string(first) + "-" + std::to_string(first + n - 1);
+    first += n;
+  }
+  if (drafts > 0) {
+    s += " (draft layers " + std::to_string(backbone) + "-" + std::to_string(backbone + drafts - 1) +
+         " with the last stage)";
+  }
+  return s;
+}
+
+Resolved resolve(const ModelConfig& cfg, const Topology& topo, const Target& target, const LayoutOptions& o,
+                 std::vector<LayoutCheck>& checks) {
+  Resolved r;
+  const std::string family = std::string(to_string(cfg.family));
+
+  // ---- flag values (usage) ----
+  try {
+    r.kv = parse_kv_cache_dtype(o.kv_cache_dtype);
+    if (o.kv_cache_dtype != to_string(r.kv)) {
+      checks.push_back(info_check("layout.kv_cache_dtype", "--kv-cache-dtype " + o.kv_cache_dtype + " resolves to " +
+                                                               std::string(to_string(r.kv)) +
+                                                               " (the sparse-MLA backend's resolution)"));
+    }
+  } catch (const Error& e) {
+    checks.push_back(usage_check("layout.kv_cache_dtype", e.what()));
+    r.usable = false;
+  }
+  try {
+    r.idx = parse_indexer_cache_dtype(o.indexer_cache_dtype);
+  } catch (const Error& e) {
+    checks.push_back(usage_check("layout.indexer_cache_dtype", e.what()));
+    r.usable = false;
+  }
+  const auto P = LayoutLimits::max_parallel_size;
+  r.usable &= in_range(checks, "--tensor-parallel-size", o.tensor_parallel_size, 1, P);
+  r.usable &= in_range(checks, "--data-parallel-size", o.data_parallel_size, 1, P);
+  r.usable &= in_range(checks, "--pipeline-parallel-size", o.pipeline_parallel_size, 1,
+                       std::min(P, cfg.num_hidden_layers), "a stage needs at least one of the " +
+                           std::to_string(cfg.num_hidden_layers) + " backbone layers");
+  r.usable &= in_range(checks, "--spec-tokens", o.num_speculative_tokens, 0,
+                       LayoutLimits::max_speculative_tokens);
+  if (o.block_size) r.usable &= in_range(checks, "--block-size", *o.block_size, 1, LayoutLimits::max_block_size);
+  if (o.max_model_len) {
+    r.usable &= in_range(checks, "--max-model-len", *o.max_model_len, 1, cfg.max_position_embeddings,
+                         "the model's max_position_embeddings is " + std::to_string(cfg.max_position_embeddings));
+  }
+  if (o.in_flight_tokens) {
+    r.usable &= in_range(checks, "--max-num-batched-tokens", *o.in_flight_tokens, 1,
+                         LayoutLimits::max_in_flight_tokens);
+  }
+  if (!r.usable) return r;
+
+  r.tp = o.tensor_parallel_size;
+  r.pp = o.pipeline_parallel_size;
+  r.dp = o.data_parallel_size;
+  r.spec = o.num_speculative_tokens;
+  r.mml_default = !o.max_model_len;
+  r.mml = o.max_model_len.value_or(cfg.max_position_embeddings);
+  if (r.mml_default) {
+    checks.push_back(info_check("layout.max_model_len", "max_model_len " + std::to_string(r.mml) +
+                                                            ": the config's max_position_embeddings"));
+  }
+  r.in_flight_default = !o.in_flight_tokens;
+  r.in_flight = o.in_flight_tokens.value_or(default_in_flight_tokens(target));
+  if (r.in_flight_default && cfg.family != Family::deepseek_v32) {
+    checks.push_back(info_check("layout.in_flight_tokens",
+                                "window pages sized for " + std::to_string(r.in_flight) +
+                                    " in-flight tokens per request (vLLM's default max_num_batched_tokens "
+                                    "for its OpenAI server on " + target.name + ")"));
+  }
+
+  // ---- backend rules (unsupported) ----
+  const ComputeCapability& cc = target.cc;
+  const std::string tgt = "target " + target.id + " is " + cc.sm() + " (compute capability " + cc.str() + ")";
+  if (cc.major != 9 && cc.major != 10) {
+    checks.push_back(unsupported_check(
+        "backend.arch", "FlashMLA Sparse is only supported on Hopper and Blackwell DC devices; " + tgt +
+                            ", supported: 9.x (sm90) and 10.x (sm100, sm103)",
+        "use a Hopper or Blackwell datacentre GPU (--gpu h200, --gpu b200)"));
+  }
+  if (r.kv == KvCacheDtype::nvfp4_ds_mla) {
+    if (cfg.family != Family::deepseek_v41) {
+      checks.push_back(unsupported_check(
+          "backend.kv_cache_dtype", "--kv-cache-dtype nvfp4_ds_mla is the DeepSeek V4.1 cache format; " + family +
+                                        " configs support auto, fp8, fp8_ds_mla",
+          "use --kv-cache-dtype fp8_ds_mla"));
+    } else if (cc.major != 10) {
+      checks.push_back(unsupported_check(
+          "backend.kv_cache_dtype",
+          "nvfp4_ds_mla needs SM100 (FlashMLA V4.1 fp8/fp4 sparse decode); " + tgt,
+          "use --kv-cache-dtype fp8_ds_mla, or a compute capability 10.x GPU (--gpu b200)"));
+    }
+  }
+  if (r.idx == IndexerCacheDtype::fp4 && cfg.family == Family::deepseek_v32) {
+    checks.push_back(unsupported_check("backend.indexer_cache_dtype",
+                                       "--indexer-cache-dtype fp4 is a DeepSeek V4/V4.1 option; deepseek_v32 "
+                                       "keeps its indexer keys in fp8 (132 bytes per row)",
+                                       "use --indexer-cache-dtype fp8"));
+  }
+  const auto allowed = backend_block_sizes(cfg.family, cc);
+  r.block = allowed.front();
+  r.block_default = !o.block_size;
+  if (o.block_size) {
+    if (std::find(allowed.begin(), allowed.end(), *o.block_size) != allowed.end()) {
+      r.block = *o.block_size;
+    } else {
+      const std::string b = std::to_string(*o.block_size);
+      checks.push_back(unsupported_check(
+          "backend.block_size",
+          "No common block size for " + b + " between kv_manager=[" + b + "] and backend=[" + join(allowed) +
+              "] (--block-size: the sparse-MLA backend for " + family + " on " + cc.sm() + " uses " + join(allowed) +
+              ")",
+          "omit --block-size"));
+    }
+  } else {
+    checks.push_back(info_check("layout.block_size", "block size " + std::to_string(r.block) +
+                                                         ": the sparse-MLA backend's kernel block size for " +
+                                                         family + " on " + cc.sm()));
+  }
+
+  // Tensor parallelism: the latent is shared, so TP splits query heads only.
+  const std::int64_t heads = cfg.num_attention_heads;
+  if (heads % r.tp != 0) {
+    std::vector<std::int64_t> divisors;
+    for (std::int64_t t = 1; t <= heads && t <= P; ++t) {
+      if (heads % t == 0) divisors.push_back(t);
+    }
+    checks.push_back(unsupported_check(
+        "backend.tensor_parallel", "--tensor-parallel-size " + std::to_string(r.tp) +
+                                       " does not divide num_attention_heads " + std::to_string(heads) +
+                                       "; TP sizes that divide it: " + join(divisors)));
+  } else {
+    r.local_heads = heads / r.tp;
+    const auto padded = padded_query_heads(r.local_heads);
+    if (padded) {
+      r.padded_heads = *padded;
+    } else {
+      std::int64_t min_tp = 0;
+      for (std::int64_t t = 1; t <= heads && t <= P; ++t) {
+        if (heads % t == 0 && heads / t <= 128) {
+          min_tp = t;
+          break;
+        }
+      }
+      checks.push_back(unsupported_check(
+          "backend.query_heads",
+          "FP8 decode kernel requires h_q in {64, 128}: --tensor-parallel-size " + std::to_string(r.tp) + " leaves " +
+              std::to_string(r.local_heads) + " query heads per rank (at most 128; fewer are padded to 64 or 128)",
+          min_tp > 0 ? "use --tensor-parallel-size " + std::to_string(min_tp) + " or more" : std::string{}));
+    }
+  }
+
+  // Pipeline parallelism: a V4.1 sharing group must stay on one stage.
+  r.partition = pipeline_partition(cfg.num_hidden_layers, r.pp);
+  if (const auto v = first_pp_violation(topo, r.partition)) {
+    const auto stage = stage_of_layers(topo, r.partition);
+    std::vector<std::int64_t> working;
+    for (std::int64_t p = 1; p <= cfg.num_hidden_layers && p <= P; ++p) {
+      if (!first_pp_violation(topo, pipeline_partition(cfg.num_hidden_layers, p))) working.push_back(p);
+    }
+    const std::int64_t drafts = o.include_draft_layers ? cfg.num_draft_layers : 0;
+    checks.push_back(unsupported_check(
+        "backend.pipeline_cut",
+        "--pipeline-parallel-size " + std::to_string(r.pp) + " cuts a DeepSeek V4.1 sharing group: layer " +
+            std::to_string(v->layer) + " (stage " + std::to_string(stage[static_cast<std::size_t>(v->layer)]) + ") " +
+            v->what + ", layer " + std::to_string(v->source) + " (stage " +
+            std::to_string(stage[static_cast<std::size_t>(v->source)]) +
+            "); PP splits inside a v4.1 kv-sharing group are not supported. Stages hold layers " +
+            stage_ranges(r.partition, drafts, cfg.num_hidden_layers) + ". Pipeline sizes that work: " + join(working),
+        "use --pipeline-parallel-size " + join(working)));
+  }
+  return r;
+}
+
+CacheObject make_object(std::int64_t layer, CacheKind kind, CacheScope scope, RowFormatId fmt, std::int64_t ratio,
+                        std::int64_t row_bytes, std::int64_t rows, std::int64_t tokens, std::int64_t alignment) {
+  CacheObject c;
+  c.layer = layer;
+  c.kind = kind;
+  c.scope = scope;
+  c.format = fmt;
+  c.format_name = std::string(row_format(fmt).name);
+  c.compress_ratio = ratio;
+  c.row_bytes = row_bytes;
+  c.rows_per_page = rows;
+  c.tokens_per_page = tokens;
+  c.alignment = alignment < 1 ? 1 : alignment;
+  c.unpadded_page_bytes = checked_mul(rows, row_bytes, "page bytes");
+  c.page_bytes = padded_page_bytes(rows, row_bytes, c.alignment);
+  return c;
+}
+
+// The cache objects of every layer, as vLLM allocates them (docs/layout-accounting.md).
+std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& topo, const Resolved& r,
+                                       bool include_draft) {
+  std::vector<CacheObject> objs;
+  const auto stage = stage_of_layers(topo, r.partition);
+  const bool fp8 = r.kv == KvCacheDtype::fp8_ds_mla;
+  const RowFormatId idx_fmt = r.idx == IndexerCacheDtype::fp8 ? RowFormatId::indexer_fp8 : RowFormatId::indexer_fp4;
+  const std::int64_t window = std::max<std::int64_t>(cfg.sliding_window, 1);
+
+  for (const Layer& l : topo.layers) {
+    if (l.draft && !include_draft) continue;
+    const std::size_t first = objs.size();
+    switch (cfg.family) {
+      case Family::deepseek_v41: {
+        const RowFormatId win_fmt = fp8 ? RowFormatId::fp8_ds_mla_v4 : RowFormatId::v41_fp8;
+        const RowFormatId main_fmt = fp8 ? RowFormatId::fp8_ds_mla_v4 : RowFormatId::v41_fp4;
+        const FormatGeometry wg = geometry(win_fmt);
+        CacheObject w = make_object(l.index, CacheKind::swa, CacheScope::per_request, win_fmt, 1, wg.row_bytes,
+                                    kV41WindowBlock, kV41WindowBlock, wg.page_alignment);
+        w.window_tokens = window;
+        objs.push_back(w);
+        if (l.is_kv_source) {
+          const std::int64_t ratio = l.compress_ratio;
+          const std::int64_t rows = r.block / ratio;
+          const FormatGeometry mg = geometry(main_fmt);
+          objs.push_back(make_object(l.index, CacheKind::compressed, CacheScope::global, main_fmt, ratio, mg.row_bytes,
+                                     rows, r.block, mg.page_alignment));
+          if (l.owns_indexer_cache) {
+            objs.push_back(make_object(l.index, CacheKind::indexer, CacheScope::global, idx_fmt, ratio,
+                                       geometry(idx_fmt).row_bytes, rows, r.block, indexer_page_alignment(main_fmt)));
+          }
+          if (l.owns_compressor_state) {
+            const std::int64_t ring = std::max(kV41RingMinRows, next_pow2(r.spec + 2));
+            const FormatGeometry sg = geometry(RowFormatId::compressor_state);
+            CacheObject s = make_object(l.index, CacheKind::compressor_state, CacheScope::per_request,
+                                        RowFormatId::compressor_state, 1, sg.row_bytes, ring, ring, 1);
+            s.window_tokens = ring;
+            s.ring = true;
+            s.note = "ring of max(8, next_pow2(speculative tokens + 2)) rows";
+            objs.push_back(s);
+          }
+        }
+        break;
+      }
+      case Family::deepseek_v4: {
+        const RowFormatId f = RowFormatId::fp8_ds_mla_v4;
+        const FormatGeometry g = geometry(f);
+        CacheObject w = make_object(l.index, CacheKind::swa, CacheScope::per_request, f, 1, g.row_bytes,
+                                    kV40WindowBlock, kV40WindowBlock, g.page_alignment);
+        w.window_tokens = window;
+        objs.push_back(w);
+        if (l.is_kv_source) {
+          const std::int64_t ratio = l.compress_ratio;
+          const std::int64_t rows = r.block / ratio;
+          objs.push_back(make_object(l.index, CacheKind::compressed, CacheScope::global, f, ratio, g.row_bytes, rows,
+                                     r.block, g.page_alignment));
+          if (l.owns_indexer_cache) {
+            objs.push_back(make_object(l.index, CacheKind::indexer, CacheScope::global, idx_fmt, ratio,
+                                       geometry(idx_fmt).row_bytes, rows, r.block, indexer_page_alignment(f)));
+          }
+          if (l.owns_compressor_state) {
+            const std::int64_t coff = ratio == 4 ? 2 : 1;
+            const std::int64_t block = ratio == 4 ? kV40StateBlockC4 : kV40StateBlockC128;
+            const FormatGeometry sg = geometry(RowFormatId::compressor_state);
+            // fp32 kv + score state of coff x dims values each.
+            const std::int64_t main_row = 2 * coff * sg.dims * 4;
+            CacheObject s = make_object(l.index, CacheKind::compressor_state, CacheScope::per_request,
+                                        RowFormatId::compressor_state, 1, main_row, block, block, g.page_alignment);
+            s.window_tokens = coff * ratio;
+            s.note = "attention compressor state: fp32 kv + score, " + std::to_string(coff) + " x " +
+                     std::to_string(sg.dims) + " each";
+            objs.push_back(s);
+            if (l.owns_indexer_cache) {
+              const std::int64_t idx_row = 2 * coff * geometry(idx_fmt).dims * 4;
+              CacheObject si = make_object(l.index, CacheKind::compressor_state, CacheScope::per_request,
+                                           RowFormatId::compressor_state, 1, idx_row, block, block, g.page_alignment);
+              si.window_tokens = coff * ratio;
+              si.note = "indexer compressor state: fp32 kv + score, " + std::to_string(coff) + " x " +
+                        std::to_string(geometry(idx_fmt).dims) + " each";
+              objs.push_back(si);
+            }
+          }
+        }
+        break;
+      }
+      case Family::deepseek_v32: {
+        const RowFormatId f = RowFormatId::fp8_ds_mla_v32;
+        const FormatGeometry g = geometry(f);
+        CacheObject m = make_object(l.index, CacheKind::compressed, CacheScope::global, f, 1, g.row_bytes, r.block,
+                                    r.block, g.page_alignment);
+        m.note = "MLA latent cache (every token, ratio 1)";
+        objs.push_back(m);
+        objs.push_back(make_object(l.index, CacheKind::indexer, CacheScope::global, idx_fmt, 1,
+                                   geometry(idx_fmt).row_bytes, r.block, r.block, indexer_page_alignment(f)));
+        break;
+      }
+    }
+    for (std::size_t i = first; i < objs.size(); ++i) {
+      objs[i].draft = l.draft;
+      objs[i].stage = stage[static_cast<std::size_t>(l.index)];
+    }
+  }
+  return objs;
+}
+
+// Pages a per-request object holds for one request (vLLM's sliding-window bound).
+std::int64_t request_pages(const CacheObject& o, std::int64_t tokens, std::int64_t in_flight) {
+  if (o.ring) return 1;
+  const std::int64_t held = std::min(sat_add(o.window_tokens - 1, in_flight), tokens);
+  return ceil_div(held, o.tokens_per_page) + 1;
+}
+
+bool on_stage(const CacheObject& o, std::int64_t stage) { return stage < 0 || o.stage == stage; }
+
+// Saturating: global pages and/or per-request pages of one request of `tokens` tokens.
+std::int64_t cost(const std::vector<CacheObject>& objs, std::int64_t stage, std::int64_t tokens,
+                  std::int64_t in_flight, bool global, bool per_request) {
+  std::int64_t sum = 0;
+  for (const auto& o : objs) {
+    if (!on_stage(o, stage)) continue;
+    if (o.scope == CacheScope::global && global) {
+      sum = sat_add(sum, sat_mul(ceil_div(tokens, o.tokens_per_page), o.page_bytes));
+    } else if (o.scope == CacheScope::per_request && per_request) {
+      sum = sat_add(sum, sat_mul(request_pages(o, tokens, in_flight), o.page_bytes));
+    }
+  }
+  return sum;
+}
+
+Accounting account(const std::vector<CacheObject>& objs, std::int64_t stage, std::int64_t mml, std::int64_t in_flight) {
+  Accounting a;
+  std::int64_t global_page_bytes = 0;
+  for (const auto& o : objs) {
+    if (!on_stage(o, stage)) continue;
+    if (o.scope == CacheScope::global) {
+      if (!o.draft) a.global_rows = add(a.global_rows, reduced(o.row_bytes, o.compress_ratio));
+      a.global_pages = add(a.global_pages, reduced(o.page_bytes, o.tokens_per_page));
+      global_page_bytes = checked_add(global_page_bytes,
+                                      checked_mul(ceil_div(mml, o.tokens_per_page), o.page_bytes, "KV-cache bytes",
+                                                  ErrorKind::usage),
+                                      "KV-cache bytes", ErrorKind::usage);
+    } else {
+      const std::int64_t rows = o.ring ? o.rows_per_page : std::min(o.window_tokens, mml);
+      a.per_request_rows = checked_add(a.per_request_rows, checked_mul(rows, o.row_bytes, "KV-cache bytes", ErrorKind::usage),
+                                       "KV-cache bytes", ErrorKind::usage);
+      a.per_request_pages = checked_add(
+          a.per_request_pages,
+          checked_mul(request_pages(o, mml, in_flight), o.page_bytes, "KV-cache bytes", ErrorKind::usage),
+          "KV-cache bytes", ErrorKind::usage);
+    }
+  }
+  a.total_rows = checked_add(a.global_rows.times_ceil(mml), a.per_request_rows, "KV-cache bytes", ErrorKind::usage);
+  a.total_pages = checked_add(global_page_bytes, a.per_request_pages, "KV-cache bytes", ErrorKind::usage);
+  return a;
+}
+
+// Largest x in [lo, hi] with pred(x) true, pred monotone (true then false); lo - 1 if none.
+template <class Pred>
+std::int64_t last_true(std::int64_t lo, std::int64_t hi, Pred pred) {
+  std::int64_t ans = lo - 1;
+  while (lo <= hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (pred(mid)) {
+      ans = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return ans;
+}
+
+std::string stage_words(const Layout& L, std::int64_t s) {
+  const Stage& st = L.parallel.stages[static_cast<std::size_t>(s)];
+  std::string w = "pipeline stage " + std::to_string(s) + " (layers " + std::to_string(st.first_layer) + "-" +
+                  std::to_string(st.last_layer);
+  if (st.num_draft_layers > 0) w += " and " + std::to_string(st.num_draft_layers) + " draft layers";
+  return w + ")";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- small public helpers
+
+std::string_view to_string(KvCacheDtype d) {
+  switch (d) {
+    case KvCacheDtype::fp8_ds_mla: return "fp8_ds_mla";
+    case KvCacheDtype::nvfp4_ds_mla: return "nvfp4_ds_mla";
+  }
+  return "?";
+}
+
+std::string_view to_string(IndexerCacheDtype d) {
+  switch (d) {
+    case IndexerCacheDtype::fp8: return "fp8";
+    case IndexerCacheDtype::fp4: return "fp4";
+  }
+  return "?";
+}
+
+std::string_view to_string(CacheKind k) {
+  switch (k) {
+    case CacheKind::swa: return "swa";
+    case CacheKind::compressed: return "compressed";
+    case CacheKind::indexer: return "indexer";
+    case CacheKind::compressor_state: return "compressor_state";
+  }
+  return "?";
+}
+
+std::string_view to_string(CacheScope s) {
+  switch (s) {
+    case CacheScope::global: return "global";
+    case CacheScope::per_request: return "per_request";
+  }
+  return "?";
+}
+
+KvCacheDtype parse_kv_cache_dtype(std::string_view value) {
+  if (value == "auto" || value == "fp8" || value == "fp8_ds_mla") return KvCacheDtype::fp8_ds_mla;
+  if (value == "nvfp4_ds_mla") return KvCacheDtype::nvfp4_ds_mla;
+  std::string msg = "--kv-cache-dtype: '" + std::string(value) +
+                    "' is not a kv-cache dtype of the sparse-MLA backend; supported: auto, fp8, fp8_ds_mla, "
+                    "nvfp4_ds_mla";
+  if (value == "bfloat16" || value == "fp8_e5m2" || value == "fp8_e4m3" || value == "float16") {
+    msg += " (FlashMLA doesn't support " + std::string(value) + ")";
+  }
+  throw_usage(msg);
+}
+
+IndexerCacheDtype parse_indexer_cache_dtype(std::string_view value) {
+  if (value == "fp8") return IndexerCacheDtype::fp8;
+  if (value == "fp4") return IndexerCacheDtype::fp4;
+  throw_usage("--indexer-cache-dtype: '" + std::string(value) + "' is not an indexer-cache dtype; supported: fp8, fp4");
+}
+
+std::vector<std::int64_t> backend_block_sizes(Family family, const ComputeCapability& cc) {
+  switch (family) {
+    case Family::deepseek_v41: return {cc.major == 9 ? 64 : 128};
+    case Family::deepseek_v4: return {kV40CompressedBlock};
+    case Family::deepseek_v32: return {64};
+  }
+  return {64};
+}
+
+std::int64_t default_block_size(Family family, const ComputeCapability& cc) {
+  return backend_block_sizes(family, cc).front();
+}
+
+std::int64_t window_block_size(Family family) {
+  switch (family) {
+    case Family::deepseek_v41: return kV41WindowBlock;
+    case Family::deepseek_v4: return kV40WindowBlock;
+    case Family::deepseek_v32: return 0;
+  }
+  return 0;
+}
+
+std::int64_t default_in_flight_tokens(const Target& target) {
+  std::string who = target.id + " " + target.name;
+  std::transform(who.begin(), who.end(), who.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const bool big = target.memory_bytes >= (std::int64_t{70} << 30) && who.find("a100") == std::string::npos;
+  return big ? 8192 : 2048;
+}
+
+std::optional<std::int64_t> padded_query_heads(std::int64_t local_heads) {
+  if (local_heads < 1 || local_heads > 128) return std::nullopt;
+  return local_heads <= 64 ? 64 : 128;
+}
+
+std::vector<std::int64_t> pipeline_partition(std::int64_t num_layers, std::int64_t pp) {
+  if (pp < 1 || pp > num_layers) {
+    throw_internal("pipeline_partition(" + std::to_string(num_layers) + ", " + std::to_string(pp) + ")");
+  }
+  std::vector<std::int64_t> parts(static_cast<std::size_t>(pp), num_layers / pp);
+  const std::int64_t rem = num_layers % pp;
+  for (std::int64_t i = 2; i < rem + 2; ++i) parts[static_cast<std::size_t>(pp - i)] += 1;
+  return parts;
+}
+
+std::string BytesPerToken::str() const {
+  std::string s = std::to_string(numerator / denominator);
+  std::int64_t rem = numerator % denominator;
+  if (rem == 0) return s;
+  if (denominator > (kInt64Max / 10)) return num_str(value());
+  s += '.';
+  for (int digits = 0; rem != 0 && digits < 18; ++digits) {
+    rem *= 10;
+    s += static_cast<char>('0' + rem / denominator);
+    rem %= denominator;
+  }
+  return s;
+}
+
+std::int64_t BytesPerToken::times_ceil(std::int64_t tokens) const {
+  return ceil_div(checked_mul(numerator, tokens, "KV-cache bytes", ErrorKind::usage), denominator);
+}
+
+// ---------------------------------------------------------------- checks and plan
+
+std::vector<LayoutCheck> check_layout(const ModelConfig& cfg, const Topology& topo, const Target& target,
+                                      const LayoutOptions& options) {
+  std::vector<LayoutCheck> checks;
+  (void)resolve(cfg, topo, target, options, checks);
+  return checks;
+}
+
+void throw_on_error(const std::vector<LayoutCheck>& checks) {
+  for (const auto& c : checks) {
+    if (c.finding.severity == Severity::error) throw Error(c.kind, c.finding.message);
+  }
+}
+
+Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& target, const LayoutOptions& options,
+                   Strictness strictness) {
+  std::vector<LayoutCheck> checks;
+  Resolved r = resolve(cfg, topo, target, options, checks);
+  if (strictness == Strictness::strict) throw_on_error(checks);
+  for (const auto& c : checks) {
+    if (c.finding.severity == Severity::error && c.kind == ErrorKind::usage) throw Error(c.kind, c.finding.message);
+  }
+  if (!r.usable) throw_internal("plan_layout: unusable options without a usage error");
+
+  Layout L;
+  L.family = cfg.family;
+  L.target = target;
+  L.kv_cache_dtype = r.kv;
+  L.kv_cache_dtype_requested = options.kv_cache_dtype;
+  L.indexer_cache_dtype = r.idx;
+  L.block_size = r.block;
+  L.block_size_default = r.block_default;
+  L.window_block_size = window_block_size(cfg.family);
+  L.sliding_window = cfg.family == Family::deepseek_v32 ? 0 : cfg.sliding_window;
+  L.max_model_len = r.mml;
+  L.max_model_len_default = r.mml_default;
+  L.max_position_embeddings = cfg.max_position_embeddings;
+  L.in_flight_tokens = r.in_flight;
+  L.in_flight_tokens_default = r.in_flight_default;
+  L.num_speculative_tokens = r.spec;
+  L.include_draft_layers = options.include_draft_layers;
+  L.objects = build_objects(cfg, topo, r, options.include_draft_layers);
+
+  std::map<std::int64_t, std::vector<std::size_t>> by_page;
+  for (std::size_t i = 0; i < L.objects.size(); ++i) by_page[L.objects[i].page_bytes].push_back(i);
+  for (auto& [bytes, idx] : by_page) L.groups.push_back(PageGroup{bytes, std::move(idx)});
+
+  L.accounting = account(L.objects, -1, r.mml, r.in_flight);
+  L.parallel.tensor_parallel_size = r.tp;
+  L.parallel.pipeline_parallel_size = r.pp;
+  L.parallel.data_parallel_size = r.dp;
+  L.parallel.local_query_heads = r.local_heads;
+  L.parallel.padded_query_heads = r.padded_heads;
+  std::int64_t first = 0;
+  for (std::size_t s = 0; s < r.partition.size(); ++s) {
+    Stage st;
+    st.index = static_cast<std::int64_t>(s);
+    st.first_layer = first;
+    st.last_layer = first + r.partition[s] - 1;
+    first += r.partition[s];
+    if (s + 1 == r.partition.size() && options.include_draft_layers) st.num_draft_layers = cfg.num_draft_layers;
+    st.accounting = account(L.objects, st.index, r.mml, r.in_flight);
+    L.parallel.stages.push_back(st);
+  }
+  L.checks = std::move(checks);
+  return L;
+}
+
+std::int64_t request_bytes(const Layout& layout, std::int64_t stage, std::int64_t tokens) {
+  if (tokens < 0) throw_internal("request_bytes: negative token count");
+  const std::int64_t c = cost(layout.objects, stage, tokens, layout.in_flight_tokens, true, true);
+  if (c == kInt64Max) {
+    throw_usage("the KV cache of a " + std::to_string(tokens) + "-token request overflows 64-bit byte counts");
+  }
+  return c;
+}
+
+// ---------------------------------------------------------------- capacity
+
+Capacity plan_capacity(const Layout& L, const CapacityOptions& o) {
+  Capacity c;
+  const double max_gib = TargetLimits::max_memory_gib;
+  if (o.kv_budget_gib) {
+    if (o.gpu_memory_utilization || o.weights_gib || o.reserved_gib) {
+      throw_usage("--kv-budget-gib is the KV-cache budget itself; do not combine it with "
+                  "--gpu-memory-utilization, --weights-gib or --reserved-gib");
+    }
+    c.budget_bytes = gib_to_bytes(*o.kv_budget_gib, "--kv-budget-gib", max_gib);
+    c.explicit_budget = true;
+    c.budget_formula = "--kv-budget-gib " + num_str(*o.kv_budget_gib);
+  } else {
+    const double util = o.gpu_memory_utilization.value_or(kDefaultGpuMemoryUtilization);
+    if (!(util > 0.0) || !(util <= 1.0)) {
+      throw_usage("--gpu-memory-utilization: " + num_str(util) +
+                  " is out of range; use a fraction above 0 up to 1 (default 0.9)");
+    }
+    c.gpu_memory_utilization = util;
+    c.weights_bytes = gib_to_bytes(o.weights_gib.value_or(0.0), "--weights-gib", max_gib, true);
+    c.reserved_bytes = gib_to_bytes(o.reserved_gib.value_or(0.0), "--reserved-gib", max_gib, true);
+    const auto usable = static_cast<std::int64_t>(std::floor(util * static_cast<double>(L.target.memory_bytes)));
+    c.budget_bytes = usable - c.weights_bytes - c.reserved_bytes;
+    c.budget_formula = num_str(util) + " x " + gib_str(L.target.memory_bytes) + " (" + L.target.id + ") - " +
+                       gib_str(c.weights_bytes) + " weights - " + gib_str(c.reserved_bytes) + " reserved";
+  }
+  c.max_model_len = L.max_model_len;
+  const std::int64_t B = c.budget_bytes;
+  const auto& stages = L.parallel.stages;
+  const std::int64_t ns = static_cast<std::int64_t>(stages.size());
+
+  // One request at max_model_len on every stage: the largest is the limit.
+  for (std::int64_t s = 0; s < ns; ++s) {
+    const std::int64_t rb = request_bytes(L, s, L.max_model_len);
+    if (s == 0 || rb > c.request_bytes) {
+      c.request_bytes = rb;
+      c.limiting_stage = s;
+    }
+  }
+  c.fits = B > 0 && c.request_bytes <= B;
+  c.concurrency_per_rank = (B > 0 && c.request_bytes > 0) ? B / c.request_bytes : 0;
+  c.concurrency_total = checked_mul(c.concurrency_per_rank, L.parallel.data_parallel_size, "concurrency",
+                                    ErrorKind::usage);
+
+  // History tokens the global pools hold next to one request's per-request caches.
+  c.tokens_unbounded = true;
+  for (std::int64_t s = 0; s < ns; ++s) {
+    const bool has_global = std::any_of(L.objects.begin(), L.objects.end(), [&](const CacheObject& ob) {
+      return ob.stage == s && ob.scope == CacheScope::global;
+    });
+    if (!has_global) continue;
+    const std::int64_t side = cost(L.objects, s, L.max_model_len, L.in_flight_tokens, false, true);
+    std::int64_t t = 0;
+    if (B > 0 && side < B) {
+      const std::int64_t avail = B - side;
+      t = last_true(0, std::int64_t{1} << 62, [&](std::int64_t x) {
+        return cost(L.objects, s, x, L.in_flight_tokens, true, false) <= avail;
+      });
+    }
+    c.tokens_that_fit = c.tokens_unbounded ? t : std::min(c.tokens_that_fit, t);
+    c.tokens_unbounded = false;
+  }
+
+  // Longest max_model_len one request can have.
+  auto fits_len = [&](std::int64_t len) {
+    for (std::int64_t s = 0; s < ns; ++s) {
+      if (cost(L.objects, s, len, L.in_flight_tokens, true, true) > B) return false;
+    }
+    return true;
+  };
+  c.longest_max_model_len = B <= 0 ? 0 : std::max<std::int64_t>(0, last_true(1, L.max_position_embeddings, fits_len));
+  c.longest_capped = c.longest_max_model_len == L.max_position_embeddings;
+
+  if (!c.fits) {
+    std::string m = "To serve at least one request with the model's max seq len (" + std::to_string(L.max_model_len) +
+                    "), (" + gib_str(c.request_bytes) +
+                    " KV cache is needed, which is larger than the available KV cache memory (" + gib_str(B) + ")";
+    if (ns > 1) m += " on " + stage_words(L, c.limiting_stage);
+    m += ". ";
+    if (c.longest_max_model_len > 0) {
+      m += "Based on the available memory, the largest max_model_len that fits is " +
+           std::to_string(c.longest_max_model_len) + ".";
+    } else {
+      m += "Not even a one-token request fits.";
+    }
+    m += " Budget: " + c.budget_formula + " = " + gib_str(B) + ".";
+    c.message = m;
+  }
+  return c;
+}
+
+void require_fits(const Capacity& capacity) {
+  if (!capacity.fits) throw Error(ErrorKind::does_not_fit, capacity.message);
+}
+
+}  // namespace mlaplan
