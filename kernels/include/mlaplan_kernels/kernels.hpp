@@ -1,0 +1,239 @@
+#pragma once
+// Host-callable API of mla-plan's own CUDA kernels (docs/kernels.md). No CUDA types here: plain
+// pointers, integers and structs, so the CLI and the tests can call the kernels without including
+// CUDA headers. Every pointer in a params struct is a DEVICE pointer unless its comment says
+// otherwise; its shape is in the comment. Errors are thrown as mlaplan::Error:
+//   no_gpu        - no CUDA device, driver too old, unsupported architecture
+//   usage         - a params struct that violates the documented shapes or limits
+//   unsupported   - a combination the dispatch tables do not list
+//   verify_failed - a CUDA call failed (the message names the call, the CUDA error and file:line)
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlaplan::kernels {
+
+// ------------------------------------------------------------------------------------------------
+// Device checks
+
+/// Number of CUDA devices; 0 when there is none or no usable driver (never throws).
+int device_count();
+
+/// What the CLI prints about a device.
+struct DeviceInfo {
+  int index = 0;
+  std::string name;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  std::int64_t global_mem_bytes = 0;
+  std::int64_t l2_bytes = 0;
+  std::int64_t smem_per_block_optin = 0;  ///< largest dynamic shared memory a block can opt into
+  int driver_version = 0;                 ///< e.g. 13000 for CUDA 13.0
+  int runtime_version = 0;
+};
+
+/// Properties of device `index`. Throws no_gpu when it does not exist.
+DeviceInfo device_info(int index = 0);
+
+/// Throws no_gpu unless device `index` exists and is one the kernels were built for
+/// (compute capability 9.0 -> sm_90a, 10.0 -> sm_100a).
+void require_supported_device(int index = 0);
+
+/// Reads and clears the CUDA runtime's last error: "" when there is none, else "<name>: <text>".
+std::string last_error_string();
+
+/// Waits for all work on the device; throws verify_failed if any of it failed.
+void synchronize();
+
+/// A plain device allocation (cudaMalloc), freed on destruction. Move-only.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* get() const { return ptr_; }
+  template <class T>
+  T* as() const { return static_cast<T*>(ptr_); }
+  std::size_t size() const { return bytes_; }
+
+  /// Host -> device copy of `bytes` (<= size()) to offset 0. Synchronous.
+  void upload(const void* host, std::size_t bytes);
+  /// Device -> host copy of `bytes` (<= size()) from offset 0. Synchronous.
+  void download(void* host, std::size_t bytes) const;
+  /// Sets every byte to `value` (cudaMemset), e.g. 0xFF to poison with NaN-like bit patterns.
+  void fill_bytes(std::uint8_t value);
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+/// Uploads a vector into a new device buffer.
+template <class T>
+DeviceBuffer to_device(const std::vector<T>& v) {
+  DeviceBuffer b(v.size() * sizeof(T) == 0 ? sizeof(T) : v.size() * sizeof(T));
+  if (!v.empty()) b.upload(v.data(), v.size() * sizeof(T));
+  return b;
+}
+
+/// Downloads `n` elements of a device buffer.
+template <class T>
+std::vector<T> to_host(const DeviceBuffer& b, std::size_t n) {
+  std::vector<T> v(n);
+  if (n != 0) b.download(v.data(), n * sizeof(T));
+  return v;
+}
+
+// ------------------------------------------------------------------------------------------------
+// KV row formats (docs/kv-formats.md)
+
+enum class RowFormat {
+  fp8_ds_mla_584,  ///< V4 layout, page-striped: N x 576 data rows, then N x 8 scale rows
+  v41_fp8_528,     ///< 512 x e4m3 + 16 x UE8M0 (one per 32 dims), per row
+  v41_fp4_288,     ///< 512 x e2m1 (256 B) + 32 x e4m3 scales (one per 16 dims), per row
+};
+
+/// "fp8_ds_mla_584", "v41_fp8_528", "v41_fp4_288".
+std::string_view to_string(RowFormat f);
+/// Bytes of one row (584, 528, 288).
+int row_bytes(RowFormat f);
+/// Alignment the page stride must be a multiple of (576, 512, 256).
+int page_alignment(RowFormat f);
+/// round_up(page_block_size * row_bytes, page_alignment): the padded page stride.
+std::int64_t padded_page_stride(RowFormat f, int page_block_size);
+
+/// A paged KV cache on the device.
+struct CacheView {
+  RowFormat format = RowFormat::fp8_ds_mla_584;
+  const std::uint8_t* data = nullptr;   ///< [num_pages, page_stride_bytes]
+  int page_block_size = 64;             ///< rows per page
+  std::int64_t page_stride_bytes = 0;   ///< >= page_block_size * row_bytes, multiple of 16
+  std::int64_t num_pages = 0;           ///< row ids >= num_pages * page_block_size are treated as -1
+};
+
+// ------------------------------------------------------------------------------------------------
+// Quantize: bf16 latents -> rows of a format at given slots
+
+struct QuantizeParams {
+  RowFormat format = RowFormat::fp8_ds_mla_584;
+  const std::uint16_t* latent = nullptr;  ///< [n, 512] bf16 bit patterns
+  const std::int64_t* slots = nullptr;    ///< [n] global row ids (page * page_block_size + offset); -1 skips
+  std::int64_t n = 0;
+  std::uint8_t* cache = nullptr;          ///< [num_pages, page_stride_bytes]
+  int page_block_size = 64;
+  std::int64_t page_stride_bytes = 0;
+  std::int64_t num_pages = 0;             ///< slots past num_pages * page_block_size are skipped
+  void* stream = nullptr;                 ///< cudaStream_t, null = default stream
+};
+
+/// Writes every row's bytes (pad bytes of the 584 layout written 0). The bytes equal the host
+/// quantizer's (mlaplan/quant.hpp) bit for bit.
+void quantize(const QuantizeParams& p);
+
+// ------------------------------------------------------------------------------------------------
+// GPU tile scheduler (docs/tile-scheduler.md), same records as mlaplan::plan_schedule
+
+struct ScheduleParams {
+  std::int32_t b = 0;
+  std::int32_t topk = 0;                         ///< used when topk_length is null
+  const std::int32_t* topk_length = nullptr;     ///< [b] or null
+  bool has_extra = false;
+  std::int32_t extra_topk = 0;                   ///< used when extra_topk_length is null
+  const std::int32_t* extra_topk_length = nullptr;  ///< [b] or null
+  std::int32_t num_sm_parts = 0;                 ///< P
+  std::int32_t fixed_overhead = 5;               ///< O
+  std::int32_t block = 64;                       ///< B
+  std::int32_t* records = nullptr;               ///< [num_sm_parts, 8] output
+  std::int32_t* num_splits = nullptr;            ///< [b + 1] output
+  void* stream = nullptr;
+};
+
+/// Computes the plan on the device with one warp; every record equals mlaplan::plan_schedule's,
+/// idle partitions included (begin_req = b, end_req = b - 1, begin_block = n_0 - 1 as FlashMLA
+/// writes it; the decode kernel skips them).
+void schedule(const ScheduleParams& p);
+
+/// Partition count of the SM90 sparse decode kernel: max(num_sms / s_q / (h_q / 64), 1).
+std::int32_t sm90_num_sm_parts(std::int32_t num_sms, std::int32_t s_q, std::int32_t h_q);
+
+// ------------------------------------------------------------------------------------------------
+// Sparse-MLA decode (head dim 512) with split-KV and combine
+
+/// Largest partition count the decode accepts (a sanity bound on plans; the combine itself takes
+/// any number of partials per request).
+inline constexpr std::int32_t kMaxSmParts = 1024;
+
+struct DecodeParams {
+  std::int32_t b = 0;
+  std::int32_t s_q = 1;
+  std::int32_t h_q = 64;                          ///< 64 or 128
+  const std::uint16_t* q = nullptr;               ///< [b, s_q, h_q, 512] bf16
+
+  CacheView main;                                 ///< main (window) cache
+  const std::int32_t* indices = nullptr;          ///< [b, s_q, topk] global row ids or -1
+  std::int32_t topk = 0;                          ///< >= 1
+  const std::int32_t* topk_length = nullptr;      ///< [b] or null (= topk)
+
+  bool has_extra = false;
+  CacheView extra;                                ///< extra (compressed) cache
+  const std::int32_t* extra_indices = nullptr;    ///< [b, s_q, extra_topk]
+  std::int32_t extra_topk = 0;
+  const std::int32_t* extra_topk_length = nullptr;  ///< [b] or null (= extra_topk)
+
+  const float* attn_sink = nullptr;               ///< [h_q] or null
+  float softmax_scale = 0.044194173824159216f;    ///< 1/sqrt(512)
+
+  const std::int32_t* sched_records = nullptr;    ///< [num_sm_parts, 8] (schedule() or the host plan)
+  const std::int32_t* num_splits = nullptr;       ///< [b + 1]
+  std::int32_t num_sm_parts = 0;
+
+  std::uint16_t* out = nullptr;                   ///< [b, s_q, h_q, 512] bf16
+  float* lse = nullptr;                           ///< [b, s_q, h_q] natural log
+  float* o_accum = nullptr;                       ///< [b + num_sm_parts, s_q, h_q, 512] scratch
+  float* lse_accum = nullptr;                     ///< [b + num_sm_parts, s_q, h_q] scratch (log2)
+  void* stream = nullptr;
+};
+
+/// Elements of the o_accum / lse_accum scratch a call needs.
+std::int64_t o_accum_elems(std::int32_t b, std::int32_t s_q, std::int32_t h_q, std::int32_t num_sm_parts);
+std::int64_t lse_accum_elems(std::int32_t b, std::int32_t s_q, std::int32_t h_q, std::int32_t num_sm_parts);
+
+/// The (main format, extra format) pairs with a compiled kernel.
+struct DecodeVariant {
+  RowFormat main;
+  bool has_extra;
+  RowFormat extra;  ///< meaningful when has_extra
+};
+const std::vector<DecodeVariant>& supported_decode_variants();
+
+/// Index into supported_decode_variants() of the kernel for `p`; throws unsupported (listing the
+/// supported pairs) when there is none.
+std::size_t select_decode_variant(const DecodeParams& p);
+
+/// Grid and block of the decode and combine kernels (host heuristics, testable without a GPU).
+struct LaunchDims {
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block = 1;
+  std::size_t smem_bytes = 0;
+};
+LaunchDims decode_launch_dims(const DecodeParams& p);
+LaunchDims combine_launch_dims(const DecodeParams& p);
+
+/// Throws usage when a params struct breaks a documented shape or limit (null pointers, h_q not
+/// 64/128, page strides too small or not a multiple of 16, num_sm_parts out of range).
+void check_decode_params(const DecodeParams& p);
+
+/// Launches the decode kernel, then the combine kernel. Asynchronous on p.stream; launch errors
+/// are checked immediately.
+void sparse_decode(const DecodeParams& p);
+
+}  // namespace mlaplan::kernels

@@ -1,0 +1,10 @@
+// One instantiation of the sparse decode kernel (decode_kernel.cuh): main fp8_ds_mla_584, extra fp8_ds_mla_584.
+#include "decode_kernel.cuh"
+
+namespace mlaplan::kernels::detail {
+
+void launch_decode_584_584(const DecodeParams& p, const LaunchDims& dims) {
+  launch_decode<RowFormat::fp8_ds_mla_584, true, RowFormat::fp8_ds_mla_584>(p, dims);
+}
+
+}  // namespace mlaplan::kernels::detail

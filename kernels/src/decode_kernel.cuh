@@ -1,0 +1,462 @@
+#pragma once
+// Sparse-MLA decode kernel, head dim 512, split-KV driven by the tile-scheduler records
+// (docs/kernels.md; docs/tile-scheduler.md, "What a kernel does with a record").
+//
+// Grid (num_sm_parts, s_q, h_q / 64), 256 threads (8 warps), one CTA per SM (~194 KiB of shared
+// memory). A CTA owns 64 query heads of one query token and walks the requests and 64-row blocks
+// its record names. Per block:
+//   1. the raw rows of the block were copied into a staging area with cp.async while the previous
+//      block computed; they are dequantised to bf16 into sK (invalid rows -> zeros);
+//   2. S = Q K^T with bf16 mma.sync m16n8k16, fp32 accumulation, scaled into the log2 domain and
+//      masked (-inf) for invalid rows -> sS;
+//   3. online softmax per head row in fp32 (running max and sum), P as bf16 -> sP;
+//   4. O = O * alpha + P V (V = K, the same 512 values) with mma.sync; O lives in registers.
+// At the end of a request the CTA writes bf16 out + natural-log lse (request not split), or an
+// fp32 partial normalised by its own sum + its lse in log2 (split); combine.cu merges partials.
+//
+// Template parameters: the main cache format and the extra cache format (kHasExtra false: none).
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda_check.hpp"
+#include "decode_layout.hpp"
+#include "formats.cuh"
+#include "launchers.hpp"
+#include "mlaplan_kernels/kernels.hpp"
+
+namespace mlaplan::kernels::detail {
+
+using L = DecodeSmem;
+
+__device__ __forceinline__ void mma_bf16_16816(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                               std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* smem) {
+  const auto addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* smem) {
+  const auto addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
+  const auto addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(addr), "l"(gmem));
+}
+
+__device__ __forceinline__ void cp_async_8(void* smem, const void* gmem) {
+  const auto addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(addr), "l"(gmem));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+__device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
+  const __nv_bfloat162 b = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const std::uint32_t*>(&b);
+}
+
+/// Per-format device traits: how many 16-byte chunks a row's data part has, where its scale part
+/// is, and how one lane dequantises its 16 dims (16*lane .. 16*lane+15) from a staged row
+/// ([data part ; scale part], contiguous, at `row`).
+template <RowFormat F>
+struct FormatTraits;
+
+template <>
+struct FormatTraits<RowFormat::fp8_ds_mla_584> {
+  static constexpr int kDataChunks = 36;  // 576 bytes
+  static constexpr int kScaleBytes = 8;   // separate scale part (page-striped)
+  __device__ static std::int64_t data_offset(int page_block_size, std::int64_t t) {
+    (void)page_block_size;
+    return t * 576;
+  }
+  __device__ static std::int64_t scale_offset(int page_block_size, std::int64_t t) {
+    return static_cast<std::int64_t>(page_block_size) * 576 + t * 8;
+  }
+  __device__ static void dequant16(const std::uint8_t* row, int lane, uint4 (&out)[2]) {
+    if (lane < 28) {
+      const uint4 raw = *reinterpret_cast<const uint4*>(row + 16 * lane);
+      const float scale = ue8m0_to_float(row[576 + lane / 4]);
+      const std::uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+      std::uint32_t o[8];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        o[2 * i] = e4m3x2_to_bf16x2(w[i] & 0xFFFFu, scale);
+        o[2 * i + 1] = e4m3x2_to_bf16x2(w[i] >> 16, scale);
+      }
+      out[0] = make_uint4(o[0], o[1], o[2], o[3]);
+      out[1] = make_uint4(o[4], o[5], o[6], o[7]);
+    } else {
+      const uint4* rope = reinterpret_cast<const uint4*>(row + 448 + 32 * (lane - 28));
+      out[0] = rope[0];
+      out[1] = rope[1];
+    }
+  }
+};
+
+template <>
+struct FormatTraits<RowFormat::v41_fp8_528> {
+  static constexpr int kDataChunks = 33;  // the whole 528-byte row
+  static constexpr int kScaleBytes = 0;
+  __device__ static std::int64_t data_offset(int, std::int64_t t) { return t * 528; }
+  __device__ static std::int64_t scale_offset(int, std::int64_t t) { return t * 528; }
+  __device__ static void dequant16(const std::uint8_t* row, int lane, uint4 (&out)[2]) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(row + 16 * lane);
+    const float scale = ue8m0_to_float(row[512 + lane / 2]);
+    const std::uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+    std::uint32_t o[8];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      o[2 * i] = e4m3x2_to_bf16x2(w[i] & 0xFFFFu, scale);
+      o[2 * i + 1] = e4m3x2_to_bf16x2(w[i] >> 16, scale);
+    }
+    out[0] = make_uint4(o[0], o[1], o[2], o[3]);
+    out[1] = make_uint4(o[4], o[5], o[6], o[7]);
+  }
+};
+
+template <>
+struct FormatTraits<RowFormat::v41_fp4_288> {
+  static constexpr int kDataChunks = 18;  // the whole 288-byte row
+  static constexpr int kScaleBytes = 0;
+  __device__ static std::int64_t data_offset(int, std::int64_t t) { return t * 288; }
+  __device__ static std::int64_t scale_offset(int, std::int64_t t) { return t * 288; }
+  __device__ static void dequant16(const std::uint8_t* row, int lane, uint4 (&out)[2]) {
+    const uint2 raw = *reinterpret_cast<const uint2*>(row + 8 * lane);
+    const float scale = e4m3_to_float(row[256 + lane]);
+    const std::uint32_t w[2] = {raw.x, raw.y};
+    std::uint32_t o[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const std::uint32_t byte = (w[i / 4] >> (8 * (i % 4))) & 0xFFu;
+      o[i] = pack_bf16x2(e2m1_to_float(byte & 0xFu) * scale, e2m1_to_float(byte >> 4) * scale);
+    }
+    out[0] = make_uint4(o[0], o[1], o[2], o[3]);
+    out[1] = make_uint4(o[4], o[5], o[6], o[7]);
+  }
+};
+
+/// Where block `blk` of a request reads its rows from.
+struct BlockSource {
+  bool extra;            // false: main cache / indices, true: extra
+  std::int32_t first;    // first index position of the block
+  std::int32_t limit;    // positions >= limit are invalid
+};
+
+/// Issues the cp.async copies of the valid rows of one block into the staging area and records
+/// which rows are valid. Warp w handles rows w, w+8, ...; every thread calls it.
+template <RowFormat F>
+__device__ __forceinline__ void issue_block_rows(const CacheView& cache, const std::int32_t* idx_row,
+                                                 const BlockSource& src, std::uint8_t* stage, int* valid,
+                                                 int warp, int lane) {
+  using T = FormatTraits<F>;
+  constexpr int kRowsPerWarp = L::kRows / L::kDecodeWarps;
+  static_assert(kRowsPerWarp <= 32, "one index per lane");
+  const std::int64_t num_rows = cache.num_pages * cache.page_block_size;
+  // All index loads of this warp's rows are in flight at once: lane i fetches row warp + 8i.
+  std::int32_t my_id = -1;
+  if (lane < kRowsPerWarp) {
+    const std::int32_t pos = src.first + warp + lane * L::kDecodeWarps;
+    if (pos < src.limit) my_id = __ldg(idx_row + pos);
+  }
+#pragma unroll
+  for (int i = 0; i < kRowsPerWarp; ++i) {
+    const int r = warp + i * L::kDecodeWarps;
+    const std::int64_t id = __shfl_sync(0xFFFFFFFFu, my_id, i);
+    const bool ok = id >= 0 && id < num_rows;
+    if (lane == 0) valid[r] = ok ? 1 : 0;
+    if (!ok) continue;
+    const std::int64_t page = id / cache.page_block_size;
+    const std::int64_t t = id - page * cache.page_block_size;
+    const std::uint8_t* base = cache.data + page * cache.page_stride_bytes;
+    const std::uint8_t* data = base + T::data_offset(cache.page_block_size, t);
+    std::uint8_t* dst = stage + r * L::kStageStride;
+    for (int c = lane; c < T::kDataChunks; c += 32) cp_async_16(dst + 16 * c, data + 16 * c);
+    if constexpr (T::kScaleBytes == 8) {
+      if (lane == 31) cp_async_8(dst + 16 * T::kDataChunks, base + T::scale_offset(cache.page_block_size, t));
+    }
+  }
+}
+
+/// Dequantises the staged rows into sK (bf16 [64][kQKStride]); invalid rows become zeros.
+template <RowFormat F>
+__device__ __forceinline__ void dequant_block(const std::uint8_t* stage, const int* valid, __nv_bfloat16* sK,
+                                              int warp, int lane) {
+  for (int r = warp; r < L::kRows; r += L::kDecodeWarps) {
+    uint4 o[2];
+    if (valid[r]) {
+      FormatTraits<F>::dequant16(stage + r * L::kStageStride, lane, o);
+    } else {
+      o[0] = make_uint4(0, 0, 0, 0);
+      o[1] = o[0];
+    }
+    uint4* dst = reinterpret_cast<uint4*>(sK + r * L::kQKStride + 16 * lane);
+    dst[0] = o[0];
+    dst[1] = o[1];
+  }
+}
+
+template <RowFormat kMain, bool kHasExtra, RowFormat kExtra>
+__global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(const DecodeParams p) {
+  extern __shared__ __align__(16) std::uint8_t smem[];
+  auto* sQ = reinterpret_cast<__nv_bfloat16*>(smem + L::q);
+  auto* sK = reinterpret_cast<__nv_bfloat16*>(smem + L::k);
+  auto* sS = reinterpret_cast<float*>(smem + L::s);
+  auto* sP = reinterpret_cast<__nv_bfloat16*>(smem + L::p);
+  auto* stage = smem + L::stage;
+  auto* sMax = reinterpret_cast<float*>(smem + L::row_max);
+  auto* sSum = reinterpret_cast<float*>(smem + L::row_sum);
+  auto* sAlpha = reinterpret_cast<float*>(smem + L::row_alpha);
+  auto* sValid = reinterpret_cast<int*>(smem + L::valid);
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
+  const int g = lane >> 2;   // fragment row group
+  const int t4 = lane & 3;   // fragment column pair
+  const int part = static_cast<int>(blockIdx.x);
+  const int s = static_cast<int>(blockIdx.y);
+  const int head0 = static_cast<int>(blockIdx.z) * L::kHeads;
+  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
+  const float kNegInf = -__int_as_float(0x7F800000);
+
+  const std::int32_t* rec = p.sched_records + part * 8;
+  const int begin_req = rec[0], end_req = rec[1], begin_block = rec[2], end_block = rec[3];
+  const int begin_split = rec[4];
+  const bool first_split = rec[5] != 0, last_split = rec[6] != 0;
+
+  // Warp tiles: QK^T -> rows mw..mw+15, key columns nw..nw+31; PV -> rows mw..mw+15, dims dw..dw+255.
+  const int mw = (warp & 3) * 16;
+  const int nw = (warp >> 2) * 32;
+  const int dw = (warp >> 2) * 256;
+
+  for (int r = begin_req; r <= end_req && r < p.b; ++r) {
+    const std::int32_t len = p.topk_length != nullptr ? p.topk_length[r] : p.topk;
+    const std::int32_t elen = kHasExtra ? (p.extra_topk_length != nullptr ? p.extra_topk_length[r] : p.extra_topk) : 0;
+    const int n_main = (max(len, 1) + L::kRows - 1) / L::kRows;
+    const int n_blocks = n_main + (kHasExtra ? (max(elen, 0) + L::kRows - 1) / L::kRows : 0);
+    const int blk0 = r == begin_req ? begin_block : 0;
+    const int blk1 = r == end_req ? end_block : n_blocks;
+    const bool split = (r == begin_req && first_split) || (r == end_req && last_split);
+    const std::int64_t bs = static_cast<std::int64_t>(r) * p.s_q + s;
+    const std::int32_t* idx_main = p.indices + bs * p.topk;
+    const std::int32_t* idx_extra = kHasExtra ? p.extra_indices + bs * p.extra_topk : nullptr;
+    const std::int32_t main_limit = min(len, p.topk);
+    const std::int32_t extra_limit = kHasExtra ? min(elen, p.extra_topk) : 0;
+
+    auto issue = [&](int blk) {
+      int* valid = sValid + (blk & 1) * L::kRows;
+      if (!kHasExtra || blk < n_main) {
+        issue_block_rows<kMain>(p.main, idx_main, BlockSource{false, blk * L::kRows, main_limit}, stage, valid, warp, lane);
+      } else if constexpr (kHasExtra) {
+        issue_block_rows<kExtra>(p.extra, idx_extra, BlockSource{true, (blk - n_main) * L::kRows, extra_limit}, stage,
+                                 valid, warp, lane);
+      }
+      cp_async_commit();
+    };
+
+    __syncthreads();  // the previous request's epilogue is done with the row statistics
+    if (blk0 < blk1) issue(blk0);
+
+    // Q of this (request, query token, 64 heads) -> sQ.
+    {
+      const uint4* qsrc = reinterpret_cast<const uint4*>(p.q + (bs * p.h_q + head0) * L::kDim);
+      for (int i = tid; i < L::kHeads * L::kDim / 8; i += L::kDecodeThreads) {
+        const int row = i / (L::kDim / 8);
+        const int col = (i % (L::kDim / 8)) * 8;
+        *reinterpret_cast<uint4*>(sQ + row * L::kQKStride + col) = __ldg(qsrc + i);
+      }
+    }
+    if (tid < L::kHeads) {
+      sMax[tid] = kNegInf;
+      sSum[tid] = 0.0f;
+    }
+
+    float acc[32][4];
+#pragma unroll
+    for (int i = 0; i < 32; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+
+    for (int blk = blk0; blk < blk1; ++blk) {
+      const int* valid = sValid + (blk & 1) * L::kRows;
+      cp_async_wait_all();
+      __syncthreads();
+      if (!kHasExtra || blk < n_main) {
+        dequant_block<kMain>(stage, valid, sK, warp, lane);
+      } else if constexpr (kHasExtra) {
+        dequant_block<kExtra>(stage, valid, sK, warp, lane);
+      }
+      __syncthreads();
+      if (blk + 1 < blk1) issue(blk + 1);  // staging is free again: overlap the next block's loads
+
+      // S = Q K^T for this warp's 16 x 32 tile.
+      {
+        float sacc[4][4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) sacc[j][0] = sacc[j][1] = sacc[j][2] = sacc[j][3] = 0.0f;
+        // ldmatrix addresses. A (Q, 16 x 16): matrices (rows +0/+8) x (cols +0/+8) in the order
+        // a0..a3. B (K rows n, dims k): matrices (n +0, k +0), (n +0, k +8), (n +8, k +0),
+        // (n +8, k +8) -> b0/b1 of n-tile n0 and of n-tile n0 + 8.
+        const __nv_bfloat16* qa =
+            sQ + (mw + (lane & 7) + ((lane >> 3) & 1) * 8) * L::kQKStride + (lane >> 4) * 8;
+        const __nv_bfloat16* kb =
+            sK + (nw + (lane & 7) + (lane >> 4) * 8) * L::kQKStride + ((lane >> 3) & 1) * 8;
+#pragma unroll 4
+        for (int kk = 0; kk < L::kDim; kk += 16) {
+          std::uint32_t a[4], b01[4], b23[4];
+          ldmatrix_x4(a, qa + kk);
+          ldmatrix_x4(b01, kb + kk);
+          ldmatrix_x4(b23, kb + 16 * L::kQKStride + kk);
+          mma_bf16_16816(sacc[0], a, b01[0], b01[1]);
+          mma_bf16_16816(sacc[1], a, b01[2], b01[3]);
+          mma_bf16_16816(sacc[2], a, b23[0], b23[1]);
+          mma_bf16_16816(sacc[3], a, b23[2], b23[3]);
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int col = nw + j * 8 + 2 * t4;
+          const bool v0 = valid[col] != 0, v1 = valid[col + 1] != 0;
+          float* s0 = sS + (mw + g) * L::kSStride + col;
+          float* s1 = s0 + 8 * L::kSStride;
+          s0[0] = v0 ? sacc[j][0] * scale_log2 : kNegInf;
+          s0[1] = v1 ? sacc[j][1] * scale_log2 : kNegInf;
+          s1[0] = v0 ? sacc[j][2] * scale_log2 : kNegInf;
+          s1[1] = v1 ? sacc[j][3] * scale_log2 : kNegInf;
+        }
+      }
+      __syncthreads();
+
+      // Online softmax: 4 threads per head row, 16 columns each.
+      {
+        const int row = tid >> 2;
+        const int c0 = (tid & 3) * 16;
+        float v[16];
+        float mx = kNegInf;
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+          v[i] = sS[row * L::kSStride + c0 + i];
+          mx = fmaxf(mx, v[i]);
+        }
+        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
+        const float m_old = sMax[row];
+        const float m_new = fmaxf(m_old, mx);
+        const bool none = m_new == kNegInf;  // no valid key in this row so far
+        const float alpha = none ? 1.0f : exp2f(m_old - m_new);
+        float sum = 0.0f;
+        std::uint32_t packed[8];
+#pragma unroll
+        for (int i = 0; i < 16; i += 2) {
+          const float p0 = none ? 0.0f : exp2f(v[i] - m_new);
+          const float p1 = none ? 0.0f : exp2f(v[i + 1] - m_new);
+          sum += p0 + p1;
+          packed[i / 2] = pack_bf16x2(p0, p1);
+        }
+        sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
+        sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
+        uint4* pdst = reinterpret_cast<uint4*>(sP + row * L::kPStride + c0);
+        pdst[0] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+        pdst[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
+        __syncwarp();
+        if ((tid & 3) == 0) {
+          sMax[row] = m_new;
+          sSum[row] = sSum[row] * alpha + sum;
+          sAlpha[row] = alpha;
+        }
+      }
+      __syncthreads();
+
+      // O = O * alpha + P V for this warp's 16 x 256 tile.
+      {
+        const float a_lo = sAlpha[mw + g];
+        const float a_hi = sAlpha[mw + g + 8];
+#pragma unroll
+        for (int j = 0; j < 32; ++j) {
+          acc[j][0] *= a_lo;
+          acc[j][1] *= a_lo;
+          acc[j][2] *= a_hi;
+          acc[j][3] *= a_hi;
+        }
+        const __nv_bfloat16* pa = sP + (mw + g) * L::kPStride + 2 * t4;
+        const int lrow = (lane & 7) + ((lane >> 3) & 1) * 8;
+        const int lcol = (lane >> 4) * 8;
+#pragma unroll
+        for (int kk = 0; kk < L::kRows; kk += 16) {
+          std::uint32_t a[4];
+          a[0] = *reinterpret_cast<const std::uint32_t*>(pa + kk);
+          a[1] = *reinterpret_cast<const std::uint32_t*>(pa + 8 * L::kPStride + kk);
+          a[2] = *reinterpret_cast<const std::uint32_t*>(pa + kk + 8);
+          a[3] = *reinterpret_cast<const std::uint32_t*>(pa + 8 * L::kPStride + kk + 8);
+          const __nv_bfloat16* vb = sK + (kk + lrow) * L::kQKStride + dw + lcol;
+#pragma unroll
+          for (int j = 0; j < 16; ++j) {
+            std::uint32_t b[4];
+            ldmatrix_x4_trans(b, vb + j * 16);
+            mma_bf16_16816(acc[2 * j], a, b[0], b[1]);
+            mma_bf16_16816(acc[2 * j + 1], a, b[2], b[3]);
+          }
+        }
+      }
+      // The next iteration's first barrier orders these reads of sK / sP / sAlpha before their
+      // next writes.
+    }
+    __syncthreads();  // every thread's last softmax update of sMax / sSum is visible
+
+    // Epilogue: this thread holds rows mw+g and mw+g+8, dims dw + 8j + 2*t4 (+1).
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = mw + g + 8 * half;
+      const int head = head0 + row;
+      const float l = sSum[row];
+      const float m = sMax[row];
+      const std::int64_t orow = bs * p.h_q + head;
+      if (!split) {
+        float factor = 0.0f;
+        float lse = __int_as_float(0x7F800000);  // +inf: no valid key
+        if (l > 0.0f) {
+          lse = (log2f(l) + m) * 0.6931471805599453f;
+          factor = 1.0f / l;
+          if (p.attn_sink != nullptr) factor /= 1.0f + expf(p.attn_sink[head] - lse);
+        }
+        std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.out + orow * L::kDim + dw + 2 * t4);
+#pragma unroll
+        for (int j = 0; j < 32; ++j) dst[j * 4] = pack_bf16x2(acc[j][2 * half] * factor, acc[j][2 * half + 1] * factor);
+        if (dw == 0 && t4 == 0) p.lse[orow] = lse;
+      } else {
+        const int split_idx = p.num_splits[r] + (r == begin_req ? begin_split : 0);
+        const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + head;
+        const float factor = l > 0.0f ? 1.0f / l : 0.0f;
+        float2* dst = reinterpret_cast<float2*>(p.o_accum + arow * L::kDim + dw + 2 * t4);
+#pragma unroll
+        for (int j = 0; j < 32; ++j) dst[j * 4] = make_float2(acc[j][2 * half] * factor, acc[j][2 * half + 1] * factor);
+        if (dw == 0 && t4 == 0) p.lse_accum[arow] = l > 0.0f ? log2f(l) + m : kNegInf;
+      }
+    }
+  }
+}
+
+/// Body of the launch functions of decode_*.cu.
+template <RowFormat kMain, bool kHasExtra, RowFormat kExtra>
+void launch_decode(const DecodeParams& p, const LaunchDims& d) {
+  auto* kernel = &sparse_decode_kernel<kMain, kHasExtra, kExtra>;
+  MLAPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(d.smem_bytes)));
+  kernel<<<dim3(d.grid_x, d.grid_y, d.grid_z), d.block, d.smem_bytes, static_cast<cudaStream_t>(p.stream)>>>(p);
+  MLAPLAN_CUDA_CHECK_LAUNCH("sparse_decode_kernel<<<...>>>");
+}
+
+}  // namespace mlaplan::kernels::detail

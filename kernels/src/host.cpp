@@ -1,0 +1,191 @@
+// Host side of the kernels: format geometry, parameter checks, the dispatch table and the launch
+// heuristics (kept here, out of the .cu files, so they are testable without a GPU).
+
+#include <string>
+#include <vector>
+
+#include "decode_layout.hpp"
+#include "launchers.hpp"
+#include "mlaplan/error.hpp"
+#include "mlaplan_kernels/kernels.hpp"
+
+namespace mlaplan::kernels {
+
+using detail::kBlockRows;
+using detail::kHeadDim;
+using detail::kHeadsPerCta;
+
+std::string_view to_string(RowFormat f) {
+  switch (f) {
+    case RowFormat::fp8_ds_mla_584: return "fp8_ds_mla_584";
+    case RowFormat::v41_fp8_528: return "v41_fp8_528";
+    case RowFormat::v41_fp4_288: return "v41_fp4_288";
+  }
+  return "unknown";
+}
+
+int row_bytes(RowFormat f) {
+  switch (f) {
+    case RowFormat::fp8_ds_mla_584: return 584;
+    case RowFormat::v41_fp8_528: return 528;
+    case RowFormat::v41_fp4_288: return 288;
+  }
+  return 0;
+}
+
+int page_alignment(RowFormat f) {
+  switch (f) {
+    case RowFormat::fp8_ds_mla_584: return 576;
+    case RowFormat::v41_fp8_528: return 512;
+    case RowFormat::v41_fp4_288: return 256;
+  }
+  return 1;
+}
+
+std::int64_t padded_page_stride(RowFormat f, int page_block_size) {
+  if (page_block_size < 1) throw_usage("page_block_size must be >= 1 (got " + std::to_string(page_block_size) + ")");
+  return checked_round_up(static_cast<std::int64_t>(page_block_size) * row_bytes(f), page_alignment(f),
+                          "page stride", ErrorKind::usage);
+}
+
+std::int32_t sm90_num_sm_parts(std::int32_t num_sms, std::int32_t s_q, std::int32_t h_q) {
+  if (num_sms < 1 || s_q < 1 || h_q < 64) throw_usage("sm90_num_sm_parts: num_sms, s_q >= 1 and h_q >= 64 required");
+  const std::int32_t p = num_sms / s_q / (h_q / 64);
+  return p > 1 ? p : 1;
+}
+
+std::int64_t o_accum_elems(std::int32_t b, std::int32_t s_q, std::int32_t h_q, std::int32_t num_sm_parts) {
+  return checked_mul(lse_accum_elems(b, s_q, h_q, num_sm_parts), kHeadDim, "o_accum size", ErrorKind::usage);
+}
+
+std::int64_t lse_accum_elems(std::int32_t b, std::int32_t s_q, std::int32_t h_q, std::int32_t num_sm_parts) {
+  const std::int64_t parts = static_cast<std::int64_t>(b) + num_sm_parts;
+  return checked_mul(checked_mul(parts, s_q, "lse_accum size", ErrorKind::usage), h_q, "lse_accum size", ErrorKind::usage);
+}
+
+namespace detail {
+
+std::size_t decode_smem_bytes(RowFormat /*main*/, bool /*has_extra*/, RowFormat /*extra*/) {
+  return DecodeSmem::total;  // one layout serves every format pair (staging rows sized for 584)
+}
+
+}  // namespace detail
+
+namespace {
+
+struct VariantEntry {
+  DecodeVariant variant;
+  detail::DecodeLauncher launch;
+};
+
+const std::vector<VariantEntry>& variant_table() {
+  static const std::vector<VariantEntry> table = {
+      {{RowFormat::fp8_ds_mla_584, false, RowFormat::fp8_ds_mla_584}, &detail::launch_decode_584},
+      {{RowFormat::fp8_ds_mla_584, true, RowFormat::fp8_ds_mla_584}, &detail::launch_decode_584_584},
+      {{RowFormat::v41_fp8_528, false, RowFormat::v41_fp8_528}, &detail::launch_decode_528},
+      {{RowFormat::v41_fp8_528, true, RowFormat::v41_fp4_288}, &detail::launch_decode_528_288},
+  };
+  return table;
+}
+
+std::string variant_name(const DecodeVariant& v) {
+  std::string s(to_string(v.main));
+  s += v.has_extra ? std::string(" + ") + std::string(to_string(v.extra)) : std::string(" alone");
+  return s;
+}
+
+void check_cache(const CacheView& c, const char* which) {
+  const std::string w(which);
+  if (c.data == nullptr) throw_usage(w + " cache: data is null");
+  if (c.page_block_size < 1) throw_usage(w + " cache: page_block_size must be >= 1 (got " + std::to_string(c.page_block_size) + ")");
+  if (c.num_pages < 1) throw_usage(w + " cache: num_pages must be >= 1 (got " + std::to_string(c.num_pages) + ")");
+  const std::int64_t used = static_cast<std::int64_t>(c.page_block_size) * row_bytes(c.format);
+  if (c.page_stride_bytes < used) {
+    throw_usage(w + " cache: page stride " + std::to_string(c.page_stride_bytes) + " is below " +
+                std::to_string(c.page_block_size) + " rows x " + std::to_string(row_bytes(c.format)) + " B = " +
+                std::to_string(used));
+  }
+  if (c.page_stride_bytes % 16 != 0) {
+    throw_usage(w + " cache: page stride " + std::to_string(c.page_stride_bytes) + " is not a multiple of 16");
+  }
+  if (reinterpret_cast<std::uintptr_t>(c.data) % 16 != 0) throw_usage(w + " cache: data is not 16-byte aligned");
+}
+
+}  // namespace
+
+const std::vector<DecodeVariant>& supported_decode_variants() {
+  static const std::vector<DecodeVariant> v = [] {
+    std::vector<DecodeVariant> r;
+    for (const auto& e : variant_table()) r.push_back(e.variant);
+    return r;
+  }();
+  return v;
+}
+
+std::size_t select_decode_variant(const DecodeParams& p) {
+  const auto& t = variant_table();
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const DecodeVariant& v = t[i].variant;
+    if (v.main == p.main.format && v.has_extra == p.has_extra && (!v.has_extra || v.extra == p.extra.format)) return i;
+  }
+  std::string list;
+  for (const auto& e : t) list += (list.empty() ? "" : ", ") + variant_name(e.variant);
+  const DecodeVariant asked{p.main.format, p.has_extra, p.extra.format};
+  throw_unsupported("no decode kernel for " + variant_name(asked) + "; compiled: " + list);
+}
+
+void check_decode_params(const DecodeParams& p) {
+  if (p.b < 0) throw_usage("decode: b must be >= 0 (got " + std::to_string(p.b) + ")");
+  if (p.s_q < 1) throw_usage("decode: s_q must be >= 1 (got " + std::to_string(p.s_q) + ")");
+  if (p.h_q != 64 && p.h_q != 128) throw_usage("decode: h_q must be 64 or 128 (got " + std::to_string(p.h_q) + ")");
+  if (p.topk < 1) throw_usage("decode: topk must be >= 1 (got " + std::to_string(p.topk) + ")");
+  if (p.num_sm_parts < 1 || p.num_sm_parts > kMaxSmParts) {
+    throw_usage("decode: num_sm_parts must be in [1, " + std::to_string(kMaxSmParts) + "] (got " +
+                std::to_string(p.num_sm_parts) + ")");
+  }
+  if (!(p.softmax_scale > 0.0f)) throw_usage("decode: softmax_scale must be > 0");
+  (void)select_decode_variant(p);
+  if (p.b == 0) return;
+  if (p.q == nullptr || p.indices == nullptr || p.out == nullptr || p.lse == nullptr || p.o_accum == nullptr ||
+      p.lse_accum == nullptr || p.sched_records == nullptr || p.num_splits == nullptr) {
+    throw_usage("decode: q, indices, out, lse, o_accum, lse_accum, sched_records and num_splits must be set");
+  }
+  check_cache(p.main, "main");
+  if (p.has_extra) {
+    if (p.extra_topk < 1) throw_usage("decode: extra_topk must be >= 1 with an extra cache (got " + std::to_string(p.extra_topk) + ")");
+    if (p.extra_indices == nullptr) throw_usage("decode: extra_indices must be set with an extra cache");
+    check_cache(p.extra, "extra");
+  }
+}
+
+LaunchDims decode_launch_dims(const DecodeParams& p) {
+  LaunchDims d;
+  d.grid_x = static_cast<unsigned>(p.num_sm_parts);
+  d.grid_y = static_cast<unsigned>(p.s_q);
+  d.grid_z = static_cast<unsigned>(p.h_q / kHeadsPerCta);
+  d.block = detail::kDecodeThreads;
+  d.smem_bytes = detail::decode_smem_bytes(p.main.format, p.has_extra, p.extra.format);
+  return d;
+}
+
+LaunchDims combine_launch_dims(const DecodeParams& p) {
+  // One warp per (request, query, head); four heads per block. Requests that were not split
+  // return at once.
+  LaunchDims d;
+  d.grid_x = static_cast<unsigned>(p.b);
+  d.grid_y = static_cast<unsigned>(p.s_q);
+  d.grid_z = static_cast<unsigned>(p.h_q / 4);
+  d.block = 128;
+  d.smem_bytes = 0;
+  return d;
+}
+
+void sparse_decode(const DecodeParams& p) {
+  check_decode_params(p);
+  if (p.b == 0) return;
+  const std::size_t v = select_decode_variant(p);
+  variant_table()[v].launch(p, decode_launch_dims(p));
+  detail::launch_combine(p, combine_launch_dims(p));
+}
+
+}  // namespace mlaplan::kernels

@@ -1,0 +1,26 @@
+#pragma once
+// Internal: the launch functions each .cu file defines. CUDA-free so host.cpp (dispatch and
+// heuristics) can call them; the stream travels as void* (cudaStream_t).
+
+#include "mlaplan_kernels/kernels.hpp"
+
+namespace mlaplan::kernels::detail {
+
+/// Tile of the decode kernel: rows of K/V per block, heads per CTA, threads per CTA.
+inline constexpr int kBlockRows = 64;
+inline constexpr int kHeadsPerCta = 64;
+inline constexpr int kDecodeThreads = 256;
+inline constexpr int kHeadDim = 512;
+
+/// Shared memory of the decode kernel in bytes (see decode_kernel.cuh for the layout).
+std::size_t decode_smem_bytes(RowFormat main, bool has_extra, RowFormat extra);
+
+using DecodeLauncher = void (*)(const DecodeParams& p, const LaunchDims& dims);
+
+void launch_decode_584(const DecodeParams& p, const LaunchDims& dims);
+void launch_decode_584_584(const DecodeParams& p, const LaunchDims& dims);
+void launch_decode_528(const DecodeParams& p, const LaunchDims& dims);
+void launch_decode_528_288(const DecodeParams& p, const LaunchDims& dims);
+void launch_combine(const DecodeParams& p, const LaunchDims& dims);
+
+}  // namespace mlaplan::kernels::detail
