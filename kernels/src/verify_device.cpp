@@ -1,0 +1,199 @@
+// VerifyDevice on CUDA: uploads a host problem, runs quantize -> scheduler -> decode + combine
+// with the project's kernels, times decode + combine with CUDA events, downloads the results.
+
+#include "mlaplan_kernels/verify_device.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cuda_check.hpp"
+#include "mlaplan_kernels/kernels.hpp"
+
+namespace mlaplan::kernels {
+
+namespace {
+
+std::optional<RowFormat> kernel_format(RowFormatId id) {
+  switch (id) {
+    case RowFormatId::fp8_ds_mla_v4: return RowFormat::fp8_ds_mla_584;
+    case RowFormatId::v41_fp8: return RowFormat::v41_fp8_528;
+    case RowFormatId::v41_fp4: return RowFormat::v41_fp4_288;
+    default: return std::nullopt;
+  }
+}
+
+struct DeviceCache {
+  DeviceBuffer data;
+  CacheView view;
+};
+
+DeviceCache upload_and_quantize(const VerifyCache& c, RowFormat f) {
+  DeviceCache d;
+  d.data = DeviceBuffer(c.expected.size());
+  d.data.fill_bytes(0xFF);  // rows not written decode to NaN: a stray read shows up
+  if (!c.slots.empty()) {
+    DeviceBuffer lat = to_device(c.latents);
+    DeviceBuffer slots = to_device(c.slots);
+    QuantizeParams q;
+    q.format = f;
+    q.latent = lat.as<std::uint16_t>();
+    q.slots = slots.as<std::int64_t>();
+    q.n = static_cast<std::int64_t>(c.slots.size());
+    q.cache = d.data.as<std::uint8_t>();
+    q.page_block_size = c.page_block_size;
+    q.page_stride_bytes = c.page_stride;
+    q.num_pages = c.num_pages;
+    quantize(q);
+    synchronize();
+  }
+  d.view.format = f;
+  d.view.data = d.data.as<std::uint8_t>();
+  d.view.page_block_size = c.page_block_size;
+  d.view.page_stride_bytes = c.page_stride;
+  d.view.num_pages = c.num_pages;
+  return d;
+}
+
+class Event {
+ public:
+  Event() { MLAPLAN_CUDA_CHECK(cudaEventCreate(&e_)); }
+  ~Event() { cudaEventDestroy(e_); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_{};
+};
+
+class CudaVerifyDevice final : public VerifyDevice {
+ public:
+  explicit CudaVerifyDevice(int index) : index_(index) {
+    require_supported_device(index);
+    MLAPLAN_CUDA_CHECK(cudaSetDevice(index));
+  }
+
+  std::string unsupported_reason(const VerifyProblem& p) const override {
+    const auto main = kernel_format(p.main.format);
+    const auto extra = p.has_extra ? kernel_format(p.extra.format) : std::optional<RowFormat>(RowFormat::fp8_ds_mla_584);
+    if (!main || !extra) {
+      return "no decode kernel in this build for " + std::string(row_format(p.main.format).name) +
+             (p.has_extra ? " + " + std::string(row_format(p.extra.format).name) : "") +
+             " (kernels exist for fp8_ds_mla_v4 584 (+ 584) and v41_fp8 528 (+ v41_fp4 288))";
+    }
+    for (const auto& v : supported_decode_variants()) {
+      if (v.main == *main && v.has_extra == p.has_extra && (!p.has_extra || v.extra == *extra)) return {};
+    }
+    return "no decode kernel in this build for " + std::string(row_format(p.main.format).name) +
+           (p.has_extra ? " + " + std::string(row_format(p.extra.format).name) : " alone");
+  }
+
+  VerifyRun run(const VerifyProblem& p) override {
+    MLAPLAN_CUDA_CHECK(cudaSetDevice(index_));
+    VerifyRun r;
+    // 1. quantize random latents into caches with the planned page sizes and strides
+    DeviceCache main = upload_and_quantize(p.main, *kernel_format(p.main.format));
+    r.main_bytes = to_host<std::uint8_t>(main.data, p.main.expected.size());
+    DeviceCache extra;
+    if (p.has_extra) {
+      extra = upload_and_quantize(p.extra, *kernel_format(p.extra.format));
+      r.extra_bytes = to_host<std::uint8_t>(extra.data, p.extra.expected.size());
+    }
+    // 2. the GPU tile scheduler on the planned inputs
+    const auto parts = p.host_plan.params.num_sm_parts;
+    DeviceBuffer topk_len = to_device(p.topk_length);
+    DeviceBuffer extra_len = to_device(p.has_extra ? p.extra_topk_length : std::vector<std::int32_t>{0});
+    DeviceBuffer records(static_cast<std::size_t>(parts) * 8 * sizeof(std::int32_t));
+    DeviceBuffer splits(static_cast<std::size_t>(p.b + 1) * sizeof(std::int32_t));
+    ScheduleParams sp;
+    sp.b = p.b;
+    sp.topk = p.topk;
+    sp.topk_length = topk_len.as<std::int32_t>();
+    sp.has_extra = p.has_extra;
+    sp.extra_topk = p.extra_topk;
+    sp.extra_topk_length = p.has_extra ? extra_len.as<std::int32_t>() : nullptr;
+    sp.num_sm_parts = parts;
+    sp.fixed_overhead = p.host_plan.params.fixed_overhead;
+    sp.block = p.host_plan.params.block;
+    sp.records = records.as<std::int32_t>();
+    sp.num_splits = splits.as<std::int32_t>();
+    schedule(sp);
+    synchronize();
+    r.records = to_host<std::int32_t>(records, static_cast<std::size_t>(parts) * 8);
+    r.num_splits = to_host<std::int32_t>(splits, static_cast<std::size_t>(p.b) + 1);
+
+    // 3. decode + combine driven by the GPU plan
+    DeviceBuffer q = to_device(p.q);
+    DeviceBuffer idx = to_device(p.indices);
+    DeviceBuffer eidx = to_device(p.has_extra ? p.extra_indices : std::vector<std::int32_t>{0});
+    DeviceBuffer sink = to_device(p.attn_sink);
+    const std::size_t out_elems = p.q.size();
+    const std::size_t lse_elems = static_cast<std::size_t>(p.b) * static_cast<std::size_t>(p.s_q * p.h_q);
+    DeviceBuffer out(out_elems * sizeof(std::uint16_t));
+    DeviceBuffer lse(lse_elems * sizeof(float));
+    out.fill_bytes(0xFF);  // poison: every element must be written
+    lse.fill_bytes(0xFF);
+    DeviceBuffer o_acc(static_cast<std::size_t>(o_accum_elems(p.b, p.s_q, p.h_q, parts)) * sizeof(float));
+    DeviceBuffer lse_acc(static_cast<std::size_t>(lse_accum_elems(p.b, p.s_q, p.h_q, parts)) * sizeof(float));
+    DecodeParams d;
+    d.b = p.b;
+    d.s_q = p.s_q;
+    d.h_q = p.h_q;
+    d.q = q.as<std::uint16_t>();
+    d.main = main.view;
+    d.indices = idx.as<std::int32_t>();
+    d.topk = p.topk;
+    d.topk_length = topk_len.as<std::int32_t>();
+    d.has_extra = p.has_extra;
+    if (p.has_extra) {
+      d.extra = extra.view;
+      d.extra_indices = eidx.as<std::int32_t>();
+      d.extra_topk = p.extra_topk;
+      d.extra_topk_length = extra_len.as<std::int32_t>();
+    }
+    d.attn_sink = sink.as<float>();
+    d.softmax_scale = p.softmax_scale;
+    d.sched_records = records.as<std::int32_t>();
+    d.num_splits = splits.as<std::int32_t>();
+    d.num_sm_parts = parts;
+    d.out = out.as<std::uint16_t>();
+    d.lse = lse.as<float>();
+    d.o_accum = o_acc.as<float>();
+    d.lse_accum = lse_acc.as<float>();
+    sparse_decode(d);
+    synchronize();
+    r.out = to_host<std::uint16_t>(out, out_elems);
+    r.lse = to_host<float>(lse, lse_elems);
+
+    // 4. time decode + combine (median of timing_iterations after a warm-up)
+    Event start, stop;
+    std::vector<float> ms;
+    sparse_decode(d);
+    for (int i = 0; i < std::max(1, p.timing_iterations); ++i) {
+      MLAPLAN_CUDA_CHECK(cudaEventRecord(start.get()));
+      sparse_decode(d);
+      MLAPLAN_CUDA_CHECK(cudaEventRecord(stop.get()));
+      MLAPLAN_CUDA_CHECK(cudaEventSynchronize(stop.get()));
+      float t = 0;
+      MLAPLAN_CUDA_CHECK(cudaEventElapsedTime(&t, start.get(), stop.get()));
+      ms.push_back(t);
+    }
+    synchronize();
+    std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
+    r.decode_us = 1000.0 * ms[ms.size() / 2];
+    return r;
+  }
+
+ private:
+  int index_;
+};
+
+}  // namespace
+
+std::unique_ptr<VerifyDevice> make_cuda_verify_device(int index) { return std::make_unique<CudaVerifyDevice>(index); }
+
+}  // namespace mlaplan::kernels

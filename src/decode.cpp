@@ -1,0 +1,140 @@
+#include "mlaplan/decode.hpp"
+
+#include <algorithm>
+
+#include "mlaplan/error.hpp"
+
+namespace mlaplan {
+
+namespace {
+
+std::int32_t as_i32(std::int64_t v) {
+  if (v < 0 || v > (std::int64_t{1} << 30)) throw_internal("decode plan value out of range: " + std::to_string(v));
+  return static_cast<std::int32_t>(v);
+}
+
+}  // namespace
+
+DecodeBatch make_decode_batch(const BatchOptions& o, std::int64_t max_model_len) {
+  DecodeBatch b;
+  if (o.spec_tokens < 0 || o.spec_tokens > BatchLimits::max_spec_tokens) {
+    throw_usage("--spec-tokens = " + std::to_string(o.spec_tokens) + " is out of range; allowed 0.." +
+                std::to_string(BatchLimits::max_spec_tokens));
+  }
+  b.spec_tokens = o.spec_tokens;
+  if (!o.context_lens.empty()) {
+    if (o.batch || o.context_len) {
+      throw_usage("--context-lens lists every request; it cannot be combined with --batch or --context-len");
+    }
+    b.context_lens = o.context_lens;
+  } else {
+    const std::int64_t n = o.batch.value_or(kDefaultBatch);
+    const std::int64_t len = o.context_len.value_or(std::min(kDefaultContextLen, max_model_len - o.spec_tokens));
+    b.defaulted = !o.batch && !o.context_len;
+    if (n < 1 || n > BatchLimits::max_requests) {
+      throw_usage("--batch = " + std::to_string(n) + " is out of range; allowed 1.." +
+                  std::to_string(BatchLimits::max_requests));
+    }
+    b.context_lens.assign(static_cast<std::size_t>(n), len);
+  }
+  if (static_cast<std::int64_t>(b.context_lens.size()) > BatchLimits::max_requests) {
+    throw_usage("--context-lens has " + std::to_string(b.context_lens.size()) + " requests; at most " +
+                std::to_string(BatchLimits::max_requests));
+  }
+  const std::string flag = o.context_lens.empty() ? "--context-len" : "--context-lens";
+  for (std::size_t i = 0; i < b.context_lens.size(); ++i) {
+    const auto len = b.context_lens[i];
+    const std::string what = o.context_lens.empty() ? flag : flag + "[" + std::to_string(i) + "]";
+    if (len < 1 || checked_add(len, o.spec_tokens, "context length") > max_model_len) {
+      throw_usage(what + " = " + std::to_string(len) + " is out of range; allowed 1.." +
+                  std::to_string(max_model_len - o.spec_tokens) + " (max_model_len " + std::to_string(max_model_len) +
+                  (o.spec_tokens ? " minus " + std::to_string(o.spec_tokens) + " speculative tokens" : "") + ")");
+    }
+  }
+  const auto tokens = checked_mul(static_cast<std::int64_t>(b.context_lens.size()), 1 + o.spec_tokens, "decode tokens",
+                                  ErrorKind::usage);
+  if (tokens > BatchLimits::max_decode_tokens) {
+    throw_usage("the batch has " + std::to_string(tokens) + " decode tokens; at most " +
+                std::to_string(BatchLimits::max_decode_tokens));
+  }
+  b.positions.reserve(static_cast<std::size_t>(tokens));
+  for (auto len : b.context_lens) {
+    for (std::int64_t k = 0; k <= o.spec_tokens; ++k) b.positions.push_back(len - 1 + k);
+  }
+  const bool uniform = std::all_of(b.context_lens.begin(), b.context_lens.end(),
+                                   [&](std::int64_t v) { return v == b.context_lens.front(); });
+  b.description = std::to_string(b.context_lens.size()) + " request" + (b.context_lens.size() == 1 ? "" : "s");
+  if (uniform) {
+    b.description += " x " + std::to_string(b.context_lens.front()) + " tokens";
+  } else {
+    const auto [mn, mx] = std::minmax_element(b.context_lens.begin(), b.context_lens.end());
+    b.description += ", " + std::to_string(*mn) + "-" + std::to_string(*mx) + " tokens";
+  }
+  if (o.spec_tokens) b.description += ", 1 + " + std::to_string(o.spec_tokens) + " speculative tokens each";
+  b.description += " (b = " + std::to_string(tokens) + " decode tokens)";
+  if (b.defaulted) b.description += ", the default batch";
+  return b;
+}
+
+std::optional<SchedKernel> decode_kernel_for(const ComputeCapability& cc, std::int64_t padded_heads) {
+  if (padded_heads != 64 && padded_heads != 128) return std::nullopt;
+  if (cc.major == 9) return SchedKernel::sm90_sparse;
+  if (cc.major == 10) return padded_heads == 64 ? SchedKernel::sm100_head64 : SchedKernel::sm100_head128;
+  return std::nullopt;
+}
+
+std::vector<LayerTypeSchedule> plan_decode_schedules(const ModelConfig& cfg, const Topology& topo,
+                                                     const Layout& layout, const DecodeBatch& batch) {
+  std::vector<LayerTypeSchedule> out;
+  const auto heads = layout.parallel.padded_query_heads;
+  const auto kernel = decode_kernel_for(layout.target.cc, heads);
+  if (!kernel) return out;
+  for (auto type : topo.types_present) {
+    LayerTypeSchedule s;
+    s.type = type;
+    s.num_layers = topo.count(type);
+    s.input.kernel = *kernel;
+    s.input.num_sms = as_i32(layout.target.num_sms);
+    s.input.s_q = 1;
+    s.input.h_q = as_i32(heads);
+    int ratio = 0;
+    for (const auto& l : topo.layers) {
+      if (l.type == type) {
+        ratio = l.compress_ratio;
+        break;
+      }
+    }
+    if (type == LayerType::dsa) {
+      // V3.2: the latent cache is the main cache, indexed by the top-k of the whole history; vLLM
+      // passes no per-token lengths, so every token counts the full index width.
+      s.topk = cfg.index_topk;
+      s.page_block_size = layout.block_size;
+      s.note = "no topk_length: every token counts index_topk";
+      s.input.lengths.assign(batch.positions.size(), as_i32(s.topk));
+    } else {
+      s.topk = cfg.sliding_window;
+      s.page_block_size = layout.window_block_size;
+      s.input.lengths.reserve(batch.positions.size());
+      for (auto pos : batch.positions) s.input.lengths.push_back(as_i32(std::min(pos + 1, cfg.sliding_window)));
+      if (type != LayerType::swaonly) {
+        s.input.has_extra = true;
+        s.extra_page_block_size = layout.block_size / ratio;
+        if (type == LayerType::c128a) {
+          s.extra_topk = checked_round_up(ceil_div(layout.max_model_len, 128), 128, "c128a extra_topk");
+          s.note = "extra_topk = round_up(cdiv(max_model_len, 128), 128); every compressed entry is attended";
+          for (auto pos : batch.positions) s.input.extra_lengths.push_back(as_i32((pos + 1) / 128));
+        } else {
+          s.extra_topk = cfg.index_topk;
+          for (auto pos : batch.positions) {
+            s.input.extra_lengths.push_back(as_i32(std::min(cfg.index_topk, (pos + 1) / ratio)));
+          }
+        }
+      }
+    }
+    s.plan = plan_schedule(s.input);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace mlaplan

@@ -1,0 +1,472 @@
+#include "mlaplan/verify.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <thread>
+#include <unordered_set>
+
+#include "mlaplan/error.hpp"
+#include "mlaplan/quant.hpp"
+
+namespace mlaplan {
+
+namespace {
+
+constexpr int kDim = 512;
+
+/// Decode inputs in the distribution the pass criterion is calibrated for (FlashMLA's tests draw
+/// K as randn / 10 clamped to [-1, 1]); per-16-dim magnitudes vary in [0.025, 0.1] so the
+/// quantisation scales differ from tile to tile. Never zeros.
+std::vector<std::uint16_t> random_latents(std::mt19937_64& rng, std::int64_t rows) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> logmag(std::log10(0.25f), 0.0f);
+  std::vector<std::uint16_t> v(static_cast<std::size_t>(rows) * kDim);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (int tile = 0; tile < kDim / 16; ++tile) {
+      const float mag = 0.1f * std::pow(10.0f, logmag(rng));
+      for (int i = 0; i < 16; ++i) {
+        v[static_cast<std::size_t>(r * kDim + tile * 16 + i)] =
+            float_to_bf16(std::clamp(normal(rng) * mag, -1.0f, 1.0f));
+      }
+    }
+  }
+  return v;
+}
+
+const CacheObject* find_object(const Layout& layout, std::int64_t layer, CacheKind kind) {
+  for (const auto& o : layout.objects) {
+    if (o.layer == layer && o.kind == kind) return &o;
+  }
+  return nullptr;
+}
+
+/// Draws indices for one cache: valid positions get distinct live rows (2% of them -1), positions
+/// past the length point at rows that are never written (NaN-poisoned), so a stray read shows up.
+/// Fills `cache` (pages, latents, slots, expected bytes).
+void build_cache(std::mt19937_64& rng, VerifyCache& cache, std::int32_t b, std::int32_t width,
+                 const std::vector<std::int32_t>& lengths, std::vector<std::int32_t>& indices) {
+  std::int64_t used = 0;
+  for (auto l : lengths) used += std::min(l, width);
+  const std::int64_t page = cache.page_block_size;
+  const std::int64_t live_rows = std::max<std::int64_t>(2 * used, page);
+  const std::int64_t dead_rows = std::max<std::int64_t>(used / 8, page);
+  cache.num_pages = ceil_div(live_rows + dead_rows, page);
+  const std::int64_t num_rows = cache.num_pages * page;
+  const std::int64_t live_end = num_rows - dead_rows;
+  std::uniform_int_distribution<std::int64_t> live(0, live_end - 1);
+  std::uniform_int_distribution<std::int64_t> dead(live_end, num_rows - 1);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  indices.assign(static_cast<std::size_t>(b) * static_cast<std::size_t>(width), -1);
+  std::vector<char> written(static_cast<std::size_t>(num_rows), 0);
+  for (std::int32_t i = 0; i < b; ++i) {
+    std::unordered_set<std::int64_t> mine;
+    const auto len = lengths[static_cast<std::size_t>(i)];
+    for (std::int32_t t = 0; t < width; ++t) {
+      auto& slot = indices[static_cast<std::size_t>(i) * static_cast<std::size_t>(width) + static_cast<std::size_t>(t)];
+      if (t >= len) {
+        slot = static_cast<std::int32_t>(dead(rng));
+        continue;
+      }
+      if (u(rng) < 0.02) continue;  // an invalid entry inside the valid range
+      std::int64_t id = live(rng);
+      while (!mine.insert(id).second) id = live(rng);
+      slot = static_cast<std::int32_t>(id);
+      written[static_cast<std::size_t>(id)] = 1;
+    }
+  }
+  cache.slots.clear();
+  for (std::int64_t r = 0; r < num_rows; ++r) {
+    if (written[static_cast<std::size_t>(r)]) cache.slots.push_back(r);
+  }
+  // Shuffle the order the rows are written in: the quantize kernel must not rely on it.
+  std::shuffle(cache.slots.begin(), cache.slots.end(), rng);
+  cache.latents = random_latents(rng, static_cast<std::int64_t>(cache.slots.size()));
+  const auto bytes = checked_mul(cache.num_pages, cache.page_stride, "verify cache bytes");
+  cache.expected.assign(static_cast<std::size_t>(bytes), 0xFF);
+  quantize_into_pages(cache.format, cache.latents.data(), static_cast<std::int64_t>(cache.slots.size()),
+                      cache.slots.data(), cache.expected.data(), cache.num_pages, page, cache.page_stride);
+}
+
+/// Dequantised rows of a cache's expected bytes, NaN where nothing was written.
+std::vector<float> dequantised_rows(const VerifyCache& c) {
+  const std::int64_t num_rows = c.num_pages * c.page_block_size;
+  std::vector<float> rows(static_cast<std::size_t>(num_rows) * kDim, std::numeric_limits<float>::quiet_NaN());
+  for (const auto id : c.slots) {
+    dequantize_from_pages(c.format, c.expected.data(), c.num_pages, c.page_block_size, c.page_stride, &id, 1,
+                          rows.data() + id * kDim);
+  }
+  return rows;
+}
+
+RefDecodeOutput reference_of(const VerifyProblem& p) {
+  const auto main_rows = dequantised_rows(p.main);
+  const auto extra_rows = p.has_extra ? dequantised_rows(p.extra) : std::vector<float>{};
+  std::vector<float> q(p.q.size());
+  for (std::size_t i = 0; i < q.size(); ++i) q[i] = bf16_to_float(p.q[i]);
+  RefDecodeInput in;
+  in.b = p.b;
+  in.s_q = p.s_q;
+  in.h_q = p.h_q;
+  in.q = q.data();
+  in.main.dense = main_rows.data();
+  in.main.num_rows = p.main.num_pages * p.main.page_block_size;
+  in.indices = p.indices.data();
+  in.topk = p.topk;
+  in.topk_length = p.topk_length.data();
+  in.has_extra = p.has_extra;
+  if (p.has_extra) {
+    in.extra.dense = extra_rows.data();
+    in.extra.num_rows = p.extra.num_pages * p.extra.page_block_size;
+    in.extra_indices = p.extra_indices.data();
+    in.extra_topk = p.extra_topk;
+    in.extra_topk_length = p.extra_topk_length.data();
+  }
+  in.attn_sink = p.attn_sink.empty() ? nullptr : p.attn_sink.data();
+  in.softmax_scale = p.softmax_scale;
+  RefDecodeOutput out;
+  out.out.assign(static_cast<std::size_t>(p.b) * static_cast<std::size_t>(p.s_q * p.h_q * kDim), 0.0f);
+  out.lse.assign(static_cast<std::size_t>(p.b) * static_cast<std::size_t>(p.s_q * p.h_q), 0.0f);
+  const unsigned threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  const std::int32_t per = (p.b + static_cast<std::int32_t>(threads) - 1) / static_cast<std::int32_t>(threads);
+  for (std::int32_t begin = 0; begin < p.b; begin += per) {
+    const std::int32_t end = std::min(p.b, begin + per);
+    pool.emplace_back([&, begin, end] { reference_decode_range(in, begin, end, out.out.data(), out.lse.data()); });
+  }
+  for (auto& t : pool) t.join();
+  return out;
+}
+
+std::string schedule_difference(const VerifyProblem& p, const VerifyRun& run) {
+  const auto& plan = p.host_plan;
+  if (run.records.size() != plan.records.size() * 8) {
+    return "the GPU scheduler wrote " + std::to_string(run.records.size() / 8) + " records, the host plan has " +
+           std::to_string(plan.records.size());
+  }
+  for (std::size_t part = 0; part < plan.records.size(); ++part) {
+    const auto& h = plan.records[part];
+    for (std::size_t k = 0; k < 8; ++k) {
+      if (run.records[part * 8 + k] != h[k]) {
+        return "record " + std::to_string(part) + " field " + std::to_string(k) + ": GPU " +
+               std::to_string(run.records[part * 8 + k]) + ", host " + std::to_string(h[k]);
+      }
+    }
+  }
+  if (run.num_splits != plan.num_splits) return "num_splits differ";
+  return {};
+}
+
+std::int64_t first_difference(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b) {
+  const auto n = std::min(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return static_cast<std::int64_t>(i);
+  }
+  return a.size() == b.size() ? -1 : static_cast<std::int64_t>(n);
+}
+
+}  // namespace
+
+std::string_view to_string(VerifyStatus s) {
+  switch (s) {
+    case VerifyStatus::pass: return "PASS";
+    case VerifyStatus::fail: return "FAIL";
+    case VerifyStatus::unsupported: return "UNSUPPORTED";
+  }
+  return "?";
+}
+
+std::vector<std::string> backend_kv_dtypes(Family family) {
+  if (family == Family::deepseek_v41) return {"fp8_ds_mla", "nvfp4_ds_mla"};
+  return {"fp8_ds_mla"};
+}
+
+BatchOptions default_verify_batch(std::int64_t max_model_len) {
+  // Short (inside the window), window edges, compressed-group edges and long requests.
+  static const std::int64_t mix[] = {1,    2,    7,    63,    64,    65,    127,   128,   129,  130,
+                                     200,  255,  256,  257,   300,   511,   512,   513,   777,  1000,
+                                     1023, 1024, 1025, 1500,  2048,  2049,  3000,  4096,  5000, 8191,
+                                     8192, 10000, 16384, 20000, 32768, 50000, 65536};
+  BatchOptions o;
+  for (auto len : mix) o.context_lens.push_back(std::min(len, max_model_len));
+  return o;
+}
+
+VerifyProblem build_verify_problem(const ModelConfig& cfg, const Topology& topo, const Layout& layout,
+                                   const LayerTypeSchedule& s, std::uint64_t seed, std::int32_t timing_iterations) {
+  VerifyProblem p;
+  std::mt19937_64 rng(seed);
+  const Layer* layer = nullptr;
+  for (const auto& l : topo.layers) {
+    if (l.type == s.type && (!layer || (layer->draft && !l.draft))) layer = &l;
+  }
+  if (!layer) throw_internal("no layer of type " + std::string(to_string(s.type)));
+  // Main cache: the window cache (V4/V4.1) or the latent cache (V3.2) of the layer.
+  const CacheObject* main = s.type == LayerType::dsa ? find_object(layout, layer->index, CacheKind::compressed)
+                                                     : find_object(layout, layer->index, CacheKind::swa);
+  if (!main) throw_unsupported("the layout has no main cache for " + std::string(to_string(s.type)) + " layers");
+  // The project's kernels (and this problem's buffers) are for head dim 512 rows; V3.2's
+  // 656-byte layout holds 576 dims.
+  auto check_dims = [](RowFormatId f) {
+    if (row_format(f).dims != kDim) {
+      throw_unsupported("no decode kernel for " + std::string(row_format(f).name) + " (head dim " +
+                        std::to_string(row_format(f).dims) + ") in this build: the project's kernels cover the " +
+                        "head-dim-512 layouts of V4 and V4.1");
+    }
+  };
+  check_dims(main->format);
+  p.b = static_cast<std::int32_t>(s.input.lengths.size());
+  p.s_q = 1;
+  p.h_q = s.input.h_q;
+  p.main.format = main->format;
+  p.main.page_block_size = static_cast<std::int32_t>(main->rows_per_page);
+  p.main.page_stride = main->page_bytes;
+  p.topk = static_cast<std::int32_t>(s.topk);
+  p.topk_length = s.input.lengths;
+  build_cache(rng, p.main, p.b, p.topk, p.topk_length, p.indices);
+  if (s.input.has_extra) {
+    const CacheObject* extra =
+        layer->kv_source ? find_object(layout, *layer->kv_source, CacheKind::compressed) : nullptr;
+    if (!extra) throw_unsupported("the layout has no compressed cache for layer " + std::to_string(layer->index));
+    check_dims(extra->format);
+    p.has_extra = true;
+    p.extra.format = extra->format;
+    p.extra.page_block_size = static_cast<std::int32_t>(extra->rows_per_page);
+    p.extra.page_stride = extra->page_bytes;
+    p.extra_topk = static_cast<std::int32_t>(s.extra_topk);
+    p.extra_topk_length = s.input.extra_lengths;
+    build_cache(rng, p.extra, p.b, p.extra_topk, p.extra_topk_length, p.extra_indices);
+  }
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  p.q.resize(static_cast<std::size_t>(p.b) * static_cast<std::size_t>(p.s_q * p.h_q * kDim));
+  for (auto& x : p.q) x = float_to_bf16(std::clamp(normal(rng), -1.0f, 1.0f));
+  std::uniform_real_distribution<float> sink(-2.0f, 4.0f);
+  p.attn_sink.resize(static_cast<std::size_t>(p.h_q));
+  for (auto& x : p.attn_sink) x = sink(rng);
+  p.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(cfg.head_dim)));
+  p.sched_input = s.input;
+  p.host_plan = s.plan;
+  p.timing_iterations = timing_iterations;
+  return p;
+}
+
+void judge_verify_run(const VerifyProblem& p, const VerifyRun& run, VerifyCell& cell) {
+  cell.ran = true;
+  cell.decode_us = run.decode_us;
+  const auto d_main = first_difference(run.main_bytes, p.main.expected);
+  const auto d_extra = p.has_extra ? first_difference(run.extra_bytes, p.extra.expected) : -1;
+  cell.quantize_match = d_main < 0 && d_extra < 0;
+  cell.quantize_first_diff = d_main >= 0 ? d_main : d_extra;
+  cell.schedule_message = schedule_difference(p, run);
+  cell.schedule_match = cell.schedule_message.empty();
+  const auto ref = reference_of(p);
+  std::vector<float> out(run.out.size());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_float(run.out[i]);
+  if (out.size() != ref.out.size() || run.lse.size() != ref.lse.size()) {
+    cell.decode.pass = false;
+    cell.decode.message = "fail: the device returned " + std::to_string(out.size()) + " outputs, expected " +
+                          std::to_string(ref.out.size());
+  } else {
+    cell.decode = compare_decode(out, ref.out, run.lse, ref.lse);
+  }
+  std::vector<std::string> problems;
+  if (!cell.quantize_match) {
+    problems.push_back("quantize: " + std::string(d_main >= 0 ? "main" : "extra") + " cache byte " +
+                       std::to_string(cell.quantize_first_diff) + " differs from the host quantizer");
+  }
+  if (!cell.schedule_match) problems.push_back("scheduler: " + cell.schedule_message);
+  if (!cell.decode.pass) problems.push_back("decode: " + cell.decode.message);
+  cell.status = problems.empty() ? VerifyStatus::pass : VerifyStatus::fail;
+  cell.reason.clear();
+  for (const auto& x : problems) cell.reason += (cell.reason.empty() ? "" : "; ") + x;
+}
+
+VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Target& target, VerifyDevice& device,
+                        const VerifyOptions& options) {
+  VerifyReport report;
+  report.target = target;
+  auto say = [&](const std::string& s) {
+    if (options.progress) options.progress(s);
+  };
+  LayoutOptions base = options.layout;
+  base.kv_cache_dtype = "auto";
+  report.rules = evaluate_rules(cfg, topo, target, RuleOptions{options.dtype, base});
+  for (const auto& r : report.rules) {
+    if (r.finding.severity == Severity::error && r.kind == ErrorKind::usage) throw_usage(r.finding.message);
+  }
+  // Rules that do not depend on the kv dtype make every cell unsupported.
+  std::string config_reason;
+  for (const auto& r : report.rules) {
+    if (r.finding.severity == Severity::error && r.finding.id != "backend.kv_cache_dtype") {
+      config_reason = r.finding.message;
+      break;
+    }
+  }
+  const auto dtypes = options.kv_cache_dtypes.empty() ? backend_kv_dtypes(cfg.family) : options.kv_cache_dtypes;
+  std::uint64_t seed = options.seed;
+  for (const auto& dtype : dtypes) {
+    LayoutOptions lo = options.layout;
+    lo.kv_cache_dtype = dtype;
+    const auto rules = evaluate_rules(cfg, topo, target, RuleOptions{options.dtype, lo});
+    std::string reason = config_reason;
+    for (const auto& r : rules) {
+      if (r.finding.severity == Severity::error && r.kind == ErrorKind::usage) throw_usage(r.finding.message);
+      if (reason.empty() && r.finding.severity == Severity::error) reason = r.finding.message;
+    }
+    const bool forced = !reason.empty() && options.force;
+    auto unsupported_cells = [&](const std::string& why) {
+      for (auto t : topo.types_present) {
+        VerifyCell c;
+        c.kv_cache_dtype = dtype;
+        c.type = t;
+        c.status = VerifyStatus::unsupported;
+        c.reason = why;
+        report.cells.push_back(c);
+      }
+    };
+    if (!reason.empty() && !options.force) {
+      unsupported_cells(reason);
+      continue;
+    }
+    Layout layout;
+    std::vector<LayerTypeSchedule> schedules;
+    try {
+      layout = plan_layout(cfg, topo, target, lo, Strictness::lenient);
+      const BatchOptions batch_options =
+          options.batch.batch || options.batch.context_len || !options.batch.context_lens.empty()
+              ? options.batch
+              : default_verify_batch(layout.max_model_len);
+      report.batch = make_decode_batch(batch_options, layout.max_model_len);
+      schedules = plan_decode_schedules(cfg, topo, layout, report.batch);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::usage) throw;
+      unsupported_cells(e.what());
+      continue;
+    }
+    if (schedules.empty()) {
+      unsupported_cells("no FlashMLA sparse decode kernel for " + target.cc.sm() + " with " +
+                        std::to_string(layout.parallel.padded_query_heads) + " query heads");
+      continue;
+    }
+    for (const auto& s : schedules) {
+      VerifyCell c;
+      c.kv_cache_dtype = dtype;
+      c.type = s.type;
+      c.h_q = s.input.h_q;
+      c.forced = forced;
+      c.kernel = std::string(to_string(s.plan.kernel));
+      c.b = static_cast<std::int32_t>(s.input.lengths.size());
+      c.topk = static_cast<std::int32_t>(s.topk);
+      c.extra_topk = static_cast<std::int32_t>(s.extra_topk);
+      VerifyProblem problem;
+      try {
+        problem = build_verify_problem(cfg, topo, layout, s, seed++, options.timing_iterations);
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::internal) throw;
+        c.status = VerifyStatus::unsupported;
+        c.reason = e.what();
+        report.cells.push_back(c);
+        continue;
+      }
+      c.main_format = std::string(row_format(problem.main.format).name);
+      c.main_page = problem.main.page_block_size;
+      c.main_stride = problem.main.page_stride;
+      if (problem.has_extra) {
+        c.extra_format = std::string(row_format(problem.extra.format).name);
+        c.extra_page = problem.extra.page_block_size;
+        c.extra_stride = problem.extra.page_stride;
+      }
+      if (auto why = device.unsupported_reason(problem); !why.empty()) {
+        c.status = VerifyStatus::unsupported;
+        c.reason = why;
+        report.cells.push_back(c);
+        continue;
+      }
+      say("verify: " + dtype + " " + std::string(to_string(s.type)) + " h_q " + std::to_string(c.h_q) + ", b " +
+          std::to_string(c.b) + ": " + c.main_format + " page " + std::to_string(c.main_page) +
+          (problem.has_extra ? " + " + c.extra_format + " page " + std::to_string(c.extra_page) : "") + " ...");
+      try {
+        const VerifyRun run = device.run(problem);
+        judge_verify_run(problem, run, c);
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::usage || e.kind() == ErrorKind::internal) throw;
+        c.status = VerifyStatus::fail;
+        c.reason = std::string("device fault: ") + e.what();
+      }
+      say("verify:   " + std::string(to_string(c.status)) + (c.reason.empty() ? "" : ": " + c.reason));
+      report.cells.push_back(c);
+    }
+  }
+
+  const bool any_fail = std::any_of(report.cells.begin(), report.cells.end(),
+                                    [](const VerifyCell& c) { return c.status == VerifyStatus::fail; });
+  const bool any_pass = std::any_of(report.cells.begin(), report.cells.end(),
+                                    [](const VerifyCell& c) { return c.status == VerifyStatus::pass; });
+  if (any_fail) {
+    report.exit_code = exit_code(ErrorKind::verify_failed);
+    for (const auto& c : report.cells) {
+      if (c.status == VerifyStatus::fail) {
+        report.exit_message = "verification failed: " + c.kv_cache_dtype + " " + std::string(to_string(c.type)) +
+                              ": " + c.reason;
+        break;
+      }
+    }
+  } else if (!any_pass) {
+    report.exit_code = exit_code(ErrorKind::unsupported);
+    report.exit_message = "nothing of this config can run on " + target.name + " with this build: " +
+                          (report.cells.empty() ? std::string("no layer types") : report.cells.front().reason);
+  }
+  return report;
+}
+
+namespace {
+
+class HostVerifyDevice final : public VerifyDevice {
+ public:
+  explicit HostVerifyDevice(std::function<void(VerifyRun&)> perturb) : perturb_(std::move(perturb)) {}
+
+  std::string unsupported_reason(const VerifyProblem& p) const override {
+    const auto ok = [](RowFormatId f) {
+      return f == RowFormatId::fp8_ds_mla_v4 || f == RowFormatId::v41_fp8 || f == RowFormatId::v41_fp4;
+    };
+    if (!ok(p.main.format) || (p.has_extra && !ok(p.extra.format))) {
+      return "no decode kernel for " + std::string(row_format(p.main.format).name) +
+             (p.has_extra ? " + " + std::string(row_format(p.extra.format).name) : "");
+    }
+    return {};
+  }
+
+  VerifyRun run(const VerifyProblem& p) override {
+    VerifyRun r;
+    auto quantize = [](const VerifyCache& c) {
+      std::vector<std::uint8_t> bytes(c.expected.size(), 0xFF);
+      quantize_into_pages(c.format, c.latents.data(), static_cast<std::int64_t>(c.slots.size()), c.slots.data(),
+                          bytes.data(), c.num_pages, c.page_block_size, c.page_stride);
+      return bytes;
+    };
+    r.main_bytes = quantize(p.main);
+    if (p.has_extra) r.extra_bytes = quantize(p.extra);
+    const auto plan = plan_schedule(p.sched_input);
+    for (const auto& rec : plan.records) r.records.insert(r.records.end(), rec.begin(), rec.end());
+    r.num_splits = plan.num_splits;
+    const auto ref = reference_of(p);
+    r.out.resize(ref.out.size());
+    for (std::size_t i = 0; i < ref.out.size(); ++i) r.out[i] = float_to_bf16(ref.out[i]);
+    r.lse = ref.lse;
+    r.decode_us = 0;
+    if (perturb_) perturb_(r);
+    return r;
+  }
+
+ private:
+  std::function<void(VerifyRun&)> perturb_;
+};
+
+}  // namespace
+
+std::unique_ptr<VerifyDevice> make_host_verify_device(std::function<void(VerifyRun&)> perturb) {
+  return std::make_unique<HostVerifyDevice>(std::move(perturb));
+}
+
+}  // namespace mlaplan

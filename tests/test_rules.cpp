@@ -1,0 +1,203 @@
+// The backend rule engine: each rule's accepting and rejecting side, with ids, messages and fixes.
+
+#include <catch2/catch.hpp>
+#include <optional>
+#include <string>
+
+#include "mlaplan/config.hpp"
+#include "mlaplan/rules.hpp"
+#include "mlaplan/target.hpp"
+#include "mlaplan/topology.hpp"
+
+using namespace mlaplan;
+
+namespace {
+
+ModelConfig released(const std::string& name) {
+  return load_config(std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + name);
+}
+
+Target gpu(const std::string& id) {
+  TargetRequest r;
+  r.gpu = id;
+  return resolve_target(r);
+}
+
+std::vector<RuleResult> eval(const ModelConfig& cfg, const Target& t, RuleOptions o = {}) {
+  return evaluate_rules(cfg, build_topology(cfg), t, o);
+}
+
+/// A copy of the first result with this id and severity (results are often temporaries).
+std::optional<RuleResult> find(const std::vector<RuleResult>& rs, const std::string& id,
+                               Severity sev = Severity::error) {
+  for (const auto& r : rs) {
+    if (r.finding.id == id && r.finding.severity == sev) return r;
+  }
+  return std::nullopt;
+}
+
+int errors(const std::vector<RuleResult>& rs) {
+  int n = 0;
+  for (const auto& r : rs) n += r.finding.severity == Severity::error;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("released configs pass on H200 and B200 with fp8_ds_mla", "[rules]") {
+  for (const auto name : {"deepseek-v4.1-flash.json", "deepseek-v4-flash.json", "deepseek-v3.2.json"}) {
+    for (const auto g : {"h200", "h100", "h800", "h20", "b200", "gb200", "b300"}) {
+      INFO(name << " on " << g);
+      const auto rs = eval(released(name), gpu(g));
+      CHECK(errors(rs) == 0);
+      CHECK(rules_exit_code(rs) == 0);
+    }
+  }
+}
+
+TEST_CASE("rule: compute capability", "[rules]") {
+  for (const auto g : {"a100", "l40s", "rtx-pro-6000", "rtx5090"}) {
+    INFO(g);
+    const auto rs = eval(released("deepseek-v4.1-flash.json"), gpu(g));
+    const auto r = find(rs, "backend.arch");
+    REQUIRE(r);
+    CHECK_THAT(r->finding.message, Catch::StartsWith("FlashMLA Sparse is only supported on Hopper and Blackwell DC "
+                                                     "devices; target " + std::string(g)));
+    CHECK(r->kind == ErrorKind::unsupported);
+    CHECK(rules_exit_code(rs) == 3);
+  }
+}
+
+TEST_CASE("rule: nvfp4_ds_mla needs SM100 and V4.1", "[rules]") {
+  RuleOptions o;
+  o.layout.kv_cache_dtype = "nvfp4_ds_mla";
+  const auto h200 = eval(released("deepseek-v4.1-flash.json"), gpu("h200"), o);
+  const auto r = find(h200, "backend.kv_cache_dtype");
+  REQUIRE(r);
+  CHECK(r->finding.message ==
+        "nvfp4_ds_mla needs SM100 (FlashMLA V4.1 fp8/fp4 sparse decode); target h200 is sm90 (compute capability 9.0)");
+  CHECK(r->finding.fix == "use --kv-cache-dtype fp8_ds_mla, or a compute capability 10.x GPU (--gpu b200)");
+  CHECK(errors(eval(released("deepseek-v4.1-flash.json"), gpu("b200"), o)) == 0);
+  const auto v4 = eval(released("deepseek-v4-flash.json"), gpu("b200"), o);
+  REQUIRE(find(v4, "backend.kv_cache_dtype"));
+}
+
+TEST_CASE("rule: kv cache dtype values", "[rules]") {
+  RuleOptions o;
+  o.layout.kv_cache_dtype = "bfloat16";
+  const auto rs = eval(released("deepseek-v4.1-flash.json"), gpu("h200"), o);
+  const auto r = find(rs, "layout.kv_cache_dtype");
+  REQUIRE(r);
+  CHECK(r->kind == ErrorKind::usage);
+  CHECK_THAT(r->finding.message, Catch::Contains("bfloat16"));
+  CHECK_THAT(r->finding.message, Catch::Contains("fp8_ds_mla"));
+  for (const auto ok : {"auto", "fp8", "fp8_ds_mla"}) {
+    o.layout.kv_cache_dtype = ok;
+    CHECK(errors(eval(released("deepseek-v4.1-flash.json"), gpu("h200"), o)) == 0);
+  }
+}
+
+TEST_CASE("rule: model dtype", "[rules]") {
+  const auto reindex = load_config(std::string(MLAPLAN_SOURCE_DIR) + "/configs/small/v41-6layer-reindex.json");
+  const auto rs = eval(reindex, gpu("h200"));
+  const auto r = find(rs, "backend.model_dtype");
+  REQUIRE(r);
+  CHECK(r->finding.message ==
+        "model dtype float32 is not supported by the sparse-MLA backend; supported: bfloat16 (the config's dtype)");
+  CHECK(r->finding.fix == "serve with --dtype bfloat16");
+  CHECK(r->finding.path == "/text_config/dtype");
+  RuleOptions o;
+  o.dtype = "bfloat16";
+  CHECK_FALSE(find(eval(reindex, gpu("h200"), o), "backend.model_dtype"));
+  o.dtype = "float16";
+  CHECK(find(eval(released("deepseek-v4.1-flash.json"), gpu("h200"), o), "backend.model_dtype"));
+  const auto no_dtype = parse_config(R"({"model_type": "deepseek_v41"})", "t.json");
+  CHECK(find(eval(no_dtype, gpu("h200")), "backend.model_dtype", Severity::info));
+}
+
+TEST_CASE("rule: head size, KV heads and index widths", "[rules]") {
+  const auto small = load_config(std::string(MLAPLAN_SOURCE_DIR) + "/configs/small/v41-8layer-flat.json");
+  const auto rs = eval(small, gpu("h200"));
+  const auto h = find(rs, "backend.head_size");
+  REQUIRE(h);
+  CHECK(h->finding.message == "head size 16 (qk_rope_head_dim 4) is not supported by the sparse-MLA backend; "
+                              "supported: 512 (448 NoPE + 64 RoPE)");
+  CHECK(find(rs, "backend.topk_width"));
+  const auto kv2 = parse_config(R"({"model_type": "deepseek_v41", "num_key_value_heads": 2})", "t.json");
+  const auto k = find(eval(kv2, gpu("h200")), "backend.kv_heads");
+  REQUIRE(k);
+  CHECK_THAT(k->finding.message, Catch::StartsWith("num_key_value_heads 2 is not supported"));
+  const auto topk = parse_config(R"({"model_type": "deepseek_v41", "index_topk": 500})", "t.json");
+  const auto w = find(eval(topk, gpu("h200")), "backend.topk_width");
+  REQUIRE(w);
+  CHECK(w->finding.message == "index_topk 500 is not a multiple of 64; the FlashMLA sparse decode kernel reads index "
+                              "widths in blocks of 64");
+  const auto v32 = parse_config(R"({"model_type": "deepseek_v32", "num_hidden_layers": 2, "kv_lora_rank": 256})",
+                                "t.json");
+  const auto v = find(eval(v32, gpu("h200")), "backend.head_size");
+  REQUIRE(v);
+  CHECK_THAT(v->finding.message, Catch::StartsWith("head size 320 (kv_lora_rank 256 + qk_rope_head_dim 64)"));
+}
+
+TEST_CASE("rule: block size", "[rules]") {
+  RuleOptions o;
+  o.layout.block_size = 16;
+  const auto r = find(eval(released("deepseek-v4.1-flash.json"), gpu("h200"), o), "backend.block_size");
+  REQUIRE(r);
+  CHECK_THAT(r->finding.message,
+             Catch::StartsWith("No common block size for 16 between kv_manager=[16] and backend=[64]"));
+  o.layout.block_size = 64;
+  CHECK_FALSE(find(eval(released("deepseek-v4.1-flash.json"), gpu("h200"), o), "backend.block_size"));
+  CHECK(find(eval(released("deepseek-v4.1-flash.json"), gpu("b200"), o), "backend.block_size"));
+  o.layout.block_size = 128;
+  CHECK_FALSE(find(eval(released("deepseek-v4.1-flash.json"), gpu("b200"), o), "backend.block_size"));
+}
+
+TEST_CASE("rule: query heads per rank and TP", "[rules]") {
+  RuleOptions o;
+  const auto v32 = released("deepseek-v3.2.json");  // 128 heads
+  o.layout.tensor_parallel_size = 1;
+  CHECK(errors(eval(v32, gpu("h200"), o)) == 0);
+  o.layout.tensor_parallel_size = 3;
+  CHECK(find(eval(v32, gpu("h200"), o), "backend.tensor_parallel"));
+  const auto wide = parse_config(R"({"model_type": "deepseek_v41", "num_attention_heads": 256})", "t.json");
+  o.layout.tensor_parallel_size = 1;
+  const auto r = find(eval(wide, gpu("h200"), o), "backend.query_heads");
+  REQUIRE(r);
+  CHECK_THAT(r->finding.message, Catch::StartsWith("FP8 decode kernel requires h_q in {64, 128}"));
+  CHECK(r->finding.fix == "use --tensor-parallel-size 2 or more");
+  o.layout.tensor_parallel_size = 2;
+  CHECK_FALSE(find(eval(wide, gpu("h200"), o), "backend.query_heads"));
+}
+
+TEST_CASE("rule: pipeline cuts inside a V4.1 sharing group", "[rules]") {
+  RuleOptions o;
+  o.layout.pipeline_parallel_size = 3;
+  const auto rs = eval(released("deepseek-v4.1-flash.json"), gpu("h200"), o);
+  const auto r = find(rs, "backend.pipeline_cut");
+  REQUIRE(r);
+  CHECK_THAT(r->finding.message, Catch::Contains("PP splits inside a v4.1 kv-sharing group are not supported"));
+  CHECK_THAT(r->finding.message, Catch::Contains("Pipeline sizes that work: "));
+  o.layout.pipeline_parallel_size = 1;
+  CHECK_FALSE(find(eval(released("deepseek-v4.1-flash.json"), gpu("h200"), o), "backend.pipeline_cut"));
+}
+
+TEST_CASE("rule catalogue lists every id the engine reports", "[rules]") {
+  std::vector<std::string> ids;
+  for (const auto& r : rule_catalogue()) ids.emplace_back(r.id);
+  auto listed = [&](const std::string& id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); };
+  RuleOptions o;
+  o.layout.kv_cache_dtype = "nvfp4_ds_mla";
+  o.layout.block_size = 16;
+  o.layout.pipeline_parallel_size = 3;
+  o.dtype = "float16";
+  const auto small = load_config(std::string(MLAPLAN_SOURCE_DIR) + "/configs/small/v41-8layer-flat.json");
+  for (const auto& cfg : {released("deepseek-v4.1-flash.json"), small}) {
+    for (const auto& r : eval(cfg, gpu("a100"), o)) {
+      if (r.finding.severity == Severity::error && r.finding.id.rfind("backend.", 0) == 0) {
+        INFO(r.finding.id);
+        CHECK(listed(r.finding.id));
+      }
+    }
+  }
+}
