@@ -37,6 +37,16 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
 
     PlanOptions plan_opt;
     setup_plan(app, plan_opt);
+    ScheduleOptions schedule_opt;
+    setup_schedule(app, schedule_opt);
+    CheckOptions check_opt;
+    setup_check(app, check_opt);
+    VerifyCliOptions verify_opt;
+    setup_verify(app, verify_opt);
+    InfoOptions info_opt;
+    setup_info(app, info_opt);
+    ReportOptions report_opt;
+    setup_report(app, report_opt);
 
     // `mla-plan CONFIG ...` means `mla-plan plan CONFIG ...`.
     std::vector<std::string> args = raw_args;
@@ -59,6 +69,12 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
     }
 
     if (app.got_subcommand("plan")) return run_plan(plan_opt, out, err);
+    if (app.got_subcommand("schedule")) return run_schedule(schedule_opt, out, err);
+    if (app.got_subcommand("check")) return run_check(check_opt, out, err);
+    if (app.got_subcommand("verify")) return run_verify_cli(verify_opt, out, err);
+    if (app.got_subcommand("gpus")) return run_gpus(info_opt, out);
+    if (app.got_subcommand("formats")) return run_formats(info_opt, out);
+    if (app.got_subcommand("report")) return run_report(report_opt, out, err);
     throw_internal("no subcommand ran");
   } catch (const Error& e) {
     err << "mla-plan: error: " << e.what() << "\n";

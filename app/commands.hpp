@@ -6,7 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "flags.hpp"
 #include "mlaplan/config.hpp"
+#include "mlaplan/decode.hpp"
+#include "mlaplan/layout.hpp"
+#include "mlaplan/rules.hpp"
+#include "mlaplan/scheduler.hpp"
+#include "mlaplan/target.hpp"
 #include "mlaplan/topology.hpp"
 
 namespace CLI {
@@ -21,21 +27,127 @@ enum class OutputFormat { text, json };
 struct PlanResult {
   ModelConfig config;
   Topology topology;
+  Target target;
+  std::optional<Layout> layout;          ///< absent when the flags make no layout possible
+  std::optional<Capacity> capacity;
+  DecodeBatch batch;
+  std::vector<LayerTypeSchedule> schedules;
+  std::vector<RuleResult> rules;         ///< backend rules on the target
+  std::vector<Finding> findings;         ///< config findings, then rule findings
+  int exit_code = 0;                     ///< 0, 3 (unsupported) or 4 (does not fit)
+  std::string exit_message;              ///< the error line for a non-zero exit_code
 };
 
 // ---- plan ----
 struct PlanOptions {
   std::string config;
   bool json = false;
+  std::string format = "text";  ///< text | json | markdown (--json means json)
+  bool show_records = false;
+  std::optional<std::string> dtype;
+  TargetFlags target;
+  LayoutFlags layout;
+  CapacityFlags capacity;
+  BatchFlags batch;
 };
 void setup_plan(CLI::App& app, PlanOptions& opt);
 int run_plan(const PlanOptions& opt, std::ostream& out, std::ostream& err);
 
-/// Computes the plan of one config (throws mlaplan::Error).
+/// Computes the plan of one config. Throws mlaplan::Error for unreadable / invalid configs and
+/// bad flag values; backend violations and capacity shortfalls are recorded in the result.
 PlanResult compute_plan(const PlanOptions& opt);
+/// compute_plan() for an already loaded config (check runs many files with one option set).
+PlanResult compute_plan_for(ModelConfig config, const PlanOptions& opt);
+
+// ---- schedule (direct mode) ----
+struct ScheduleOptions {
+  std::string kernel;
+  std::int64_t num_sms = 0;
+  std::int64_t h_q = 0;
+  std::int64_t s_q = 1;
+  std::int64_t h_k = 1;
+  std::vector<std::int64_t> lengths;
+  std::vector<std::int64_t> extra_lengths;
+  bool json = false;
+  bool show_records = false;
+};
+void setup_schedule(CLI::App& app, ScheduleOptions& opt);
+int run_schedule(const ScheduleOptions& opt, std::ostream& out, std::ostream& err);
+/// Validates the flags into a scheduler input (throws Error(usage)).
+SchedInput schedule_input(const ScheduleOptions& opt);
+
+/// One plan with what it was computed for. `layer_type` is empty in direct mode.
+struct ScheduleEntry {
+  std::string layer_type;
+  SchedInput input;
+  SchedPlan plan;
+};
+
+// ---- check ----
+struct CheckOptions {
+  std::vector<std::string> configs;
+  std::string format = "text";
+  bool json = false;
+  bool matrix = false;
+  std::vector<std::int64_t> tp_sizes;
+  std::optional<double> max_global_bytes_per_token;
+  std::string guard_accounting = "pages";
+  std::optional<std::int64_t> min_concurrency;
+  PlanOptions plan;  ///< target, layout, capacity flags shared with plan
+  std::string effective_format() const;
+};
+void setup_check(CLI::App& app, CheckOptions& opt);
+int run_check(const CheckOptions& opt, std::ostream& out, std::ostream& err);
+
+// ---- verify ----
+struct VerifyCliOptions {
+  std::string config;
+  int device = 0;
+  std::vector<std::string> kv_dtypes;
+  bool force = false;
+  bool json = false;
+  std::optional<std::string> dtype;
+  std::uint64_t seed = 20261130;
+  std::int64_t iterations = 20;
+  std::int64_t tensor_parallel_size = 1;
+  BatchFlags batch;
+};
+void setup_verify(CLI::App& app, VerifyCliOptions& opt);
+int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream& err);
+
+// ---- gpus, formats ----
+struct InfoOptions {
+  bool json = false;
+};
+void setup_info(CLI::App& app, InfoOptions& opt);
+int run_gpus(const InfoOptions& opt, std::ostream& out);
+int run_formats(const InfoOptions& opt, std::ostream& out);
 
 // ---- output ----
+std::string render_schedules_json(const std::vector<ScheduleEntry>& entries);
+std::string render_schedules_text(const std::vector<ScheduleEntry>& entries, bool show_records);
 std::string render_plan_json(const PlanResult& r);
-std::string render_plan_text(const PlanResult& r);
+std::string render_plan_text(const PlanResult& r, bool show_records = false);
+
+// ---- report (app/cmd_report.cpp, app/report.cpp, docs/report.md) ----
+struct ReportOptions {
+  PlanOptions plan;                        ///< CONFIG and the flags of plan
+  std::string output;                      ///< -o FILE.svg | FILE.html
+  std::optional<std::string> verify_json;  ///< --verify-json
+  std::optional<std::string> bench_json;   ///< --bench-json
+};
+void setup_report(CLI::App& app, ReportOptions& opt);
+int run_report(const ReportOptions& opt, std::ostream& out, std::ostream& err);
+
+// ---- Markdown (app/render_markdown.cpp) ----
+/// One file of `check`, as the Markdown table shows it.
+struct CheckSummaryRow {
+  std::string path;
+  int code = 0;
+  std::string detail;              ///< "deepseek_v41 on h200, fp8_ds_mla"; "" when no plan was made
+  std::vector<Finding> findings;   ///< errors and warnings
+};
+std::string render_plan_markdown(const PlanResult& r);
+std::string render_check_markdown(const std::vector<CheckSummaryRow>& rows);
 
 }  // namespace mlaplan::cli

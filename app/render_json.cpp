@@ -62,6 +62,110 @@ json layer_json(const Layer& l) {
 
 }  // namespace
 
+json schedule_entry_json(const ScheduleEntry& e);
+
+json target_json(const Target& t) {
+  json j;
+  j["name"] = t.id;
+  j["display_name"] = t.name;
+  j["compute_capability"] = t.cc.str();
+  j["arch"] = t.cc.sm();
+  j["num_sms"] = t.num_sms;
+  j["memory_bytes"] = t.memory_bytes;
+  j["source"] = std::string(to_string(t.source));
+  j["default"] = t.default_used;
+  j["overridden"] = t.overridden_fields();
+  if (!t.note.empty()) j["note"] = t.note;
+  return j;
+}
+
+json bpt_json(const BytesPerToken& b) { return json(b.value()); }
+
+json layout_json(const Layout& l) {
+  json j;
+  j["block_size"] = l.block_size;
+  j["window_block_size"] = l.window_block_size;
+  j["indexer_cache_dtype"] = std::string(to_string(l.indexer_cache_dtype));
+  j["max_model_len"] = l.max_model_len;
+  j["in_flight_tokens"] = l.in_flight_tokens;
+  j["num_speculative_tokens"] = l.num_speculative_tokens;
+  j["include_draft_layers"] = l.include_draft_layers;
+  json caches = json::array();
+  for (const auto& o : l.objects) {
+    json c;
+    c["layer"] = o.layer;
+    c["kind"] = std::string(to_string(o.kind));
+    c["scope"] = std::string(to_string(o.scope));
+    c["draft"] = o.draft;
+    c["stage"] = o.stage;
+    c["format"] = o.format_name;
+    c["compress_ratio"] = o.compress_ratio;
+    c["row_bytes"] = o.row_bytes;
+    c["rows_per_page"] = o.rows_per_page;
+    c["tokens_per_page"] = o.tokens_per_page;
+    c["unpadded_page_bytes"] = o.unpadded_page_bytes;
+    c["page_bytes"] = o.page_bytes;
+    c["alignment"] = o.alignment;
+    if (o.scope == CacheScope::per_request) c["window_tokens"] = o.window_tokens;
+    if (o.ring) c["ring"] = true;
+    caches.push_back(std::move(c));
+  }
+  j["caches"] = std::move(caches);
+  json groups = json::array();
+  for (const auto& g : l.groups) {
+    json x;
+    x["page_bytes"] = g.page_bytes;
+    x["objects"] = g.objects;
+    groups.push_back(std::move(x));
+  }
+  j["groups"] = std::move(groups);
+  const auto& a = l.accounting;
+  j["global_bytes_per_token"] = {{"rows", bpt_json(a.global_rows)}, {"pages", bpt_json(a.global_pages)},
+                                 {"rows_exact", a.global_rows.str()}, {"pages_exact", a.global_pages.str()}};
+  j["per_request_bytes"] = {{"rows", a.per_request_rows}, {"pages", a.per_request_pages}};
+  j["request_bytes_at_max_model_len"] = {{"rows", a.total_rows}, {"pages", a.total_pages}};
+  return j;
+}
+
+json parallel_json(const Parallelism& p) {
+  json j;
+  j["tensor_parallel_size"] = p.tensor_parallel_size;
+  j["pipeline_parallel_size"] = p.pipeline_parallel_size;
+  j["data_parallel_size"] = p.data_parallel_size;
+  j["local_query_heads"] = p.local_query_heads;
+  j["padded_query_heads"] = p.padded_query_heads;
+  json stages = json::array();
+  for (const auto& s : p.stages) {
+    stages.push_back({{"index", s.index},
+                      {"first_layer", s.first_layer},
+                      {"last_layer", s.last_layer},
+                      {"num_draft_layers", s.num_draft_layers},
+                      {"global_bytes_per_token_pages", bpt_json(s.accounting.global_pages)},
+                      {"per_request_bytes_pages", s.accounting.per_request_pages}});
+  }
+  j["stages"] = std::move(stages);
+  return j;
+}
+
+json capacity_json(const Capacity& c) {
+  json j;
+  j["budget_bytes"] = c.budget_bytes;
+  j["budget_formula"] = c.budget_formula;
+  j["explicit_budget"] = c.explicit_budget;
+  j["gpu_memory_utilization"] = c.gpu_memory_utilization;
+  j["weights_bytes"] = c.weights_bytes;
+  j["reserved_bytes"] = c.reserved_bytes;
+  j["max_model_len"] = c.max_model_len;
+  j["request_bytes"] = c.request_bytes;
+  j["tokens_that_fit"] = c.tokens_unbounded ? json(nullptr) : json(c.tokens_that_fit);
+  j["concurrency"] = c.concurrency_total;
+  j["concurrency_per_dp_rank"] = c.concurrency_per_rank;
+  j["longest_max_model_len"] = c.longest_max_model_len;
+  j["fits"] = c.fits;
+  if (!c.message.empty()) j["message"] = c.message;
+  return j;
+}
+
 json findings_json(const std::vector<Finding>& findings) {
   json arr = json::array();
   for (const auto& f : findings) {
@@ -99,12 +203,81 @@ std::string render_plan_json(const PlanResult& r) {
     runs.push_back(std::move(x));
   }
   j["layer_runs"] = std::move(runs);
-  j["findings"] = findings_json(r.config.findings);
+  j["target"] = target_json(r.target);
+  if (r.layout) {
+    j["kv_cache_dtype"] = std::string(to_string(r.layout->kv_cache_dtype));
+    j["layout"] = layout_json(*r.layout);
+    j["parallel"] = parallel_json(r.layout->parallel);
+  }
+  if (r.capacity) j["capacity"] = capacity_json(*r.capacity);
+  j["batch"] = {{"context_lens", r.batch.context_lens},
+                {"spec_tokens", r.batch.spec_tokens},
+                {"decode_tokens", r.batch.positions.size()},
+                {"default", r.batch.defaulted},
+                {"description", r.batch.description}};
+  json schedules = json::array();
+  for (const auto& s : r.schedules) {
+    ScheduleEntry e{std::string(to_string(s.type)), s.input, s.plan};
+    json x = schedule_entry_json(e);
+    x["num_layers"] = s.num_layers;
+    x["topk"] = s.topk;
+    x["page_block_size"] = s.page_block_size;
+    x["extra_topk"] = s.extra_topk;
+    x["extra_page_block_size"] = s.extra_page_block_size;
+    if (!s.note.empty()) x["note"] = s.note;
+    schedules.push_back(std::move(x));
+  }
+  j["schedules"] = std::move(schedules);
+  j["findings"] = findings_json(r.findings);
+  j["exit_code"] = r.exit_code;
   json warnings = json::array();
-  for (const auto& f : r.config.findings) {
+  for (const auto& f : r.findings) {
     if (f.severity == Severity::warning) warnings.push_back(f.message);
   }
   j["warnings"] = std::move(warnings);
+  return j.dump(2) + "\n";
+}
+
+}  // namespace mlaplan::cli
+
+namespace mlaplan::cli {
+
+json schedule_entry_json(const ScheduleEntry& e) {
+  const auto& p = e.plan;
+  json j;
+  j["layer_type"] = e.layer_type.empty() ? json(nullptr) : json(e.layer_type);
+  j["kernel"] = std::string(to_string(p.kernel));
+  j["num_sm_parts"] = p.params.num_sm_parts;
+  j["fixed_overhead"] = p.params.fixed_overhead;
+  j["block"] = p.params.block;
+  j["payload"] = p.payload;
+  j["batch"] = p.batch;
+  j["num_sms"] = e.input.num_sms;
+  j["s_q"] = e.input.s_q;
+  j["h_q"] = e.input.h_q;
+  j["has_extra"] = e.input.has_extra;
+  j["records"] = p.records;
+  j["num_splits"] = p.num_splits;
+  j["blocks"] = p.blocks;
+  json splits = json::array();
+  for (std::size_t i = 0; i + 1 < p.num_splits.size(); ++i) splits.push_back(p.num_splits[i + 1] - p.num_splits[i]);
+  j["splits_per_request"] = std::move(splits);
+  j["idle_partitions"] = p.idle_partitions;
+  j["split_requests"] = p.split_requests;
+  j["max_splits"] = p.max_splits;
+  j["total_partials"] = p.total_partials;
+  j["min_blocks_per_partition"] = p.min_blocks_per_partition;
+  j["max_blocks_per_partition"] = p.max_blocks_per_partition;
+  j["accum_bytes"] = p.accum_bytes;
+  return j;
+}
+
+std::string render_schedules_json(const std::vector<ScheduleEntry>& entries) {
+  json j;
+  j["schema"] = "mla-plan/1";
+  json arr = json::array();
+  for (const auto& e : entries) arr.push_back(schedule_entry_json(e));
+  j["schedules"] = std::move(arr);
   return j.dump(2) + "\n";
 }
 

@@ -2,6 +2,7 @@
 // a terminal or a CI log.
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "commands.hpp"
@@ -69,7 +70,11 @@ std::string type_meaning(LayerType t) {
 
 }  // namespace
 
-std::string render_plan_text(const PlanResult& r) {
+std::string human_bytes(std::int64_t b);
+std::string render_schedule_summary(const ScheduleEntry& e, bool show_records);
+std::string render_layout_text(const PlanResult& r);
+
+std::string render_plan_text(const PlanResult& r, bool show_records) {
   const auto& c = r.config;
   const auto& t = r.topology;
   std::ostringstream o;
@@ -152,12 +157,198 @@ std::string render_plan_text(const PlanResult& r) {
       << t.index_sources().size() << " (c4a)\n";
   }
 
-  if (!c.findings.empty()) {
-    o << "\nnotes:\n";
-    for (const auto& f : c.findings) {
-      o << "  " << (f.severity == Severity::warning ? "warning: " : f.severity == Severity::error ? "error: " : "")
-        << f.message << "\n";
+  o << render_layout_text(r);
+  if (!r.schedules.empty()) {
+    o << "\ndecode schedules for " << r.batch.description << ":\n";
+    for (const auto& s : r.schedules) {
+      ScheduleEntry e{std::string(to_string(s.type)) + " (" + std::to_string(s.num_layers) + " layer" +
+                          (s.num_layers == 1 ? "" : "s") + ")",
+                      s.input, s.plan};
+      o << render_schedule_summary(e, show_records);
+      o << "    inputs: topk " << s.topk << " (page " << s.page_block_size << ")";
+      if (s.extra_topk > 0) o << " + extra_topk " << s.extra_topk << " (page " << s.extra_page_block_size << ")";
+      if (!s.note.empty()) o << "; " << s.note;
+      o << "\n";
     }
+  } else if (r.layout) {
+    o << "\ndecode schedules: none (no FlashMLA sparse decode kernel for this target and head count)\n";
+  }
+  std::vector<const Finding*> problems, notes;
+  for (const auto& f : r.findings) (f.severity == Severity::info ? notes : problems).push_back(&f);
+  if (!problems.empty()) {
+    o << "\nfindings:\n";
+    for (const auto* f : problems) {
+      o << "  " << to_string(f->severity) << " [" << f->id << "]: " << f->message << "\n";
+      if (!f->fix.empty()) o << "    fix: " << f->fix << "\n";
+    }
+  }
+  if (!notes.empty()) {
+    o << "\nnotes:\n";
+    for (const auto* f : notes) o << "  " << f->message << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace mlaplan::cli
+
+namespace mlaplan::cli {
+
+std::string human_bytes(std::int64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  std::ostringstream o;
+  o.precision(u == 0 ? 0 : 2);
+  o << std::fixed << v << " " << units[u];
+  return o.str();
+}
+
+std::string render_schedule_summary(const ScheduleEntry& e, bool show_records) {
+  const auto& p = e.plan;
+  std::ostringstream o;
+  const auto parts = p.params.num_sm_parts;
+  o << "  " << (e.layer_type.empty() ? std::string("schedule") : e.layer_type) << ": kernel " << to_string(p.kernel)
+    << ", b " << p.batch << ", h_q " << e.input.h_q << ", s_q " << e.input.s_q
+    << (e.input.has_extra ? ", with extra cache" : "") << "\n";
+  o << "    partitions: " << parts << " (" << (parts - p.idle_partitions) << " used, " << p.idle_partitions
+    << " idle), payload " << p.payload << " (block " << p.params.block << ", overhead " << p.params.fixed_overhead
+    << ")\n";
+  o << "    blocks per used partition: " << p.min_blocks_per_partition << "-" << p.max_blocks_per_partition;
+  if (p.max_blocks_per_partition > 0) {
+    o << " (balance " << (100 * p.min_blocks_per_partition / p.max_blocks_per_partition) << "%)";
+  }
+  o << "\n";
+  o << "    splits: " << p.split_requests << " of " << p.batch << " requests split (at most " << p.max_splits
+    << " partials), " << p.total_partials << " partials in all; fp32 accumulators " << human_bytes(p.accum_bytes)
+    << "\n";
+  if (show_records) {
+    o << "    part  begin_req  end_req  begin_block  end_block  begin_split  first_split  last_split\n";
+    for (std::size_t i = 0; i < p.records.size(); ++i) {
+      const auto& r = p.records[i];
+      char line[160];
+      std::snprintf(line, sizeof line, "    %4zu  %9d  %7d  %11d  %9d  %11d  %11d  %10d%s\n", i, r[0], r[1], r[2], r[3],
+                    r[4], r[5], r[6], r[0] >= p.batch ? "  (idle)" : "");
+      o << line;
+    }
+    o << "    num_splits: [";
+    for (std::size_t i = 0; i < p.num_splits.size(); ++i) o << (i ? ", " : "") << p.num_splits[i];
+    o << "]\n";
+  }
+  return o.str();
+}
+
+std::string render_schedules_text(const std::vector<ScheduleEntry>& entries, bool show_records) {
+  std::ostringstream o;
+  o << "decode schedules (FlashMLA tile scheduler):\n";
+  for (const auto& e : entries) o << render_schedule_summary(e, show_records);
+  return o.str();
+}
+
+}  // namespace mlaplan::cli
+
+namespace mlaplan::cli {
+
+namespace {
+
+std::string fixed(double v, int digits) {
+  std::ostringstream o;
+  o.precision(digits);
+  o << std::fixed << v;
+  return o.str();
+}
+
+std::string gib(std::int64_t bytes) { return fixed(static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0), 2) + " GiB"; }
+
+}  // namespace
+
+std::string render_layout_text(const PlanResult& r) {
+  std::ostringstream o;
+  const auto& t = r.target;
+  o << "\ntarget: " << t.id << " (" << t.name << ", " << t.cc.sm() << ", " << t.num_sms << " SMs, "
+    << gib(t.memory_bytes) << ")";
+  if (t.default_used) o << ", the default: choose with --gpu or --arch";
+  o << "\n";
+  if (!r.layout) return o.str();
+  const auto& l = *r.layout;
+  o << "kv cache: " << to_string(l.kv_cache_dtype);
+  if (l.kv_cache_dtype_requested != to_string(l.kv_cache_dtype)) o << " (from " << l.kv_cache_dtype_requested << ")";
+  o << ", indexer " << to_string(l.indexer_cache_dtype) << ", block " << l.block_size;
+  if (l.window_block_size > 0) o << ", window block " << l.window_block_size;
+  o << ", max_model_len " << l.max_model_len << "\n";
+  const auto& p = l.parallel;
+  o << "parallelism: TP " << p.tensor_parallel_size << " (" << p.local_query_heads << " query heads per rank";
+  if (p.padded_query_heads > 0) o << ", padded to " << p.padded_query_heads;
+  o << "), PP " << p.pipeline_parallel_size << ", DP " << p.data_parallel_size << "\n";
+
+  // Cache objects grouped by what they are.
+  struct Row {
+    std::string kind, format, scope;
+    std::int64_t ratio, rows, tokens, unpadded, page;
+    std::int64_t count = 0, draft = 0;
+  };
+  std::vector<Row> rows;
+  for (const auto& obj : l.objects) {
+    Row key{std::string(to_string(obj.kind)), obj.format_name, std::string(to_string(obj.scope)), obj.compress_ratio,
+            obj.rows_per_page, obj.tokens_per_page, obj.unpadded_page_bytes, obj.page_bytes};
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& x) {
+      return x.kind == key.kind && x.format == key.format && x.ratio == key.ratio && x.page == key.page &&
+             x.rows == key.rows && x.scope == key.scope;
+    });
+    if (it == rows.end()) {
+      rows.push_back(key);
+      it = std::prev(rows.end());
+    }
+    ++it->count;
+    if (obj.draft) ++it->draft;
+  }
+  o << "\ncache objects:\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-17s %-16s %5s %6s %9s %11s %18s %13s\n", "kind", "format", "ratio", "count",
+                "rows/page", "tokens/page", "page B (unpadded)", "B/token");
+  o << line;
+  for (const auto& x : rows) {
+    std::string count = std::to_string(x.count);
+    if (x.draft) count += "*";
+    std::string per_token = x.scope == "global" && x.tokens > 0
+                                ? fixed(static_cast<double>(x.page) / static_cast<double>(x.tokens), 2)
+                                : std::string("per request");
+    std::snprintf(line, sizeof line, "  %-17s %-16s %5lld %6s %9lld %11lld %9lld (%6lld) %13s\n", x.kind.c_str(),
+                  x.format.c_str(), static_cast<long long>(x.ratio), count.c_str(), static_cast<long long>(x.rows),
+                  static_cast<long long>(x.tokens), static_cast<long long>(x.page), static_cast<long long>(x.unpadded),
+                  per_token.c_str());
+    o << line;
+  }
+  if (std::any_of(rows.begin(), rows.end(), [](const Row& x) { return x.draft > 0; })) {
+    o << "  (* includes draft layers' caches)\n";
+  }
+  o << "block pools (equal page sizes share one):";
+  for (const auto& g : l.groups) o << " " << g.page_bytes << " B x " << g.objects.size() << ";";
+  o << "\n";
+  const auto& a = l.accounting;
+  o << "\nbytes per token (global, grows with history): " << a.global_rows.str()
+    << " in rows (DeepSeek's accounting), " << a.global_pages.str() << " in pages (the engine's)\n";
+  o << "per request (windows, states): " << a.per_request_rows << " B in rows, " << a.per_request_pages
+    << " B in pages\n";
+  o << "one request at max_model_len " << l.max_model_len << ": " << gib(a.total_rows) << " in rows, "
+    << gib(a.total_pages) << " in pages\n";
+
+  if (r.capacity) {
+    const auto& c = *r.capacity;
+    o << "\ncapacity per GPU: budget " << gib(c.budget_bytes) << " (" << c.budget_formula << ")\n";
+    if (c.tokens_unbounded) {
+      o << "  tokens that fit: unbounded (no cache grows with history)\n";
+    } else {
+      o << "  tokens that fit: " << c.tokens_that_fit << "\n";
+    }
+    o << "  concurrency at max_model_len " << c.max_model_len << ": " << c.concurrency_total;
+    if (p.data_parallel_size > 1) o << " (" << c.concurrency_per_rank << " per DP rank)";
+    o << "\n  longest max_model_len for one request: " << c.longest_max_model_len
+      << (c.longest_capped ? " (the model's limit)" : "") << "\n";
+    if (!c.fits) o << "  does not fit: " << c.message << "\n";
   }
   return o.str();
 }

@@ -103,3 +103,151 @@ TEST_CASE("plan text output names groups and sources", "[cli]") {
   CHECK_THAT(v4.out, Catch::Contains("layers 2-42 (every 2nd, 21 layers): c4a"));
   CHECK_THAT(v4.out, Catch::Contains("layers 3-41 (every 2nd, 20 layers): c128a"));
 }
+
+TEST_CASE("schedule direct mode: the worked example", "[cli][schedule]") {
+  auto r = run({"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "128", "--lengths",
+                "2048,2048,2048", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("schema") == "mla-plan/1");
+  REQUIRE(j.at("schedules").size() == 1);
+  const auto& s = j.at("schedules")[0];
+  CHECK(s.at("layer_type").is_null());
+  CHECK(s.at("kernel") == "sm90-sparse");
+  CHECK(s.at("num_sm_parts") == 66);
+  CHECK(s.at("fixed_overhead") == 5);
+  CHECK(s.at("block") == 64);
+  CHECK(s.at("payload") == 7);
+  CHECK(s.at("num_splits") == nlohmann::json::array({0, 16, 32, 48}));
+  CHECK(s.at("records").size() == 66);
+  CHECK(s.at("records")[0] == nlohmann::json::array({0, 0, 0, 2, 0, 1, 1, 0}));
+  CHECK(s.at("records")[47] == nlohmann::json::array({2, 2, 30, 32, 15, 1, 1, 0}));
+  CHECK(s.at("idle_partitions") == 18);
+  CHECK(s.at("splits_per_request") == nlohmann::json::array({16, 16, 16}));
+}
+
+TEST_CASE("schedule direct mode: text output and rejections", "[cli][schedule]") {
+  auto text = run({"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "64", "--lengths", "128,0,77",
+                   "--extra-lengths", "512,0,3", "--show-records"});
+  REQUIRE(text.code == 0);
+  CHECK_THAT(text.out, Catch::Contains("partitions: 132"));
+  CHECK_THAT(text.out, Catch::Contains("begin_req"));
+  CHECK_THAT(text.out, Catch::Contains("(idle)"));
+
+  auto bad_kernel = run({"schedule", "--kernel", "sm80", "--num-sms", "132", "--h-q", "64", "--lengths", "1"});
+  CHECK(bad_kernel.code == 1);
+  CHECK(bad_kernel.err == "mla-plan: error: --kernel \"sm80\" is not a known decode kernel; allowed: sm90-sparse, "
+                          "sm100-head64, sm100-head128, sm90-dense\n");
+  auto mismatch = run({"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "64", "--lengths", "1,2",
+                       "--extra-lengths", "3"});
+  CHECK(mismatch.code == 1);
+  CHECK(mismatch.err ==
+        "mla-plan: error: --extra-lengths has 1 entries but --lengths has 2; give one per request\n");
+  auto negative = run({"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "64", "--lengths", "4,-1"});
+  CHECK(negative.code == 1);
+  CHECK(negative.err == "mla-plan: error: --lengths[1] = -1 is out of range; allowed 0..268435456\n");
+  auto sms = run({"schedule", "--kernel", "sm90-sparse", "--num-sms", "0", "--h-q", "64", "--lengths", "4"});
+  CHECK(sms.code == 1);
+  CHECK(sms.err == "mla-plan: error: --num-sms = 0 is out of range; allowed 1..4096\n");
+  auto not_number = run({"schedule", "--kernel", "sm90-sparse", "--num-sms", "many", "--h-q", "64", "--lengths", "4"});
+  CHECK(not_number.code == 1);
+  CHECK_THAT(not_number.err, Catch::StartsWith("mla-plan: error: "));
+}
+
+TEST_CASE("check: many files, a failure never stops the others, highest code wins", "[cli][check]") {
+  const auto bad = std::string(MLAPLAN_SOURCE_DIR) + "/no-such-config.json";
+  auto r = run({"check", cfg("deepseek-v4.1-flash.json"), bad, cfg("small/v41-8layer-flat.json"),
+                cfg("deepseek-v3.2.json")});
+  CHECK(r.code == 3);  // 2 (invalid) and 3 (unsupported): the highest wins
+  CHECK_THAT(r.out, Catch::Contains("PASS " + cfg("deepseek-v4.1-flash.json")));
+  CHECK_THAT(r.out, Catch::Contains("FAIL " + bad + " (exit 2)"));
+  CHECK_THAT(r.out, Catch::Contains("FAIL " + cfg("small/v41-8layer-flat.json") + " (exit 3)"));
+  CHECK_THAT(r.out, Catch::Contains("PASS " + cfg("deepseek-v3.2.json")));
+  CHECK_THAT(r.out, Catch::Contains("2 of 4 configs passed"));
+
+  auto only_invalid = run({"check", cfg("deepseek-v4.1-flash.json"), bad});
+  CHECK(only_invalid.code == 2);
+  auto all_good = run({"check", cfg("deepseek-v4.1-flash.json"), cfg("deepseek-v4-flash.json")});
+  CHECK(all_good.code == 0);
+}
+
+TEST_CASE("check --format json", "[cli][check]") {
+  auto r = run({"check", cfg("deepseek-v4.1-flash.json"), cfg("small/v41-6layer-reindex.json"), "--format", "json"});
+  CHECK(r.code == 3);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("schema") == "mla-plan/1");
+  CHECK(j.at("exit_code") == 3);
+  REQUIRE(j.at("files").size() == 2);
+  CHECK(j.at("files")[0].at("status") == "pass");
+  CHECK(j.at("files")[0].at("global_bytes_per_token").at("rows") == 1790.0);
+  CHECK(j.at("files")[1].at("status") == "fail");
+  CHECK(j.at("files")[1].at("exit_code") == 3);
+  bool dtype = false;
+  for (const auto& f : j.at("files")[1].at("findings")) {
+    if (f.at("id") == "backend.model_dtype") {
+      dtype = true;
+      CHECK(f.at("fix") == "serve with --dtype bfloat16");
+    }
+  }
+  CHECK(dtype);
+  CHECK(run({"check", cfg("deepseek-v4.1-flash.json"), "--json"}).out == run({"check", cfg("deepseek-v4.1-flash.json"), "--format", "json"}).out);
+}
+
+TEST_CASE("check --format github: one annotation per finding", "[cli][check]") {
+  auto r = run({"check", cfg("small/v41-8layer-flat.json"), cfg("deepseek-v4.1-flash.json"), "--format", "github"});
+  CHECK(r.code == 3);
+  std::istringstream lines(r.out);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    ++n;
+    CHECK_THAT(line, Catch::StartsWith("::error file=" + cfg("small/v41-8layer-flat.json") + ",title=mla-plan backend."));
+  }
+  CHECK(n == 3);  // head size, window width, index_topk width
+  CHECK(r.err == "mla-plan check: 1 passed, 1 failed\n");
+}
+
+TEST_CASE("check guards: bytes per token and concurrency", "[cli][check]") {
+  auto ok = run({"check", cfg("deepseek-v4.1-flash.json"), "--max-global-bytes-per-token", "1827"});
+  CHECK(ok.code == 0);
+  auto over = run({"check", cfg("deepseek-v4.1-flash.json"), "--max-global-bytes-per-token", "1800"});
+  CHECK(over.code == 4);
+  CHECK_THAT(over.out, Catch::Contains("global bytes per token 1827 (pages accounting) exceeds the limit 1800"));
+  auto rows = run({"check", cfg("deepseek-v4.1-flash.json"), "--max-global-bytes-per-token", "1800",
+                   "--guard-accounting", "rows"});
+  CHECK(rows.code == 0);
+  auto conc = run({"check", cfg("deepseek-v4.1-flash.json"), "--min-concurrency", "1000"});
+  CHECK(conc.code == 4);
+  CHECK_THAT(conc.out, Catch::Contains("concurrency at max_model_len 1048576 on h200 is 63, below the minimum 1000"));
+  // 4 (guard) beats 2 (invalid) and 3 (unsupported)
+  auto mixed = run({"check", cfg("deepseek-v4.1-flash.json"), cfg("small/v41-8layer-flat.json"), "nope.json",
+                    "--min-concurrency", "1000"});
+  CHECK(mixed.code == 4);
+}
+
+TEST_CASE("check --matrix", "[cli][check]") {
+  auto r = run({"check", cfg("deepseek-v4.1-flash.json"), "--matrix", "--tensor-parallel-size", "1,2", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& cells = j.at("files")[0].at("matrix");
+  CHECK(cells.size() == 11 * 2 * 2);
+  auto cell = [&](const std::string& gpu, const std::string& dtype, int tp) {
+    for (const auto& c : cells) {
+      if (c.at("gpu") == gpu && c.at("kv_cache_dtype") == dtype && c.at("tensor_parallel_size") == tp) return c;
+    }
+    FAIL("no cell " << gpu << " " << dtype << " " << tp);
+    return nlohmann::json();
+  };
+  CHECK(cell("h200", "fp8_ds_mla", 1).at("supported") == true);
+  CHECK(cell("h200", "nvfp4_ds_mla", 1).at("supported") == false);
+  CHECK_THAT(cell("h200", "nvfp4_ds_mla", 1).at("reason").get<std::string>(), Catch::StartsWith("nvfp4_ds_mla needs SM100"));
+  CHECK(cell("b200", "nvfp4_ds_mla", 2).at("supported") == true);
+  CHECK(cell("a100", "fp8_ds_mla", 1).at("supported") == false);
+  CHECK(cell("rtx5090", "fp8_ds_mla", 1).at("supported") == false);
+  auto text = run({"check", cfg("deepseek-v4-flash.json"), "--matrix"});
+  CHECK(text.code == 0);
+  CHECK_THAT(text.out, Catch::Contains("h200"));
+  CHECK_THAT(text.out, !Catch::Contains("nvfp4_ds_mla"));  // V4.0 has no nvfp4 cells
+  auto several_tp = run({"check", cfg("deepseek-v4.1-flash.json"), "--tensor-parallel-size", "1,2"});
+  CHECK(several_tp.code == 1);
+}

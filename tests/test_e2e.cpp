@@ -90,36 +90,78 @@ TEST_CASE("e2e: help and version", "[e2e]") {
 }
 
 TEST_CASE("e2e: every bundled config plans, and its JSON parses back", "[e2e]") {
+  // The small test models have head_dim != 512: the topology plans, the backend rejects them
+  // (exit 3) and says why, in the text and in the JSON.
   struct Expect {
     std::string file;
     std::string family;
     std::size_t layers;
     std::vector<std::string> types;
+    int code;
   };
   const std::vector<Expect> cases = {
-      {"deepseek-v4.1-flash.json", "deepseek_v41", 43, {"c1a", "c2a", "swaonly"}},
-      {"deepseek-v4-flash.json", "deepseek_v4", 44, {"c128a", "c4a", "swaonly"}},
-      {"deepseek-v3.2.json", "deepseek_v32", 62, {"dsa"}},
-      {"small/v41-5layer-derived-sources.json", "deepseek_v41", 5, {"c1a", "c2a", "swaonly"}},
-      {"small/v41-6layer-reindex.json", "deepseek_v41", 6, {"c1a", "c2a", "swaonly"}},
-      {"small/v41-8layer-flat.json", "deepseek_v41", 11, {"c1a", "c2a", "swaonly"}},
-      {"small/v4-2layer-layer-types.json", "deepseek_v4", 2, {"c128a", "c4a"}},
+      {"deepseek-v4.1-flash.json", "deepseek_v41", 43, {"c1a", "c2a", "swaonly"}, 0},
+      {"deepseek-v4-flash.json", "deepseek_v4", 44, {"c128a", "c4a", "swaonly"}, 0},
+      {"deepseek-v3.2.json", "deepseek_v32", 62, {"dsa"}, 0},
+      {"small/v41-5layer-derived-sources.json", "deepseek_v41", 5, {"c1a", "c2a", "swaonly"}, 3},
+      {"small/v41-6layer-reindex.json", "deepseek_v41", 6, {"c1a", "c2a", "swaonly"}, 3},
+      {"small/v41-8layer-flat.json", "deepseek_v41", 11, {"c1a", "c2a", "swaonly"}, 3},
+      {"small/v4-2layer-layer-types.json", "deepseek_v4", 2, {"c128a", "c4a"}, 3},
   };
   for (const auto& c : cases) {
     INFO(c.file);
     auto text = run({cfg(c.file)});
-    CHECK(text.code == 0);
-    CHECK(text.err.empty());
+    CHECK(text.code == c.code);
+    if (c.code == 0) {
+      CHECK(text.err.empty());
+    } else {
+      CHECK_THAT(text.err, Catch::StartsWith("mla-plan: error: "));
+      CHECK_THAT(text.out, Catch::Contains("error [backend.head_size]"));
+    }
     CHECK_THAT(text.out, Catch::Contains("layer types"));
     auto r = run({"plan", cfg(c.file), "--json"});
-    REQUIRE(r.code == 0);
+    REQUIRE(r.code == c.code);
     const auto j = nlohmann::json::parse(r.out);
     CHECK(j.at("schema") == "mla-plan/1");
     CHECK(j.at("model").at("family") == c.family);
     CHECK(j.at("layers").size() == c.layers);
     CHECK(j.at("layer_types").get<std::vector<std::string>>() == c.types);
     for (std::size_t i = 0; i < j.at("layers").size(); ++i) CHECK(j.at("layers")[i].at("index") == i);
+    CHECK(j.at("exit_code") == c.code);
+    bool head_size_error = false;
+    for (const auto& f : j.at("findings")) head_size_error |= f.at("id") == "backend.head_size";
+    CHECK(head_size_error == (c.code == 3));
   }
+}
+
+TEST_CASE("e2e: DeepSeek's published bytes per token", "[e2e][layout]") {
+  auto figure = [](std::vector<std::string> args) {
+    args.insert(args.begin(), "plan");
+    args.push_back("--json");
+    auto r = run(args);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out).at("layout").at("global_bytes_per_token").at("rows_exact").get<std::string>();
+  };
+  CHECK(figure({cfg("deepseek-v3.2.json")}) == "48068");
+  CHECK(figure({cfg("deepseek-v4-flash.json"), "--indexer-cache-dtype", "fp4"}) == "3514.25");
+  CHECK(figure({cfg("deepseek-v4.1-flash.json"), "--gpu", "b200", "--kv-cache-dtype", "nvfp4_ds_mla",
+                "--indexer-cache-dtype", "fp4"}) == "890");
+}
+
+TEST_CASE("e2e: unsupported target exits 3, a budget too small exits 4", "[e2e][layout]") {
+  auto nvfp4 = run({cfg("deepseek-v4.1-flash.json"), "--kv-cache-dtype", "nvfp4_ds_mla"});
+  CHECK(nvfp4.code == 3);
+  CHECK_THAT(nvfp4.err, Catch::Contains("nvfp4_ds_mla needs SM100 (FlashMLA V4.1 fp8/fp4 sparse decode)"));
+  auto a100 = run({cfg("deepseek-v4.1-flash.json"), "--gpu", "a100", "--json"});
+  CHECK(a100.code == 3);
+  CHECK(nlohmann::json::parse(a100.out).at("exit_code") == 3);
+  CHECK_THAT(a100.err, Catch::Contains("FlashMLA Sparse is only supported on Hopper and Blackwell DC devices"));
+  auto small = run({cfg("deepseek-v3.2.json"), "--kv-budget-gib", "1"});
+  CHECK(small.code == 4);
+  CHECK_THAT(small.err, Catch::StartsWith("mla-plan: error: "));
+  auto bad_dtype = run({cfg("deepseek-v4.1-flash.json"), "--kv-cache-dtype", "bfloat16"});
+  CHECK(bad_dtype.code == 1);
+  CHECK(bad_dtype.out.empty());
 }
 
 TEST_CASE("e2e: a directory holding config.json", "[e2e]") {

@@ -1,0 +1,201 @@
+// `mla-plan report CONFIG -o FILE.svg|FILE.html`: the plan drawn (docs/report.md). Takes the
+// flags of `plan`, writes the report file, then exits as `plan` would.
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "commands.hpp"
+#include "mlaplan/error.hpp"
+#include "report.hpp"
+
+namespace mlaplan::cli {
+
+using ojson = nlohmann::ordered_json;
+
+void setup_report(CLI::App& app, ReportOptions& opt) {
+  auto* sub = app.add_subcommand("report", "Draw the plan as a self-contained SVG or HTML report: layer map, memory, "
+                                           "decode schedules, findings (docs/report.md)");
+  sub->add_option("CONFIG", opt.plan.config, "config.json, or a directory holding one")->required();
+  sub->add_option("-o,--output", opt.output, "the report file: FILE.svg (one drawing) or FILE.html (drawings and tables)")
+      ->required();
+  sub->add_option("--verify-json", opt.verify_json, "add the results of `mla-plan verify --json` saved in this file");
+  sub->add_option("--bench-json", opt.bench_json, "add the results of `mla-plan bench --json` saved in this file");
+  sub->add_option("--dtype", opt.plan.dtype, "model dtype the engine runs (default: the config's)");
+  bind_target_flags(*sub, opt.plan.target);
+  bind_layout_flags(*sub, opt.plan.layout);
+  bind_capacity_flags(*sub, opt.plan.capacity);
+  bind_batch_flags(*sub, opt.plan.batch);
+}
+
+namespace {
+
+enum class ReportKind { svg, html };
+
+ReportKind report_kind(const std::string& output) {
+  std::string ext = std::filesystem::path(output).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
+  if (ext == ".svg") return ReportKind::svg;
+  if (ext == ".html") return ReportKind::html;
+  throw_usage("-o: '" + output + "' has " + (ext.empty() ? std::string("no extension") : "the extension '" + ext + "'") +
+              "; the report is written as .svg or .html (e.g. -o report.svg)");
+}
+
+std::string cell_text(const ojson& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "";
+  std::string s = v.dump(-1, ' ', false, ojson::error_handler_t::replace);
+  if (s.size() > 200) s = s.substr(0, 197) + "...";
+  return s;
+}
+
+std::string escape_pointer_token(const std::string& key) {
+  std::string o;
+  for (char c : key) {
+    if (c == '~') o += "~0";
+    else if (c == '/') o += "~1";
+    else o += c;
+  }
+  return o;
+}
+
+bool is_table(const ojson& v) {
+  return v.is_array() && std::any_of(v.begin(), v.end(), [](const ojson& e) { return e.is_object(); });
+}
+
+ResultTable make_table(const ojson& arr, const std::string& pointer) {
+  ResultTable t;
+  t.pointer = pointer;
+  for (const auto& e : arr) {
+    if (!e.is_object()) continue;
+    for (const auto& [k, v] : e.items()) {
+      if (std::find(t.columns.begin(), t.columns.end(), k) == t.columns.end()) t.columns.push_back(k);
+    }
+  }
+  for (const auto& e : arr) {
+    if (!e.is_object()) continue;
+    std::vector<std::string> row;
+    for (const auto& c : t.columns) row.push_back(e.contains(c) ? cell_text(e.at(c)) : std::string());
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+constexpr std::size_t kMaxTables = 32;
+constexpr int kMaxWalkDepth = 8;
+
+/// Finds every array of row objects under a key "results", "matrix" or "rows", at any depth.
+void find_tables(const ojson& v, const std::string& pointer, int depth, std::vector<ResultTable>& out) {
+  if (depth > kMaxWalkDepth || out.size() >= kMaxTables) return;
+  if (v.is_object()) {
+    for (const auto& [k, child] : v.items()) {
+      const std::string p = pointer + "/" + escape_pointer_token(k);
+      if ((k == "results" || k == "matrix" || k == "rows") && is_table(child)) {
+        if (out.size() < kMaxTables) out.push_back(make_table(child, p));
+      }
+      if (child.is_structured()) find_tables(child, p, depth + 1, out);
+    }
+  } else if (v.is_array()) {
+    std::size_t i = 0;
+    for (const auto& child : v) {
+      if (child.is_structured()) find_tables(child, pointer + "/" + std::to_string(i), depth + 1, out);
+      ++i;
+    }
+  }
+}
+
+}  // namespace
+
+ResultFile parse_result_json(std::string_view text, const std::string& flag, const std::string& title,
+                             const std::string& path) {
+  ResultFile f;
+  f.flag = flag;
+  f.title = title;
+  f.path = path;
+  ojson j;
+  const auto depth_guard = [&](int depth, ojson::parse_event_t, ojson&) {
+    if (depth > ResultLimits::max_nesting_depth) {
+      throw_usage(flag + ": '" + path + "' nests deeper than " + std::to_string(ResultLimits::max_nesting_depth) +
+                  " levels; expected the JSON output of mla-plan");
+    }
+    return true;
+  };
+  try {
+    j = ojson::parse(text.begin(), text.end(), depth_guard);
+  } catch (const ojson::exception& e) {
+    std::string what = e.what();
+    if (auto pos = what.find("] "); what.rfind("[json.exception", 0) == 0 && pos != std::string::npos) {
+      what = what.substr(pos + 2);
+    }
+    throw_usage(flag + ": '" + path + "' is not JSON (" + what + "); expected the output of mla-plan " +
+                (flag == "--bench-json" ? "bench" : "verify") + " --json");
+  }
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) {
+      if (v.is_primitive() && !v.is_null() && f.summary.size() < 8) f.summary.emplace_back(k, cell_text(v));
+    }
+  }
+  if (is_table(j)) f.tables.push_back(make_table(j, "/"));
+  find_tables(j, "", 0, f.tables);
+  return f;
+}
+
+ResultFile read_result_json(const std::string& flag, const std::string& title, const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw_usage(flag + ": cannot read '" + path + "': it is a directory");
+  std::FILE* in = std::fopen(path.c_str(), "rb");
+  if (in == nullptr) throw_usage(flag + ": cannot read '" + path + "': " + std::strerror(errno));
+  std::string text;
+  std::array<char, 65536> buf{};
+  bool too_large = false, failed = false;
+  while (true) {
+    const std::size_t n = std::fread(buf.data(), 1, buf.size(), in);
+    text.append(buf.data(), n);
+    if (static_cast<std::int64_t>(text.size()) > ResultLimits::max_file_bytes) {
+      too_large = true;
+      break;
+    }
+    if (n < buf.size()) {
+      failed = std::ferror(in) != 0;
+      break;
+    }
+  }
+  std::fclose(in);
+  if (too_large) {
+    throw_usage(flag + ": '" + path + "' is larger than " + std::to_string(ResultLimits::max_file_bytes >> 20) +
+                " MiB (the limit for result files)");
+  }
+  if (failed) throw_usage(flag + ": cannot read '" + path + "': read error");
+  return parse_result_json(text, flag, title, path);
+}
+
+int run_report(const ReportOptions& opt, std::ostream& out, std::ostream& err) {
+  const ReportKind kind = report_kind(opt.output);
+  std::vector<ResultFile> extras;
+  if (opt.verify_json) extras.push_back(read_result_json("--verify-json", "GPU verification", *opt.verify_json));
+  if (opt.bench_json) extras.push_back(read_result_json("--bench-json", "Benchmarks", *opt.bench_json));
+
+  const PlanResult r = compute_plan(opt.plan);
+  const std::string text = kind == ReportKind::svg ? render_report_svg(r, extras) : render_report_html(r, extras);
+
+  std::FILE* f = std::fopen(opt.output.c_str(), "wb");
+  if (f == nullptr) throw_usage("-o: cannot write '" + opt.output + "': " + std::strerror(errno));
+  const std::size_t written = std::fwrite(text.data(), 1, text.size(), f);
+  const int write_errno = written == text.size() ? 0 : errno;
+  if (std::fclose(f) != 0 || written != text.size()) {
+    throw_usage("-o: cannot write '" + opt.output + "': " + std::strerror(write_errno != 0 ? write_errno : errno));
+  }
+  out << "mla-plan: wrote " << opt.output << " (" << (kind == ReportKind::svg ? "SVG" : "HTML") << ", "
+      << text.size() << " bytes)\n";
+  if (r.exit_code != 0) err << "mla-plan: error: " << r.exit_message << "\n";
+  return r.exit_code;
+}
+
+}  // namespace mlaplan::cli

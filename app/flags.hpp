@@ -1,0 +1,51 @@
+#pragma once
+// Flag groups shared by several subcommands: the target, the layout, capacity and the batch.
+// Each group is a plain struct bound to a CLI11 subcommand by one function.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mlaplan/decode.hpp"
+#include "mlaplan/layout.hpp"
+#include "mlaplan/target.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace mlaplan::cli {
+
+/// --gpu, --arch, --num-sms, --gpu-memory-gib
+struct TargetFlags {
+  std::optional<std::string> gpu;
+  std::optional<std::string> arch;
+  std::optional<std::int64_t> num_sms;
+  std::optional<double> memory_gib;
+  TargetRequest request() const { return TargetRequest{gpu, arch, num_sms, memory_gib}; }
+};
+void bind_target_flags(CLI::App& sub, TargetFlags& f);
+
+/// --kv-cache-dtype, --indexer-cache-dtype, --block-size, --max-model-len,
+/// --max-num-batched-tokens, --no-draft-layers, --tensor/pipeline/data-parallel-size
+struct LayoutFlags {
+  LayoutOptions options;
+  bool no_draft_layers = false;
+  LayoutOptions resolved(std::int64_t spec_tokens) const;
+};
+void bind_layout_flags(CLI::App& sub, LayoutFlags& f, bool with_kv_dtype = true);
+
+/// --gpu-memory-utilization, --weights-gib, --reserved-gib, --kv-budget-gib
+struct CapacityFlags {
+  CapacityOptions options;
+};
+void bind_capacity_flags(CLI::App& sub, CapacityFlags& f);
+
+/// --batch, --context-len, --context-lens, --spec-tokens
+struct BatchFlags {
+  BatchOptions options;
+};
+void bind_batch_flags(CLI::App& sub, BatchFlags& f);
+
+}  // namespace mlaplan::cli

@@ -1,0 +1,206 @@
+// `--format markdown` of `plan` and `check`: a compact summary for a pull-request comment.
+// GitHub-flavoured Markdown; every value from a config or a message is escaped for tables.
+
+#include <sstream>
+
+#include "commands.hpp"
+#include "palette.hpp"
+
+namespace mlaplan::cli {
+
+namespace {
+
+/// Text for a table cell or a line: | escaped, HTML-significant characters as entities,
+/// newlines as spaces.
+std::string md(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '|': o += "\\|"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '\\': o += "\\\\"; break;
+      case '*': o += "\\*"; break;
+      case '_': o += "\\_"; break;
+      case '`': o += "\\`"; break;
+      case '[': o += "\\["; break;
+      case ']': o += "\\]"; break;
+      case '\n':
+      case '\r': o += ' '; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+/// A code span holding `s` (backticks in `s` become single quotes; | escaped for tables).
+std::string code(const std::string& s) {
+  std::string o = "`";
+  for (char c : s) {
+    if (c == '`') o += '\'';
+    else if (c == '|') o += "\\|";
+    else if (c == '\n' || c == '\r') o += ' ';
+    else o += c;
+  }
+  return o + "`";
+}
+
+std::string grouped(std::int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string o;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) o += ',';
+    o += digits[i];
+  }
+  return (v < 0 ? "-" : "") + o;
+}
+
+std::string gib(std::int64_t bytes) {
+  std::ostringstream o;
+  o.precision(2);
+  o << std::fixed << static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0) << " GiB";
+  return o.str();
+}
+
+std::string family_title(Family f) {
+  switch (f) {
+    case Family::deepseek_v41: return "DeepSeek V4.1";
+    case Family::deepseek_v4: return "DeepSeek V4.0";
+    case Family::deepseek_v32: return "DeepSeek V3.2";
+  }
+  return "?";
+}
+
+std::string range(std::int64_t a, std::int64_t b) {
+  return a == b ? std::to_string(a) : std::to_string(a) + "-" + std::to_string(b);
+}
+
+std::string join(const std::vector<std::int64_t>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s;
+}
+
+void findings_table(std::ostringstream& o, const std::vector<Finding>& findings) {
+  o << "| severity | id | message |\n|---|---|---|\n";
+  for (const auto& f : findings) {
+    o << "| " << (f.severity == Severity::error ? "**error**" : std::string(to_string(f.severity))) << " | "
+      << code(f.id) << " | " << md(f.message);
+    if (!f.fix.empty()) o << "<br>fix: " << md(f.fix);
+    o << " |\n";
+  }
+}
+
+}  // namespace
+
+std::string render_plan_markdown(const PlanResult& r) {
+  const auto& c = r.config;
+  const auto& t = r.topology;
+  std::ostringstream o;
+  o << "### mla-plan: " << code(c.source) << "\n\n";
+  o << "**" << family_title(c.family) << "** (" << code(std::string(to_string(c.family))) << "): "
+    << c.num_hidden_layers << " layers + " << c.num_draft_layers << " draft, " << c.num_attention_heads
+    << " query heads, head_dim " << c.head_dim;
+  if (c.sliding_window > 0) o << ", window " << c.sliding_window;
+  o << ", index_topk " << c.index_topk << "  \n";
+  o << "target " << code(r.target.id) << " (" << md(r.target.name) << ", " << r.target.cc.sm() << ", "
+    << r.target.num_sms << " SMs)";
+  if (r.layout) {
+    o << ", kv " << code(std::string(to_string(r.layout->kv_cache_dtype))) << ", block " << r.layout->block_size
+      << ", max_model_len " << grouped(r.layout->max_model_len);
+  }
+  o << "\n\n";
+  if (r.exit_code == 0) o << "**Result: pass** (exit 0)\n\n";
+  else o << "**Result: FAIL** (exit " << r.exit_code << "): " << md(r.exit_message) << "\n\n";
+
+  o << "| type | layers | draft | attends to |\n|---|---:|---:|---|\n";
+  for (auto type : t.types_present) {
+    o << "| " << code(std::string(to_string(type))) << " | " << t.count(type) << " | " << t.count_draft(type) << " | "
+      << md(std::string(type_style(type).meaning)) << " |\n";
+  }
+  o << "\n";
+
+  std::vector<const LayerRun*> shared;
+  for (const auto& run : t.runs) {
+    if (run.kv_source && !(run.first == run.last && *run.kv_source == run.first)) shared.push_back(&run);
+  }
+  if (!shared.empty()) {
+    o << "**Sharing groups**\n\n| layers | type | reads the compressed cache of | top-k from |\n|---|---|---:|---|\n";
+    for (const auto* run : shared) {
+      o << "| " << range(run->first, run->last) << " | " << code(std::string(to_string(run->type))) << " | "
+        << *run->kv_source << " | " << join(run->index_sources) << " |\n";
+    }
+    o << "\n";
+    if (auto cs = t.candidate_source()) o << "Candidate source: layer " << *cs << ".\n\n";
+  }
+
+  if (r.layout) {
+    const auto& a = r.layout->accounting;
+    o << "**Bytes per token** (global): " << a.global_rows.str() << " in rows (DeepSeek's accounting), "
+      << a.global_pages.str() << " in pages (the engine's); one request at max_model_len: " << gib(a.total_rows)
+      << " in rows, " << gib(a.total_pages) << " in pages\n\n";
+  }
+  if (r.capacity) {
+    const auto& cap = *r.capacity;
+    o << "**Capacity** per GPU on " << code(r.target.id) << ": budget " << gib(cap.budget_bytes) << ", ";
+    if (cap.tokens_unbounded) o << "tokens unbounded";
+    else o << grouped(cap.tokens_that_fit) << " tokens";
+    o << ", " << grouped(cap.concurrency_total) << " requests at max_model_len " << grouped(cap.max_model_len);
+    if (!cap.fits) o << " (**does not fit**: " << md(cap.message) << ")";
+    o << "\n\n";
+  }
+  if (!r.schedules.empty()) {
+    o << "**Decode schedules** (" << md(r.batch.description) << ")\n\n"
+      << "| type | kernel | partitions used / idle | split requests | blocks per partition |\n|---|---|---|---|---|\n";
+    for (const auto& s : r.schedules) {
+      const auto parts = static_cast<std::int64_t>(s.plan.records.size());
+      o << "| " << code(std::string(to_string(s.type))) << " | " << code(std::string(to_string(s.plan.kernel))) << " | "
+        << (parts - s.plan.idle_partitions) << " / " << s.plan.idle_partitions << " | " << s.plan.split_requests
+        << " of " << s.plan.batch << " | " << s.plan.min_blocks_per_partition << "-" << s.plan.max_blocks_per_partition
+        << " |\n";
+    }
+    o << "\n";
+  }
+
+  std::vector<Finding> problems, notes;
+  for (const auto& f : r.findings) (f.severity == Severity::info ? notes : problems).push_back(f);
+  if (problems.empty()) {
+    o << "No errors or warnings.\n";
+  } else {
+    o << "**Findings**\n\n";
+    findings_table(o, problems);
+  }
+  if (!notes.empty()) {
+    o << "\n<details><summary>" << notes.size() << " note" << (notes.size() == 1 ? "" : "s")
+      << " (defaults applied)</summary>\n\n";
+    for (const auto& f : notes) o << "- " << md(f.message) << "\n";
+    o << "\n</details>\n";
+  }
+  return o.str();
+}
+
+std::string render_check_markdown(const std::vector<CheckSummaryRow>& rows) {
+  std::ostringstream o;
+  std::size_t failed = 0;
+  for (const auto& r : rows) failed += r.code != 0;
+  o << "### mla-plan check: " << (rows.size() - failed) << " of " << rows.size() << " configs passed\n\n";
+  o << "| file | status | exit | findings |\n|---|---|---:|---|\n";
+  for (const auto& r : rows) {
+    o << "| " << code(r.path);
+    if (!r.detail.empty()) o << "<br>" << md(r.detail);
+    o << " | " << (r.code == 0 ? "pass" : "**FAIL**") << " | " << r.code << " | ";
+    if (r.findings.empty()) o << "none";
+    for (std::size_t i = 0; i < r.findings.size(); ++i) {
+      const auto& f = r.findings[i];
+      if (i) o << "<br>";
+      o << (f.severity == Severity::error ? "**error**" : std::string(to_string(f.severity))) << " " << code(f.id)
+        << ": " << md(f.message);
+      if (!f.fix.empty()) o << " (fix: " << md(f.fix) << ")";
+    }
+    o << " |\n";
+  }
+  return o.str();
+}
+
+}  // namespace mlaplan::cli
