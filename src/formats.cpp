@@ -43,7 +43,7 @@ std::vector<RowFormat> build_table() {
       },
       "as fp8_ds_mla_v4 with tiles of 32 over all 512 dims: scale = 2^ceil(log2(max(amax/448, "
       "1e-4))), value = e4m3(x/scale) RNE",
-      "byte map: vLLM's DeepSeek V4.1 KV-cache spec (nvfp4_ds_mla); scale rule: the shared power-of-two "
+      "byte map: vLLM's DeepSeek V4.1 KV-cache spec (nvfp4_ds_mla); scale rule: the fp8_ds_mla power-of-two "
       "rule applied per 32 dims; rows stored contiguously (our reading: no striping is documented)",
       "V4.1 window cache under nvfp4_ds_mla (SM100 only)"));
   t.push_back(make(
@@ -55,7 +55,7 @@ std::vector<RowFormat> build_table() {
       "our definition: per 16 dims, scale code = max(e4m3(amax/6) RNE saturating, 0x08 = 2^-6), "
       "value = e2m1(x/scale) RNE saturating to +-6; no global scale",
       "byte map: vLLM's DeepSeek V4.1 KV-cache spec (nvfp4_ds_mla); scale rule: our definition (not in "
-      "the shared docs); rows stored contiguously (our reading)",
+      "the public sources); rows stored contiguously (our reading)",
       "V4.1 compressed cache under nvfp4_ds_mla (SM100 only), next to a v41_fp8 main cache"));
   t.push_back(make(
       RowFormatId::fp8_ds_mla_v32, "fp8_ds_mla_v32", "V3.2 fp8_ds_mla, 656 B: NoPE e4m3, fp32 scales, RoPE bf16",

@@ -265,7 +265,7 @@ TEST_CASE("golden vectors cover the edge cases they claim", "[formats][quant]") 
 // Formats as data
 // ------------------------------------------------------------------------------------------
 
-TEST_CASE("page sizes match kv-formats.md's examples", "[formats]") {
+TEST_CASE("page sizes match the published V4.1 page examples", "[formats]") {
   // fp8_ds_mla: window 32 rows, SM90 B = 64, SM100 B = 128.
   CHECK(32 * 584 == 18688);
   CHECK(page_bytes(RowFormatId::fp8_ds_mla_v4, 32) == 19008);   // window, and SM90 c2

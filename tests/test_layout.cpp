@@ -1,6 +1,6 @@
 // Tests of the GPU targets (src/target.cpp) and the KV-cache layout planner (src/layout.cpp),
 // docs/layout-accounting.md: DeepSeek's published bytes-per-token figures, the page sizes of
-// kv-formats.md, cache objects and pools, capacity, parallelism, and every rejection path with its
+// the published page examples, cache objects and pools, capacity, parallelism, and every rejection path with its
 // whole message.
 #include <catch2/catch.hpp>
 
@@ -402,7 +402,7 @@ TEST_CASE("DeepSeek's published bytes per token come out exactly", "[layout]") {
   CHECK(digits(b, 1e7) == 368);
   CHECK(digits(c, 1e7) == 93);
 
-  // With the default formats the same configs give (kv-formats.md's examples and cli-contract's):
+  // With the default formats the same configs give (the published page examples and the JSON contract example):
   const Layout d = plan(v41(), "h200");
   CHECK(d.accounting.global_rows.str() == "1790");
   CHECK(d.accounting.global_pages.str() == "1827");
@@ -427,7 +427,7 @@ TEST_CASE("rows accounting is the sum of row / ratio over global owners", "[layo
 
 // =============================================================== pages
 
-TEST_CASE("V4.1 page sizes of kv-formats.md", "[layout]") {
+TEST_CASE("V4.1 page sizes of the published examples", "[layout]") {
   // fp8_ds_mla on SM90 (block 64) and SM100 (block 128).
   const Layout h = plan(v41(), "h200");
   CHECK(object(h, 0, CacheKind::swa).unpadded_page_bytes == 18688);

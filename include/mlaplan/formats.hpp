@@ -98,7 +98,7 @@ std::int64_t padded_page_bytes(std::int64_t rows, std::int64_t row_bytes, std::i
 std::int64_t page_bytes(RowFormatId id, std::int64_t rows_per_page);
 /// Page alignment of an indexer-key cache that sits next to a main cache of `main_format`:
 /// 576 next to fp8_ds_mla_v4, 512 next to v41_fp8 / v41_fp4 (nvfp4_ds_mla), 1 for V3.2 (the
-/// shared docs give V3.2 no page padding). Error internal for other formats.
+/// public sources give V3.2 no page padding). Error internal for other formats.
 std::int64_t indexer_page_alignment(RowFormatId main_format);
 
 /// Where row t of a page of N rows starts, in bytes from the page start.

@@ -13,13 +13,13 @@
 //
 // Scale rules (per tile; all scales are powers of two except v41_fp4's):
 //   fp8_ds_mla_v4 (64 dims), fp8_ds_mla_v32 (128), v41_fp8 (32):
-//       scale = 2^ceil(log2(max(amax/448, 1e-4)))      -- kv-formats.md; FlashMLA's quantiser
+//       scale = 2^ceil(log2(max(amax/448, 1e-4)))      -- FlashMLA's quantiser
 //   indexer_fp8 (128):  scale = 2^ceil(log2(max(amax, 1e-4)/448))   -- vLLM's indexer writer
 //   indexer_fp4 (32):   scale = 2^ceil(log2(max(amax, 1e-4)/6))     -- DeepGEMM's reference
 //   v41_fp4 (16):       scale = max(e4m3(amax/6), 2^-6)             -- OUR DEFINITION (see below)
 //   ceil(log2(.)) is computed exactly (the smallest power of two >= the value).
 //
-// v41_fp4 is our definition: the shared docs give the byte map (e2m1 values, one e4m3 scale per
+// v41_fp4 is our definition: the public sources give the byte map (e2m1 values, one e4m3 scale per
 // 16 dims, no global scale) but not the rule. We take the NVFP4-style choice amax/6 rounded to
 // e4m3, and floor the scale at e4m3's smallest normal, 2^-6. The floor guards all-zero tiles and
 // makes re-quantisation exact: quant(dequant(quant(x))) == quant(x) byte for byte.

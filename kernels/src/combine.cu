@@ -1,4 +1,4 @@
-// Combine kernel: merges the fp32 partials of every split request (docs/tile-scheduler.md,
+// Combine kernel: merges the fp32 partials of every split request (docs/scheduler.md,
 // "What a kernel does with a record"): lse2 = log2(sum 2^(lse_k - max)) + max, weights
 // 2^(lse_k - lse2), out = sum w_k o_k, then the attention sink, bf16 out and natural-log lse.
 // One warp per (request, query token, head); lane l owns dims 4l + 128i (float4 loads).

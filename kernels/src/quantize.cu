@@ -1,5 +1,5 @@
 // Quantize kernels: bf16 latents [n, 512] -> rows of a KV format at given slots. One warp per
-// row; lane l owns dims 16l..16l+15. Byte maps: docs/kv-formats.md; rules: mlaplan/quant.hpp.
+// row; lane l owns dims 16l..16l+15. Byte maps: docs/layouts.md; rules: mlaplan/quant.hpp.
 
 #include <cuda_runtime.h>
 

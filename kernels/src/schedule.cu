@@ -1,4 +1,4 @@
-// GPU tile scheduler (docs/tile-scheduler.md, "Algorithm"): one warp. The lanes count the blocks
+// GPU tile scheduler (docs/scheduler.md, "The algorithm"): one warp. The lanes count the blocks
 // of every request and sum them; lane 0 then sweeps the partitions exactly as the host planner
 // (src/scheduler.cpp) does, so records and num_splits agree bit for bit.
 

@@ -94,7 +94,7 @@ std::vector<T> to_host(const DeviceBuffer& b, std::size_t n) {
 }
 
 // ------------------------------------------------------------------------------------------------
-// KV row formats (docs/kv-formats.md)
+// KV row formats (docs/layouts.md)
 
 enum class RowFormat {
   fp8_ds_mla_584,  ///< V4 layout, page-striped: N x 576 data rows, then N x 8 scale rows
@@ -140,7 +140,7 @@ struct QuantizeParams {
 void quantize(const QuantizeParams& p);
 
 // ------------------------------------------------------------------------------------------------
-// GPU tile scheduler (docs/tile-scheduler.md), same records as mlaplan::plan_schedule
+// GPU tile scheduler (docs/scheduler.md), same records as mlaplan::plan_schedule
 
 struct ScheduleParams {
   std::int32_t b = 0;
