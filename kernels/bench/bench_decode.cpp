@@ -1,8 +1,9 @@
-// Timing of one sparse decode call (decode kernel + combine kernel) for the V4.1-Flash decode
+// Timing of one sparse decode call (decode kernel, + combine kernel in split_kv) for the V4.1-Flash decode
 // shapes (docs/kernels.md, "H200 results"): s_q 1, window topk 128 with page 64 plus extra topk
 // 512 with page 64, fp8_ds_mla 584, full lengths, random valid indices (every attended row
 // distinct). The call is captured in a CUDA graph; each replay is timed with CUDA events after a
-// 256 MiB memset that flushes the L2; the median of the replays is reported.
+// 256 MiB memset that flushes the L2; the median of the replays is reported. Each shape runs in
+// the mode decode_plan_mode() picks ("us/call"), and in the other mode for comparison ("other us").
 //
 // Usage: mlaplan_kernel_bench [replays [h_q [b]]]   (default 60 replays, every h_q and b)
 
@@ -93,6 +94,38 @@ std::vector<std::int32_t> permuted_indices(std::mt19937_64& rng, int b, int widt
   return v;
 }
 
+/// Median and minimum microseconds of one decode call (graph replays, L2 flushed before each).
+struct Timing {
+  double med_us = 0, min_us = 0;
+};
+
+Timing time_call(const mk::DecodeParams& p, cudaStream_t stream, const mk::DeviceBuffer& flush, cudaEvent_t ev0,
+                 cudaEvent_t ev1, int replays) {
+  mk::sparse_decode(p);  // warm-up outside the graph (sets the kernel attributes)
+  BENCH_CHECK(cudaStreamSynchronize(stream));
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  BENCH_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+  mk::sparse_decode(p);
+  BENCH_CHECK(cudaStreamEndCapture(stream, &graph));
+  BENCH_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  std::vector<float> ms;
+  for (int it = 0; it < replays + 5; ++it) {
+    BENCH_CHECK(cudaMemsetAsync(flush.get(), it & 0xFF, flush.size(), stream));
+    BENCH_CHECK(cudaEventRecord(ev0, stream));
+    BENCH_CHECK(cudaGraphLaunch(exec, stream));
+    BENCH_CHECK(cudaEventRecord(ev1, stream));
+    BENCH_CHECK(cudaEventSynchronize(ev1));
+    float t = 0;
+    BENCH_CHECK(cudaEventElapsedTime(&t, ev0, ev1));
+    if (it >= 5) ms.push_back(t);
+  }
+  BENCH_CHECK(cudaGraphExecDestroy(exec));
+  BENCH_CHECK(cudaGraphDestroy(graph));
+  std::sort(ms.begin(), ms.end());
+  return {1e3 * ms[ms.size() / 2], 1e3 * ms.front()};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -104,7 +137,8 @@ int main(int argc, char** argv) try {
   std::printf("device: %s, %d SMs; decode + combine, V4.1-Flash shape (window 128 p64 + extra 512 p64, "
               "fp8_ds_mla 584, s_q 1); graph replays with L2 flush, median of %d\n",
               dev.name.c_str(), dev.sm_count, replays);
-  std::printf("%5s %5s %5s %7s %10s %10s %8s %9s\n", "h_q", "b", "P", "split", "us/call", "min us", "TFLOPS", "GB/s");
+  std::printf("%5s %5s %5s %7s %9s %10s %10s %8s %9s %10s\n", "h_q", "b", "P", "split", "mode", "us/call", "min us",
+              "TFLOPS", "GB/s", "other us");
 
   mk::DeviceBuffer flush(256u << 20);
   cudaStream_t stream = nullptr;
@@ -171,35 +205,19 @@ int main(int argc, char** argv) try {
       p.o_accum = d_oacc.as<float>();
       p.lse_accum = d_lacc.as<float>();
       p.stream = stream;
-      mk::sparse_decode(p);  // warm-up outside the graph (sets the kernel attributes)
-      BENCH_CHECK(cudaStreamSynchronize(stream));
-
-      cudaGraph_t graph = nullptr;
-      cudaGraphExec_t exec = nullptr;
-      BENCH_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
-      mk::sparse_decode(p);
-      BENCH_CHECK(cudaStreamEndCapture(stream, &graph));
-      BENCH_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-      std::vector<float> ms;
-      for (int it = 0; it < replays + 5; ++it) {
-        BENCH_CHECK(cudaMemsetAsync(flush.get(), it & 0xFF, flush.size(), stream));
-        BENCH_CHECK(cudaEventRecord(ev0, stream));
-        BENCH_CHECK(cudaGraphLaunch(exec, stream));
-        BENCH_CHECK(cudaEventRecord(ev1, stream));
-        BENCH_CHECK(cudaEventSynchronize(ev1));
-        float t = 0;
-        BENCH_CHECK(cudaEventElapsedTime(&t, ev0, ev1));
-        if (it >= 5) ms.push_back(t);
-      }
-      BENCH_CHECK(cudaGraphExecDestroy(exec));
-      BENCH_CHECK(cudaGraphDestroy(graph));
-      std::sort(ms.begin(), ms.end());
-      const double med_us = 1e3 * ms[ms.size() / 2];
-      const double min_us = 1e3 * ms.front();
+      // The plan the heuristic picks, and the other one for comparison.
+      const mk::DecodeMode mode = mk::decode_plan_mode(b, s_q, h_q, topk, true, extra_topk, dev.sm_count);
+      p.mode = mode;
+      const Timing t = time_call(p, stream, flush, ev0, ev1, replays);
+      p.mode = mode == mk::DecodeMode::one_pass ? mk::DecodeMode::split_kv : mk::DecodeMode::one_pass;
+      const Timing alt = time_call(p, stream, flush, ev0, ev1, replays);
+      const double med_us = t.med_us;
+      const double min_us = t.min_us;
       const double flops = 2.0 * h_q * b * s_q * 640.0 * 1024.0;
       const double bytes = 640.0 * 584.0 * b + 2.0 * static_cast<double>(q.size()) * 2.0;
-      std::printf("%5d %5d %5d %7d %10.1f %10.1f %8.1f %9.0f\n", h_q, b, parts, split_requests, med_us, min_us,
-                  flops / (med_us * 1e-6) / 1e12, bytes / (med_us * 1e-6) / 1e9);
+      std::printf("%5d %5d %5d %7d %9s %10.1f %10.1f %8.1f %9.0f %10.1f\n", h_q, b, parts, split_requests,
+                  std::string(mk::to_string(mode)).c_str(), med_us, min_us, flops / (med_us * 1e-6) / 1e12,
+                  bytes / (med_us * 1e-6) / 1e9, alt.med_us);
       std::fflush(stdout);
     }
   }

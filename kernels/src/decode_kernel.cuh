@@ -2,8 +2,8 @@
 // Sparse-MLA decode kernel, head dim 512, split-KV driven by the tile-scheduler records
 // (docs/kernels.md; docs/tile-scheduler.md, "What a kernel does with a record").
 //
-// Grid (num_sm_parts, s_q, h_q / 64), 256 threads (8 warps), one CTA per SM (~194 KiB of shared
-// memory). A CTA owns 64 query heads of one query token and walks the requests and 64-row blocks
+// Grid (num_sm_parts or b, s_q, h_q / 64), 512 threads (16 warps), one CTA per SM (~194 KiB of
+// shared memory). A CTA owns 64 query heads of one query token and walks the requests and 64-row blocks
 // its record names. Per block:
 //   1. the raw rows of the block were copied into a staging area with cp.async while the previous
 //      block computed; they are dequantised to bf16 into sK (invalid rows -> zeros);
@@ -158,22 +158,30 @@ struct BlockSource {
   std::int32_t limit;    // positions >= limit are invalid
 };
 
-/// Issues the cp.async copies of the valid rows of one block into the staging area and records
-/// which rows are valid. Warp w handles rows w, w+8, ...; every thread calls it.
-template <RowFormat F>
-__device__ __forceinline__ void issue_block_rows(const CacheView& cache, const std::int32_t* idx_row,
-                                                 const BlockSource& src, std::uint8_t* stage, int* valid,
-                                                 int warp, int lane) {
-  using T = FormatTraits<F>;
+/// Loads the index of one row of block `src` per lane (lanes < rows per warp; warp w owns rows
+/// w, w + kDecodeWarps, ...). The load is issued here and consumed by issue_block_rows, so the
+/// caller can put work between the two (the index of the next block is fetched while the current
+/// block dequantises).
+__device__ __forceinline__ std::int32_t load_block_ids(const std::int32_t* idx_row, const BlockSource& src, int warp,
+                                                       int lane) {
   constexpr int kRowsPerWarp = L::kRows / L::kDecodeWarps;
   static_assert(kRowsPerWarp <= 32, "one index per lane");
-  const std::int64_t num_rows = cache.num_pages * cache.page_block_size;
-  // All index loads of this warp's rows are in flight at once: lane i fetches row warp + 8i.
   std::int32_t my_id = -1;
   if (lane < kRowsPerWarp) {
     const std::int32_t pos = src.first + warp + lane * L::kDecodeWarps;
     if (pos < src.limit) my_id = __ldg(idx_row + pos);
   }
+  return my_id;
+}
+
+/// Issues the cp.async copies of the valid rows of one block into the staging area and records
+/// which rows are valid; `my_id` comes from load_block_ids. Every thread calls it.
+template <RowFormat F>
+__device__ __forceinline__ void issue_block_rows(const CacheView& cache, std::int32_t my_id, std::uint8_t* stage,
+                                                 int* valid, int warp, int lane) {
+  using T = FormatTraits<F>;
+  constexpr int kRowsPerWarp = L::kRows / L::kDecodeWarps;
+  const std::int64_t num_rows = cache.num_pages * cache.page_block_size;
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
     const int r = warp + i * L::kDecodeWarps;
@@ -197,6 +205,7 @@ __device__ __forceinline__ void issue_block_rows(const CacheView& cache, const s
 template <RowFormat F>
 __device__ __forceinline__ void dequant_block(const std::uint8_t* stage, const int* valid, __nv_bfloat16* sK,
                                               int warp, int lane) {
+#pragma unroll
   for (int r = warp; r < L::kRows; r += L::kDecodeWarps) {
     uint4 o[2];
     if (valid[r]) {
@@ -235,15 +244,27 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
   const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
   const float kNegInf = -__int_as_float(0x7F800000);
 
-  const std::int32_t* rec = p.sched_records + part * 8;
-  const int begin_req = rec[0], end_req = rec[1], begin_block = rec[2], end_block = rec[3];
-  const int begin_split = rec[4];
-  const bool first_split = rec[5] != 0, last_split = rec[6] != 0;
+  // The work of this CTA: one whole request (one_pass), or the requests and blocks of its
+  // scheduler record (split_kv).
+  const bool one_pass = p.mode == DecodeMode::one_pass;
+  int begin_req = part, end_req = part, begin_block = 0, end_block = 0x7FFFFFFF, begin_split = 0;
+  bool first_split = false, last_split = false;
+  if (!one_pass) {
+    const std::int32_t* rec = p.sched_records + part * 8;
+    begin_req = rec[0];
+    end_req = rec[1];
+    begin_block = rec[2];
+    end_block = rec[3];
+    begin_split = rec[4];
+    first_split = rec[5] != 0;
+    last_split = rec[6] != 0;
+  }
 
-  // Warp tiles: QK^T -> rows mw..mw+15, key columns nw..nw+31; PV -> rows mw..mw+15, dims dw..dw+255.
+  // Warp tiles: Q K^T -> head rows mw..mw+15, key columns nw..nw+15; P V -> head rows mw..mw+15,
+  // dims dw..dw+127.
   const int mw = (warp & 3) * 16;
-  const int nw = (warp >> 2) * 32;
-  const int dw = (warp >> 2) * 256;
+  const int nw = (warp >> 2) * 16;
+  const int dw = (warp >> 2) * 128;
 
   for (int r = begin_req; r <= end_req && r < p.b; ++r) {
     const std::int32_t len = p.topk_length != nullptr ? p.topk_length[r] : p.topk;
@@ -251,7 +272,7 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
     const int n_main = (max(len, 1) + L::kRows - 1) / L::kRows;
     const int n_blocks = n_main + (kHasExtra ? (max(elen, 0) + L::kRows - 1) / L::kRows : 0);
     const int blk0 = r == begin_req ? begin_block : 0;
-    const int blk1 = r == end_req ? end_block : n_blocks;
+    const int blk1 = r == end_req ? min(end_block, n_blocks) : n_blocks;
     const bool split = (r == begin_req && first_split) || (r == end_req && last_split);
     const std::int64_t bs = static_cast<std::int64_t>(r) * p.s_q + s;
     const std::int32_t* idx_main = p.indices + bs * p.topk;
@@ -259,40 +280,47 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
     const std::int32_t main_limit = min(len, p.topk);
     const std::int32_t extra_limit = kHasExtra ? min(elen, p.extra_topk) : 0;
 
-    auto issue = [&](int blk) {
+    auto ids_of = [&](int blk) -> std::int32_t {
+      if (!kHasExtra || blk < n_main) return load_block_ids(idx_main, BlockSource{false, blk * L::kRows, main_limit}, warp, lane);
+      return load_block_ids(idx_extra, BlockSource{true, (blk - n_main) * L::kRows, extra_limit}, warp, lane);
+    };
+    auto issue = [&](int blk, std::int32_t ids) {
       int* valid = sValid + (blk & 1) * L::kRows;
       if (!kHasExtra || blk < n_main) {
-        issue_block_rows<kMain>(p.main, idx_main, BlockSource{false, blk * L::kRows, main_limit}, stage, valid, warp, lane);
+        issue_block_rows<kMain>(p.main, ids, stage, valid, warp, lane);
       } else if constexpr (kHasExtra) {
-        issue_block_rows<kExtra>(p.extra, idx_extra, BlockSource{true, (blk - n_main) * L::kRows, extra_limit}, stage,
-                                 valid, warp, lane);
+        issue_block_rows<kExtra>(p.extra, ids, stage, valid, warp, lane);
       }
-      cp_async_commit();
     };
 
-    __syncthreads();  // the previous request's epilogue is done with the row statistics
-    if (blk0 < blk1) issue(blk0);
-
-    // Q of this (request, query token, 64 heads) -> sQ.
+    __syncthreads();  // the previous request's epilogue is done with the row statistics and sQ
+    if (blk0 < blk1) issue(blk0, ids_of(blk0));
+    // Q of this (request, query token, 64 heads) -> sQ, asynchronously, in the same group as the
+    // first block's rows.
     {
-      const uint4* qsrc = reinterpret_cast<const uint4*>(p.q + (bs * p.h_q + head0) * L::kDim);
-      for (int i = tid; i < L::kHeads * L::kDim / 8; i += L::kDecodeThreads) {
+      const std::uint16_t* qsrc = p.q + (bs * p.h_q + head0) * L::kDim;
+#pragma unroll
+      for (int k = 0; k < L::kHeads * L::kDim / 8 / L::kDecodeThreads; ++k) {
+        const int i = tid + k * L::kDecodeThreads;
         const int row = i / (L::kDim / 8);
         const int col = (i % (L::kDim / 8)) * 8;
-        *reinterpret_cast<uint4*>(sQ + row * L::kQKStride + col) = __ldg(qsrc + i);
+        cp_async_16(sQ + row * L::kQKStride + col, qsrc + 8 * i);
       }
     }
+    cp_async_commit();
     if (tid < L::kHeads) {
       sMax[tid] = kNegInf;
       sSum[tid] = 0.0f;
     }
 
-    float acc[32][4];
+    float acc[16][4];
 #pragma unroll
-    for (int i = 0; i < 32; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+    for (int i = 0; i < 16; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
 
     for (int blk = blk0; blk < blk1; ++blk) {
       const int* valid = sValid + (blk & 1) * L::kRows;
+      const bool has_next = blk + 1 < blk1;
+      const std::int32_t next_ids = has_next ? ids_of(blk + 1) : -1;  // in flight during the dequant
       cp_async_wait_all();
       __syncthreads();
       if (!kHasExtra || blk < n_main) {
@@ -301,66 +329,72 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
         dequant_block<kExtra>(stage, valid, sK, warp, lane);
       }
       __syncthreads();
-      if (blk + 1 < blk1) issue(blk + 1);  // staging is free again: overlap the next block's loads
+      if (has_next) issue(blk + 1, next_ids);  // staging is free again: overlap the next block's loads
+      cp_async_commit();
 
-      // S = Q K^T for this warp's 16 x 32 tile.
+      // S = Q K^T for this warp's 16 x 16 tile; even and odd k steps accumulate separately so
+      // that two independent MMA chains per n-tile are in flight.
       {
-        float sacc[4][4];
+        float sacc[2][2][4];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) sacc[j][0] = sacc[j][1] = sacc[j][2] = sacc[j][3] = 0.0f;
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int j = 0; j < 2; ++j) sacc[h][j][0] = sacc[h][j][1] = sacc[h][j][2] = sacc[h][j][3] = 0.0f;
         // ldmatrix addresses. A (Q, 16 x 16): matrices (rows +0/+8) x (cols +0/+8) in the order
         // a0..a3. B (K rows n, dims k): matrices (n +0, k +0), (n +0, k +8), (n +8, k +0),
-        // (n +8, k +8) -> b0/b1 of n-tile n0 and of n-tile n0 + 8.
+        // (n +8, k +8) -> b0/b1 of n-tile nw and of n-tile nw + 8.
         const __nv_bfloat16* qa =
             sQ + (mw + (lane & 7) + ((lane >> 3) & 1) * 8) * L::kQKStride + (lane >> 4) * 8;
         const __nv_bfloat16* kb =
             sK + (nw + (lane & 7) + (lane >> 4) * 8) * L::kQKStride + ((lane >> 3) & 1) * 8;
 #pragma unroll 4
-        for (int kk = 0; kk < L::kDim; kk += 16) {
-          std::uint32_t a[4], b01[4], b23[4];
-          ldmatrix_x4(a, qa + kk);
-          ldmatrix_x4(b01, kb + kk);
-          ldmatrix_x4(b23, kb + 16 * L::kQKStride + kk);
-          mma_bf16_16816(sacc[0], a, b01[0], b01[1]);
-          mma_bf16_16816(sacc[1], a, b01[2], b01[3]);
-          mma_bf16_16816(sacc[2], a, b23[0], b23[1]);
-          mma_bf16_16816(sacc[3], a, b23[2], b23[3]);
+        for (int kk = 0; kk < L::kDim; kk += 32) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            std::uint32_t a[4], b[4];
+            ldmatrix_x4(a, qa + kk + 16 * h);
+            ldmatrix_x4(b, kb + kk + 16 * h);
+            mma_bf16_16816(sacc[h][0], a, b[0], b[1]);
+            mma_bf16_16816(sacc[h][1], a, b[2], b[3]);
+          }
         }
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
+        for (int j = 0; j < 2; ++j) {
           const int col = nw + j * 8 + 2 * t4;
           const bool v0 = valid[col] != 0, v1 = valid[col + 1] != 0;
           float* s0 = sS + (mw + g) * L::kSStride + col;
           float* s1 = s0 + 8 * L::kSStride;
-          s0[0] = v0 ? sacc[j][0] * scale_log2 : kNegInf;
-          s0[1] = v1 ? sacc[j][1] * scale_log2 : kNegInf;
-          s1[0] = v0 ? sacc[j][2] * scale_log2 : kNegInf;
-          s1[1] = v1 ? sacc[j][3] * scale_log2 : kNegInf;
+          s0[0] = v0 ? (sacc[0][j][0] + sacc[1][j][0]) * scale_log2 : kNegInf;
+          s0[1] = v1 ? (sacc[0][j][1] + sacc[1][j][1]) * scale_log2 : kNegInf;
+          s1[0] = v0 ? (sacc[0][j][2] + sacc[1][j][2]) * scale_log2 : kNegInf;
+          s1[1] = v1 ? (sacc[0][j][3] + sacc[1][j][3]) * scale_log2 : kNegInf;
         }
       }
       __syncthreads();
 
-      // Online softmax: 4 threads per head row, 16 columns each.
+      // Online softmax: 8 threads per head row, 8 columns each.
       {
-        const int row = tid >> 2;
-        const int c0 = (tid & 3) * 16;
-        float v[16];
+        const int row = tid >> 3;
+        const int c0 = (tid & 7) * 8;
+        float v[8];
+        const float4 v0 = *reinterpret_cast<const float4*>(sS + row * L::kSStride + c0);
+        const float4 v1 = *reinterpret_cast<const float4*>(sS + row * L::kSStride + c0 + 4);
+        v[0] = v0.x; v[1] = v0.y; v[2] = v0.z; v[3] = v0.w;
+        v[4] = v1.x; v[5] = v1.y; v[6] = v1.z; v[7] = v1.w;
         float mx = kNegInf;
 #pragma unroll
-        for (int i = 0; i < 16; ++i) {
-          v[i] = sS[row * L::kSStride + c0 + i];
-          mx = fmaxf(mx, v[i]);
-        }
+        for (int i = 0; i < 8; ++i) mx = fmaxf(mx, v[i]);
         mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
+        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 4));
         const float m_old = sMax[row];
         const float m_new = fmaxf(m_old, mx);
         const bool none = m_new == kNegInf;  // no valid key in this row so far
         const float alpha = none ? 1.0f : exp2f(m_old - m_new);
         float sum = 0.0f;
-        std::uint32_t packed[8];
+        std::uint32_t packed[4];
 #pragma unroll
-        for (int i = 0; i < 16; i += 2) {
+        for (int i = 0; i < 8; i += 2) {
           const float p0 = none ? 0.0f : exp2f(v[i] - m_new);
           const float p1 = none ? 0.0f : exp2f(v[i + 1] - m_new);
           sum += p0 + p1;
@@ -368,11 +402,10 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
         }
         sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
         sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
-        uint4* pdst = reinterpret_cast<uint4*>(sP + row * L::kPStride + c0);
-        pdst[0] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
-        pdst[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
+        sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 4);
+        *reinterpret_cast<uint4*>(sP + row * L::kPStride + c0) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
         __syncwarp();
-        if ((tid & 3) == 0) {
+        if ((tid & 7) == 0) {
           sMax[row] = m_new;
           sSum[row] = sSum[row] * alpha + sum;
           sAlpha[row] = alpha;
@@ -380,12 +413,12 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
       }
       __syncthreads();
 
-      // O = O * alpha + P V for this warp's 16 x 256 tile.
+      // O = O * alpha + P V for this warp's 16 x 128 tile.
       {
         const float a_lo = sAlpha[mw + g];
         const float a_hi = sAlpha[mw + g + 8];
 #pragma unroll
-        for (int j = 0; j < 32; ++j) {
+        for (int j = 0; j < 16; ++j) {
           acc[j][0] *= a_lo;
           acc[j][1] *= a_lo;
           acc[j][2] *= a_hi;
@@ -403,7 +436,7 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
           a[3] = *reinterpret_cast<const std::uint32_t*>(pa + 8 * L::kPStride + kk + 8);
           const __nv_bfloat16* vb = sK + (kk + lrow) * L::kQKStride + dw + lcol;
 #pragma unroll
-          for (int j = 0; j < 16; ++j) {
+          for (int j = 0; j < 8; ++j) {
             std::uint32_t b[4];
             ldmatrix_x4_trans(b, vb + j * 16);
             mma_bf16_16816(acc[2 * j], a, b[0], b[1]);
@@ -414,7 +447,8 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
       // The next iteration's first barrier orders these reads of sK / sP / sAlpha before their
       // next writes.
     }
-    __syncthreads();  // every thread's last softmax update of sMax / sSum is visible
+    cp_async_wait_all();  // no copy may still target shared memory when the CTA moves on
+    __syncthreads();      // every thread's last softmax update of sMax / sSum is visible
 
     // Epilogue: this thread holds rows mw+g and mw+g+8, dims dw + 8j + 2*t4 (+1).
 #pragma unroll
@@ -434,7 +468,7 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
         }
         std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.out + orow * L::kDim + dw + 2 * t4);
 #pragma unroll
-        for (int j = 0; j < 32; ++j) dst[j * 4] = pack_bf16x2(acc[j][2 * half] * factor, acc[j][2 * half + 1] * factor);
+        for (int j = 0; j < 16; ++j) dst[j * 4] = pack_bf16x2(acc[j][2 * half] * factor, acc[j][2 * half + 1] * factor);
         if (dw == 0 && t4 == 0) p.lse[orow] = lse;
       } else {
         const int split_idx = p.num_splits[r] + (r == begin_req ? begin_split : 0);
@@ -442,7 +476,7 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
         const float factor = l > 0.0f ? 1.0f / l : 0.0f;
         float2* dst = reinterpret_cast<float2*>(p.o_accum + arow * L::kDim + dw + 2 * t4);
 #pragma unroll
-        for (int j = 0; j < 32; ++j) dst[j * 4] = make_float2(acc[j][2 * half] * factor, acc[j][2 * half + 1] * factor);
+        for (int j = 0; j < 16; ++j) dst[j * 4] = make_float2(acc[j][2 * half] * factor, acc[j][2 * half + 1] * factor);
         if (dw == 0 && t4 == 0) p.lse_accum[arow] = l > 0.0f ? log2f(l) + m : kNegInf;
       }
     }

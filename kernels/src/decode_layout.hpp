@@ -15,7 +15,7 @@ struct DecodeSmem {
   static constexpr int kSStride = 68;         // floats per row of sS (64 + 4 pad)
   static constexpr int kPStride = 72;         // bf16 per row of sP (64 + 8 pad)
   static constexpr int kStageStride = 592;    // bytes per staged raw row (>= 584, multiple of 16)
-  static constexpr int kDecodeWarps = 8;
+  static constexpr int kDecodeWarps = 16;
   static constexpr int kDecodeThreads = 32 * kDecodeWarps;
 
   static constexpr std::size_t q = 0;                                                      // bf16 [64][520]
