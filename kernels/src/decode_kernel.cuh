@@ -243,6 +243,9 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
   const int head0 = static_cast<int>(blockIdx.z) * L::kHeads;
   const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
   const float kNegInf = -__int_as_float(0x7F800000);
+  // Lets the combine kernel (a programmatic dependent launch) be scheduled now; it waits for this
+  // grid's completion before it reads anything.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 
   // The work of this CTA: one whole request (one_pass), or the requests and blocks of its
   // scheduler record (split_kv).
