@@ -263,11 +263,16 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
     last_split = rec[6] != 0;
   }
 
-  // Warp tiles: Q K^T -> head rows mw..mw+15, key columns nw..nw+15; P V -> head rows mw..mw+15,
-  // dims dw..dw+127.
+  // Warp tiles (16 warps). Q K^T: head rows mw..mw+15 x key columns nw..nw+31 over head dims
+  // kh*256 .. kh*256+255 (the two halves of the head dim go to two S buffers, summed by the
+  // softmax). P V: head rows pm..pm+31 (two m16 tiles sharing every V fragment) x dims
+  // dw..dw+63. The tiles are as large as the 128-register budget allows: shared-memory traffic
+  // per MMA is what bounds the block loop (docs/perf.md).
   const int mw = (warp & 3) * 16;
-  const int nw = (warp >> 2) * 16;
-  const int dw = (warp >> 2) * 128;
+  const int nw = ((warp >> 2) & 1) * 32;
+  const int kh = warp >> 3;
+  const int pm = (warp & 1) * 32;
+  const int dw = (warp >> 1) * 64;
 
   for (int r = begin_req; r <= end_req && r < p.b; ++r) {
     const std::int32_t len = p.topk_length != nullptr ? p.topk_length[r] : p.topk;
@@ -316,14 +321,20 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
       sSum[tid] = 0.0f;
     }
 
-    float acc[16][4];
+    float acc[2][8][4];  // [m16 tile][n8 tile of dims][fragment]
 #pragma unroll
-    for (int i = 0; i < 16; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[t][i][0] = acc[t][i][1] = acc[t][i][2] = acc[t][i][3] = 0.0f;
 
+    // Index prefetch two blocks ahead: `ids_next` holds the indices of block blk + 1 when the
+    // iteration for blk starts; the load for blk + 2 is issued at its top.
+    std::int32_t ids_next = blk0 + 1 < blk1 ? ids_of(blk0 + 1) : -1;
     for (int blk = blk0; blk < blk1; ++blk) {
       const int* valid = sValid + (blk & 1) * L::kRows;
       const bool has_next = blk + 1 < blk1;
-      const std::int32_t next_ids = has_next ? ids_of(blk + 1) : -1;  // in flight during the dequant
+      const std::int32_t next_ids = ids_next;
+      ids_next = blk + 2 < blk1 ? ids_of(blk + 2) : -1;
       cp_async_wait_all();
       __syncthreads();
       if (!kHasExtra || blk < n_main) {
@@ -335,58 +346,63 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
       if (has_next) issue(blk + 1, next_ids);  // staging is free again: overlap the next block's loads
       cp_async_commit();
 
-      // S = Q K^T for this warp's 16 x 16 tile; even and odd k steps accumulate separately so
-      // that two independent MMA chains per n-tile are in flight.
+      // S (half kh) = Q K^T over dims kh*256.. for this warp's 16 x 32 tile.
       {
-        float sacc[2][2][4];
+        float sacc[4][4];
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
-#pragma unroll
-          for (int j = 0; j < 2; ++j) sacc[h][j][0] = sacc[h][j][1] = sacc[h][j][2] = sacc[h][j][3] = 0.0f;
+        for (int j = 0; j < 4; ++j) sacc[j][0] = sacc[j][1] = sacc[j][2] = sacc[j][3] = 0.0f;
         // ldmatrix addresses. A (Q, 16 x 16): matrices (rows +0/+8) x (cols +0/+8) in the order
         // a0..a3. B (K rows n, dims k): matrices (n +0, k +0), (n +0, k +8), (n +8, k +0),
-        // (n +8, k +8) -> b0/b1 of n-tile nw and of n-tile nw + 8.
+        // (n +8, k +8) -> b0/b1 of n-tile n0 and of n-tile n0 + 8.
         const __nv_bfloat16* qa =
-            sQ + (mw + (lane & 7) + ((lane >> 3) & 1) * 8) * L::kQKStride + (lane >> 4) * 8;
+            sQ + (mw + (lane & 7) + ((lane >> 3) & 1) * 8) * L::kQKStride + (lane >> 4) * 8 + kh * 256;
         const __nv_bfloat16* kb =
-            sK + (nw + (lane & 7) + (lane >> 4) * 8) * L::kQKStride + ((lane >> 3) & 1) * 8;
+            sK + (nw + (lane & 7) + (lane >> 4) * 8) * L::kQKStride + ((lane >> 3) & 1) * 8 + kh * 256;
 #pragma unroll 4
-        for (int kk = 0; kk < L::kDim; kk += 32) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            std::uint32_t a[4], b[4];
-            ldmatrix_x4(a, qa + kk + 16 * h);
-            ldmatrix_x4(b, kb + kk + 16 * h);
-            mma_bf16_16816(sacc[h][0], a, b[0], b[1]);
-            mma_bf16_16816(sacc[h][1], a, b[2], b[3]);
-          }
+        for (int kk = 0; kk < 256; kk += 16) {
+          std::uint32_t a[4], b01[4], b23[4];
+          ldmatrix_x4(a, qa + kk);
+          ldmatrix_x4(b01, kb + kk);
+          ldmatrix_x4(b23, kb + 16 * L::kQKStride + kk);
+          mma_bf16_16816(sacc[0], a, b01[0], b01[1]);
+          mma_bf16_16816(sacc[1], a, b01[2], b01[3]);
+          mma_bf16_16816(sacc[2], a, b23[0], b23[1]);
+          mma_bf16_16816(sacc[3], a, b23[2], b23[3]);
         }
+        float* sSh = sS + kh * L::s_half;
 #pragma unroll
-        for (int j = 0; j < 2; ++j) {
+        for (int j = 0; j < 4; ++j) {
           const int col = nw + j * 8 + 2 * t4;
-          const bool v0 = valid[col] != 0, v1 = valid[col + 1] != 0;
-          float* s0 = sS + (mw + g) * L::kSStride + col;
+          float* s0 = sSh + (mw + g) * L::kSStride + col;
           float* s1 = s0 + 8 * L::kSStride;
-          s0[0] = v0 ? (sacc[0][j][0] + sacc[1][j][0]) * scale_log2 : kNegInf;
-          s0[1] = v1 ? (sacc[0][j][1] + sacc[1][j][1]) * scale_log2 : kNegInf;
-          s1[0] = v0 ? (sacc[0][j][2] + sacc[1][j][2]) * scale_log2 : kNegInf;
-          s1[1] = v1 ? (sacc[0][j][3] + sacc[1][j][3]) * scale_log2 : kNegInf;
+          *reinterpret_cast<float2*>(s0) = make_float2(sacc[j][0], sacc[j][1]);
+          *reinterpret_cast<float2*>(s1) = make_float2(sacc[j][2], sacc[j][3]);
         }
       }
       __syncthreads();
 
-      // Online softmax: 8 threads per head row, 8 columns each.
+      // Online softmax: 8 threads per head row, 8 columns each; S = (half 0 + half 1) scaled into
+      // the log2 domain, invalid rows -> -inf.
       {
         const int row = tid >> 3;
         const int c0 = (tid & 7) * 8;
         float v[8];
-        const float4 v0 = *reinterpret_cast<const float4*>(sS + row * L::kSStride + c0);
-        const float4 v1 = *reinterpret_cast<const float4*>(sS + row * L::kSStride + c0 + 4);
-        v[0] = v0.x; v[1] = v0.y; v[2] = v0.z; v[3] = v0.w;
-        v[4] = v1.x; v[5] = v1.y; v[6] = v1.z; v[7] = v1.w;
+        {
+          const float* r0 = sS + row * L::kSStride + c0;
+          const float* r1 = r0 + L::s_half;
+          const float4 a0 = *reinterpret_cast<const float4*>(r0);
+          const float4 a1 = *reinterpret_cast<const float4*>(r0 + 4);
+          const float4 b0 = *reinterpret_cast<const float4*>(r1);
+          const float4 b1 = *reinterpret_cast<const float4*>(r1 + 4);
+          v[0] = a0.x + b0.x; v[1] = a0.y + b0.y; v[2] = a0.z + b0.z; v[3] = a0.w + b0.w;
+          v[4] = a1.x + b1.x; v[5] = a1.y + b1.y; v[6] = a1.z + b1.z; v[7] = a1.w + b1.w;
+        }
         float mx = kNegInf;
 #pragma unroll
-        for (int i = 0; i < 8; ++i) mx = fmaxf(mx, v[i]);
+        for (int i = 0; i < 8; ++i) {
+          v[i] = valid[c0 + i] != 0 ? v[i] * scale_log2 : kNegInf;
+          mx = fmaxf(mx, v[i]);
+        }
         mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
         mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 4));
@@ -416,34 +432,45 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
       }
       __syncthreads();
 
-      // O = O * alpha + P V for this warp's 16 x 128 tile.
+      // O = O * alpha + P V for this warp's 32 x 64 tile: every V fragment (ldmatrix.trans) feeds
+      // the MMAs of both m16 tiles.
       {
-        const float a_lo = sAlpha[mw + g];
-        const float a_hi = sAlpha[mw + g + 8];
 #pragma unroll
-        for (int j = 0; j < 16; ++j) {
-          acc[j][0] *= a_lo;
-          acc[j][1] *= a_lo;
-          acc[j][2] *= a_hi;
-          acc[j][3] *= a_hi;
+        for (int t = 0; t < 2; ++t) {
+          const float a_lo = sAlpha[pm + 16 * t + g];
+          const float a_hi = sAlpha[pm + 16 * t + g + 8];
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            acc[t][j][0] *= a_lo;
+            acc[t][j][1] *= a_lo;
+            acc[t][j][2] *= a_hi;
+            acc[t][j][3] *= a_hi;
+          }
         }
-        const __nv_bfloat16* pa = sP + (mw + g) * L::kPStride + 2 * t4;
+        const __nv_bfloat16* pa = sP + (pm + g) * L::kPStride + 2 * t4;
         const int lrow = (lane & 7) + ((lane >> 3) & 1) * 8;
         const int lcol = (lane >> 4) * 8;
 #pragma unroll
         for (int kk = 0; kk < L::kRows; kk += 16) {
-          std::uint32_t a[4];
-          a[0] = *reinterpret_cast<const std::uint32_t*>(pa + kk);
-          a[1] = *reinterpret_cast<const std::uint32_t*>(pa + 8 * L::kPStride + kk);
-          a[2] = *reinterpret_cast<const std::uint32_t*>(pa + kk + 8);
-          a[3] = *reinterpret_cast<const std::uint32_t*>(pa + 8 * L::kPStride + kk + 8);
+          std::uint32_t a[2][4];
+#pragma unroll
+          for (int t = 0; t < 2; ++t) {
+            const __nv_bfloat16* pt = pa + 16 * t * L::kPStride + kk;
+            a[t][0] = *reinterpret_cast<const std::uint32_t*>(pt);
+            a[t][1] = *reinterpret_cast<const std::uint32_t*>(pt + 8 * L::kPStride);
+            a[t][2] = *reinterpret_cast<const std::uint32_t*>(pt + 8);
+            a[t][3] = *reinterpret_cast<const std::uint32_t*>(pt + 8 * L::kPStride + 8);
+          }
           const __nv_bfloat16* vb = sK + (kk + lrow) * L::kQKStride + dw + lcol;
 #pragma unroll
-          for (int j = 0; j < 8; ++j) {
+          for (int j = 0; j < 4; ++j) {
             std::uint32_t b[4];
             ldmatrix_x4_trans(b, vb + j * 16);
-            mma_bf16_16816(acc[2 * j], a, b[0], b[1]);
-            mma_bf16_16816(acc[2 * j + 1], a, b[2], b[3]);
+#pragma unroll
+            for (int t = 0; t < 2; ++t) {
+              mma_bf16_16816(acc[t][2 * j], a[t], b[0], b[1]);
+              mma_bf16_16816(acc[t][2 * j + 1], a[t], b[2], b[3]);
+            }
           }
         }
       }
@@ -453,34 +480,39 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
     cp_async_wait_all();  // no copy may still target shared memory when the CTA moves on
     __syncthreads();      // every thread's last softmax update of sMax / sSum is visible
 
-    // Epilogue: this thread holds rows mw+g and mw+g+8, dims dw + 8j + 2*t4 (+1).
+    // Epilogue: this thread holds rows pm + 16t + g (+8), dims dw + 8j + 2*t4 (+1).
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int row = mw + g + 8 * half;
-      const int head = head0 + row;
-      const float l = sSum[row];
-      const float m = sMax[row];
-      const std::int64_t orow = bs * p.h_q + head;
-      if (!split) {
-        float factor = 0.0f;
-        float lse = __int_as_float(0x7F800000);  // +inf: no valid key
-        if (l > 0.0f) {
-          lse = (log2f(l) + m) * 0.6931471805599453f;
-          factor = 1.0f / l;
-          if (p.attn_sink != nullptr) factor /= 1.0f + expf(p.attn_sink[head] - lse);
+    for (int t = 0; t < 2; ++t) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = pm + 16 * t + g + 8 * half;
+        const int head = head0 + row;
+        const float l = sSum[row];
+        const float m = sMax[row];
+        const std::int64_t orow = bs * p.h_q + head;
+        if (!split) {
+          float factor = 0.0f;
+          float lse = __int_as_float(0x7F800000);  // +inf: no valid key
+          if (l > 0.0f) {
+            lse = (log2f(l) + m) * 0.6931471805599453f;
+            factor = 1.0f / l;
+            if (p.attn_sink != nullptr) factor /= 1.0f + expf(p.attn_sink[head] - lse);
+          }
+          std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.out + orow * L::kDim + dw + 2 * t4);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            dst[j * 4] = pack_bf16x2(acc[t][j][2 * half] * factor, acc[t][j][2 * half + 1] * factor);
+          }
+          if (dw == 0 && t4 == 0) p.lse[orow] = lse;
+        } else {
+          const int split_idx = p.num_splits[r] + (r == begin_req ? begin_split : 0);
+          const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + head;
+          const float factor = l > 0.0f ? 1.0f / l : 0.0f;
+          float2* dst = reinterpret_cast<float2*>(p.o_accum + arow * L::kDim + dw + 2 * t4);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) dst[j * 4] = make_float2(acc[t][j][2 * half] * factor, acc[t][j][2 * half + 1] * factor);
+          if (dw == 0 && t4 == 0) p.lse_accum[arow] = l > 0.0f ? log2f(l) + m : kNegInf;
         }
-        std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.out + orow * L::kDim + dw + 2 * t4);
-#pragma unroll
-        for (int j = 0; j < 16; ++j) dst[j * 4] = pack_bf16x2(acc[j][2 * half] * factor, acc[j][2 * half + 1] * factor);
-        if (dw == 0 && t4 == 0) p.lse[orow] = lse;
-      } else {
-        const int split_idx = p.num_splits[r] + (r == begin_req ? begin_split : 0);
-        const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + head;
-        const float factor = l > 0.0f ? 1.0f / l : 0.0f;
-        float2* dst = reinterpret_cast<float2*>(p.o_accum + arow * L::kDim + dw + 2 * t4);
-#pragma unroll
-        for (int j = 0; j < 16; ++j) dst[j * 4] = make_float2(acc[j][2 * half] * factor, acc[j][2 * half + 1] * factor);
-        if (dw == 0 && t4 == 0) p.lse_accum[arow] = l > 0.0f ? log2f(l) + m : kNegInf;
       }
     }
   }

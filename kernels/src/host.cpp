@@ -1,6 +1,7 @@
 // Host side of the kernels: format geometry, parameter checks, the dispatch table and the launch
 // heuristics (kept here, out of the .cu files, so they are testable without a GPU).
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -63,8 +64,16 @@ DecodeMode decode_plan_mode(std::int32_t b, std::int32_t s_q, std::int32_t h_q, 
   }
   if (b == 0) return DecodeMode::one_pass;
   const std::int64_t rows = static_cast<std::int64_t>(topk) + (has_extra ? extra_topk : 0);
+  if (rows > kOnePassMaxRows) return DecodeMode::split_kv;
+  // One pass costs n_blocks block times per CTA; split-KV spreads ctas * n_blocks blocks over the
+  // SMs and then pays the combine kernel (about one block time, H200 measurements in
+  // docs/perf.md). One pass wins once it saves splitting less than one block per SM.
+  // A single block per request cannot be split: one pass is then always the plan.
+  const std::int64_t n_blocks =
+      std::max<std::int64_t>(1, (topk + 63) / 64) + (has_extra ? (extra_topk + 63) / 64 : 0);
   const std::int64_t ctas = static_cast<std::int64_t>(b) * s_q * (h_q / 64);
-  return rows <= kOnePassMaxRows && ctas >= num_sms ? DecodeMode::one_pass : DecodeMode::split_kv;
+  return ctas * n_blocks >= static_cast<std::int64_t>(num_sms) * (n_blocks - 1) ? DecodeMode::one_pass
+                                                                                 : DecodeMode::split_kv;
 }
 
 std::int32_t sm90_num_sm_parts(std::int32_t num_sms, std::int32_t s_q, std::int32_t h_q) {

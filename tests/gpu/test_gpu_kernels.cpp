@@ -812,10 +812,19 @@ TEST_CASE("decode plan mode: one pass when every SM gets a request", "[gpu][deco
   using mk::DecodeMode;
   // V4.1-Flash decode shape on 132 SMs: window 128 + extra 512 = 640 rows.
   REQUIRE(mk::decode_plan_mode(1, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
-  REQUIRE(mk::decode_plan_mode(131, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
+  // 10 blocks per request: one pass from 118.8 CTAs on (it saves splitting < 1 block per SM).
+  REQUIRE(mk::decode_plan_mode(64, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(118, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(119, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
+  REQUIRE(mk::decode_plan_mode(128, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
   REQUIRE(mk::decode_plan_mode(132, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
-  REQUIRE(mk::decode_plan_mode(65, 1, 128, 128, true, 512, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(59, 1, 128, 128, true, 512, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(60, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
   REQUIRE(mk::decode_plan_mode(66, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
+  // One block per request: nothing to split, one pass at any b; two blocks: from 66 CTAs on.
+  REQUIRE(mk::decode_plan_mode(1, 1, 64, 64, false, 0, 132) == DecodeMode::one_pass);
+  REQUIRE(mk::decode_plan_mode(65, 1, 64, 128, false, 0, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(66, 1, 64, 128, false, 0, 132) == DecodeMode::one_pass);
   REQUIRE(mk::decode_plan_mode(66, 2, 64, 128, true, 512, 132) == DecodeMode::one_pass);
   // Longer requests keep the scheduler (load balance over uneven lengths).
   REQUIRE(mk::decode_plan_mode(256, 1, 64, 128, true, 513, 132) == DecodeMode::split_kv);

@@ -186,9 +186,12 @@ std::string_view to_string(DecodeMode m);
 /// shape: window 128 + extra top-k 512), so one request per CTA stays balanced.
 inline constexpr std::int32_t kOnePassMaxRows = 640;
 
-/// The plan for a decode shape (host heuristic, testable without a GPU): one_pass when every SM
-/// gets at least one CTA without splitting (b * s_q * h_q / 64 >= num_sms) and a request attends
-/// at most kOnePassMaxRows rows (topk + extra_topk); split_kv otherwise. b 0 -> one_pass.
+/// The plan for a decode shape (host heuristic, testable without a GPU): one_pass when a request
+/// attends at most kOnePassMaxRows rows (topk + extra_topk) and the CTAs (b * s_q * h_q / 64)
+/// nearly fill the SMs: ctas * n_blocks >= num_sms * (n_blocks - 1) with n_blocks the 64-row
+/// blocks of a request (10 for the V4.1 shape: ctas >= 118.8 on 132 SMs; a one-block request is
+/// never split); split_kv otherwise.
+/// b 0 -> one_pass.
 DecodeMode decode_plan_mode(std::int32_t b, std::int32_t s_q, std::int32_t h_q, std::int32_t topk, bool has_extra,
                             std::int32_t extra_topk, std::int32_t num_sms);
 
