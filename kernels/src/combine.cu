@@ -15,6 +15,10 @@ namespace mlaplan::kernels::detail {
 namespace {
 
 __global__ void __launch_bounds__(128) combine_kernel(const DecodeParams p) {
+  // Launched as a programmatic dependent of the decode kernel (launch_combine): the CTAs may
+  // start while the decode still runs; this waits until it has finished and its writes are
+  // visible.
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
   const int r = static_cast<int>(blockIdx.x);
   const int s = static_cast<int>(blockIdx.y);
   const int head = static_cast<int>(blockIdx.z) * 4 + static_cast<int>(threadIdx.x >> 5);
@@ -87,8 +91,20 @@ __global__ void __launch_bounds__(128) combine_kernel(const DecodeParams p) {
 }  // namespace
 
 void launch_combine(const DecodeParams& p, const LaunchDims& d) {
-  combine_kernel<<<dim3(d.grid_x, d.grid_y, d.grid_z), d.block, d.smem_bytes, static_cast<cudaStream_t>(p.stream)>>>(p);
-  MLAPLAN_CUDA_CHECK_LAUNCH("combine_kernel<<<...>>>");
+  // Programmatic dependent launch: the combine's launch overlaps the decode kernel's tail instead
+  // of following its completion; the kernel's griddepcontrol.wait keeps the data dependency.
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(d.grid_x, d.grid_y, d.grid_z);
+  cfg.blockDim = dim3(d.block);
+  cfg.dynamicSmemBytes = d.smem_bytes;
+  cfg.stream = static_cast<cudaStream_t>(p.stream);
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  MLAPLAN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, combine_kernel, p));
+  MLAPLAN_CUDA_CHECK_LAUNCH("combine_kernel (programmatic dependent launch)");
 }
 
 }  // namespace mlaplan::kernels::detail

@@ -2,8 +2,8 @@
 // Sparse-MLA decode kernel, head dim 512, split-KV driven by the tile-scheduler records
 // (docs/kernels.md; docs/tile-scheduler.md, "What a kernel does with a record").
 //
-// Grid (num_sm_parts, s_q, h_q / 64), 256 threads (8 warps), one CTA per SM (~194 KiB of shared
-// memory). A CTA owns 64 query heads of one query token and walks the requests and 64-row blocks
+// Grid (num_sm_parts or b, s_q, h_q / 64), 512 threads (16 warps), one CTA per SM (~194 KiB of
+// shared memory). A CTA owns 64 query heads of one query token and walks the requests and 64-row blocks
 // its record names. Per block:
 //   1. the raw rows of the block were copied into a staging area with cp.async while the previous
 //      block computed; they are dequantised to bf16 into sK (invalid rows -> zeros);
@@ -158,22 +158,30 @@ struct BlockSource {
   std::int32_t limit;    // positions >= limit are invalid
 };
 
-/// Issues the cp.async copies of the valid rows of one block into the staging area and records
-/// which rows are valid. Warp w handles rows w, w+8, ...; every thread calls it.
-template <RowFormat F>
-__device__ __forceinline__ void issue_block_rows(const CacheView& cache, const std::int32_t* idx_row,
-                                                 const BlockSource& src, std::uint8_t* stage, int* valid,
-                                                 int warp, int lane) {
-  using T = FormatTraits<F>;
+/// Loads the index of one row of block `src` per lane (lanes < rows per warp; warp w owns rows
+/// w, w + kDecodeWarps, ...). The load is issued here and consumed by issue_block_rows, so the
+/// caller can put work between the two (the index of the next block is fetched while the current
+/// block dequantises).
+__device__ __forceinline__ std::int32_t load_block_ids(const std::int32_t* idx_row, const BlockSource& src, int warp,
+                                                       int lane) {
   constexpr int kRowsPerWarp = L::kRows / L::kDecodeWarps;
   static_assert(kRowsPerWarp <= 32, "one index per lane");
-  const std::int64_t num_rows = cache.num_pages * cache.page_block_size;
-  // All index loads of this warp's rows are in flight at once: lane i fetches row warp + 8i.
   std::int32_t my_id = -1;
   if (lane < kRowsPerWarp) {
     const std::int32_t pos = src.first + warp + lane * L::kDecodeWarps;
     if (pos < src.limit) my_id = __ldg(idx_row + pos);
   }
+  return my_id;
+}
+
+/// Issues the cp.async copies of the valid rows of one block into the staging area and records
+/// which rows are valid; `my_id` comes from load_block_ids. Every thread calls it.
+template <RowFormat F>
+__device__ __forceinline__ void issue_block_rows(const CacheView& cache, std::int32_t my_id, std::uint8_t* stage,
+                                                 int* valid, int warp, int lane) {
+  using T = FormatTraits<F>;
+  constexpr int kRowsPerWarp = L::kRows / L::kDecodeWarps;
+  const std::int64_t num_rows = cache.num_pages * cache.page_block_size;
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
     const int r = warp + i * L::kDecodeWarps;
@@ -197,6 +205,7 @@ __device__ __forceinline__ void issue_block_rows(const CacheView& cache, const s
 template <RowFormat F>
 __device__ __forceinline__ void dequant_block(const std::uint8_t* stage, const int* valid, __nv_bfloat16* sK,
                                               int warp, int lane) {
+#pragma unroll
   for (int r = warp; r < L::kRows; r += L::kDecodeWarps) {
     uint4 o[2];
     if (valid[r]) {
@@ -234,16 +243,36 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
   const int head0 = static_cast<int>(blockIdx.z) * L::kHeads;
   const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
   const float kNegInf = -__int_as_float(0x7F800000);
+  // Lets the combine kernel (a programmatic dependent launch) be scheduled now; it waits for this
+  // grid's completion before it reads anything.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 
-  const std::int32_t* rec = p.sched_records + part * 8;
-  const int begin_req = rec[0], end_req = rec[1], begin_block = rec[2], end_block = rec[3];
-  const int begin_split = rec[4];
-  const bool first_split = rec[5] != 0, last_split = rec[6] != 0;
+  // The work of this CTA: one whole request (one_pass), or the requests and blocks of its
+  // scheduler record (split_kv).
+  const bool one_pass = p.mode == DecodeMode::one_pass;
+  int begin_req = part, end_req = part, begin_block = 0, end_block = 0x7FFFFFFF, begin_split = 0;
+  bool first_split = false, last_split = false;
+  if (!one_pass) {
+    const std::int32_t* rec = p.sched_records + part * 8;
+    begin_req = rec[0];
+    end_req = rec[1];
+    begin_block = rec[2];
+    end_block = rec[3];
+    begin_split = rec[4];
+    first_split = rec[5] != 0;
+    last_split = rec[6] != 0;
+  }
 
-  // Warp tiles: QK^T -> rows mw..mw+15, key columns nw..nw+31; PV -> rows mw..mw+15, dims dw..dw+255.
+  // Warp tiles (16 warps). Q K^T: head rows mw..mw+15 x key columns nw..nw+31 over head dims
+  // kh*256 .. kh*256+255 (the two halves of the head dim go to two S buffers, summed by the
+  // softmax). P V: head rows pm..pm+31 (two m16 tiles sharing every V fragment) x dims
+  // dw..dw+63. The tiles are as large as the 128-register budget allows: shared-memory traffic
+  // per MMA is what bounds the block loop (docs/perf.md).
   const int mw = (warp & 3) * 16;
-  const int nw = (warp >> 2) * 32;
-  const int dw = (warp >> 2) * 256;
+  const int nw = ((warp >> 2) & 1) * 32;
+  const int kh = warp >> 3;
+  const int pm = (warp & 1) * 32;
+  const int dw = (warp >> 1) * 64;
 
   for (int r = begin_req; r <= end_req && r < p.b; ++r) {
     const std::int32_t len = p.topk_length != nullptr ? p.topk_length[r] : p.topk;
@@ -251,7 +280,7 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
     const int n_main = (max(len, 1) + L::kRows - 1) / L::kRows;
     const int n_blocks = n_main + (kHasExtra ? (max(elen, 0) + L::kRows - 1) / L::kRows : 0);
     const int blk0 = r == begin_req ? begin_block : 0;
-    const int blk1 = r == end_req ? end_block : n_blocks;
+    const int blk1 = r == end_req ? min(end_block, n_blocks) : n_blocks;
     const bool split = (r == begin_req && first_split) || (r == end_req && last_split);
     const std::int64_t bs = static_cast<std::int64_t>(r) * p.s_q + s;
     const std::int32_t* idx_main = p.indices + bs * p.topk;
@@ -259,40 +288,53 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
     const std::int32_t main_limit = min(len, p.topk);
     const std::int32_t extra_limit = kHasExtra ? min(elen, p.extra_topk) : 0;
 
-    auto issue = [&](int blk) {
+    auto ids_of = [&](int blk) -> std::int32_t {
+      if (!kHasExtra || blk < n_main) return load_block_ids(idx_main, BlockSource{false, blk * L::kRows, main_limit}, warp, lane);
+      return load_block_ids(idx_extra, BlockSource{true, (blk - n_main) * L::kRows, extra_limit}, warp, lane);
+    };
+    auto issue = [&](int blk, std::int32_t ids) {
       int* valid = sValid + (blk & 1) * L::kRows;
       if (!kHasExtra || blk < n_main) {
-        issue_block_rows<kMain>(p.main, idx_main, BlockSource{false, blk * L::kRows, main_limit}, stage, valid, warp, lane);
+        issue_block_rows<kMain>(p.main, ids, stage, valid, warp, lane);
       } else if constexpr (kHasExtra) {
-        issue_block_rows<kExtra>(p.extra, idx_extra, BlockSource{true, (blk - n_main) * L::kRows, extra_limit}, stage,
-                                 valid, warp, lane);
+        issue_block_rows<kExtra>(p.extra, ids, stage, valid, warp, lane);
       }
-      cp_async_commit();
     };
 
-    __syncthreads();  // the previous request's epilogue is done with the row statistics
-    if (blk0 < blk1) issue(blk0);
-
-    // Q of this (request, query token, 64 heads) -> sQ.
+    __syncthreads();  // the previous request's epilogue is done with the row statistics and sQ
+    if (blk0 < blk1) issue(blk0, ids_of(blk0));
+    // Q of this (request, query token, 64 heads) -> sQ, asynchronously, in the same group as the
+    // first block's rows.
     {
-      const uint4* qsrc = reinterpret_cast<const uint4*>(p.q + (bs * p.h_q + head0) * L::kDim);
-      for (int i = tid; i < L::kHeads * L::kDim / 8; i += L::kDecodeThreads) {
+      const std::uint16_t* qsrc = p.q + (bs * p.h_q + head0) * L::kDim;
+#pragma unroll
+      for (int k = 0; k < L::kHeads * L::kDim / 8 / L::kDecodeThreads; ++k) {
+        const int i = tid + k * L::kDecodeThreads;
         const int row = i / (L::kDim / 8);
         const int col = (i % (L::kDim / 8)) * 8;
-        *reinterpret_cast<uint4*>(sQ + row * L::kQKStride + col) = __ldg(qsrc + i);
+        cp_async_16(sQ + row * L::kQKStride + col, qsrc + 8 * i);
       }
     }
+    cp_async_commit();
     if (tid < L::kHeads) {
       sMax[tid] = kNegInf;
       sSum[tid] = 0.0f;
     }
 
-    float acc[32][4];
+    float acc[2][8][4];  // [m16 tile][n8 tile of dims][fragment]
 #pragma unroll
-    for (int i = 0; i < 32; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[t][i][0] = acc[t][i][1] = acc[t][i][2] = acc[t][i][3] = 0.0f;
 
+    // Index prefetch two blocks ahead: `ids_next` holds the indices of block blk + 1 when the
+    // iteration for blk starts; the load for blk + 2 is issued at its top.
+    std::int32_t ids_next = blk0 + 1 < blk1 ? ids_of(blk0 + 1) : -1;
     for (int blk = blk0; blk < blk1; ++blk) {
       const int* valid = sValid + (blk & 1) * L::kRows;
+      const bool has_next = blk + 1 < blk1;
+      const std::int32_t next_ids = ids_next;
+      ids_next = blk + 2 < blk1 ? ids_of(blk + 2) : -1;
       cp_async_wait_all();
       __syncthreads();
       if (!kHasExtra || blk < n_main) {
@@ -301,9 +343,10 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
         dequant_block<kExtra>(stage, valid, sK, warp, lane);
       }
       __syncthreads();
-      if (blk + 1 < blk1) issue(blk + 1);  // staging is free again: overlap the next block's loads
+      if (has_next) issue(blk + 1, next_ids);  // staging is free again: overlap the next block's loads
+      cp_async_commit();
 
-      // S = Q K^T for this warp's 16 x 32 tile.
+      // S (half kh) = Q K^T over dims kh*256.. for this warp's 16 x 32 tile.
       {
         float sacc[4][4];
 #pragma unroll
@@ -312,11 +355,11 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
         // a0..a3. B (K rows n, dims k): matrices (n +0, k +0), (n +0, k +8), (n +8, k +0),
         // (n +8, k +8) -> b0/b1 of n-tile n0 and of n-tile n0 + 8.
         const __nv_bfloat16* qa =
-            sQ + (mw + (lane & 7) + ((lane >> 3) & 1) * 8) * L::kQKStride + (lane >> 4) * 8;
+            sQ + (mw + (lane & 7) + ((lane >> 3) & 1) * 8) * L::kQKStride + (lane >> 4) * 8 + kh * 256;
         const __nv_bfloat16* kb =
-            sK + (nw + (lane & 7) + (lane >> 4) * 8) * L::kQKStride + ((lane >> 3) & 1) * 8;
+            sK + (nw + (lane & 7) + (lane >> 4) * 8) * L::kQKStride + ((lane >> 3) & 1) * 8 + kh * 256;
 #pragma unroll 4
-        for (int kk = 0; kk < L::kDim; kk += 16) {
+        for (int kk = 0; kk < 256; kk += 16) {
           std::uint32_t a[4], b01[4], b23[4];
           ldmatrix_x4(a, qa + kk);
           ldmatrix_x4(b01, kb + kk);
@@ -326,41 +369,51 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
           mma_bf16_16816(sacc[2], a, b23[0], b23[1]);
           mma_bf16_16816(sacc[3], a, b23[2], b23[3]);
         }
+        float* sSh = sS + kh * L::s_half;
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const int col = nw + j * 8 + 2 * t4;
-          const bool v0 = valid[col] != 0, v1 = valid[col + 1] != 0;
-          float* s0 = sS + (mw + g) * L::kSStride + col;
+          float* s0 = sSh + (mw + g) * L::kSStride + col;
           float* s1 = s0 + 8 * L::kSStride;
-          s0[0] = v0 ? sacc[j][0] * scale_log2 : kNegInf;
-          s0[1] = v1 ? sacc[j][1] * scale_log2 : kNegInf;
-          s1[0] = v0 ? sacc[j][2] * scale_log2 : kNegInf;
-          s1[1] = v1 ? sacc[j][3] * scale_log2 : kNegInf;
+          *reinterpret_cast<float2*>(s0) = make_float2(sacc[j][0], sacc[j][1]);
+          *reinterpret_cast<float2*>(s1) = make_float2(sacc[j][2], sacc[j][3]);
         }
       }
       __syncthreads();
 
-      // Online softmax: 4 threads per head row, 16 columns each.
+      // Online softmax: 8 threads per head row, 8 columns each; S = (half 0 + half 1) scaled into
+      // the log2 domain, invalid rows -> -inf.
       {
-        const int row = tid >> 2;
-        const int c0 = (tid & 3) * 16;
-        float v[16];
+        const int row = tid >> 3;
+        const int c0 = (tid & 7) * 8;
+        float v[8];
+        {
+          const float* r0 = sS + row * L::kSStride + c0;
+          const float* r1 = r0 + L::s_half;
+          const float4 a0 = *reinterpret_cast<const float4*>(r0);
+          const float4 a1 = *reinterpret_cast<const float4*>(r0 + 4);
+          const float4 b0 = *reinterpret_cast<const float4*>(r1);
+          const float4 b1 = *reinterpret_cast<const float4*>(r1 + 4);
+          v[0] = a0.x + b0.x; v[1] = a0.y + b0.y; v[2] = a0.z + b0.z; v[3] = a0.w + b0.w;
+          v[4] = a1.x + b1.x; v[5] = a1.y + b1.y; v[6] = a1.z + b1.z; v[7] = a1.w + b1.w;
+        }
         float mx = kNegInf;
 #pragma unroll
-        for (int i = 0; i < 16; ++i) {
-          v[i] = sS[row * L::kSStride + c0 + i];
+        for (int i = 0; i < 8; ++i) {
+          v[i] = valid[c0 + i] != 0 ? v[i] * scale_log2 : kNegInf;
           mx = fmaxf(mx, v[i]);
         }
         mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
+        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 4));
         const float m_old = sMax[row];
         const float m_new = fmaxf(m_old, mx);
         const bool none = m_new == kNegInf;  // no valid key in this row so far
         const float alpha = none ? 1.0f : exp2f(m_old - m_new);
         float sum = 0.0f;
-        std::uint32_t packed[8];
+        std::uint32_t packed[4];
 #pragma unroll
-        for (int i = 0; i < 16; i += 2) {
+        for (int i = 0; i < 8; i += 2) {
           const float p0 = none ? 0.0f : exp2f(v[i] - m_new);
           const float p1 = none ? 0.0f : exp2f(v[i + 1] - m_new);
           sum += p0 + p1;
@@ -368,11 +421,10 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
         }
         sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
         sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
-        uint4* pdst = reinterpret_cast<uint4*>(sP + row * L::kPStride + c0);
-        pdst[0] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
-        pdst[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
+        sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 4);
+        *reinterpret_cast<uint4*>(sP + row * L::kPStride + c0) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
         __syncwarp();
-        if ((tid & 3) == 0) {
+        if ((tid & 7) == 0) {
           sMax[row] = m_new;
           sSum[row] = sSum[row] * alpha + sum;
           sAlpha[row] = alpha;
@@ -380,70 +432,87 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
       }
       __syncthreads();
 
-      // O = O * alpha + P V for this warp's 16 x 256 tile.
+      // O = O * alpha + P V for this warp's 32 x 64 tile: every V fragment (ldmatrix.trans) feeds
+      // the MMAs of both m16 tiles.
       {
-        const float a_lo = sAlpha[mw + g];
-        const float a_hi = sAlpha[mw + g + 8];
 #pragma unroll
-        for (int j = 0; j < 32; ++j) {
-          acc[j][0] *= a_lo;
-          acc[j][1] *= a_lo;
-          acc[j][2] *= a_hi;
-          acc[j][3] *= a_hi;
+        for (int t = 0; t < 2; ++t) {
+          const float a_lo = sAlpha[pm + 16 * t + g];
+          const float a_hi = sAlpha[pm + 16 * t + g + 8];
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            acc[t][j][0] *= a_lo;
+            acc[t][j][1] *= a_lo;
+            acc[t][j][2] *= a_hi;
+            acc[t][j][3] *= a_hi;
+          }
         }
-        const __nv_bfloat16* pa = sP + (mw + g) * L::kPStride + 2 * t4;
+        const __nv_bfloat16* pa = sP + (pm + g) * L::kPStride + 2 * t4;
         const int lrow = (lane & 7) + ((lane >> 3) & 1) * 8;
         const int lcol = (lane >> 4) * 8;
 #pragma unroll
         for (int kk = 0; kk < L::kRows; kk += 16) {
-          std::uint32_t a[4];
-          a[0] = *reinterpret_cast<const std::uint32_t*>(pa + kk);
-          a[1] = *reinterpret_cast<const std::uint32_t*>(pa + 8 * L::kPStride + kk);
-          a[2] = *reinterpret_cast<const std::uint32_t*>(pa + kk + 8);
-          a[3] = *reinterpret_cast<const std::uint32_t*>(pa + 8 * L::kPStride + kk + 8);
+          std::uint32_t a[2][4];
+#pragma unroll
+          for (int t = 0; t < 2; ++t) {
+            const __nv_bfloat16* pt = pa + 16 * t * L::kPStride + kk;
+            a[t][0] = *reinterpret_cast<const std::uint32_t*>(pt);
+            a[t][1] = *reinterpret_cast<const std::uint32_t*>(pt + 8 * L::kPStride);
+            a[t][2] = *reinterpret_cast<const std::uint32_t*>(pt + 8);
+            a[t][3] = *reinterpret_cast<const std::uint32_t*>(pt + 8 * L::kPStride + 8);
+          }
           const __nv_bfloat16* vb = sK + (kk + lrow) * L::kQKStride + dw + lcol;
 #pragma unroll
-          for (int j = 0; j < 16; ++j) {
+          for (int j = 0; j < 4; ++j) {
             std::uint32_t b[4];
             ldmatrix_x4_trans(b, vb + j * 16);
-            mma_bf16_16816(acc[2 * j], a, b[0], b[1]);
-            mma_bf16_16816(acc[2 * j + 1], a, b[2], b[3]);
+#pragma unroll
+            for (int t = 0; t < 2; ++t) {
+              mma_bf16_16816(acc[t][2 * j], a[t], b[0], b[1]);
+              mma_bf16_16816(acc[t][2 * j + 1], a[t], b[2], b[3]);
+            }
           }
         }
       }
       // The next iteration's first barrier orders these reads of sK / sP / sAlpha before their
       // next writes.
     }
-    __syncthreads();  // every thread's last softmax update of sMax / sSum is visible
+    cp_async_wait_all();  // no copy may still target shared memory when the CTA moves on
+    __syncthreads();      // every thread's last softmax update of sMax / sSum is visible
 
-    // Epilogue: this thread holds rows mw+g and mw+g+8, dims dw + 8j + 2*t4 (+1).
+    // Epilogue: this thread holds rows pm + 16t + g (+8), dims dw + 8j + 2*t4 (+1).
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int row = mw + g + 8 * half;
-      const int head = head0 + row;
-      const float l = sSum[row];
-      const float m = sMax[row];
-      const std::int64_t orow = bs * p.h_q + head;
-      if (!split) {
-        float factor = 0.0f;
-        float lse = __int_as_float(0x7F800000);  // +inf: no valid key
-        if (l > 0.0f) {
-          lse = (log2f(l) + m) * 0.6931471805599453f;
-          factor = 1.0f / l;
-          if (p.attn_sink != nullptr) factor /= 1.0f + expf(p.attn_sink[head] - lse);
+    for (int t = 0; t < 2; ++t) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = pm + 16 * t + g + 8 * half;
+        const int head = head0 + row;
+        const float l = sSum[row];
+        const float m = sMax[row];
+        const std::int64_t orow = bs * p.h_q + head;
+        if (!split) {
+          float factor = 0.0f;
+          float lse = __int_as_float(0x7F800000);  // +inf: no valid key
+          if (l > 0.0f) {
+            lse = (log2f(l) + m) * 0.6931471805599453f;
+            factor = 1.0f / l;
+            if (p.attn_sink != nullptr) factor /= 1.0f + expf(p.attn_sink[head] - lse);
+          }
+          std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.out + orow * L::kDim + dw + 2 * t4);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            dst[j * 4] = pack_bf16x2(acc[t][j][2 * half] * factor, acc[t][j][2 * half + 1] * factor);
+          }
+          if (dw == 0 && t4 == 0) p.lse[orow] = lse;
+        } else {
+          const int split_idx = p.num_splits[r] + (r == begin_req ? begin_split : 0);
+          const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + head;
+          const float factor = l > 0.0f ? 1.0f / l : 0.0f;
+          float2* dst = reinterpret_cast<float2*>(p.o_accum + arow * L::kDim + dw + 2 * t4);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) dst[j * 4] = make_float2(acc[t][j][2 * half] * factor, acc[t][j][2 * half + 1] * factor);
+          if (dw == 0 && t4 == 0) p.lse_accum[arow] = l > 0.0f ? log2f(l) + m : kNegInf;
         }
-        std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.out + orow * L::kDim + dw + 2 * t4);
-#pragma unroll
-        for (int j = 0; j < 32; ++j) dst[j * 4] = pack_bf16x2(acc[j][2 * half] * factor, acc[j][2 * half + 1] * factor);
-        if (dw == 0 && t4 == 0) p.lse[orow] = lse;
-      } else {
-        const int split_idx = p.num_splits[r] + (r == begin_req ? begin_split : 0);
-        const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + head;
-        const float factor = l > 0.0f ? 1.0f / l : 0.0f;
-        float2* dst = reinterpret_cast<float2*>(p.o_accum + arow * L::kDim + dw + 2 * t4);
-#pragma unroll
-        for (int j = 0; j < 32; ++j) dst[j * 4] = make_float2(acc[j][2 * half] * factor, acc[j][2 * half + 1] * factor);
-        if (dw == 0 && t4 == 0) p.lse_accum[arow] = l > 0.0f ? log2f(l) + m : kNegInf;
       }
     }
   }

@@ -15,13 +15,14 @@ struct DecodeSmem {
   static constexpr int kSStride = 68;         // floats per row of sS (64 + 4 pad)
   static constexpr int kPStride = 72;         // bf16 per row of sP (64 + 8 pad)
   static constexpr int kStageStride = 592;    // bytes per staged raw row (>= 584, multiple of 16)
-  static constexpr int kDecodeWarps = 8;
+  static constexpr int kDecodeWarps = 16;
   static constexpr int kDecodeThreads = 32 * kDecodeWarps;
 
   static constexpr std::size_t q = 0;                                                      // bf16 [64][520]
   static constexpr std::size_t k = q + std::size_t(kHeads) * kQKStride * 2;                // bf16 [64][520]
-  static constexpr std::size_t s = k + std::size_t(kRows) * kQKStride * 2;                 // f32  [64][68]
-  static constexpr std::size_t p = s + std::size_t(kHeads) * kSStride * 4;                 // bf16 [64][72]
+  static constexpr std::size_t s = k + std::size_t(kRows) * kQKStride * 2;                 // f32  [2][64][68]
+  static constexpr std::size_t s_half = std::size_t(kHeads) * kSStride;                     // floats per half
+  static constexpr std::size_t p = s + 2 * s_half * 4;                                      // bf16 [64][72]
   static constexpr std::size_t stage = p + std::size_t(kHeads) * kPStride * 2;             // u8   [64][592]
   static constexpr std::size_t row_max = stage + std::size_t(kRows) * kStageStride;        // f32  [64]
   static constexpr std::size_t row_sum = row_max + kHeads * 4;                             // f32  [64]

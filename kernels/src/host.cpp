@@ -1,6 +1,7 @@
 // Host side of the kernels: format geometry, parameter checks, the dispatch table and the launch
 // heuristics (kept here, out of the .cu files, so they are testable without a GPU).
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,33 @@ std::int64_t padded_page_stride(RowFormat f, int page_block_size) {
   if (page_block_size < 1) throw_usage("page_block_size must be >= 1 (got " + std::to_string(page_block_size) + ")");
   return checked_round_up(static_cast<std::int64_t>(page_block_size) * row_bytes(f), page_alignment(f),
                           "page stride", ErrorKind::usage);
+}
+
+std::string_view to_string(DecodeMode m) {
+  switch (m) {
+    case DecodeMode::split_kv: return "split_kv";
+    case DecodeMode::one_pass: return "one_pass";
+  }
+  return "unknown";
+}
+
+DecodeMode decode_plan_mode(std::int32_t b, std::int32_t s_q, std::int32_t h_q, std::int32_t topk, bool has_extra,
+                            std::int32_t extra_topk, std::int32_t num_sms) {
+  if (b < 0 || s_q < 1 || h_q < 64 || topk < 0 || num_sms < 1 || (has_extra && extra_topk < 0)) {
+    throw_usage("decode_plan_mode: b, topk, extra_topk >= 0 and s_q, num_sms >= 1, h_q >= 64 required");
+  }
+  if (b == 0) return DecodeMode::one_pass;
+  const std::int64_t rows = static_cast<std::int64_t>(topk) + (has_extra ? extra_topk : 0);
+  if (rows > kOnePassMaxRows) return DecodeMode::split_kv;
+  // One pass costs n_blocks block times per CTA; split-KV spreads ctas * n_blocks blocks over the
+  // SMs and then pays the combine kernel (about one block time, H200 measurements in
+  // docs/perf.md). One pass wins once it saves splitting less than one block per SM.
+  // A single block per request cannot be split: one pass is then always the plan.
+  const std::int64_t n_blocks =
+      std::max<std::int64_t>(1, (topk + 63) / 64) + (has_extra ? (extra_topk + 63) / 64 : 0);
+  const std::int64_t ctas = static_cast<std::int64_t>(b) * s_q * (h_q / 64);
+  return ctas * n_blocks >= static_cast<std::int64_t>(num_sms) * (n_blocks - 1) ? DecodeMode::one_pass
+                                                                                 : DecodeMode::split_kv;
 }
 
 std::int32_t sm90_num_sm_parts(std::int32_t num_sms, std::int32_t s_q, std::int32_t h_q) {
@@ -139,16 +167,20 @@ void check_decode_params(const DecodeParams& p) {
   if (p.s_q < 1) throw_usage("decode: s_q must be >= 1 (got " + std::to_string(p.s_q) + ")");
   if (p.h_q != 64 && p.h_q != 128) throw_usage("decode: h_q must be 64 or 128 (got " + std::to_string(p.h_q) + ")");
   if (p.topk < 1) throw_usage("decode: topk must be >= 1 (got " + std::to_string(p.topk) + ")");
-  if (p.num_sm_parts < 1 || p.num_sm_parts > kMaxSmParts) {
+  const bool split = p.mode == DecodeMode::split_kv;
+  if (split && (p.num_sm_parts < 1 || p.num_sm_parts > kMaxSmParts)) {
     throw_usage("decode: num_sm_parts must be in [1, " + std::to_string(kMaxSmParts) + "] (got " +
                 std::to_string(p.num_sm_parts) + ")");
   }
   if (!(p.softmax_scale > 0.0f)) throw_usage("decode: softmax_scale must be > 0");
   (void)select_decode_variant(p);
   if (p.b == 0) return;
-  if (p.q == nullptr || p.indices == nullptr || p.out == nullptr || p.lse == nullptr || p.o_accum == nullptr ||
-      p.lse_accum == nullptr || p.sched_records == nullptr || p.num_splits == nullptr) {
-    throw_usage("decode: q, indices, out, lse, o_accum, lse_accum, sched_records and num_splits must be set");
+  if (p.mode != DecodeMode::split_kv && p.mode != DecodeMode::one_pass) throw_usage("decode: unknown mode");
+  if (p.q == nullptr || p.indices == nullptr || p.out == nullptr || p.lse == nullptr) {
+    throw_usage("decode: q, indices, out and lse must be set");
+  }
+  if (split && (p.o_accum == nullptr || p.lse_accum == nullptr || p.sched_records == nullptr || p.num_splits == nullptr)) {
+    throw_usage("decode: split_kv needs o_accum, lse_accum, sched_records and num_splits");
   }
   check_cache(p.main, "main");
   if (p.has_extra) {
@@ -160,7 +192,7 @@ void check_decode_params(const DecodeParams& p) {
 
 LaunchDims decode_launch_dims(const DecodeParams& p) {
   LaunchDims d;
-  d.grid_x = static_cast<unsigned>(p.num_sm_parts);
+  d.grid_x = static_cast<unsigned>(p.mode == DecodeMode::one_pass ? p.b : p.num_sm_parts);
   d.grid_y = static_cast<unsigned>(p.s_q);
   d.grid_z = static_cast<unsigned>(p.h_q / kHeadsPerCta);
   d.block = detail::kDecodeThreads;
@@ -185,7 +217,7 @@ void sparse_decode(const DecodeParams& p) {
   if (p.b == 0) return;
   const std::size_t v = select_decode_variant(p);
   variant_table()[v].launch(p, decode_launch_dims(p));
-  detail::launch_combine(p, combine_launch_dims(p));
+  if (p.mode == DecodeMode::split_kv) detail::launch_combine(p, combine_launch_dims(p));
 }
 
 }  // namespace mlaplan::kernels

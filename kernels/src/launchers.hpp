@@ -9,7 +9,7 @@ namespace mlaplan::kernels::detail {
 /// Tile of the decode kernel: rows of K/V per block, heads per CTA, threads per CTA.
 inline constexpr int kBlockRows = 64;
 inline constexpr int kHeadsPerCta = 64;
-inline constexpr int kDecodeThreads = 256;
+inline constexpr int kDecodeThreads = 512;
 inline constexpr int kHeadDim = 512;
 
 /// Shared memory of the decode kernel in bytes (see decode_kernel.cuh for the layout).

@@ -261,6 +261,7 @@ std::vector<std::int32_t> draw_lengths(std::mt19937_64& rng, Lengths mode, int b
 
 struct DecodeResult {
   mlaplan::DecodeComparison cmp;
+  mlaplan::DecodeComparison cmp_one_pass;  ///< the same inputs run with DecodeMode::one_pass
   std::int32_t parts = 0;
   std::int32_t split_requests = 0;
 };
@@ -389,10 +390,32 @@ DecodeResult run_decode_case(const DecodeCase& c) {
   mlaplan::DecodeTolerance tol;
   if (c.wide) tol.abs = tol.rel = std::numeric_limits<double>::infinity();
   r.cmp = mlaplan::compare_decode(out, ref_out, lse, ref_lse, tol);
+
+  // The same inputs in one pass per request (no plan, no scratch, no combine): outputs poisoned
+  // again, scratch pointers null so that any use of them faults.
+  for (DeviceBuffer* poison : {&d_out, &d_lse}) poison->fill_bytes(0xFF);
+  mk::DecodeParams p1 = p;
+  p1.mode = mk::DecodeMode::one_pass;
+  p1.sched_records = nullptr;
+  p1.num_splits = nullptr;
+  p1.num_sm_parts = 0;
+  p1.o_accum = nullptr;
+  p1.lse_accum = nullptr;
+  mk::sparse_decode(p1);
+  mk::synchronize();
+  {
+    const auto bits1 = mk::to_host<std::uint16_t>(d_out, static_cast<std::size_t>(qrows) * D);
+    const auto lse1 = mk::to_host<float>(d_lse, static_cast<std::size_t>(qrows));
+    std::vector<float> out1(bits1.size());
+    for (std::size_t i = 0; i < out1.size(); ++i) out1[i] = mlaplan::bf16_to_float(bits1[i]);
+    r.cmp_one_pass = mlaplan::compare_decode(out1, ref_out, lse1, ref_lse, tol);
+  }
   r.parts = parts;
   for (int i = 0; i < b; ++i) r.split_requests += splits[static_cast<std::size_t>(i + 1)] - splits[static_cast<std::size_t>(i)] > 1;
   std::printf("decode %-46s b %3d s_q %d h_q %3d P %3d split %3d | %s\n", c.name.c_str(), b, c.s_q, c.h_q, parts,
               r.split_requests, r.cmp.message.c_str());
+  std::printf("decode %-46s one_pass                               | %s\n", c.name.c_str(),
+              r.cmp_one_pass.message.c_str());
   std::fflush(stdout);
   return r;
 }
@@ -402,6 +425,8 @@ void check_case(const DecodeCase& c) {
   const DecodeResult r = run_decode_case(c);
   INFO(r.cmp.message);
   REQUIRE(r.cmp.pass);
+  INFO("one_pass: " << r.cmp_one_pass.message);
+  REQUIRE(r.cmp_one_pass.pass);
 }
 
 CacheSpec fp8(int page, std::int32_t topk) { return {RowFormat::fp8_ds_mla_584, page, topk}; }
@@ -781,4 +806,40 @@ TEST_CASE("decode rejects what it does not support", "[gpu][decode][sanitize]") 
   p.main.format = RowFormat::fp8_ds_mla_584;
   p.h_q = 96;
   REQUIRE_THROWS_AS(mk::check_decode_params(p), mlaplan::Error);
+}
+
+TEST_CASE("decode plan mode: one pass when every SM gets a request", "[gpu][decode][sanitize]") {
+  using mk::DecodeMode;
+  // V4.1-Flash decode shape on 132 SMs: window 128 + extra 512 = 640 rows.
+  REQUIRE(mk::decode_plan_mode(1, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
+  // 10 blocks per request: one pass from 118.8 CTAs on (it saves splitting < 1 block per SM).
+  REQUIRE(mk::decode_plan_mode(64, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(118, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(119, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
+  REQUIRE(mk::decode_plan_mode(128, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
+  REQUIRE(mk::decode_plan_mode(132, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
+  REQUIRE(mk::decode_plan_mode(59, 1, 128, 128, true, 512, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(60, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
+  REQUIRE(mk::decode_plan_mode(66, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
+  // One block per request: nothing to split, one pass at any b; two blocks: from 66 CTAs on.
+  REQUIRE(mk::decode_plan_mode(1, 1, 64, 64, false, 0, 132) == DecodeMode::one_pass);
+  REQUIRE(mk::decode_plan_mode(65, 1, 64, 128, false, 0, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(66, 1, 64, 128, false, 0, 132) == DecodeMode::one_pass);
+  REQUIRE(mk::decode_plan_mode(66, 2, 64, 128, true, 512, 132) == DecodeMode::one_pass);
+  // Longer requests keep the scheduler (load balance over uneven lengths).
+  REQUIRE(mk::decode_plan_mode(256, 1, 64, 128, true, 513, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(256, 1, 64, 2048, false, 0, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(256, 1, 64, 640, false, 0, 132) == DecodeMode::one_pass);
+  REQUIRE(mk::decode_plan_mode(0, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
+  REQUIRE_THROWS_AS(mk::decode_plan_mode(1, 0, 64, 128, true, 512, 132), mlaplan::Error);
+  REQUIRE(mk::to_string(DecodeMode::one_pass) == "one_pass");
+  // The one-pass launch has one CTA per request and no combine.
+  mk::DecodeParams p;
+  p.mode = DecodeMode::one_pass;
+  p.b = 200;
+  p.s_q = 1;
+  p.h_q = 128;
+  const mk::LaunchDims d = mk::decode_launch_dims(p);
+  REQUIRE(d.grid_x == 200u);
+  REQUIRE(d.grid_z == 2u);
 }

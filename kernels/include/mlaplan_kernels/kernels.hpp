@@ -172,7 +172,32 @@ std::int32_t sm90_num_sm_parts(std::int32_t num_sms, std::int32_t s_q, std::int3
 /// any number of partials per request).
 inline constexpr std::int32_t kMaxSmParts = 1024;
 
+/// How a decode call spreads the work over the GPU.
+///   split_kv - grid (num_sm_parts, s_q, h_q / 64): each CTA walks the requests and 64-row blocks
+///              of its tile-scheduler record; split requests are merged by the combine kernel.
+///   one_pass - grid (b, s_q, h_q / 64): one CTA per request, which it attends in one pass; no
+///              plan, no scratch, no combine kernel.
+enum class DecodeMode { split_kv, one_pass };
+
+/// "split_kv", "one_pass".
+std::string_view to_string(DecodeMode m);
+
+/// Rows a request may attend for the one-pass plan: at most 10 blocks of 64 (the V4.1 decode
+/// shape: window 128 + extra top-k 512), so one request per CTA stays balanced.
+inline constexpr std::int32_t kOnePassMaxRows = 640;
+
+/// The plan for a decode shape (host heuristic, testable without a GPU): one_pass when a request
+/// attends at most kOnePassMaxRows rows (topk + extra_topk) and the CTAs (b * s_q * h_q / 64)
+/// nearly fill the SMs: ctas * n_blocks >= num_sms * (n_blocks - 1) with n_blocks the 64-row
+/// blocks of a request (10 for the V4.1 shape: ctas >= 118.8 on 132 SMs; a one-block request is
+/// never split); split_kv otherwise.
+/// b 0 -> one_pass.
+DecodeMode decode_plan_mode(std::int32_t b, std::int32_t s_q, std::int32_t h_q, std::int32_t topk, bool has_extra,
+                            std::int32_t extra_topk, std::int32_t num_sms);
+
 struct DecodeParams {
+  DecodeMode mode = DecodeMode::split_kv;         ///< one_pass: the plan and scratch fields are unused
+
   std::int32_t b = 0;
   std::int32_t s_q = 1;
   std::int32_t h_q = 64;                          ///< 64 or 128
@@ -192,14 +217,15 @@ struct DecodeParams {
   const float* attn_sink = nullptr;               ///< [h_q] or null
   float softmax_scale = 0.044194173824159216f;    ///< 1/sqrt(512)
 
+  // split_kv only (may be null / 0 in one_pass):
   const std::int32_t* sched_records = nullptr;    ///< [num_sm_parts, 8] (schedule() or the host plan)
   const std::int32_t* num_splits = nullptr;       ///< [b + 1]
   std::int32_t num_sm_parts = 0;
 
   std::uint16_t* out = nullptr;                   ///< [b, s_q, h_q, 512] bf16
   float* lse = nullptr;                           ///< [b, s_q, h_q] natural log
-  float* o_accum = nullptr;                       ///< [b + num_sm_parts, s_q, h_q, 512] scratch
-  float* lse_accum = nullptr;                     ///< [b + num_sm_parts, s_q, h_q] scratch (log2)
+  float* o_accum = nullptr;                       ///< [b + num_sm_parts, s_q, h_q, 512] scratch (split_kv)
+  float* lse_accum = nullptr;                     ///< [b + num_sm_parts, s_q, h_q] scratch, log2 (split_kv)
   void* stream = nullptr;
 };
 
@@ -232,7 +258,7 @@ LaunchDims combine_launch_dims(const DecodeParams& p);
 /// 64/128, page strides too small or not a multiple of 16, num_sm_parts out of range).
 void check_decode_params(const DecodeParams& p);
 
-/// Launches the decode kernel, then the combine kernel. Asynchronous on p.stream; launch errors
+/// Launches the decode kernel, then (split_kv) the combine kernel. Asynchronous on p.stream; launch errors
 /// are checked immediately.
 void sparse_decode(const DecodeParams& p);
 

@@ -1,0 +1,55 @@
+#pragma once
+// Timing helpers for the project's sparse decode (docs/perf.md): what `mlaplan_kernel_bench`
+// prints and what a `bench` command can call. No CUDA types here. Every function needs a
+// supported device (throws no_gpu otherwise, like the rest of kernels.hpp).
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mlaplan_kernels/kernels.hpp"
+
+namespace mlaplan::kernels {
+
+/// One decode shape: random latents quantised into paged caches, every attended row distinct
+/// (a random permutation of the cache rows), full lengths, random bf16 q.
+struct DecodeBenchShape {
+  std::int32_t b = 1;
+  std::int32_t s_q = 1;
+  std::int32_t h_q = 64;
+  RowFormat main_format = RowFormat::fp8_ds_mla_584;
+  std::int32_t main_page = 64;
+  std::int32_t topk = 128;
+  bool has_extra = true;
+  RowFormat extra_format = RowFormat::fp8_ds_mla_584;
+  std::int32_t extra_page = 64;
+  std::int32_t extra_topk = 512;
+};
+
+struct DecodeBenchOptions {
+  int replays = 60;                       ///< timed graph replays (median and minimum reported)
+  int warmup = 5;                         ///< untimed replays first
+  std::size_t flush_bytes = 256u << 20;   ///< memset before every replay to flush the L2 (0: none)
+  std::uint64_t seed = 2026;
+  bool time_other_mode = false;           ///< also time the plan decode_plan_mode() did not pick
+};
+
+struct DecodeBenchResult {
+  DecodeMode mode = DecodeMode::split_kv;  ///< decode_plan_mode()'s choice, the one timed
+  std::int32_t num_sm_parts = 0;           ///< P of the split_kv plan
+  std::int32_t split_requests = 0;         ///< requests the split_kv plan splits
+  double median_us = 0;                    ///< one call: decode (+ combine in split_kv)
+  double min_us = 0;
+  double other_median_us = -1;             ///< the other plan, when time_other_mode; else -1
+  double flops = 0;                        ///< 2 h_q b s_q rows (512 + 512), rows = topk + extra_topk
+  double bytes = 0;                        ///< rows x row bytes x b s_q + q + out (bf16)
+};
+
+/// Builds the shape's inputs on device 0, captures one call (the plan of decode_plan_mode) in a
+/// CUDA graph and times its replays with CUDA events, the L2 flushed before each.
+DecodeBenchResult bench_decode(const DecodeBenchShape& shape, const DecodeBenchOptions& opt = {});
+
+/// Device-to-device copy bandwidth in GB/s ((bytes read + bytes written) / median time of
+/// `replays` cudaMemcpyAsync of `bytes`): the bandwidth ceiling of docs/perf.md's floor.
+double measure_copy_gbps(std::size_t bytes = std::size_t(1) << 30, int replays = 20);
+
+}  // namespace mlaplan::kernels

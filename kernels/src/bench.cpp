@@ -1,0 +1,238 @@
+// Timing helpers of the sparse decode (mlaplan_kernels/bench.hpp). The measurement follows
+// docs/perf.md: CUDA graph of one call, events around each replay, a memset before each replay
+// that flushes the L2, median of the replays.
+
+#include "mlaplan_kernels/bench.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda_check.hpp"
+#include "mlaplan/error.hpp"
+
+namespace mlaplan::kernels {
+namespace {
+
+std::uint16_t to_bf16(float x) {
+  std::uint32_t u = 0;
+  std::memcpy(&u, &x, 4);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+struct BenchCache {
+  DeviceBuffer data;
+  CacheView view;
+};
+
+/// A cache of at least `rows` rows filled with quantised N(0, 1) latents.
+BenchCache make_cache(std::mt19937_64& rng, RowFormat format, int page, std::int64_t rows) {
+  BenchCache c;
+  const std::int64_t pages = std::max<std::int64_t>(1, (rows + page - 1) / page);
+  const std::int64_t stride = padded_page_stride(format, page);
+  c.data = DeviceBuffer(static_cast<std::size_t>(pages * stride));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::int64_t chunk = 65536;
+  for (std::int64_t r0 = 0; r0 < pages * page; r0 += chunk) {
+    const std::int64_t n = std::min(chunk, pages * page - r0);
+    std::vector<std::uint16_t> lat(static_cast<std::size_t>(n) * 512);
+    for (auto& x : lat) x = to_bf16(normal(rng));
+    std::vector<std::int64_t> slots(static_cast<std::size_t>(n));
+    std::iota(slots.begin(), slots.end(), r0);
+    DeviceBuffer d_lat = to_device(lat);
+    DeviceBuffer d_slots = to_device(slots);
+    QuantizeParams qp;
+    qp.format = format;
+    qp.latent = d_lat.as<std::uint16_t>();
+    qp.slots = d_slots.as<std::int64_t>();
+    qp.n = n;
+    qp.cache = c.data.as<std::uint8_t>();
+    qp.page_block_size = page;
+    qp.page_stride_bytes = stride;
+    qp.num_pages = pages;
+    quantize(qp);
+    synchronize();
+  }
+  c.view.format = format;
+  c.view.data = c.data.as<std::uint8_t>();
+  c.view.page_block_size = page;
+  c.view.page_stride_bytes = stride;
+  c.view.num_pages = pages;
+  return c;
+}
+
+/// [n, width] indices: a random permutation of rows 0 .. n*width-1 (every row read once).
+std::vector<std::int32_t> permuted_indices(std::mt19937_64& rng, std::int64_t n, int width) {
+  std::vector<std::int32_t> v(static_cast<std::size_t>(n * width));
+  std::iota(v.begin(), v.end(), 0);
+  std::shuffle(v.begin(), v.end(), rng);
+  return v;
+}
+
+struct Timing {
+  double median_us = 0, min_us = 0;
+};
+
+Timing time_graph(const DecodeParams& p, const DecodeBenchOptions& opt, cudaStream_t stream, void* flush) {
+  sparse_decode(p);  // outside the graph: sets the kernel attributes
+  MLAPLAN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  cudaEvent_t ev0 = nullptr, ev1 = nullptr;
+  MLAPLAN_CUDA_CHECK(cudaEventCreate(&ev0));
+  MLAPLAN_CUDA_CHECK(cudaEventCreate(&ev1));
+  MLAPLAN_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+  sparse_decode(p);
+  MLAPLAN_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  MLAPLAN_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  std::vector<float> ms;
+  for (int it = 0; it < opt.warmup + opt.replays; ++it) {
+    if (flush != nullptr) MLAPLAN_CUDA_CHECK(cudaMemsetAsync(flush, it & 0xFF, opt.flush_bytes, stream));
+    MLAPLAN_CUDA_CHECK(cudaEventRecord(ev0, stream));
+    MLAPLAN_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    MLAPLAN_CUDA_CHECK(cudaEventRecord(ev1, stream));
+    MLAPLAN_CUDA_CHECK(cudaEventSynchronize(ev1));
+    float t = 0;
+    MLAPLAN_CUDA_CHECK(cudaEventElapsedTime(&t, ev0, ev1));
+    if (it >= opt.warmup) ms.push_back(t);
+  }
+  MLAPLAN_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  MLAPLAN_CUDA_CHECK(cudaGraphDestroy(graph));
+  MLAPLAN_CUDA_CHECK(cudaEventDestroy(ev0));
+  MLAPLAN_CUDA_CHECK(cudaEventDestroy(ev1));
+  std::sort(ms.begin(), ms.end());
+  return {1e3 * ms[ms.size() / 2], 1e3 * ms.front()};
+}
+
+}  // namespace
+
+DecodeBenchResult bench_decode(const DecodeBenchShape& sh, const DecodeBenchOptions& opt) {
+  if (sh.b < 1 || sh.s_q < 1 || sh.topk < 1 || (sh.has_extra && sh.extra_topk < 1) || opt.replays < 1 ||
+      opt.warmup < 0) {
+    throw_usage("bench_decode: b, s_q, topk (and extra_topk with an extra cache) and replays must be >= 1");
+  }
+  require_supported_device(0);
+  const DeviceInfo dev = device_info(0);
+  std::mt19937_64 rng(opt.seed);
+  const std::int64_t bs = static_cast<std::int64_t>(sh.b) * sh.s_q;
+
+  BenchCache main = make_cache(rng, sh.main_format, sh.main_page, bs * sh.topk);
+  BenchCache extra;
+  if (sh.has_extra) extra = make_cache(rng, sh.extra_format, sh.extra_page, bs * sh.extra_topk);
+  DeviceBuffer d_idx = to_device(permuted_indices(rng, bs, sh.topk));
+  DeviceBuffer d_eidx = to_device(sh.has_extra ? permuted_indices(rng, bs, sh.extra_topk) : std::vector<std::int32_t>{0});
+  std::vector<std::uint16_t> q(static_cast<std::size_t>(bs * sh.h_q * 512));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (auto& x : q) x = to_bf16(normal(rng));
+  DeviceBuffer d_q = to_device(q);
+  DeviceBuffer d_len = to_device(std::vector<std::int32_t>(static_cast<std::size_t>(sh.b), sh.topk));
+  DeviceBuffer d_elen = to_device(std::vector<std::int32_t>(static_cast<std::size_t>(sh.b), sh.has_extra ? sh.extra_topk : 0));
+
+  // The split_kv plan exists for every shape (it is the "other" plan of one_pass shapes).
+  const std::int32_t parts = sm90_num_sm_parts(dev.sm_count, sh.s_q, sh.h_q);
+  DeviceBuffer d_rec(static_cast<std::size_t>(parts) * 32), d_splits(static_cast<std::size_t>(sh.b + 1) * 4);
+  ScheduleParams sp;
+  sp.b = sh.b;
+  sp.topk = sh.topk;
+  sp.topk_length = d_len.as<std::int32_t>();
+  sp.has_extra = sh.has_extra;
+  sp.extra_topk = sh.extra_topk;
+  sp.extra_topk_length = sh.has_extra ? d_elen.as<std::int32_t>() : nullptr;
+  sp.num_sm_parts = parts;
+  sp.records = d_rec.as<std::int32_t>();
+  sp.num_splits = d_splits.as<std::int32_t>();
+  schedule(sp);
+  const auto splits = to_host<std::int32_t>(d_splits, static_cast<std::size_t>(sh.b + 1));
+
+  DeviceBuffer d_out(q.size() * 2), d_lse(static_cast<std::size_t>(bs * sh.h_q) * 4);
+  DeviceBuffer d_oacc(static_cast<std::size_t>(o_accum_elems(sh.b, sh.s_q, sh.h_q, parts)) * 4);
+  DeviceBuffer d_lacc(static_cast<std::size_t>(lse_accum_elems(sh.b, sh.s_q, sh.h_q, parts)) * 4);
+  DecodeParams p;
+  p.b = sh.b;
+  p.s_q = sh.s_q;
+  p.h_q = sh.h_q;
+  p.q = d_q.as<std::uint16_t>();
+  p.main = main.view;
+  p.indices = d_idx.as<std::int32_t>();
+  p.topk = sh.topk;
+  p.topk_length = d_len.as<std::int32_t>();
+  p.has_extra = sh.has_extra;
+  if (sh.has_extra) {
+    p.extra = extra.view;
+    p.extra_indices = d_eidx.as<std::int32_t>();
+    p.extra_topk = sh.extra_topk;
+    p.extra_topk_length = d_elen.as<std::int32_t>();
+  }
+  p.sched_records = d_rec.as<std::int32_t>();
+  p.num_splits = d_splits.as<std::int32_t>();
+  p.num_sm_parts = parts;
+  p.out = d_out.as<std::uint16_t>();
+  p.lse = d_lse.as<float>();
+  p.o_accum = d_oacc.as<float>();
+  p.lse_accum = d_lacc.as<float>();
+
+  DecodeBenchResult r;
+  r.num_sm_parts = parts;
+  for (int i = 0; i < sh.b; ++i) {
+    r.split_requests += splits[static_cast<std::size_t>(i + 1)] - splits[static_cast<std::size_t>(i)] > 1;
+  }
+  r.mode = decode_plan_mode(sh.b, sh.s_q, sh.h_q, sh.topk, sh.has_extra, sh.extra_topk, dev.sm_count);
+  const double rows = static_cast<double>(sh.topk) + (sh.has_extra ? sh.extra_topk : 0);
+  r.flops = 2.0 * sh.h_q * static_cast<double>(bs) * rows * 1024.0;
+  r.bytes = static_cast<double>(bs) * (sh.topk * static_cast<double>(row_bytes(sh.main_format)) +
+                                       (sh.has_extra ? sh.extra_topk * static_cast<double>(row_bytes(sh.extra_format)) : 0.0)) +
+            2.0 * static_cast<double>(q.size()) * 2.0;
+
+  cudaStream_t stream = nullptr;
+  MLAPLAN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  p.stream = stream;
+  DeviceBuffer flush(opt.flush_bytes > 0 ? opt.flush_bytes : 1);
+  void* flush_ptr = opt.flush_bytes > 0 ? flush.get() : nullptr;
+  try {
+    p.mode = r.mode;
+    const Timing t = time_graph(p, opt, stream, flush_ptr);
+    r.median_us = t.median_us;
+    r.min_us = t.min_us;
+    if (opt.time_other_mode) {
+      p.mode = r.mode == DecodeMode::one_pass ? DecodeMode::split_kv : DecodeMode::one_pass;
+      r.other_median_us = time_graph(p, opt, stream, flush_ptr).median_us;
+    }
+  } catch (...) {
+    (void)cudaStreamDestroy(stream);
+    throw;
+  }
+  MLAPLAN_CUDA_CHECK(cudaStreamDestroy(stream));
+  return r;
+}
+
+double measure_copy_gbps(std::size_t bytes, int replays) {
+  if (bytes == 0 || replays < 1) throw_usage("measure_copy_gbps: bytes and replays must be >= 1");
+  require_supported_device(0);
+  DeviceBuffer src(bytes), dst(bytes);
+  src.fill_bytes(0x5A);
+  cudaEvent_t ev0 = nullptr, ev1 = nullptr;
+  MLAPLAN_CUDA_CHECK(cudaEventCreate(&ev0));
+  MLAPLAN_CUDA_CHECK(cudaEventCreate(&ev1));
+  std::vector<float> ms;
+  for (int it = 0; it < replays + 2; ++it) {
+    MLAPLAN_CUDA_CHECK(cudaEventRecord(ev0, nullptr));
+    MLAPLAN_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, nullptr));
+    MLAPLAN_CUDA_CHECK(cudaEventRecord(ev1, nullptr));
+    MLAPLAN_CUDA_CHECK(cudaEventSynchronize(ev1));
+    float t = 0;
+    MLAPLAN_CUDA_CHECK(cudaEventElapsedTime(&t, ev0, ev1));
+    if (it >= 2) ms.push_back(t);
+  }
+  MLAPLAN_CUDA_CHECK(cudaEventDestroy(ev0));
+  MLAPLAN_CUDA_CHECK(cudaEventDestroy(ev1));
+  std::sort(ms.begin(), ms.end());
+  return 2.0 * static_cast<double>(bytes) / (1e-3 * ms[ms.size() / 2]) / 1e9;
+}
+
+}  // namespace mlaplan::kernels
