@@ -1,6 +1,6 @@
 #pragma once
 // Sparse-MLA decode kernel, head dim 512, split-KV driven by the tile-scheduler records
-// (docs/kernels.md; docs/tile-scheduler.md, "What a kernel does with a record").
+// (docs/kernels.md; docs/scheduler.md).
 //
 // Grid (num_sm_parts or b, s_q, h_q / 64), 512 threads (16 warps), one CTA per SM (~194 KiB of
 // shared memory). A CTA owns 64 query heads of one query token and walks the requests and 64-row blocks
