@@ -42,14 +42,14 @@ struct CachePartStyle {
   CachePart part;
   std::string_view name;     ///< "compressed", "indexer", "window", "state"
   std::string_view fill;
-  std::string_view meaning;
+  std::string_view meaning;  ///< short, for the legend
 };
 
 inline constexpr std::array<CachePartStyle, 4> kCachePartStyles{{
-    {CachePart::compressed, "compressed", "#5e3c99", "compressed KV / MLA latent cache (global)"},
-    {CachePart::indexer, "indexer", "#d55e00", "indexer-key cache (global)"},
-    {CachePart::window, "window", "#8c8c8c", "sliding-window cache (per request)"},
-    {CachePart::state, "state", "#a6761d", "compressor state rings (per request)"},
+    {CachePart::compressed, "compressed", "#5e3c99", "KV / latent, global"},
+    {CachePart::indexer, "indexer", "#d55e00", "indexer keys, global"},
+    {CachePart::window, "window", "#8c8c8c", "sliding window, per request"},
+    {CachePart::state, "state", "#a6761d", "compressor states, per request"},
 }};
 
 inline CachePart cache_part(CacheKind k) {

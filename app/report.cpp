@@ -467,7 +467,14 @@ Element stacked_bar(double y, const std::string& name, const std::string& css, c
     const std::string& t = segment_text[i];
     seg.tooltip(t);
     g.add(std::move(seg));
-    if (svg::text_width(t, 11) + 8 <= w) g.add(text_at(x + 5, y + 15, t, 11, "start", "#ffffff"));
+    // The full label, else the value alone, else nothing (the tooltip still has it).
+    const std::string value = t.substr(std::min(t.size(), ps.name.size() + 1));
+    for (const auto& shown : {t, value}) {
+      if (svg::text_width(shown, 11) + 8 <= w) {
+        g.add(text_at(x + 5, y + 15, shown, 11, "start", "#ffffff"));
+        break;
+      }
+    }
     x += w;
   }
   g.add(text_at(x + 8, y + 15, total, 12.5, "start", kInk, true));
