@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "commands.hpp"
+#include "json_out.hpp"
 #include "mlaplan/error.hpp"
 
 namespace mlaplan::cli {
@@ -125,13 +126,6 @@ FileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptio
     fr.findings.push_back(Finding{"internal", Severity::error, std::string("internal error: ") + e.what(), {}, {}});
   }
   return fr;
-}
-
-ojson finding_json(const Finding& f) {
-  ojson j = {{"id", f.id}, {"severity", std::string(to_string(f.severity))}, {"message", f.message}};
-  if (!f.path.empty()) j["path"] = f.path;
-  if (!f.fix.empty()) j["fix"] = f.fix;
-  return j;
 }
 
 int run_matrix(const CheckOptions& opt, const std::vector<std::int64_t>& tps, std::ostream& out) {

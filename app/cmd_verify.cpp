@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "commands.hpp"
+#include "json_out.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan/verify.hpp"
 
@@ -38,8 +39,10 @@ void setup_verify(CLI::App& app, VerifyCliOptions& opt) {
   bind_batch_flags(*sub, opt.batch);
 }
 
+#ifdef MLAPLAN_HAVE_CUDA
 namespace {
 
+// Formatting of the matrix (only a build with the kernels prints one).
 std::string sci(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.2e", v);
@@ -78,6 +81,7 @@ ojson cell_json(const VerifyCell& c) {
 }
 
 }  // namespace
+#endif
 
 int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream& err) {
   // Read the config first: an invalid config is exit 2 whatever the machine.
@@ -160,14 +164,9 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
                    {"memory_bytes", info.global_mem_bytes},
                    {"driver_version", info.driver_version},
                    {"runtime_version", info.runtime_version}};
-    ojson findings = ojson::array();
-    for (const auto& r : report.rules) {
-      ojson f = {{"id", r.finding.id}, {"severity", std::string(to_string(r.finding.severity))},
-                 {"message", r.finding.message}};
-      if (!r.finding.fix.empty()) f["fix"] = r.finding.fix;
-      findings.push_back(std::move(f));
-    }
-    j["findings"] = std::move(findings);
+    std::vector<Finding> findings;
+    for (const auto& r : report.rules) findings.push_back(r.finding);
+    j["findings"] = findings_json(findings);
     j["batch"] = {{"context_lens", report.batch.context_lens}, {"description", report.batch.description}};
     ojson cells = ojson::array();
     for (const auto& c : report.cells) cells.push_back(cell_json(c));

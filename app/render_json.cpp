@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "json_out.hpp"
 
 namespace mlaplan::cli {
 
@@ -166,17 +167,19 @@ json capacity_json(const Capacity& c) {
   return j;
 }
 
+json finding_json(const Finding& f) {
+  json j;
+  j["id"] = f.id;
+  j["severity"] = std::string(to_string(f.severity));
+  j["message"] = f.message;
+  if (!f.path.empty()) j["path"] = f.path;
+  if (!f.fix.empty()) j["fix"] = f.fix;
+  return j;
+}
+
 json findings_json(const std::vector<Finding>& findings) {
   json arr = json::array();
-  for (const auto& f : findings) {
-    json j;
-    j["id"] = f.id;
-    j["severity"] = std::string(to_string(f.severity));
-    j["message"] = f.message;
-    if (!f.path.empty()) j["path"] = f.path;
-    if (!f.fix.empty()) j["fix"] = f.fix;
-    arr.push_back(std::move(j));
-  }
+  for (const auto& f : findings) arr.push_back(finding_json(f));
   return arr;
 }
 
