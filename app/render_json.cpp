@@ -228,6 +228,8 @@ std::string render_plan_json(const PlanResult& r) {
     x["extra_topk"] = s.extra_topk;
     x["extra_page_block_size"] = s.extra_page_block_size;
     if (!s.note.empty()) x["note"] = s.note;
+    x["decode_mode"] = std::string(to_string(s.mode.mode));
+    x["decode_mode_reason"] = s.mode.reason;
     schedules.push_back(std::move(x));
   }
   j["schedules"] = std::move(schedules);

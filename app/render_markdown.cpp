@@ -152,13 +152,14 @@ std::string render_plan_markdown(const PlanResult& r) {
   }
   if (!r.schedules.empty()) {
     o << "**Decode schedules** (" << md(r.batch.description) << ")\n\n"
-      << "| type | kernel | partitions used / idle | split requests | blocks per partition |\n|---|---|---|---|---|\n";
+      << "| type | kernel | partitions used / idle | split requests | blocks per partition | mla-plan decode |\n"
+      << "|---|---|---|---|---|---|\n";
     for (const auto& s : r.schedules) {
       const auto parts = static_cast<std::int64_t>(s.plan.records.size());
       o << "| " << code(std::string(to_string(s.type))) << " | " << code(std::string(to_string(s.plan.kernel))) << " | "
         << (parts - s.plan.idle_partitions) << " / " << s.plan.idle_partitions << " | " << s.plan.split_requests
         << " of " << s.plan.batch << " | " << s.plan.min_blocks_per_partition << "-" << s.plan.max_blocks_per_partition
-        << " |\n";
+        << " | " << code(std::string(to_string(s.mode.mode))) << " |\n";
     }
     o << "\n";
   }

@@ -169,6 +169,7 @@ std::string render_plan_text(const PlanResult& r, bool show_records) {
       if (s.extra_topk > 0) o << " + extra_topk " << s.extra_topk << " (page " << s.extra_page_block_size << ")";
       if (!s.note.empty()) o << "; " << s.note;
       o << "\n";
+      o << "    mla-plan decode: " << to_string(s.mode.mode) << " (" << s.mode.reason << ")\n";
     }
   } else if (r.layout) {
     o << "\ndecode schedules: none (no FlashMLA sparse decode kernel for this target and head count)\n";

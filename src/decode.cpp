@@ -83,6 +83,47 @@ std::optional<SchedKernel> decode_kernel_for(const ComputeCapability& cc, std::i
   return std::nullopt;
 }
 
+std::string_view to_string(DecodeMode m) {
+  switch (m) {
+    case DecodeMode::split_kv: return "split_kv";
+    case DecodeMode::one_pass: return "one_pass";
+  }
+  return "unknown";
+}
+
+DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk, bool has_extra,
+                                    std::int64_t extra_topk, std::int64_t num_sms) {
+  if (b < 0 || s_q < 1 || h_q < 64 || topk < 0 || num_sms < 1 || (has_extra && extra_topk < 0)) {
+    throw Error(ErrorKind::usage, "decode plan: b, topk, extra_topk >= 0 and s_q, num_sms >= 1, h_q >= 64 required (got b " +
+                                      std::to_string(b) + ", s_q " + std::to_string(s_q) + ", h_q " + std::to_string(h_q) +
+                                      ", topk " + std::to_string(topk) + ", extra_topk " + std::to_string(extra_topk) +
+                                      ", num_sms " + std::to_string(num_sms) + ")");
+  }
+  if (b == 0) return {DecodeMode::one_pass, "empty batch"};
+  const std::int64_t rows = checked_add(topk, has_extra ? extra_topk : 0, "decode rows per request");
+  if (rows > kOnePassMaxRows) {
+    return {DecodeMode::split_kv, "a request attends up to " + std::to_string(rows) + " rows (one pass takes at most " +
+                                      std::to_string(kOnePassMaxRows) + ")"};
+  }
+  // One pass costs n_blocks block times per CTA; split-KV spreads ctas * n_blocks blocks over the
+  // SMs and then pays the combine kernel (about one block time, H200 measurements in
+  // docs/perf.md). One pass wins once splitting would save less than one block per SM.
+  const std::int64_t n_blocks = std::max<std::int64_t>(1, (topk + 63) / 64) + (has_extra ? (extra_topk + 63) / 64 : 0);
+  const std::int64_t ctas = checked_mul(checked_mul(b, s_q, "decode CTAs"), h_q / 64, "decode CTAs");
+  if (n_blocks == 1) return {DecodeMode::one_pass, "a request is one 64-row block: nothing to split"};
+  const std::string counts = std::to_string(ctas) + " CTAs x " + std::to_string(n_blocks) + " blocks";
+  const std::string sms = std::to_string(num_sms) + " SMs x " + std::to_string(n_blocks - 1);
+  if (checked_mul(ctas, n_blocks, "decode blocks") >= checked_mul(num_sms, n_blocks - 1, "decode blocks")) {
+    return {DecodeMode::one_pass, counts + " >= " + sms + ": one CTA per request, no combine"};
+  }
+  return {DecodeMode::split_kv, counts + " < " + sms + ": the scheduler spreads the blocks, combine merges"};
+}
+
+DecodeMode decode_plan_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk, bool has_extra,
+                            std::int64_t extra_topk, std::int64_t num_sms) {
+  return choose_decode_mode(b, s_q, h_q, topk, has_extra, extra_topk, num_sms).mode;
+}
+
 std::vector<LayerTypeSchedule> plan_decode_schedules(const ModelConfig& cfg, const Topology& topo,
                                                      const Layout& layout, const DecodeBatch& batch) {
   std::vector<LayerTypeSchedule> out;
@@ -132,6 +173,8 @@ std::vector<LayerTypeSchedule> plan_decode_schedules(const ModelConfig& cfg, con
       }
     }
     s.plan = plan_schedule(s.input);
+    s.mode = choose_decode_mode(static_cast<std::int64_t>(s.input.lengths.size()), s.input.s_q, s.input.h_q, s.topk,
+                                s.input.has_extra, s.extra_topk, s.input.num_sms);
     out.push_back(std::move(s));
   }
   return out;

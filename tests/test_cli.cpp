@@ -251,3 +251,28 @@ TEST_CASE("check --matrix", "[cli][check]") {
   auto several_tp = run({"check", cfg("deepseek-v4.1-flash.json"), "--tensor-parallel-size", "1,2"});
   CHECK(several_tp.code == 1);
 }
+
+TEST_CASE("plan shows the decode mode of every layer type", "[cli][decode]") {
+  // 64 requests: 64 CTAs of 10 blocks do not fill 132 SMs -> split; 128 requests -> one pass.
+  auto small = run({cfg("deepseek-v4.1-flash.json"), "--batch", "64", "--context-len", "4096", "--json"});
+  REQUIRE(small.code == 0);
+  auto js = nlohmann::json::parse(small.out);
+  REQUIRE(js.at("schedules").size() == 3);
+  for (const auto& s : js.at("schedules")) {
+    CHECK(s.at("decode_mode") == "split_kv");
+    CHECK_FALSE(s.at("decode_mode_reason").get<std::string>().empty());
+  }
+  auto big = run({cfg("deepseek-v4.1-flash.json"), "--batch", "128", "--context-len", "4096", "--json"});
+  REQUIRE(big.code == 0);
+  for (const auto& s : nlohmann::json::parse(big.out).at("schedules")) CHECK(s.at("decode_mode") == "one_pass");
+  auto text = run({cfg("deepseek-v4.1-flash.json"), "--batch", "128", "--context-len", "4096"});
+  CHECK_THAT(text.out, Catch::Contains("mla-plan decode: one_pass (128 CTAs x 10 blocks >= 132 SMs x 9"));
+  // V4.0's c128a attends every compressed entry (8192 + 128 rows at 1M tokens): always split.
+  auto v4 = run({cfg("deepseek-v4-flash.json"), "--batch", "256", "--json"});
+  REQUIRE(v4.code == 0);
+  for (const auto& s : nlohmann::json::parse(v4.out).at("schedules")) {
+    if (s.at("layer_type") == "c128a") CHECK(s.at("decode_mode") == "split_kv");
+  }
+  auto md = run({cfg("deepseek-v4.1-flash.json"), "--format", "markdown"});
+  CHECK_THAT(md.out, Catch::Contains("| mla-plan decode |"));
+}

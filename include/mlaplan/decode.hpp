@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mlaplan/config.hpp"
+#include "mlaplan/decode_mode.hpp"
 #include "mlaplan/layout.hpp"
 #include "mlaplan/scheduler.hpp"
 #include "mlaplan/topology.hpp"
@@ -60,6 +61,7 @@ struct LayerTypeSchedule {
   std::int64_t extra_topk = 0;         ///< 0 when there is no extra cache
   std::int64_t extra_page_block_size = 0;
   std::string note;                    ///< how the inputs were derived, where not obvious
+  DecodeModeChoice mode;               ///< how mla-plan's decode kernels run this step
 };
 
 /// The decode kernel the target runs for `padded_heads` query heads: sm90-sparse on compute

@@ -49,33 +49,6 @@ std::int64_t padded_page_stride(RowFormat f, int page_block_size) {
                           "page stride", ErrorKind::usage);
 }
 
-std::string_view to_string(DecodeMode m) {
-  switch (m) {
-    case DecodeMode::split_kv: return "split_kv";
-    case DecodeMode::one_pass: return "one_pass";
-  }
-  return "unknown";
-}
-
-DecodeMode decode_plan_mode(std::int32_t b, std::int32_t s_q, std::int32_t h_q, std::int32_t topk, bool has_extra,
-                            std::int32_t extra_topk, std::int32_t num_sms) {
-  if (b < 0 || s_q < 1 || h_q < 64 || topk < 0 || num_sms < 1 || (has_extra && extra_topk < 0)) {
-    throw_usage("decode_plan_mode: b, topk, extra_topk >= 0 and s_q, num_sms >= 1, h_q >= 64 required");
-  }
-  if (b == 0) return DecodeMode::one_pass;
-  const std::int64_t rows = static_cast<std::int64_t>(topk) + (has_extra ? extra_topk : 0);
-  if (rows > kOnePassMaxRows) return DecodeMode::split_kv;
-  // One pass costs n_blocks block times per CTA; split-KV spreads ctas * n_blocks blocks over the
-  // SMs and then pays the combine kernel (about one block time, H200 measurements in
-  // docs/perf.md). One pass wins once it saves splitting less than one block per SM.
-  // A single block per request cannot be split: one pass is then always the plan.
-  const std::int64_t n_blocks =
-      std::max<std::int64_t>(1, (topk + 63) / 64) + (has_extra ? (extra_topk + 63) / 64 : 0);
-  const std::int64_t ctas = static_cast<std::int64_t>(b) * s_q * (h_q / 64);
-  return ctas * n_blocks >= static_cast<std::int64_t>(num_sms) * (n_blocks - 1) ? DecodeMode::one_pass
-                                                                                 : DecodeMode::split_kv;
-}
-
 std::int32_t sm90_num_sm_parts(std::int32_t num_sms, std::int32_t s_q, std::int32_t h_q) {
   if (num_sms < 1 || s_q < 1 || h_q < 64) throw_usage("sm90_num_sm_parts: num_sms, s_q >= 1 and h_q >= 64 required");
   const std::int32_t p = num_sms / s_q / (h_q / 64);

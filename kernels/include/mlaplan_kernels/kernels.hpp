@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "mlaplan/decode_mode.hpp"
+
 namespace mlaplan::kernels {
 
 // ------------------------------------------------------------------------------------------------
@@ -172,28 +174,12 @@ std::int32_t sm90_num_sm_parts(std::int32_t num_sms, std::int32_t s_q, std::int3
 /// any number of partials per request).
 inline constexpr std::int32_t kMaxSmParts = 1024;
 
-/// How a decode call spreads the work over the GPU.
-///   split_kv - grid (num_sm_parts, s_q, h_q / 64): each CTA walks the requests and 64-row blocks
-///              of its tile-scheduler record; split requests are merged by the combine kernel.
-///   one_pass - grid (b, s_q, h_q / 64): one CTA per request, which it attends in one pass; no
-///              plan, no scratch, no combine kernel.
-enum class DecodeMode { split_kv, one_pass };
-
-/// "split_kv", "one_pass".
-std::string_view to_string(DecodeMode m);
-
-/// Rows a request may attend for the one-pass plan: at most 10 blocks of 64 (the V4.1 decode
-/// shape: window 128 + extra top-k 512), so one request per CTA stays balanced.
-inline constexpr std::int32_t kOnePassMaxRows = 640;
-
-/// The plan for a decode shape (host heuristic, testable without a GPU): one_pass when a request
-/// attends at most kOnePassMaxRows rows (topk + extra_topk) and the CTAs (b * s_q * h_q / 64)
-/// nearly fill the SMs: ctas * n_blocks >= num_sms * (n_blocks - 1) with n_blocks the 64-row
-/// blocks of a request (10 for the V4.1 shape: ctas >= 118.8 on 132 SMs; a one-block request is
-/// never split); split_kv otherwise.
-/// b 0 -> one_pass.
-DecodeMode decode_plan_mode(std::int32_t b, std::int32_t s_q, std::int32_t h_q, std::int32_t topk, bool has_extra,
-                            std::int32_t extra_topk, std::int32_t num_sms);
+/// How a decode call spreads the work over the GPU, and the host heuristic that picks it, live in
+/// the core (mlaplan/decode_mode.hpp) so that `plan` shows the decision without a CUDA build.
+using mlaplan::DecodeMode;
+using mlaplan::decode_plan_mode;
+using mlaplan::kOnePassMaxRows;
+using mlaplan::to_string;
 
 struct DecodeParams {
   DecodeMode mode = DecodeMode::split_kv;         ///< one_pass: the plan and scratch fields are unused
