@@ -43,6 +43,8 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
     setup_check(app, check_opt);
     VerifyCliOptions verify_opt;
     setup_verify(app, verify_opt);
+    BenchCliOptions bench_opt;
+    setup_bench(app, bench_opt);
     InfoOptions info_opt;
     setup_info(app, info_opt);
     ReportOptions report_opt;
@@ -72,6 +74,7 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
     if (app.got_subcommand("schedule")) return run_schedule(schedule_opt, out, err);
     if (app.got_subcommand("check")) return run_check(check_opt, out, err);
     if (app.got_subcommand("verify")) return run_verify_cli(verify_opt, out, err);
+    if (app.got_subcommand("bench")) return run_bench_cli(bench_opt, out, err);
     if (app.got_subcommand("gpus")) return run_gpus(info_opt, out);
     if (app.got_subcommand("formats")) return run_formats(info_opt, out);
     if (app.got_subcommand("report")) return run_report(report_opt, out, err);

@@ -12,6 +12,7 @@
 #include "mlaplan/verify.hpp"
 
 #ifdef MLAPLAN_HAVE_CUDA
+#include "local_gpu.hpp"
 #include "mlaplan_kernels/kernels.hpp"
 #include "mlaplan_kernels/verify_device.hpp"
 #endif
@@ -95,23 +96,9 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
               "this mla-plan was built without CUDA: verify needs the project's kernels (install the CUDA toolkit "
               "and rebuild; see README)");
 #else
-  const int count = kernels::device_count();
-  if (count == 0) {
-    throw Error(ErrorKind::no_gpu, "no usable CUDA device: verify needs a GPU (" +
-                                       std::string(kernels::last_error_string().empty() ? "cudaGetDeviceCount found none"
-                                                                                        : kernels::last_error_string()) +
-                                       ")");
-  }
-  if (opt.device < 0 || opt.device >= count) {
-    throw_usage("--device " + std::to_string(opt.device) + " does not exist; this machine has " +
-                std::to_string(count) + " CUDA device(s): 0.." + std::to_string(count - 1));
-  }
-  const auto info = kernels::device_info(opt.device);
-  const Target target = detected_target(info.name, ComputeCapability{info.cc_major, info.cc_minor}, info.sm_count,
-                                        info.global_mem_bytes);
-  err << "verify: device " << opt.device << ": " << info.name << " (" << target.cc.sm() << ", " << info.sm_count
-      << " SMs), driver " << info.driver_version / 1000 << "." << info.driver_version % 1000 / 10 << ", runtime "
-      << info.runtime_version / 1000 << "." << info.runtime_version % 1000 / 10 << "\n";
+  const LocalGpu gpu = open_local_gpu(opt.device, "verify", err);
+  const auto& info = gpu.info;
+  const Target& target = gpu.target;
 
   VerifyOptions vo;
   for (const auto& d : opt.kv_dtypes) {

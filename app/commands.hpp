@@ -115,6 +115,24 @@ struct VerifyCliOptions {
 void setup_verify(CLI::App& app, VerifyCliOptions& opt);
 int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream& err);
 
+// ---- bench ----
+struct BenchCliOptions {
+  std::string config;
+  int device = 0;
+  std::string kv_cache_dtype = "auto";
+  std::vector<std::int64_t> batches;     ///< empty: the default sizes
+  std::vector<std::string> layer_types;
+  std::int64_t replays = 60;
+  std::int64_t warmup = 5;
+  std::uint64_t seed = 2026;
+  std::int64_t tensor_parallel_size = 1;
+  std::optional<std::string> dtype;
+  bool force = false;
+  bool json = false;
+};
+void setup_bench(CLI::App& app, BenchCliOptions& opt);
+int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& err);
+
 // ---- gpus, formats ----
 struct InfoOptions {
   bool json = false;

@@ -276,3 +276,18 @@ TEST_CASE("plan shows the decode mode of every layer type", "[cli][decode]") {
   auto md = run({cfg("deepseek-v4.1-flash.json"), "--format", "markdown"});
   CHECK_THAT(md.out, Catch::Contains("| mla-plan decode |"));
 }
+
+TEST_CASE("bench: flags are checked before the GPU; without one, exit 6", "[cli][bench]") {
+  auto r = run({"bench", cfg("deepseek-v4.1-flash.json"), "--batch", "1,8"});
+  // This suite runs where there is no GPU (CI); on a GPU machine bench runs and exits 0.
+  if (r.code != 0) {
+    CHECK(r.code == 6);
+    CHECK_THAT(r.err, Catch::Contains("bench"));
+  }
+  CHECK(run({"bench", cfg("deepseek-v4.1-flash.json"), "--batch", "0"}).code == 1);
+  CHECK(run({"bench", cfg("deepseek-v4.1-flash.json"), "--batch", "4097"}).code == 1);
+  CHECK(run({"bench", cfg("deepseek-v4.1-flash.json"), "--layer-type", "c7a"}).code == 1);
+  CHECK(run({"bench", cfg("deepseek-v4.1-flash.json"), "--replays", "0"}).code == 1);
+  CHECK(run({"bench", cfg("deepseek-v4.1-flash.json"), "--kv-cache-dtype", "int4"}).code == 1);
+  CHECK(run({"bench", cfg("missing.json")}).code == 2);
+}

@@ -5,6 +5,7 @@
 #include "mlaplan_kernels/bench.hpp"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstring>
@@ -79,8 +80,9 @@ struct Timing {
   double median_us = 0, min_us = 0;
 };
 
-Timing time_graph(const DecodeParams& p, const DecodeBenchOptions& opt, cudaStream_t stream, void* flush) {
-  sparse_decode(p);  // outside the graph: sets the kernel attributes
+template <class Launch>
+Timing time_graph(const Launch& launch, const DecodeBenchOptions& opt, cudaStream_t stream, void* flush) {
+  launch();  // outside the graph: sets the kernel attributes
   MLAPLAN_CUDA_CHECK(cudaStreamSynchronize(stream));
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
@@ -88,7 +90,7 @@ Timing time_graph(const DecodeParams& p, const DecodeBenchOptions& opt, cudaStre
   MLAPLAN_CUDA_CHECK(cudaEventCreate(&ev0));
   MLAPLAN_CUDA_CHECK(cudaEventCreate(&ev1));
   MLAPLAN_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
-  sparse_decode(p);
+  launch();
   MLAPLAN_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   MLAPLAN_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   std::vector<float> ms;
@@ -196,12 +198,25 @@ DecodeBenchResult bench_decode(const DecodeBenchShape& sh, const DecodeBenchOpti
   void* flush_ptr = opt.flush_bytes > 0 ? flush.get() : nullptr;
   try {
     p.mode = r.mode;
-    const Timing t = time_graph(p, opt, stream, flush_ptr);
+    const Timing t = time_graph([&] { sparse_decode(p); }, opt, stream, flush_ptr);
     r.median_us = t.median_us;
     r.min_us = t.min_us;
+    if (opt.time_with_scheduler) {
+      if (r.mode == DecodeMode::split_kv) {
+        sp.stream = stream;
+        r.with_scheduler_median_us = time_graph(
+            [&] {
+              schedule(sp);
+              sparse_decode(p);
+            },
+            opt, stream, flush_ptr).median_us;
+      } else {
+        r.with_scheduler_median_us = r.median_us;
+      }
+    }
     if (opt.time_other_mode) {
       p.mode = r.mode == DecodeMode::one_pass ? DecodeMode::split_kv : DecodeMode::one_pass;
-      r.other_median_us = time_graph(p, opt, stream, flush_ptr).median_us;
+      r.other_median_us = time_graph([&] { sparse_decode(p); }, opt, stream, flush_ptr).median_us;
     }
   } catch (...) {
     (void)cudaStreamDestroy(stream);
@@ -233,6 +248,105 @@ double measure_copy_gbps(std::size_t bytes, int replays) {
   MLAPLAN_CUDA_CHECK(cudaEventDestroy(ev1));
   std::sort(ms.begin(), ms.end());
   return 2.0 * static_cast<double>(bytes) / (1e-3 * ms[ms.size() / 2]) / 1e9;
+}
+
+namespace {
+
+// The few cuBLAS entry points the ceiling needs, declared here (C ABI; enums passed as int) so
+// that nothing links or includes cuBLAS: it is loaded at run time where the machine has it.
+using CublasHandle = void*;
+using CublasCreate = int (*)(CublasHandle*);
+using CublasDestroy = int (*)(CublasHandle);
+using CublasSetStream = int (*)(CublasHandle, cudaStream_t);
+using CublasGemmEx = int (*)(CublasHandle, int, int, int, int, int, const void*, const void*, int, int, const void*,
+                             int, int, const void*, void*, int, int, int, int);
+constexpr int kCublasOpN = 0;
+constexpr int kCudaR16BF = 14;          // CUDA_R_16BF
+constexpr int kCublasCompute32F = 68;   // CUBLAS_COMPUTE_32F
+constexpr int kCublasGemmDefault = -1;  // CUBLAS_GEMM_DEFAULT
+
+struct Library {
+  void* handle = nullptr;
+  ~Library() {
+    if (handle != nullptr) dlclose(handle);
+  }
+};
+
+}  // namespace
+
+MatmulCeiling measure_matmul_tflops(int n, int replays) {
+  if (n < 256 || n > 32768 || replays < 1) throw_usage("measure_matmul_tflops: n in 256..32768 and replays >= 1");
+  require_supported_device(0);
+  MatmulCeiling c;
+  Library lib;
+  std::string tried;
+  for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
+    lib.handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (lib.handle != nullptr) {
+      tried = name;
+      break;
+    }
+  }
+  if (lib.handle == nullptr) {
+    c.how = "not measured: cuBLAS (libcublas.so.13) could not be loaded";
+    return c;
+  }
+  auto create = reinterpret_cast<CublasCreate>(dlsym(lib.handle, "cublasCreate_v2"));
+  auto destroy = reinterpret_cast<CublasDestroy>(dlsym(lib.handle, "cublasDestroy_v2"));
+  auto set_stream = reinterpret_cast<CublasSetStream>(dlsym(lib.handle, "cublasSetStream_v2"));
+  auto gemm = reinterpret_cast<CublasGemmEx>(dlsym(lib.handle, "cublasGemmEx"));
+  if (!create || !destroy || !set_stream || !gemm) {
+    c.how = "not measured: " + tried + " lacks cublasCreate_v2 / cublasGemmEx";
+    return c;
+  }
+  const std::size_t elems = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  // Random bf16 operands (never zeros): a 1 Mi-element random pattern repeated over each matrix.
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::uint16_t> pattern(std::size_t(1) << 20);
+  for (auto& x : pattern) x = to_bf16(normal(rng));
+  DeviceBuffer a(elems * 2), b(elems * 2), out(elems * 2);
+  for (DeviceBuffer* m : {&a, &b}) {
+    for (std::size_t off = 0; off < elems; off += pattern.size()) {
+      const std::size_t cnt = std::min(pattern.size(), elems - off);
+      MLAPLAN_CUDA_CHECK(cudaMemcpy(m->as<std::uint16_t>() + off, pattern.data(), cnt * 2, cudaMemcpyHostToDevice));
+    }
+    std::shuffle(pattern.begin(), pattern.end(), rng);
+  }
+  CublasHandle h = nullptr;
+  if (create(&h) != 0) {
+    c.how = "not measured: cublasCreate failed";
+    return c;
+  }
+  cudaEvent_t ev0 = nullptr, ev1 = nullptr;
+  std::vector<float> ms;
+  const float alpha = 1.0f, beta = 0.0f;
+  int status = set_stream(h, nullptr);
+  MLAPLAN_CUDA_CHECK(cudaEventCreate(&ev0));
+  MLAPLAN_CUDA_CHECK(cudaEventCreate(&ev1));
+  for (int it = 0; it < replays + 2 && status == 0; ++it) {
+    MLAPLAN_CUDA_CHECK(cudaEventRecord(ev0, nullptr));
+    status = gemm(h, kCublasOpN, kCublasOpN, n, n, n, &alpha, a.get(), kCudaR16BF, n, b.get(), kCudaR16BF, n, &beta,
+                  out.get(), kCudaR16BF, n, kCublasCompute32F, kCublasGemmDefault);
+    MLAPLAN_CUDA_CHECK(cudaEventRecord(ev1, nullptr));
+    MLAPLAN_CUDA_CHECK(cudaEventSynchronize(ev1));
+    float t = 0;
+    MLAPLAN_CUDA_CHECK(cudaEventElapsedTime(&t, ev0, ev1));
+    if (it >= 2) ms.push_back(t);
+  }
+  MLAPLAN_CUDA_CHECK(cudaEventDestroy(ev0));
+  MLAPLAN_CUDA_CHECK(cudaEventDestroy(ev1));
+  destroy(h);
+  if (status != 0 || ms.empty()) {
+    c.how = "not measured: cublasGemmEx returned status " + std::to_string(status);
+    return c;
+  }
+  std::sort(ms.begin(), ms.end());
+  const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+  c.tflops = flops / (1e-3 * ms[ms.size() / 2]) / 1e12;
+  c.how = "bf16 " + std::to_string(n) + "^3 matmul, fp32 accumulation, cuBLAS (" + tried + "), median of " +
+          std::to_string(replays);
+  return c;
 }
 
 }  // namespace mlaplan::kernels

@@ -11,20 +11,14 @@
 #include <vector>
 
 #include "cuda_check.hpp"
+#include "format_support.hpp"
 #include "mlaplan_kernels/kernels.hpp"
 
 namespace mlaplan::kernels {
 
 namespace {
 
-std::optional<RowFormat> kernel_format(RowFormatId id) {
-  switch (id) {
-    case RowFormatId::fp8_ds_mla_v4: return RowFormat::fp8_ds_mla_584;
-    case RowFormatId::v41_fp8: return RowFormat::v41_fp8_528;
-    case RowFormatId::v41_fp4: return RowFormat::v41_fp4_288;
-    default: return std::nullopt;
-  }
-}
+using detail::kernel_format;
 
 struct DeviceCache {
   DeviceBuffer data;
@@ -78,18 +72,7 @@ class CudaVerifyDevice final : public VerifyDevice {
   }
 
   std::string unsupported_reason(const VerifyProblem& p) const override {
-    const auto main = kernel_format(p.main.format);
-    const auto extra = p.has_extra ? kernel_format(p.extra.format) : std::optional<RowFormat>(RowFormat::fp8_ds_mla_584);
-    if (!main || !extra) {
-      return "no decode kernel in this build for " + std::string(row_format(p.main.format).name) +
-             (p.has_extra ? " + " + std::string(row_format(p.extra.format).name) : "") +
-             " (kernels exist for fp8_ds_mla_v4 584 (+ 584) and v41_fp8 528 (+ v41_fp4 288))";
-    }
-    for (const auto& v : supported_decode_variants()) {
-      if (v.main == *main && v.has_extra == p.has_extra && (!p.has_extra || v.extra == *extra)) return {};
-    }
-    return "no decode kernel in this build for " + std::string(row_format(p.main.format).name) +
-           (p.has_extra ? " + " + std::string(row_format(p.extra.format).name) : " alone");
+    return detail::decode_support_reason(p.main.format, p.has_extra, p.extra.format);
   }
 
   VerifyRun run(const VerifyProblem& p) override {

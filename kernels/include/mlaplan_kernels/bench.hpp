@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "mlaplan_kernels/kernels.hpp"
 
@@ -31,6 +32,7 @@ struct DecodeBenchOptions {
   std::size_t flush_bytes = 256u << 20;   ///< memset before every replay to flush the L2 (0: none)
   std::uint64_t seed = 2026;
   bool time_other_mode = false;           ///< also time the plan decode_plan_mode() did not pick
+  bool time_with_scheduler = false;       ///< also time scheduler + decode + combine (split_kv)
 };
 
 struct DecodeBenchResult {
@@ -40,6 +42,8 @@ struct DecodeBenchResult {
   double median_us = 0;                    ///< one call: decode (+ combine in split_kv)
   double min_us = 0;
   double other_median_us = -1;             ///< the other plan, when time_other_mode; else -1
+  double with_scheduler_median_us = -1;    ///< scheduler kernel + the call, when time_with_scheduler
+                                           ///< (split_kv; one_pass launches no scheduler: = median_us)
   double flops = 0;                        ///< 2 h_q b s_q rows (512 + 512), rows = topk + extra_topk
   double bytes = 0;                        ///< rows x row bytes x b s_q + q + out (bf16)
 };
@@ -51,5 +55,13 @@ DecodeBenchResult bench_decode(const DecodeBenchShape& shape, const DecodeBenchO
 /// Device-to-device copy bandwidth in GB/s ((bytes read + bytes written) / median time of
 /// `replays` cudaMemcpyAsync of `bytes`): the bandwidth ceiling of docs/perf.md's floor.
 double measure_copy_gbps(std::size_t bytes = std::size_t(1) << 30, int replays = 20);
+
+/// The matmul-rate ceiling of the floor: a bf16 n x n x n product (fp32 accumulation) through
+/// cuBLAS, loaded at run time (libcublas.so.13, libcublas.so): the project links no BLAS.
+struct MatmulCeiling {
+  double tflops = 0;  ///< 0 when not measured
+  std::string how;    ///< what was measured, or why nothing was
+};
+MatmulCeiling measure_matmul_tflops(int n = 8192, int replays = 10);
 
 }  // namespace mlaplan::kernels

@@ -1,0 +1,190 @@
+// `mla-plan bench CONFIG`: the project's sparse decode timed on the local GPU for every layer type
+// of the config, with rates and the fraction of the floor (docs/cli.md, docs/perf.md).
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "commands.hpp"
+#include "json_out.hpp"
+#include "mlaplan/bench.hpp"
+#include "mlaplan/error.hpp"
+
+#ifdef MLAPLAN_HAVE_CUDA
+#include "local_gpu.hpp"
+#include "mlaplan_kernels/bench_device.hpp"
+#endif
+
+namespace mlaplan::cli {
+
+using ojson = nlohmann::ordered_json;
+
+void setup_bench(CLI::App& app, BenchCliOptions& opt) {
+  auto* sub = app.add_subcommand(
+      "bench", "Time the project's sparse decode on the local GPU for each layer type of a config: us per call, "
+               "TFLOPS, GB/s and the fraction of the floor (measured copy and matmul ceilings)");
+  sub->add_option("CONFIG", opt.config, "config.json, or a directory holding one")->required();
+  sub->add_option("--device", opt.device, "CUDA device index (default 0)");
+  sub->add_option("--kv-cache-dtype", opt.kv_cache_dtype, "auto|fp8|fp8_ds_mla|nvfp4_ds_mla (default auto)");
+  sub->add_option("--batch", opt.batches, "requests per timed shape, comma-separated (default 1,8,32,64,128,256)")
+      ->delimiter(',');
+  sub->add_option("--layer-type", opt.layer_types, "time only these layer types, comma-separated")->delimiter(',');
+  sub->add_option("--replays", opt.replays, "timed CUDA-graph replays per shape (median reported, default 60)");
+  sub->add_option("--warmup", opt.warmup, "untimed replays first (default 5)");
+  sub->add_option("--seed", opt.seed, "random seed of the inputs");
+  sub->add_option("--tensor-parallel-size,--tp", opt.tensor_parallel_size, "TP size (sets h_q per rank)")
+      ->group("Parallelism");
+  sub->add_option("--dtype", opt.dtype, "model dtype the engine runs (default: the config's)");
+  sub->add_flag("--force", opt.force, "also time combinations the backend rules reject (labelled as such)");
+  sub->add_flag("--json", opt.json, "machine-readable results");
+}
+
+namespace {
+
+[[maybe_unused]] std::string fixed(double v, int digits) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.*f", digits, v);
+  return b;
+}
+
+[[maybe_unused]] ojson row_json(const BenchRow& r) {
+  const auto& s = r.shape;
+  ojson j = {{"layer_type", std::string(to_string(s.type))},
+             {"num_layers", s.num_layers},
+             {"h_q", s.h_q},
+             {"b", s.b},
+             {"s_q", s.s_q},
+             {"topk", s.topk},
+             {"extra_topk", s.extra_topk},
+             {"main_format", std::string(row_format(s.main_format).name)},
+             {"main_page", s.main_page},
+             {"extra_format", s.has_extra ? ojson(std::string(row_format(s.extra_format).name)) : ojson(nullptr)},
+             {"extra_page", s.has_extra ? ojson(s.extra_page) : ojson(nullptr)},
+             {"decode_mode", s.unsupported.empty() ? ojson(std::string(to_string(s.mode.mode))) : ojson(nullptr)},
+             {"status", r.ran ? "ran" : "unsupported"},
+             {"reason", r.reason}};
+  if (r.ran) {
+    j["us_per_call"] = r.timing.us_per_call;
+    j["us_decode"] = r.timing.us_decode;
+    j["min_us"] = r.timing.min_us;
+    j["tflops"] = r.tflops;
+    j["gbps"] = r.gbps;
+    j["flops"] = s.flops;
+    j["bytes"] = s.bytes;
+    j["bytes_floor_us"] = r.bytes_floor_us;
+    j["flop_floor_us"] = r.flop_floor_us;
+    j["floor_us"] = r.floor_us;
+    j["floor_fraction"] = r.floor_fraction;
+    j["num_sm_parts"] = r.timing.num_sm_parts;
+    j["split_requests"] = r.timing.split_requests;
+  }
+  return j;
+}
+
+}  // namespace
+
+int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& err) {
+  // The config and the flags first: exit 2 / 1 whatever the machine.
+  ModelConfig cfg = load_config(opt.config);
+  const Topology topo = build_topology(cfg);
+  BenchOptions bo;
+  bo.kv_cache_dtype = std::string(to_string(parse_kv_cache_dtype(opt.kv_cache_dtype)));
+  if (!opt.batches.empty()) bo.batches = opt.batches;
+  for (const auto& name : opt.layer_types) {
+    const auto t = parse_layer_type(name);
+    if (!t) throw_usage("--layer-type '" + name + "' is not a layer type; allowed swaonly, c1a, c2a, c4a, c128a, dsa");
+    bo.types.push_back(*t);
+  }
+  if (opt.replays < 1 || opt.replays > BenchLimits::max_replays || opt.warmup < 0 ||
+      opt.warmup > BenchLimits::max_warmup) {
+    throw_usage("--replays " + std::to_string(opt.replays) + " / --warmup " + std::to_string(opt.warmup) +
+                " out of range; allowed --replays 1.." + std::to_string(BenchLimits::max_replays) + ", --warmup 0.." +
+                std::to_string(BenchLimits::max_warmup));
+  }
+  bo.run.replays = static_cast<std::int32_t>(opt.replays);
+  bo.run.warmup = static_cast<std::int32_t>(opt.warmup);
+  bo.run.seed = opt.seed;
+  bo.layout.tensor_parallel_size = opt.tensor_parallel_size;
+  bo.dtype = opt.dtype;
+  bo.force = opt.force;
+  check_bench_options(bo);
+#ifndef MLAPLAN_HAVE_CUDA
+  (void)out;
+  (void)err;
+  (void)topo;
+  throw Error(ErrorKind::no_gpu,
+              "this mla-plan was built without CUDA: bench needs the project's kernels (install the CUDA toolkit and "
+              "rebuild; see README)");
+#else
+  const LocalGpu gpu = open_local_gpu(opt.device, "bench", err);
+  auto device = kernels::make_cuda_bench_device(opt.device);
+  bo.progress = [&err](const std::string& s) { err << s << "\n" << std::flush; };
+  const BenchReport report = run_bench(cfg, topo, gpu.target, *device, bo);
+
+  if (opt.json) {
+    ojson j;
+    j["schema"] = "mla-plan/1";
+    j["config"] = opt.config;
+    j["device"] = {{"index", gpu.info.index},
+                   {"name", gpu.info.name},
+                   {"compute_capability", gpu.target.cc.str()},
+                   {"num_sms", gpu.info.sm_count}};
+    j["kv_cache_dtype"] = report.kv_cache_dtype;
+    j["forced"] = report.forced;
+    j["replays"] = bo.run.replays;
+    j["warmup"] = bo.run.warmup;
+    j["ceilings"] = {{"copy_gbps", report.ceilings.copy_gbps},
+                     {"copy_how", report.ceilings.copy_how},
+                     {"matmul_tflops", report.ceilings.matmul_tflops},
+                     {"matmul_how", report.ceilings.matmul_how}};
+    std::vector<Finding> findings;
+    for (const auto& r : report.rules) findings.push_back(r.finding);
+    j["findings"] = findings_json(findings);
+    ojson rows = ojson::array();
+    for (const auto& r : report.rows) rows.push_back(row_json(r));
+    j["rows"] = std::move(rows);
+    j["exit_code"] = report.exit_code;
+    out << j.dump(2) << "\n";
+  } else {
+    out << "mla-plan bench: " << opt.config << " on " << gpu.info.name << " (" << gpu.target.cc.sm() << ", "
+        << gpu.info.sm_count << " SMs), kv " << report.kv_cache_dtype << (report.forced ? " (forced)" : "") << ", "
+        << bo.run.replays << " replays\n";
+    for (const auto& r : report.rules) {
+      if (r.finding.severity == Severity::info) continue;
+      out << "  " << to_string(r.finding.severity) << " [" << r.finding.id << "]: " << r.finding.message << "\n";
+    }
+    const auto& c = report.ceilings;
+    if (c.copy_gbps > 0) {
+      out << "ceilings: copy " << fixed(c.copy_gbps, 0) << " GB/s (" << c.copy_how << "); matmul "
+          << (c.matmul_tflops > 0 ? fixed(c.matmul_tflops, 1) + " TFLOP/s (" + c.matmul_how + ")" : c.matmul_how)
+          << "\n";
+    }
+    char line[512];
+    std::snprintf(line, sizeof line, "%-8s %6s %4s %5s %-9s %-9s %9s %9s %7s %7s %9s %8s\n", "type", "layers", "h_q",
+                  "b", "rows", "plan", "us/call", "decode us", "TFLOPS", "GB/s", "floor us", "of floor");
+    out << line;
+    for (const auto& r : report.rows) {
+      const auto& s = r.shape;
+      const std::string rows = std::to_string(s.topk) + (s.has_extra ? "+" + std::to_string(s.extra_topk) : "");
+      if (r.ran) {
+        std::snprintf(line, sizeof line, "%-8s %6lld %4d %5d %-9s %-9s %9.1f %9.1f %7.1f %7.0f %9.2f %7.1f%%\n",
+                      std::string(to_string(s.type)).c_str(), static_cast<long long>(s.num_layers), s.h_q, s.b,
+                      rows.c_str(), std::string(to_string(s.mode.mode)).c_str(), r.timing.us_per_call,
+                      r.timing.us_decode, r.tflops, r.gbps, r.floor_us, 100.0 * r.floor_fraction);
+      } else {
+        std::snprintf(line, sizeof line, "%-8s %6lld %4d %5d %-9s %-9s %9s  %s\n", std::string(to_string(s.type)).c_str(),
+                      static_cast<long long>(s.num_layers), s.h_q, s.b, rows.c_str(), "-", "-", r.reason.c_str());
+      }
+      out << line;
+    }
+    out << "us/call: scheduler (split_kv) + decode + combine (split_kv) in one CUDA graph, L2 flushed before each "
+           "replay, median; decode us: without the scheduler; floor: max(bytes / copy rate, FLOPs / matmul rate)"
+        << (c.matmul_tflops > 0 ? "" : " (bytes only: no matmul rate)") << "\n";
+  }
+  if (report.exit_code != 0) err << "mla-plan: error: " << report.exit_message << "\n";
+  return report.exit_code;
+#endif
+}
+
+}  // namespace mlaplan::cli

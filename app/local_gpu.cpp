@@ -1,0 +1,32 @@
+// The local CUDA device of verify and bench (local_gpu.hpp).
+
+#include "local_gpu.hpp"
+
+#ifdef MLAPLAN_HAVE_CUDA
+#include "mlaplan/error.hpp"
+
+namespace mlaplan::cli {
+
+LocalGpu open_local_gpu(int index, const std::string& command, std::ostream& err) {
+  const int count = kernels::device_count();
+  if (count == 0) {
+    const std::string why = kernels::last_error_string();
+    throw Error(ErrorKind::no_gpu, "no usable CUDA device: " + command + " needs a GPU (" +
+                                       (why.empty() ? std::string("cudaGetDeviceCount found none") : why) + ")");
+  }
+  if (index < 0 || index >= count) {
+    throw_usage("--device " + std::to_string(index) + " does not exist; this machine has " + std::to_string(count) +
+                " CUDA device(s): 0.." + std::to_string(count - 1));
+  }
+  LocalGpu g;
+  g.info = kernels::device_info(index);
+  g.target = detected_target(g.info.name, ComputeCapability{g.info.cc_major, g.info.cc_minor}, g.info.sm_count,
+                             g.info.global_mem_bytes);
+  err << command << ": device " << index << ": " << g.info.name << " (" << g.target.cc.sm() << ", " << g.info.sm_count
+      << " SMs), driver " << g.info.driver_version / 1000 << "." << g.info.driver_version % 1000 / 10 << ", runtime "
+      << g.info.runtime_version / 1000 << "." << g.info.runtime_version % 1000 / 10 << "\n";
+  return g;
+}
+
+}  // namespace mlaplan::cli
+#endif

@@ -1,0 +1,187 @@
+// bench's orchestration on the host: shapes from the planned layout, rules, rates and floors,
+// with a fake device that returns set timings (the CUDA device is exercised on a GPU only).
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+
+#include "mlaplan/bench.hpp"
+#include "mlaplan/error.hpp"
+
+using namespace mlaplan;
+
+namespace {
+
+ModelConfig released(const std::string& name) {
+  return load_config(std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + name);
+}
+
+Target gpu(const std::string& id) {
+  TargetRequest r;
+  r.gpu = id;
+  return resolve_target(r);
+}
+
+/// Times every shape at `us` microseconds (+1 with the scheduler in split_kv) and counts calls.
+class FakeBenchDevice final : public BenchDevice {
+ public:
+  double us = 20.0;
+  int ceilings_calls = 0;
+  std::vector<BenchShape> timed;
+  std::string refuse;  ///< a format name it refuses
+
+  BenchCeilings ceilings() override {
+    ++ceilings_calls;
+    return {4000.0, "fake copy", 800.0, "fake matmul"};
+  }
+  std::string unsupported_reason(const BenchShape& s) const override {
+    if (!refuse.empty() && row_format(s.main_format).name == refuse) return "refused " + refuse;
+    return {};
+  }
+  BenchTiming time(const BenchShape& s, const BenchRunOptions&) override {
+    timed.push_back(s);
+    BenchTiming t;
+    t.us_decode = us;
+    t.us_per_call = s.mode.mode == DecodeMode::split_kv ? us + 1.0 : us;
+    t.min_us = us - 0.5;
+    return t;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("bench shapes follow the planned layout of V4.1-Flash", "[bench]") {
+  const auto cfg = released("deepseek-v4.1-flash.json");
+  const auto topo = build_topology(cfg);
+  const auto layout = plan_layout(cfg, topo, gpu("h200"), LayoutOptions{}, Strictness::lenient);
+  const auto shapes = bench_shapes(cfg, topo, layout, {1, 128}, {});
+  REQUIRE(shapes.size() == 6);  // c1a, c2a, swaonly x 2 batch sizes
+  for (const auto& s : shapes) {
+    CHECK(s.unsupported.empty());
+    CHECK(s.h_q == 64);
+    CHECK(s.topk == 128);
+    CHECK(s.main_format == RowFormatId::fp8_ds_mla_v4);
+    CHECK(s.main_page == 32);
+    if (s.type == LayerType::swaonly) {
+      CHECK_FALSE(s.has_extra);
+    } else {
+      REQUIRE(s.has_extra);
+      CHECK(s.extra_topk == 512);
+      CHECK(s.extra_page == (s.type == LayerType::c1a ? 64 : 32));
+    }
+  }
+  // c1a at b 1: 640 rows, FLOPs 2 x 64 x 640 x 1024; bytes 640 x 584 + q + out (64 x 512 bf16 each).
+  const auto& c1 = shapes.front();
+  REQUIRE(c1.type == LayerType::c1a);
+  REQUIRE(c1.b == 1);
+  CHECK(c1.flops == 2.0 * 64 * 640 * 1024);
+  CHECK(c1.bytes == 640.0 * 584 + 2.0 * 64 * 512 * 2);
+  CHECK(c1.mode.mode == DecodeMode::split_kv);
+  CHECK(shapes[1].mode.mode == DecodeMode::one_pass);  // c1a b 128: 128 x 10 >= 132 x 9
+  // TP 2 halves nothing here (64 heads / 2 = 32 are padded to 64).
+  LayoutOptions tp2;
+  tp2.tensor_parallel_size = 2;
+  const auto l2 = plan_layout(cfg, topo, gpu("h200"), tp2, Strictness::lenient);
+  CHECK(bench_shapes(cfg, topo, l2, {8}, {LayerType::c2a}).at(0).h_q == 64);
+}
+
+TEST_CASE("bench shapes: V3.2 has no head-dim-512 kernel, V4.0 c128a attends every entry", "[bench]") {
+  const auto v32 = released("deepseek-v3.2.json");
+  const auto t32 = build_topology(v32);
+  const auto l32 = plan_layout(v32, t32, gpu("h200"), LayoutOptions{}, Strictness::lenient);
+  const auto s32 = bench_shapes(v32, t32, l32, {64}, {});
+  REQUIRE(s32.size() == 1);
+  CHECK_THAT(s32[0].unsupported, Catch::Contains("head dim 576"));
+  const auto v4 = released("deepseek-v4-flash.json");
+  const auto t4 = build_topology(v4);
+  const auto l4 = plan_layout(v4, t4, gpu("h200"), LayoutOptions{}, Strictness::lenient);
+  const auto s4 = bench_shapes(v4, t4, l4, {256}, {LayerType::c128a});
+  REQUIRE(s4.size() == 1);
+  CHECK(s4[0].extra_topk == 8192);  // round_up(cdiv(1048576, 128), 128)
+  CHECK(s4[0].mode.mode == DecodeMode::split_kv);
+}
+
+TEST_CASE("bench flag limits: at the limit and one past", "[bench][limits]") {
+  const auto cfg = released("deepseek-v4.1-flash.json");
+  const auto topo = build_topology(cfg);
+  const auto layout = plan_layout(cfg, topo, gpu("h200"), LayoutOptions{}, Strictness::lenient);
+  CHECK(bench_shapes(cfg, topo, layout, {BenchLimits::max_batch}, {LayerType::swaonly}).size() == 1);
+  CHECK_THROWS_AS(bench_shapes(cfg, topo, layout, {BenchLimits::max_batch + 1}, {}), Error);
+  CHECK_THROWS_AS(bench_shapes(cfg, topo, layout, {0}, {}), Error);
+  CHECK_THROWS_AS(bench_shapes(cfg, topo, layout, {}, {}), Error);
+  std::vector<std::int64_t> many(static_cast<std::size_t>(BenchLimits::max_batch_sizes), 1);
+  CHECK_NOTHROW(check_bench_batches(many));
+  many.push_back(1);
+  CHECK_THROWS_AS(check_bench_batches(many), Error);
+  CHECK_THROWS_WITH(bench_shapes(cfg, topo, layout, {1}, {LayerType::c4a}),
+                    Catch::Contains("--layer-type c4a: the config has no such layer; it has c1a, c2a, swaonly"));
+  BenchOptions o;
+  o.run.replays = static_cast<std::int32_t>(BenchLimits::max_replays);
+  CHECK_NOTHROW(check_bench_options(o));
+  o.run.replays = static_cast<std::int32_t>(BenchLimits::max_replays + 1);
+  CHECK_THROWS_WITH(check_bench_options(o), Catch::Contains("--replays 10001 is out of range"));
+  o.run.replays = 1;
+  o.run.warmup = -1;
+  CHECK_THROWS_AS(check_bench_options(o), Error);
+}
+
+TEST_CASE("bench report: rates and floors from the measured ceilings", "[bench]") {
+  const auto cfg = released("deepseek-v4.1-flash.json");
+  const auto topo = build_topology(cfg);
+  FakeBenchDevice dev;
+  BenchOptions o;
+  o.batches = {1, 256};
+  const auto r = run_bench(cfg, topo, gpu("h200"), dev, o);
+  CHECK(r.exit_code == 0);
+  CHECK(r.kv_cache_dtype == "fp8_ds_mla");
+  CHECK(dev.ceilings_calls == 1);
+  REQUIRE(r.rows.size() == 6);
+  CHECK(dev.timed.size() == 6);
+  const auto& row = r.rows[0];  // c1a b 1, split_kv: 21 us per call with the scheduler
+  REQUIRE(row.ran);
+  CHECK(row.timing.us_per_call == 21.0);
+  CHECK(row.tflops == Approx(2.0 * 64 * 640 * 1024 / 21.0 / 1e6));
+  CHECK(row.gbps == Approx(row.shape.bytes / 21.0 / 1e3));
+  CHECK(row.bytes_floor_us == Approx(row.shape.bytes / 4000e3));
+  CHECK(row.flop_floor_us == Approx(row.shape.flops / 800e6));
+  CHECK(row.floor_us == Approx(std::max(row.bytes_floor_us, row.flop_floor_us)));
+  CHECK(row.floor_fraction == Approx(row.floor_us / 21.0));
+  CHECK(r.rows[1].timing.us_per_call == 20.0);  // c1a b 256: one pass, no scheduler
+}
+
+TEST_CASE("bench report: rules and unsupported shapes", "[bench]") {
+  const auto cfg = released("deepseek-v4.1-flash.json");
+  const auto topo = build_topology(cfg);
+  SECTION("nvfp4 on SM90 is rejected by the backend rules: nothing runs, exit 3") {
+    FakeBenchDevice dev;
+    BenchOptions o;
+    o.kv_cache_dtype = "nvfp4_ds_mla";
+    o.batches = {8};
+    const auto r = run_bench(cfg, topo, gpu("h200"), dev, o);
+    CHECK(r.exit_code == 3);
+    CHECK(dev.timed.empty());
+    CHECK(dev.ceilings_calls == 0);
+    CHECK_THAT(r.exit_message, Catch::Contains("nvfp4"));
+    o.force = true;
+    const auto forced = run_bench(cfg, topo, gpu("h200"), dev, o);
+    CHECK(forced.exit_code == 0);
+    CHECK(forced.forced);
+    CHECK(dev.timed.size() == 3);
+  }
+  SECTION("a device that refuses a format: those rows say why") {
+    FakeBenchDevice dev;
+    dev.refuse = "fp8_ds_mla_v4";
+    BenchOptions o;
+    o.batches = {8};
+    const auto r = run_bench(cfg, topo, gpu("h200"), dev, o);
+    CHECK(r.exit_code == 3);
+    CHECK(r.rows.at(0).reason == "refused fp8_ds_mla_v4");
+  }
+  SECTION("V3.2: exit 3 with the reason") {
+    FakeBenchDevice dev;
+    const auto v32 = released("deepseek-v3.2.json");
+    const auto r = run_bench(v32, build_topology(v32), gpu("h200"), dev, BenchOptions{});
+    CHECK(r.exit_code == 3);
+    CHECK_THAT(r.exit_message, Catch::Contains("head dim 576"));
+  }
+}
