@@ -67,6 +67,13 @@ run)
   "$bin/mla-plan" verify configs/deepseek-v4.1-flash.json --kv-cache-dtype nvfp4_ds_mla --force 2>&1 \
     | tee "$out/verify-v41-nvfp4-forced.txt"
 
+  # mla-plan bench on the V4.1-Flash layout: every layer type at the perf table's batch sizes.
+  "$bin/mla-plan" bench configs/deepseek-v4.1-flash.json --replays "${BENCH_REPLAYS:-60}" --json \
+    >"$out/bench-v41.json" 2>"$out/bench-v41.err"
+  benchcli_rc=$?
+  "$bin/mla-plan" bench configs/deepseek-v4.1-flash.json --replays 20 --layer-type c1a 2>&1 | tee "$out/bench-v41.txt"
+  echo "mla-plan bench: exit $benchcli_rc"
+
   # Diagnosis for later tuning (not a gate): Nsight Compute on the first decode and combine launch
   # of two shapes (h_q 64, b 1 and b 256). Skipped when ncu is missing or NCU=0.
   if [ "${NCU:-1}" != 0 ] && command -v ncu >/dev/null; then
@@ -85,8 +92,8 @@ run)
   echo "memcheck: rc $memcheck_rc, $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -1)"
   echo "racecheck: rc $racecheck_rc, $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/racecheck.log" | tail -1)"
   cat "$out/bench.log"
-  echo "rc: tests $tests_rc, memcheck $memcheck_rc, racecheck $racecheck_rc, bench $bench_rc, verify $verify_rc"
-  [ "$tests_rc" = 0 ] && [ "$memcheck_rc" = 0 ] && [ "$racecheck_rc" = 0 ] && [ "$bench_rc" = 0 ] && [ "$verify_rc" = 0 ]
+  echo "rc: tests $tests_rc, memcheck $memcheck_rc, racecheck $racecheck_rc, bench $bench_rc, verify $verify_rc, bench cli $benchcli_rc"
+  [ "$tests_rc" = 0 ] && [ "$memcheck_rc" = 0 ] && [ "$racecheck_rc" = 0 ] && [ "$bench_rc" = 0 ] && [ "$verify_rc" = 0 ] && [ "$benchcli_rc" = 0 ]
   ;;
 *)
   echo "usage: $0 build|run" >&2
