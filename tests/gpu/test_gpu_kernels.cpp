@@ -557,6 +557,44 @@ TEST_CASE("GPU scheduler reproduces FlashMLA's golden plans", "[gpu][sched]") {
   REQUIRE(checked > 0);
 }
 
+namespace {
+
+/// Runs the GPU scheduler on `in` and requires every record and num_splits to equal the host plan.
+void require_gpu_schedule_equals_host(const mlaplan::SchedInput& in, std::int32_t topk, std::int32_t extra_topk) {
+  const mlaplan::SchedPlan plan = mlaplan::plan_schedule(in);
+  const int b = static_cast<int>(in.lengths.size());
+  const int parts = plan.params.num_sm_parts;
+  REQUIRE(parts == mk::sm90_num_sm_parts(in.num_sms, in.s_q, in.h_q));
+  DeviceBuffer d_len = mk::to_device(in.lengths);
+  DeviceBuffer d_elen = mk::to_device(in.has_extra ? in.extra_lengths : std::vector<std::int32_t>{0});
+  DeviceBuffer d_rec(static_cast<std::size_t>(parts) * 32), d_splits(static_cast<std::size_t>(b + 1) * 4);
+  d_rec.fill_bytes(0xAB);  // every record must be written
+  mk::ScheduleParams sp;
+  sp.b = b;
+  sp.topk = topk;
+  sp.topk_length = d_len.as<std::int32_t>();
+  sp.has_extra = in.has_extra;
+  sp.extra_topk = extra_topk;
+  sp.extra_topk_length = in.has_extra ? d_elen.as<std::int32_t>() : nullptr;
+  sp.num_sm_parts = parts;
+  sp.records = d_rec.as<std::int32_t>();
+  sp.num_splits = d_splits.as<std::int32_t>();
+  mk::schedule(sp);
+  const auto rec = mk::to_host<std::int32_t>(d_rec, static_cast<std::size_t>(parts) * 8);
+  const auto splits = mk::to_host<std::int32_t>(d_splits, static_cast<std::size_t>(b + 1));
+  INFO("b " << b << ", h_q " << in.h_q << ", s_q " << in.s_q << ", sms " << in.num_sms);
+  REQUIRE(splits == plan.num_splits);
+  for (int pi = 0; pi < parts; ++pi) {
+    const auto& w = plan.records[static_cast<std::size_t>(pi)];
+    for (int k = 0; k < 8; ++k) {
+      INFO("partition " << pi << " field " << k);
+      REQUIRE(rec[static_cast<std::size_t>(pi * 8 + k)] == w[static_cast<std::size_t>(k)]);
+    }
+  }
+}
+
+}  // namespace
+
 TEST_CASE("GPU scheduler equals the host plan on random batches", "[gpu][sched][sanitize]") {
   std::mt19937_64 rng(77);
   for (int trial = 0; trial < 60; ++trial) {
@@ -579,33 +617,30 @@ TEST_CASE("GPU scheduler equals the host plan on random batches", "[gpu][sched][
     if (has_extra) {
       for (int i = 0; i < b; ++i) in.extra_lengths.push_back(eld(rng));
     }
-    const mlaplan::SchedPlan plan = mlaplan::plan_schedule(in);
-    const int parts = plan.params.num_sm_parts;
-    REQUIRE(parts == mk::sm90_num_sm_parts(sms, s_q, h_q));
-    DeviceBuffer d_len = mk::to_device(in.lengths);
-    DeviceBuffer d_elen = mk::to_device(has_extra ? in.extra_lengths : std::vector<std::int32_t>{0});
-    DeviceBuffer d_rec(static_cast<std::size_t>(parts) * 32), d_splits(static_cast<std::size_t>(b + 1) * 4);
-    mk::ScheduleParams sp;
-    sp.b = b;
-    sp.topk = topk;
-    sp.topk_length = d_len.as<std::int32_t>();
-    sp.has_extra = has_extra;
-    sp.extra_topk = extra_topk;
-    sp.extra_topk_length = has_extra ? d_elen.as<std::int32_t>() : nullptr;
-    sp.num_sm_parts = parts;
-    sp.records = d_rec.as<std::int32_t>();
-    sp.num_splits = d_splits.as<std::int32_t>();
-    mk::schedule(sp);
-    const auto rec = mk::to_host<std::int32_t>(d_rec, static_cast<std::size_t>(parts) * 8);
-    const auto splits = mk::to_host<std::int32_t>(d_splits, static_cast<std::size_t>(b + 1));
-    INFO("trial " << trial << ": b " << b << ", h_q " << h_q << ", s_q " << s_q << ", sms " << sms);
-    REQUIRE(splits == plan.num_splits);
-    for (int pi = 0; pi < parts; ++pi) {
-      const auto& w = plan.records[static_cast<std::size_t>(pi)];
-      for (int k = 0; k < 8; ++k) {
-        INFO("partition " << pi << " field " << k);
-        REQUIRE(rec[static_cast<std::size_t>(pi * 8 + k)] == w[static_cast<std::size_t>(k)]);
+    INFO("trial " << trial);
+    require_gpu_schedule_equals_host(in, topk, extra_topk);
+  }
+}
+
+TEST_CASE("GPU scheduler: both plan paths and widths narrower than the lengths", "[gpu][sched]") {
+  // With widths 128 + 512 the parallel plan's tables fit 48 KiB up to b = 711 (17 b + P + 2 ints);
+  // larger batches take the one-thread sweep. Declaring a width of 1 while the lengths go up to
+  // 128 makes the parallel kernel fall back to its own sweep.
+  std::mt19937_64 rng(78);
+  std::uniform_int_distribution<std::int32_t> ld(0, 128), eld(0, 512);
+  for (int b : {1, 2, 700, 711, 712, 5000}) {
+    for (std::int32_t declared_topk : {128, 1}) {
+      mlaplan::SchedInput in;
+      in.kernel = mlaplan::SchedKernel::sm90_sparse;
+      in.num_sms = 132;
+      in.h_q = 64;
+      in.has_extra = true;
+      for (int i = 0; i < b; ++i) {
+        in.lengths.push_back(ld(rng));
+        in.extra_lengths.push_back(eld(rng));
       }
+      INFO("declared topk " << declared_topk);
+      require_gpu_schedule_equals_host(in, declared_topk, 512);
     }
   }
 }
