@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "cuda_check.hpp"
+#include "launchers.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan_kernels/kernels.hpp"
 
@@ -21,6 +22,27 @@ void cuda_check(cudaError_t e, const char* call, const char* file, int line) {
   throw Error(no_device ? ErrorKind::no_gpu : ErrorKind::verify_failed,
               std::string("cuda call failed: ") + call + ": " + cudaGetErrorName(e) + " (" +
                   cudaGetErrorString(e) + ") at " + file + ":" + std::to_string(line));
+}
+
+bool current_device_is_sm90() {
+  constexpr int kCached = 64;
+  static int cache[kCached] = {};  // 0 unknown, 1 yes, 2 no
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (dev >= 0 && dev < kCached && cache[dev] != 0) return cache[dev] == 1;
+  int major = 0, minor = 0;
+  bool yes = false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess) {
+    yes = major == 9 && minor == 0;
+  } else {
+    (void)cudaGetLastError();
+  }
+  if (dev >= 0 && dev < kCached) cache[dev] = yes ? 1 : 2;
+  return yes;
 }
 
 }  // namespace detail

@@ -2,7 +2,9 @@
 // heuristics (kept here, out of the .cu files, so they are testable without a GPU).
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "decode_layout.hpp"
@@ -77,16 +79,46 @@ namespace {
 struct VariantEntry {
   DecodeVariant variant;
   detail::DecodeLauncher launch;
+  detail::DecodeLauncher launch_sm90;  ///< the sm_90a (wgmma) kernel, null where there is none
 };
 
 const std::vector<VariantEntry>& variant_table() {
   static const std::vector<VariantEntry> table = {
-      {{RowFormat::fp8_ds_mla_584, false, RowFormat::fp8_ds_mla_584}, &detail::launch_decode_584},
-      {{RowFormat::fp8_ds_mla_584, true, RowFormat::fp8_ds_mla_584}, &detail::launch_decode_584_584},
-      {{RowFormat::v41_fp8_528, false, RowFormat::v41_fp8_528}, &detail::launch_decode_528},
-      {{RowFormat::v41_fp8_528, true, RowFormat::v41_fp4_288}, &detail::launch_decode_528_288},
+      {{RowFormat::fp8_ds_mla_584, false, RowFormat::fp8_ds_mla_584}, &detail::launch_decode_584,
+       &detail::launch_decode_sm90_584},
+      {{RowFormat::fp8_ds_mla_584, true, RowFormat::fp8_ds_mla_584}, &detail::launch_decode_584_584,
+       &detail::launch_decode_sm90_584_584},
+      {{RowFormat::v41_fp8_528, false, RowFormat::v41_fp8_528}, &detail::launch_decode_528, nullptr},
+      {{RowFormat::v41_fp8_528, true, RowFormat::v41_fp4_288}, &detail::launch_decode_528_288, nullptr},
   };
   return table;
+}
+
+/// The table entry for p's formats, or null (no throw; select_decode_variant reports).
+const VariantEntry* find_variant(const DecodeParams& p) {
+  for (const auto& e : variant_table()) {
+    const DecodeVariant& v = e.variant;
+    if (v.main == p.main.format && v.has_extra == p.has_extra && (!v.has_extra || v.extra == p.extra.format)) return &e;
+  }
+  return nullptr;
+}
+
+/// MLAPLAN_DECODE_KERNEL=generic keeps the portable kernel on sm_90 too (A/B timing, tests).
+bool sm90_kernel_allowed() {
+  static const bool allowed = [] {
+    const char* e = std::getenv("MLAPLAN_DECODE_KERNEL");
+    return e == nullptr || std::string_view(e) != "generic";
+  }();
+  return allowed;
+}
+
+/// The sm_90a launcher for p on the current device, or null (other device, other formats).
+detail::DecodeLauncher sm90_launcher(const DecodeParams& p) {
+  const VariantEntry* e = find_variant(p);
+  if (e == nullptr || e->launch_sm90 == nullptr || !sm90_kernel_allowed() || !detail::current_device_is_sm90()) {
+    return nullptr;
+  }
+  return e->launch_sm90;
 }
 
 std::string variant_name(const DecodeVariant& v) {
@@ -168,8 +200,13 @@ LaunchDims decode_launch_dims(const DecodeParams& p) {
   d.grid_x = static_cast<unsigned>(p.mode == DecodeMode::one_pass ? p.b : p.num_sm_parts);
   d.grid_y = static_cast<unsigned>(p.s_q);
   d.grid_z = static_cast<unsigned>(p.h_q / kHeadsPerCta);
-  d.block = detail::kDecodeThreads;
-  d.smem_bytes = detail::decode_smem_bytes(p.main.format, p.has_extra, p.extra.format);
+  if (sm90_launcher(p) != nullptr) {
+    d.block = detail::DecodeSm90Smem::kThreads;
+    d.smem_bytes = detail::DecodeSm90Smem::alloc;
+  } else {
+    d.block = detail::kDecodeThreads;
+    d.smem_bytes = detail::decode_smem_bytes(p.main.format, p.has_extra, p.extra.format);
+  }
   return d;
 }
 
@@ -189,7 +226,8 @@ void sparse_decode(const DecodeParams& p) {
   check_decode_params(p);
   if (p.b == 0) return;
   const std::size_t v = select_decode_variant(p);
-  variant_table()[v].launch(p, decode_launch_dims(p));
+  const detail::DecodeLauncher sm90 = sm90_launcher(p);
+  (sm90 != nullptr ? sm90 : variant_table()[v].launch)(p, decode_launch_dims(p));
   if (p.mode == DecodeMode::split_kv) detail::launch_combine(p, combine_launch_dims(p));
 }
 

@@ -15,10 +15,18 @@ inline constexpr int kHeadDim = 512;
 /// Shared memory of the decode kernel in bytes (see decode_kernel.cuh for the layout).
 std::size_t decode_smem_bytes(RowFormat main, bool has_extra, RowFormat extra);
 
+/// True when the current device has compute capability 9.0 (the sm_90a kernels apply); false
+/// without a device. Cached per device ordinal.
+bool current_device_is_sm90();
+
 using DecodeLauncher = void (*)(const DecodeParams& p, const LaunchDims& dims);
 
 void launch_decode_584(const DecodeParams& p, const LaunchDims& dims);
 void launch_decode_584_584(const DecodeParams& p, const LaunchDims& dims);
+/// The sm_90a (wgmma) kernels of the 584 variants (decode_sm90.cuh); host.cpp launches them on
+/// compute capability 9.0 only.
+void launch_decode_sm90_584(const DecodeParams& p, const LaunchDims& dims);
+void launch_decode_sm90_584_584(const DecodeParams& p, const LaunchDims& dims);
 void launch_decode_528(const DecodeParams& p, const LaunchDims& dims);
 void launch_decode_528_288(const DecodeParams& p, const LaunchDims& dims);
 void launch_combine(const DecodeParams& p, const LaunchDims& dims);

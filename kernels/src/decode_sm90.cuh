@@ -1,0 +1,377 @@
+#pragma once
+// SM90 (sm_90a) sparse-MLA decode for the fp8_ds_mla 584 row format (main cache alone or main +
+// extra 584 cache), with warpgroup MMA (docs/kernels.md, "Decode on sm_90a").
+//
+// Same contract as decode_kernel.cuh (DecodeParams, split_kv records or one_pass, the partial
+// outputs combine.cu merges). Grid (P or b, s_q, h_q / 64), 256 threads = two warpgroups, one CTA
+// per SM (DecodeSm90Smem). Warpgroup w owns head dims 256w .. 256w + 255: its half of Q and of the
+// dequantised K tile (128-byte swizzled, the layout wgmma reads), and O[:, its dims] in registers.
+// The two warpgroups meet only to add their partial scores. Per 64-row block, in each warpgroup:
+//   1. each warp owns 16 rows of the block: their raw bytes (this warpgroup's part of the data row
+//      and the 8 scale bytes) were copied into the warp's staging rows with cp.async while the
+//      previous block computed; the warp dequantises them into the K tile (invalid rows -> 0);
+//   2. S_w = Q[:, dims of w] K[:, dims of w]^T with 16 wgmma m64n64k16 (A and B from shared memory);
+//   3. the two warpgroups exchange S_w through shared memory, warp by warp (the same thread of the
+//      other warpgroup holds the same elements): both hold S = S_0 + S_1, bit for bit;
+//   4. online softmax in registers (a head row spread over the 4 threads of a quad), invalid keys
+//      -> -inf, P rounded to bf16 straight into the A fragments of the next MMA;
+//   5. O = alpha O + P V with 4 wgmma m64n256k16 (A = P from registers, B = V = the same K tile
+//      read MN-major); its completion is awaited at the top of the next block.
+
+#include "decode_kernel.cuh"
+#include "wgmma.cuh"
+
+namespace mlaplan::kernels::detail {
+
+using S9 = DecodeSm90Smem;
+
+/// Issues the cp.async copies of this warp's 16 rows of one block (rows 16 * wq + i, the index of
+/// row i in lane i and lane i + 16) into its staging rows; returns the valid-row bits (bit i: row
+/// i has a valid id). Warpgroup W copies data bytes 256W .. and all 8 scale bytes.
+template <int W>
+__device__ __forceinline__ std::uint32_t stage_rows(const std::uint8_t* data, int page_block_size,
+                                                    std::int64_t page_stride, std::int64_t num_pages, std::int32_t id,
+                                                    std::uint8_t* stage, int lane) {
+  constexpr int kChunks = W == 0 ? 16 : 20;  // 16-byte chunks of the 576-byte data row
+  constexpr int kStride = W == 0 ? S9::kStage0Stride : S9::kStage1Stride;
+  constexpr int kScaleAt = W == 0 ? S9::kStage0Scale : S9::kStage1Scale;
+  const bool ok = id >= 0 && static_cast<std::int64_t>(id) < num_pages * page_block_size;
+  const std::uint8_t* row_data = nullptr;
+  const std::uint8_t* row_scale = nullptr;
+  if (ok) {
+    const std::int32_t page = id / page_block_size;
+    const std::int32_t t = id - page * page_block_size;
+    const std::uint8_t* base = data + page * page_stride;
+    row_data = base + t * 576 + 256 * W;
+    row_scale = base + static_cast<std::int64_t>(page_block_size) * 576 + t * 8;
+  }
+  const std::uint32_t ok_bits = __ballot_sync(0xFFFFFFFFu, ok) & 0xFFFFu;
+#pragma unroll
+  for (int k = 0; k < 16 * kChunks / 32; ++k) {
+    const int it = lane + 32 * k;
+    const int row = it / kChunks;
+    const int c = it - row * kChunks;
+    const auto src = reinterpret_cast<const std::uint8_t*>(
+        __shfl_sync(0xFFFFFFFFu, reinterpret_cast<unsigned long long>(row_data), row));
+    if ((ok_bits >> row) & 1u) cp_async_16(stage + row * kStride + 16 * c, src + 16 * c);
+  }
+  if (lane < 16 && ok) cp_async_8(stage + lane * kStride + kScaleAt, row_scale);
+  return ok_bits;
+}
+
+/// Dequantises this warp's 16 staged rows into the K tile (dims 256W .. 256W + 255 of rows
+/// 16 * wq ..): lane l handles row l % 16 and 16-dim units l / 16, + 2, + 4, ... Rows without a
+/// valid id become zeros.
+template <int W>
+__device__ __forceinline__ void dequant_rows(const std::uint8_t* stage, std::uint32_t ok_bits, std::uint8_t* sK,
+                                             int wq, int lane) {
+  constexpr int kStride = W == 0 ? S9::kStage0Stride : S9::kStage1Stride;
+  constexpr int kScaleAt = W == 0 ? S9::kStage0Scale : S9::kStage1Scale;
+  constexpr int kFp8Units = W == 0 ? 16 : 12;  // units 12..15 of warpgroup 1 are the bf16 RoPE dims
+  const int rl = lane & 15;
+  const int row = 16 * wq + rl;
+  const bool ok = (ok_bits >> rl) & 1u;
+  const std::uint8_t* src = stage + rl * kStride;
+  std::uint8_t* dst_row = sK + row * 128;
+  const int sw = row & 7;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const int du = (lane >> 4) + 2 * k;
+    uint4 o0 = make_uint4(0u, 0u, 0u, 0u);
+    uint4 o1 = o0;
+    if (ok) {
+      if (2 * k < kFp8Units) {
+        const uint4 raw = *reinterpret_cast<const uint4*>(src + 16 * du);
+        const float scale = ue8m0_to_float(src[kScaleAt + 4 * W + du / 4]);
+        o0.x = e4m3x2_to_bf16x2(raw.x & 0xFFFFu, scale);
+        o0.y = e4m3x2_to_bf16x2(raw.x >> 16, scale);
+        o0.z = e4m3x2_to_bf16x2(raw.y & 0xFFFFu, scale);
+        o0.w = e4m3x2_to_bf16x2(raw.y >> 16, scale);
+        o1.x = e4m3x2_to_bf16x2(raw.z & 0xFFFFu, scale);
+        o1.y = e4m3x2_to_bf16x2(raw.z >> 16, scale);
+        o1.z = e4m3x2_to_bf16x2(raw.w & 0xFFFFu, scale);
+        o1.w = e4m3x2_to_bf16x2(raw.w >> 16, scale);
+      } else {
+        const uint4* rope = reinterpret_cast<const uint4*>(src + 192 + 32 * (du - 12));
+        o0 = rope[0];
+        o1 = rope[1];
+      }
+    }
+    const int chunk = 4 * W + du / 4;
+    const int u = 2 * (du & 3);
+    std::uint8_t* d = dst_row + chunk * S9::kChunkBytes;
+    *reinterpret_cast<uint4*>(d + ((u ^ sw) << 4)) = o0;
+    *reinterpret_cast<uint4*>(d + (((u + 1) ^ sw) << 4)) = o1;
+  }
+}
+
+template <bool kHasExtra>
+__global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(const DecodeParams p) {
+#if MLAPLAN_SM90A_WGMMA
+  extern __shared__ __align__(1024) std::uint8_t smem_raw[];
+  std::uint8_t* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int wg = tid >> 7;         // warpgroup: head dims 256 wg ..
+  const int wq = (tid >> 5) & 3;   // warp in the warpgroup: rows 16 wq .. of S, O and of the staged block
+  const int lane = tid & 31;
+  const int g = lane >> 2;
+  const int t4 = lane & 3;
+  const int part = static_cast<int>(blockIdx.x);
+  const int s = static_cast<int>(blockIdx.y);
+  const int head0 = static_cast<int>(blockIdx.z) * S9::kHeads;
+  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
+  const float kNegInf = -__int_as_float(0x7F800000);
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+
+  std::uint8_t* sQ = smem + S9::q;
+  std::uint8_t* sK = smem + S9::k;
+  std::uint8_t* stage = wg == 0 ? smem + S9::stage0 + 16 * wq * S9::kStage0Stride
+                                : smem + S9::stage1 + 16 * wq * S9::kStage1Stride;
+  float4* x_own = reinterpret_cast<float4*>(smem + S9::xchg + wg * S9::xchg_half) + wq * 256 + lane;
+  const float4* x_peer = reinterpret_cast<const float4*>(smem + S9::xchg + (1 - wg) * S9::xchg_half) + wq * 256 + lane;
+  std::uint32_t* masks = reinterpret_cast<std::uint32_t*>(smem + S9::mask) + wg * 8;  // [block parity][warp]
+  const int wg_bar = 1 + wg;    // the 128 threads of this warpgroup
+  const int pair_bar = 3 + wq;  // warp wq of both warpgroups (64 threads)
+  const std::uint32_t q_base = smem_addr(sQ) + 4 * wg * S9::kChunkBytes;
+  const std::uint32_t k_base = smem_addr(sK) + 4 * wg * S9::kChunkBytes;
+
+  const bool one_pass = p.mode == DecodeMode::one_pass;
+  int begin_req = part, end_req = part, begin_block = 0, end_block = 0x7FFFFFFF, begin_split = 0;
+  bool first_split = false, last_split = false;
+  if (!one_pass) {
+    const std::int32_t* rec = p.sched_records + part * 8;
+    begin_req = rec[0];
+    end_req = rec[1];
+    begin_block = rec[2];
+    end_block = rec[3];
+    begin_split = rec[4];
+    first_split = rec[5] != 0;
+    last_split = rec[6] != 0;
+  }
+
+  for (int r = begin_req; r <= end_req && r < p.b; ++r) {
+    const std::int32_t len = p.topk_length != nullptr ? p.topk_length[r] : p.topk;
+    const std::int32_t elen = kHasExtra ? (p.extra_topk_length != nullptr ? p.extra_topk_length[r] : p.extra_topk) : 0;
+    const int n_main = (max(len, 1) + S9::kRows - 1) / S9::kRows;
+    const int n_blocks = n_main + (kHasExtra ? (max(elen, 0) + S9::kRows - 1) / S9::kRows : 0);
+    const int blk0 = r == begin_req ? begin_block : 0;
+    const int blk1 = r == end_req ? min(end_block, n_blocks) : n_blocks;
+    const bool split = (r == begin_req && first_split) || (r == end_req && last_split);
+    const std::int64_t bs = static_cast<std::int64_t>(r) * p.s_q + s;
+    const std::int32_t* idx_main = p.indices + bs * p.topk;
+    const std::int32_t* idx_extra = kHasExtra ? p.extra_indices + bs * p.extra_topk : nullptr;
+    const std::int32_t main_limit = min(len, p.topk);
+    const std::int32_t extra_limit = kHasExtra ? min(elen, p.extra_topk) : 0;
+
+    // Index of row 16 wq + lane % 16 of block `blk` (-1 past the length).
+    auto ids_of = [&](int blk) -> std::int32_t {
+      const bool ex = kHasExtra && blk >= n_main;
+      const std::int32_t pos = (ex ? blk - n_main : blk) * S9::kRows + 16 * wq + (lane & 15);
+      if (pos >= (ex ? extra_limit : main_limit)) return -1;
+      return __ldg((ex ? idx_extra : idx_main) + pos);
+    };
+    auto issue = [&](int blk, std::int32_t id) {
+      const bool ex = kHasExtra && blk >= n_main;
+      const std::uint8_t* data = ex ? p.extra.data : p.main.data;
+      const int pbs = ex ? p.extra.page_block_size : p.main.page_block_size;
+      const std::int64_t stride = ex ? p.extra.page_stride_bytes : p.main.page_stride_bytes;
+      const std::int64_t pages = ex ? p.extra.num_pages : p.main.num_pages;
+      const std::uint32_t bits = wg == 0 ? stage_rows<0>(data, pbs, stride, pages, id, stage, lane)
+                                         : stage_rows<1>(data, pbs, stride, pages, id, stage, lane);
+      if (lane == 0) masks[(blk & 1) * 4 + wq] = bits;
+    };
+
+    // Every warp of this warpgroup is done with the previous request's Q, K, staging and masks.
+    named_barrier_sync(wg_bar, 128);
+    if (blk0 < blk1) issue(blk0, ids_of(blk0));
+    // Q[:, 256 wg ..] of this (request, query token, 64 heads), swizzled, in the same cp.async group
+    // as the first block's rows.
+    {
+      const std::uint16_t* qsrc = p.q + (bs * p.h_q + head0) * S9::kDim + 256 * wg;
+      const int wt = tid & 127;
+#pragma unroll
+      for (int k = 0; k < 16; ++k) {
+        const int i = wt + 128 * k;
+        const int row = i >> 5;
+        const int unit = i & 31;
+        const int u = unit & 7;
+        cp_async_16(sQ + (4 * wg + (unit >> 3)) * S9::kChunkBytes + row * 128 + ((u ^ (row & 7)) << 4),
+                    qsrc + row * S9::kDim + unit * 8);
+      }
+    }
+    cp_async_commit();
+
+    float o[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) o[i] = 0.0f;
+    float m_run[2] = {kNegInf, kNegInf};
+    float l_run[2] = {0.0f, 0.0f};  // this thread's part of the row sums (its 16 columns per block)
+
+    std::int32_t ids_next = blk0 + 1 < blk1 ? ids_of(blk0 + 1) : -1;
+    for (int blk = blk0; blk < blk1; ++blk) {
+      const int par = blk & 1;
+      const bool has_next = blk + 1 < blk1;
+      const std::int32_t next_ids = ids_next;
+      ids_next = blk + 2 < blk1 ? ids_of(blk + 2) : -1;
+
+      cp_async_wait_all();  // this thread's copies of the block (and of Q) have landed
+      __syncwarp();
+      wgmma_wait<0>();      // the previous block's P V (this thread) is complete
+      reg_fence(o);
+      named_barrier_sync(wg_bar, 128);  // ... in every warp of the warpgroup: K may be rewritten
+      const std::uint32_t bits = masks[par * 4 + wq];
+      if (wg == 0) {
+        dequant_rows<0>(stage, bits, sK, wq, lane);
+      } else {
+        dequant_rows<1>(stage, bits, sK, wq, lane);
+      }
+      fence_proxy_async();              // the K tile and Q (generic writes) -> the tensor cores
+      named_barrier_sync(wg_bar, 128);  // the whole tile is written; the staging rows are free
+      if (has_next) issue(blk + 1, next_ids);
+      cp_async_commit();
+
+      // S_w = Q[:, dims of w] K[:, dims of w]^T: 16 k steps of 16 dims (4 per 64-dim chunk).
+      float sacc[32];
+#pragma unroll
+      for (int i = 0; i < 32; ++i) sacc[i] = 0.0f;
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 16; ++ks) {
+        const std::uint32_t off = (ks >> 2) * S9::kChunkBytes + (ks & 3) * 32;
+        wgmma_m64n64k16_ss(sacc, sw128_desc(q_base + off, 16, 1024), sw128_desc(k_base + off, 16, 1024), ks > 0 ? 1 : 0);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+      reg_fence(sacc);
+
+      // S = S_0 + S_1: the thread with the same warp and lane in the other warpgroup holds the
+      // same 32 elements; a + b == b + a, so both warpgroups get the same S.
+#pragma unroll
+      for (int v = 0; v < 8; ++v) x_own[32 * v] = make_float4(sacc[4 * v], sacc[4 * v + 1], sacc[4 * v + 2], sacc[4 * v + 3]);
+      named_barrier_sync(pair_bar, 64);
+#pragma unroll
+      for (int v = 0; v < 8; ++v) {
+        const float4 t = x_peer[32 * v];
+        sacc[4 * v] += t.x;
+        sacc[4 * v + 1] += t.y;
+        sacc[4 * v + 2] += t.z;
+        sacc[4 * v + 3] += t.w;
+      }
+      named_barrier_sync(pair_bar, 64);  // the peer has read this warp's partial
+
+      // Online softmax. Element 4j + 2h + e of sacc: head row 16 wq + g + 8h, key 8j + 2 t4 + e.
+      const std::uint64_t kmask = static_cast<std::uint64_t>(masks[par * 4]) |
+                                  (static_cast<std::uint64_t>(masks[par * 4 + 1]) << 16) |
+                                  (static_cast<std::uint64_t>(masks[par * 4 + 2]) << 32) |
+                                  (static_cast<std::uint64_t>(masks[par * 4 + 3]) << 48);
+      float alpha[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float mx = kNegInf;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float& v = sacc[4 * j + 2 * h + e];
+            v = ((kmask >> (8 * j + 2 * t4 + e)) & 1u) != 0 ? v * scale_log2 : kNegInf;
+            mx = fmaxf(mx, v);
+          }
+        }
+        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
+        const float m_new = fmaxf(m_run[h], mx);
+        const bool none = m_new == kNegInf;  // no valid key in this row so far
+        alpha[h] = none ? 1.0f : exp2f(m_run[h] - m_new);
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float& v = sacc[4 * j + 2 * h + e];
+            v = none ? 0.0f : exp2f(v - m_new);
+            sum += v;
+          }
+        }
+        l_run[h] = l_run[h] * alpha[h] + sum;
+        m_run[h] = m_new;
+      }
+#pragma unroll
+      for (int j = 0; j < 32; ++j) {
+        o[4 * j] *= alpha[0];
+        o[4 * j + 1] *= alpha[0];
+        o[4 * j + 2] *= alpha[1];
+        o[4 * j + 3] *= alpha[1];
+      }
+      // P (bf16) as the A fragments of the 4 k steps (keys 16 ks ..): the accumulator elements of
+      // 8-column blocks 2 ks and 2 ks + 1.
+      std::uint32_t pa[4][4];
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        pa[ks][0] = pack_bf16x2(sacc[8 * ks], sacc[8 * ks + 1]);
+        pa[ks][1] = pack_bf16x2(sacc[8 * ks + 2], sacc[8 * ks + 3]);
+        pa[ks][2] = pack_bf16x2(sacc[8 * ks + 4], sacc[8 * ks + 5]);
+        pa[ks][3] = pack_bf16x2(sacc[8 * ks + 6], sacc[8 * ks + 7]);
+      }
+      // O[:, dims of w] += P V[:, dims of w]: V = the K tile read MN-major (4 chunks of 64 dims
+      // 8 KiB apart, 8-row groups 1 KiB apart); k step ks = rows 16 ks .. 16 ks + 15.
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        wgmma_m64n256k16_rs_tb(o, pa[ks], sw128_desc(k_base + ks * 2048, S9::kChunkBytes, 1024));
+      }
+      wgmma_commit();
+    }
+    cp_async_wait_all();  // no copy may still target shared memory (Q when the range was empty)
+    wgmma_wait<0>();
+    reg_fence(o);
+
+    // Epilogue: this thread holds head rows 16 wq + g + 8h, dims 256 wg + 8j + 2 t4 (+1).
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float l = l_run[h];
+      l += __shfl_xor_sync(0xFFFFFFFFu, l, 1);
+      l += __shfl_xor_sync(0xFFFFFFFFu, l, 2);
+      const float m = m_run[h];
+      const int head = head0 + 16 * wq + g + 8 * h;
+      const std::int64_t orow = bs * p.h_q + head;
+      if (!split) {
+        float factor = 0.0f;
+        float lse = __int_as_float(0x7F800000);  // +inf: no valid key
+        if (l > 0.0f) {
+          lse = (log2f(l) + m) * 0.6931471805599453f;
+          factor = 1.0f / l;
+          if (p.attn_sink != nullptr) factor /= 1.0f + expf(p.attn_sink[head] - lse);
+        }
+        std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.out + orow * S9::kDim + 256 * wg + 2 * t4);
+#pragma unroll
+        for (int j = 0; j < 32; ++j) dst[4 * j] = pack_bf16x2(o[4 * j + 2 * h] * factor, o[4 * j + 2 * h + 1] * factor);
+        if (wg == 0 && t4 == 0) p.lse[orow] = lse;
+      } else {
+        const int split_idx = p.num_splits[r] + (r == begin_req ? begin_split : 0);
+        const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + head;
+        const float factor = l > 0.0f ? 1.0f / l : 0.0f;
+        float2* dst = reinterpret_cast<float2*>(p.o_accum + arow * S9::kDim + 256 * wg + 2 * t4);
+#pragma unroll
+        for (int j = 0; j < 32; ++j) dst[4 * j] = make_float2(o[4 * j + 2 * h] * factor, o[4 * j + 2 * h + 1] * factor);
+        if (wg == 0 && t4 == 0) p.lse_accum[arow] = l > 0.0f ? log2f(l) + m : kNegInf;
+      }
+    }
+  }
+#elif defined(__CUDA_ARCH__)
+  // Compiled for sm_100a too; the host launches this kernel on compute capability 9.0 only.
+  (void)p;
+  __trap();
+#endif
+}
+
+/// Body of the SM90 launch functions of decode_584.cu / decode_584_584.cu.
+template <bool kHasExtra>
+void launch_decode_sm90(const DecodeParams& p, const LaunchDims& d) {
+  auto* kernel = &sparse_decode_sm90_kernel<kHasExtra>;
+  MLAPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(d.smem_bytes)));
+  kernel<<<dim3(d.grid_x, d.grid_y, d.grid_z), d.block, d.smem_bytes, static_cast<cudaStream_t>(p.stream)>>>(p);
+  MLAPLAN_CUDA_CHECK_LAUNCH("sparse_decode_sm90_kernel<<<...>>>");
+}
+
+}  // namespace mlaplan::kernels::detail
