@@ -138,6 +138,7 @@ __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(con
   const bool one_pass = p.mode == DecodeMode::one_pass;
   int begin_req = part, end_req = part, begin_block = 0, end_block = 0x7FFFFFFF, begin_split = 0;
   bool first_split = false, last_split = false;
+  grid_dependency_wait();  // split_kv: the scheduler's records (launch_decode_grid, decode_kernel.cuh)
   if (!one_pass) {
     const std::int32_t* rec = p.sched_records + part * 8;
     begin_req = rec[0];
@@ -367,11 +368,7 @@ __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(con
 /// Body of the SM90 launch functions of decode_584.cu / decode_584_584.cu.
 template <bool kHasExtra>
 void launch_decode_sm90(const DecodeParams& p, const LaunchDims& d) {
-  auto* kernel = &sparse_decode_sm90_kernel<kHasExtra>;
-  MLAPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(d.smem_bytes)));
-  kernel<<<dim3(d.grid_x, d.grid_y, d.grid_z), d.block, d.smem_bytes, static_cast<cudaStream_t>(p.stream)>>>(p);
-  MLAPLAN_CUDA_CHECK_LAUNCH("sparse_decode_sm90_kernel<<<...>>>");
+  launch_decode_grid(&sparse_decode_sm90_kernel<kHasExtra>, p, d, "sparse_decode_sm90_kernel<<<...>>>");
 }
 
 }  // namespace mlaplan::kernels::detail

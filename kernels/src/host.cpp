@@ -72,6 +72,14 @@ std::size_t decode_smem_bytes(RowFormat /*main*/, bool /*has_extra*/, RowFormat 
   return DecodeSmem::total;  // one layout serves every format pair (staging rows sized for 584)
 }
 
+bool decode_pdl_allowed() {
+  static const bool allowed = [] {
+    const char* e = std::getenv("MLAPLAN_DECODE_PDL");
+    return e == nullptr || std::string_view(e) != "0";
+  }();
+  return allowed;
+}
+
 }  // namespace detail
 
 namespace {

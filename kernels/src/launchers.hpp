@@ -19,6 +19,10 @@ std::size_t decode_smem_bytes(RowFormat main, bool has_extra, RowFormat extra);
 /// without a device. Cached per device ordinal.
 bool current_device_is_sm90();
 
+/// False when MLAPLAN_DECODE_PDL=0: the split_kv decode is then an ordinary launch (A/B timing of
+/// the programmatic launch after the GPU scheduler).
+bool decode_pdl_allowed();
+
 using DecodeLauncher = void (*)(const DecodeParams& p, const LaunchDims& dims);
 
 void launch_decode_584(const DecodeParams& p, const LaunchDims& dims);
