@@ -532,9 +532,10 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
 /// stream is the GPU scheduler, which executes griddepcontrol.launch_dependents at its start, the
 /// decode grid is launched while the scheduler runs and waits in grid_dependency_wait() for its
 /// records. After any other kernel the launch behaves as an ordinary one. MLAPLAN_DECODE_PDL=0 turns
-/// the programmatic launch off (A/B timing).
+/// the programmatic launch off (A/B timing). cluster_z > 1: clusters of cluster_z CTAs along grid z.
 template <class Kernel>
-void launch_decode_grid(Kernel* kernel, const DecodeParams& p, const LaunchDims& d, const char* what) {
+void launch_decode_grid(Kernel* kernel, const DecodeParams& p, const LaunchDims& d, const char* what,
+                        unsigned cluster_z = 1) {
   MLAPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(d.smem_bytes)));
   cudaLaunchConfig_t cfg = {};
@@ -542,11 +543,22 @@ void launch_decode_grid(Kernel* kernel, const DecodeParams& p, const LaunchDims&
   cfg.blockDim = dim3(d.block);
   cfg.dynamicSmemBytes = d.smem_bytes;
   cfg.stream = static_cast<cudaStream_t>(p.stream);
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (p.mode == DecodeMode::split_kv && decode_pdl_allowed()) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  if (cluster_z > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = 1;
+    attr[n].val.clusterDim.y = 1;
+    attr[n].val.clusterDim.z = cluster_z;
+    ++n;
+  }
   cfg.attrs = attr;
-  cfg.numAttrs = p.mode == DecodeMode::split_kv && decode_pdl_allowed() ? 1 : 0;
+  cfg.numAttrs = n;
   MLAPLAN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p));
   MLAPLAN_CUDA_CHECK_LAUNCH(what);
 }

@@ -80,6 +80,14 @@ bool decode_pdl_allowed() {
   return allowed;
 }
 
+bool sm90_pair_enabled() {
+  static const bool enabled = [] {
+    const char* e = std::getenv("MLAPLAN_DECODE_KERNEL");
+    return e != nullptr && std::string_view(e) == "sm90_pair";
+  }();
+  return enabled;
+}
+
 }  // namespace detail
 
 namespace {
