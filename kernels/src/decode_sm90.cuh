@@ -305,22 +305,29 @@ __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(con
                                   (static_cast<std::uint64_t>(masks[par * 4 + 1]) << 16) |
                                   (static_cast<std::uint64_t>(masks[par * 4 + 2]) << 32) |
                                   (static_cast<std::uint64_t>(masks[par * 4 + 3]) << 48);
+      // Invalid keys -> -inf (raw scores; skipped when the whole block is valid, the common case).
+      // The scale goes into the max afterwards (round(max v * s) == max round(v * s) for s > 0) and
+      // into one fma per exponent.
+      if (kmask != ~0ull) {
+        const std::uint64_t mine = kmask >> (2 * t4);  // bit 8j + e: key 8j + 2 t4 + e
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            float& v = sacc[4 * j + i];
+            v = ((mine >> (8 * j + (i & 1))) & 1u) != 0 ? v : kNegInf;
+          }
+        }
+      }
       float alpha[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         float mx = kNegInf;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float& v = sacc[4 * j + 2 * h + e];
-            v = ((kmask >> (8 * j + 2 * t4 + e)) & 1u) != 0 ? v * scale_log2 : kNegInf;
-            mx = fmaxf(mx, v);
-          }
-        }
+        for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(sacc[4 * j + 2 * h], sacc[4 * j + 2 * h + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
-        const float m_new = fmaxf(m_run[h], mx);
+        const float m_new = fmaxf(m_run[h], mx * scale_log2);
         const bool none = m_new == kNegInf;  // no valid key in this row so far
         alpha[h] = none ? 1.0f : exp2f(m_run[h] - m_new);
         float sum = 0.0f;
@@ -329,7 +336,7 @@ __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(con
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float& v = sacc[4 * j + 2 * h + e];
-            v = none ? 0.0f : exp2f(v - m_new);
+            v = none ? 0.0f : exp2f(fmaf(v, scale_log2, -m_new));
             sum += v;
           }
         }
