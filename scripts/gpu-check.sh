@@ -42,6 +42,9 @@ run)
 
   "$bin/mlaplan_gpu_tests" --durations yes 2>&1 | tee "$out/gpu-tests.log"
   tests_rc=${PIPESTATUS[0]}
+  # the opt-in sm_90a variant (2-CTA clusters at h_q 128) against the same references
+  MLAPLAN_DECODE_KERNEL=sm90_pair "$bin/mlaplan_gpu_tests" "[decode]" 2>&1 | tee "$out/gpu-tests-sm90-pair.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || tests_rc=1
 
   st="${SANITIZER_TIMEOUT:-240}"
   timeout "$st" compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/mlaplan_gpu_tests" "[sanitize]" \

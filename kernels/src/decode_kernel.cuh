@@ -66,6 +66,10 @@ __device__ __forceinline__ void cp_async_8(void* smem, const void* gmem) {
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
+/// griddepcontrol.wait: returns once every prerequisite grid of a programmatic dependent launch
+/// has completed and its memory operations are visible; at once when there is none.
+__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+
 __device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
   const __nv_bfloat162 b = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const std::uint32_t*>(&b);
@@ -252,6 +256,11 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
   const bool one_pass = p.mode == DecodeMode::one_pass;
   int begin_req = part, end_req = part, begin_block = 0, end_block = 0x7FFFFFFF, begin_split = 0;
   bool first_split = false, last_split = false;
+  // In split_kv the kernel is a programmatic dependent of the previous kernel in the stream (the
+  // GPU scheduler, launch_decode_grid): wait until that grid has finished and its records and
+  // num_splits are visible. Nothing of global memory is read before this point; without a
+  // programmatic launch (one_pass, or no kernel before) the wait returns at once.
+  grid_dependency_wait();
   if (!one_pass) {
     const std::int32_t* rec = p.sched_records + part * 8;
     begin_req = rec[0];
@@ -518,14 +527,46 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
   }
 }
 
+/// Launches a decode kernel (either kind) with dims d. In split_kv it is a programmatic dependent
+/// launch (cudaLaunchAttributeProgrammaticStreamSerialization): when the previous kernel in the
+/// stream is the GPU scheduler, which executes griddepcontrol.launch_dependents at its start, the
+/// decode grid is launched while the scheduler runs and waits in grid_dependency_wait() for its
+/// records. After any other kernel the launch behaves as an ordinary one. MLAPLAN_DECODE_PDL=0 turns
+/// the programmatic launch off (A/B timing). cluster_z > 1: clusters of cluster_z CTAs along grid z.
+template <class Kernel>
+void launch_decode_grid(Kernel* kernel, const DecodeParams& p, const LaunchDims& d, const char* what,
+                        unsigned cluster_z = 1) {
+  MLAPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(d.smem_bytes)));
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(d.grid_x, d.grid_y, d.grid_z);
+  cfg.blockDim = dim3(d.block);
+  cfg.dynamicSmemBytes = d.smem_bytes;
+  cfg.stream = static_cast<cudaStream_t>(p.stream);
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (p.mode == DecodeMode::split_kv && decode_pdl_allowed()) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  if (cluster_z > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = 1;
+    attr[n].val.clusterDim.y = 1;
+    attr[n].val.clusterDim.z = cluster_z;
+    ++n;
+  }
+  cfg.attrs = attr;
+  cfg.numAttrs = n;
+  MLAPLAN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p));
+  MLAPLAN_CUDA_CHECK_LAUNCH(what);
+}
+
 /// Body of the launch functions of decode_*.cu.
 template <RowFormat kMain, bool kHasExtra, RowFormat kExtra>
 void launch_decode(const DecodeParams& p, const LaunchDims& d) {
-  auto* kernel = &sparse_decode_kernel<kMain, kHasExtra, kExtra>;
-  MLAPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(d.smem_bytes)));
-  kernel<<<dim3(d.grid_x, d.grid_y, d.grid_z), d.block, d.smem_bytes, static_cast<cudaStream_t>(p.stream)>>>(p);
-  MLAPLAN_CUDA_CHECK_LAUNCH("sparse_decode_kernel<<<...>>>");
+  launch_decode_grid(&sparse_decode_kernel<kMain, kHasExtra, kExtra>, p, d, "sparse_decode_kernel<<<...>>>");
 }
 
 }  // namespace mlaplan::kernels::detail

@@ -17,6 +17,12 @@
 //      -> -inf, P rounded to bf16 straight into the A fragments of the next MMA;
 //   5. O = alpha O + P V with 4 wgmma m64n256k16 (A = P from registers, B = V = the same K tile
 //      read MN-major); its completion is awaited at the top of the next block.
+// kPair (h_q 128, MLAPLAN_DECODE_KERNEL=sm90_pair only): the two 64-head CTAs of a (request, query
+// token) form a cluster of 2 along grid z; each gathers and dequantises 8 of every warp's 16 rows
+// into both CTAs' K tiles (st.shared::cluster), and the two warpgroup barriers of step 1 become
+// cluster barriers. Correct, but slower than the one-CTA kernel (docs/perf.md, "v5").
+
+#include <algorithm>
 
 #include "decode_kernel.cuh"
 #include "wgmma.cuh"
@@ -27,11 +33,12 @@ using S9 = DecodeSm90Smem;
 
 /// Issues the cp.async copies of this warp's 16 rows of one block (rows 16 * wq + i, the index of
 /// row i in lane i and lane i + 16) into its staging rows; returns the valid-row bits (bit i: row
-/// i has a valid id). Warpgroup W copies data bytes 256W .. and all 8 scale bytes.
-template <int W>
+/// i has a valid id). Warpgroup W copies data bytes 256W .. and all 8 scale bytes. kPair (the
+/// 2-CTA cluster): this CTA copies only rows 8 rank .. 8 rank + 7 of the 16, into staging rows 0..7.
+template <int W, bool kPair>
 __device__ __forceinline__ std::uint32_t stage_rows(const std::uint8_t* data, int page_block_size,
                                                     std::int64_t page_stride, std::int64_t num_pages, std::int32_t id,
-                                                    std::uint8_t* stage, int lane) {
+                                                    std::uint8_t* stage, int lane, int rank) {
   constexpr int kChunks = W == 0 ? 16 : 20;  // 16-byte chunks of the 576-byte data row
   constexpr int kStride = W == 0 ? S9::kStage0Stride : S9::kStage1Stride;
   constexpr int kScaleAt = W == 0 ? S9::kStage0Scale : S9::kStage1Scale;
@@ -46,41 +53,49 @@ __device__ __forceinline__ std::uint32_t stage_rows(const std::uint8_t* data, in
     row_scale = base + static_cast<std::int64_t>(page_block_size) * 576 + t * 8;
   }
   const std::uint32_t ok_bits = __ballot_sync(0xFFFFFFFFu, ok) & 0xFFFFu;
+  constexpr int kRowsCopied = kPair ? 8 : 16;
+  const int first = kPair ? 8 * rank : 0;  // first of the 16 rows this CTA copies
 #pragma unroll
-  for (int k = 0; k < 16 * kChunks / 32; ++k) {
+  for (int k = 0; k < kRowsCopied * kChunks / 32; ++k) {
     const int it = lane + 32 * k;
     const int row = it / kChunks;
     const int c = it - row * kChunks;
     const auto src = reinterpret_cast<const std::uint8_t*>(
-        __shfl_sync(0xFFFFFFFFu, reinterpret_cast<unsigned long long>(row_data), row));
-    if ((ok_bits >> row) & 1u) cp_async_16(stage + row * kStride + 16 * c, src + 16 * c);
+        __shfl_sync(0xFFFFFFFFu, reinterpret_cast<unsigned long long>(row_data), first + row));
+    if ((ok_bits >> (first + row)) & 1u) cp_async_16(stage + row * kStride + 16 * c, src + 16 * c);
   }
-  if (lane < 16 && ok) cp_async_8(stage + lane * kStride + kScaleAt, row_scale);
+  if (lane >= first && lane < first + kRowsCopied && ok) cp_async_8(stage + (lane - first) * kStride + kScaleAt, row_scale);
   return ok_bits;
 }
 
 /// Dequantises this warp's 16 staged rows into the K tile (dims 256W .. 256W + 255 of rows
 /// 16 * wq ..): lane l handles row l % 16 and 16-dim units l / 16, + 2, + 4, ... Rows without a
-/// valid id become zeros.
-template <int W>
+/// valid id become zeros. kPair: the warp's 8 staged rows (rows 16 wq + 8 rank ..; lane l: row
+/// l % 8, units l / 8, + 4, ...) are written into this CTA's tile and, at the same offsets, into
+/// the peer CTA's tile (`peer_k`: its shared::cluster address).
+template <int W, bool kPair>
 __device__ __forceinline__ void dequant_rows(const std::uint8_t* stage, std::uint32_t ok_bits, std::uint8_t* sK,
-                                             int wq, int lane) {
+                                             std::uint32_t peer_k, int wq, int lane, int rank) {
   constexpr int kStride = W == 0 ? S9::kStage0Stride : S9::kStage1Stride;
   constexpr int kScaleAt = W == 0 ? S9::kStage0Scale : S9::kStage1Scale;
   constexpr int kFp8Units = W == 0 ? 16 : 12;  // units 12..15 of warpgroup 1 are the bf16 RoPE dims
-  const int rl = lane & 15;
-  const int row = 16 * wq + rl;
-  const bool ok = (ok_bits >> rl) & 1u;
+  constexpr int kRowsHere = kPair ? 8 : 16;    // staged rows of this warp
+  constexpr int kGroups = 32 / kRowsHere;      // lanes per row
+  const int rl = lane % kRowsHere;
+  const int rb = kPair ? 8 * rank + rl : rl;   // row among the warp's 16
+  const int row = 16 * wq + rb;
+  const bool ok = (ok_bits >> rb) & 1u;
   const std::uint8_t* src = stage + rl * kStride;
   std::uint8_t* dst_row = sK + row * 128;
   const int sw = row & 7;
+  (void)peer_k;
 #pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    const int du = (lane >> 4) + 2 * k;
+  for (int k = 0; k < 16 / kGroups; ++k) {
+    const int du = lane / kRowsHere + kGroups * k;
     uint4 o0 = make_uint4(0u, 0u, 0u, 0u);
     uint4 o1 = o0;
     if (ok) {
-      if (2 * k < kFp8Units) {
+      if (kGroups * k < kFp8Units) {
         const uint4 raw = *reinterpret_cast<const uint4*>(src + 16 * du);
         const float scale = ue8m0_to_float(src[kScaleAt + 4 * W + du / 4]);
         o0.x = e4m3x2_to_bf16x2(raw.x & 0xFFFFu, scale);
@@ -102,10 +117,17 @@ __device__ __forceinline__ void dequant_rows(const std::uint8_t* stage, std::uin
     std::uint8_t* d = dst_row + chunk * S9::kChunkBytes;
     *reinterpret_cast<uint4*>(d + ((u ^ sw) << 4)) = o0;
     *reinterpret_cast<uint4*>(d + (((u + 1) ^ sw) << 4)) = o1;
+#if MLAPLAN_SM90A_WGMMA
+    if constexpr (kPair) {
+      const std::uint32_t off = static_cast<std::uint32_t>(d - sK);
+      st_shared_cluster_v4(peer_k + off + ((u ^ sw) << 4), o0);
+      st_shared_cluster_v4(peer_k + off + (((u + 1) ^ sw) << 4), o1);
+    }
+#endif
   }
 }
 
-template <bool kHasExtra>
+template <bool kHasExtra, bool kPair>
 __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(const DecodeParams p) {
 #if MLAPLAN_SM90A_WGMMA
   extern __shared__ __align__(1024) std::uint8_t smem_raw[];
@@ -134,10 +156,15 @@ __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(con
   const int pair_bar = 3 + wq;  // warp wq of both warpgroups (64 threads)
   const std::uint32_t q_base = smem_addr(sQ) + 4 * wg * S9::kChunkBytes;
   const std::uint32_t k_base = smem_addr(sK) + 4 * wg * S9::kChunkBytes;
+  // kPair: the two CTAs of a cluster (the two 64-head groups of one (request, query token)) walk the
+  // same blocks; each gathers and dequantises half of every block's rows into both K tiles.
+  const int rank = kPair ? static_cast<int>(cluster_cta_rank()) : 0;
+  const std::uint32_t peer_k = kPair ? map_shared_to_cta(smem_addr(sK), static_cast<std::uint32_t>(rank ^ 1)) : 0u;
 
   const bool one_pass = p.mode == DecodeMode::one_pass;
   int begin_req = part, end_req = part, begin_block = 0, end_block = 0x7FFFFFFF, begin_split = 0;
   bool first_split = false, last_split = false;
+  grid_dependency_wait();  // split_kv: the scheduler's records (launch_decode_grid, decode_kernel.cuh)
   if (!one_pass) {
     const std::int32_t* rec = p.sched_records + part * 8;
     begin_req = rec[0];
@@ -176,8 +203,8 @@ __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(con
       const int pbs = ex ? p.extra.page_block_size : p.main.page_block_size;
       const std::int64_t stride = ex ? p.extra.page_stride_bytes : p.main.page_stride_bytes;
       const std::int64_t pages = ex ? p.extra.num_pages : p.main.num_pages;
-      const std::uint32_t bits = wg == 0 ? stage_rows<0>(data, pbs, stride, pages, id, stage, lane)
-                                         : stage_rows<1>(data, pbs, stride, pages, id, stage, lane);
+      const std::uint32_t bits = wg == 0 ? stage_rows<0, kPair>(data, pbs, stride, pages, id, stage, lane, rank)
+                                         : stage_rows<1, kPair>(data, pbs, stride, pages, id, stage, lane, rank);
       if (lane == 0) masks[(blk & 1) * 4 + wq] = bits;
     };
 
@@ -218,17 +245,31 @@ __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(con
       __syncwarp();
       wgmma_wait<0>();      // the previous block's P V (this thread) is complete
       reg_fence(o);
-      named_barrier_sync(wg_bar, 128);  // ... in every warp of the warpgroup: K may be rewritten
+      if constexpr (kPair) {
+        cluster_arrive();  // ... in every warp of both CTAs: both K tiles may be rewritten
+        cluster_wait();
+      } else {
+        named_barrier_sync(wg_bar, 128);  // ... in every warp of the warpgroup: K may be rewritten
+      }
       const std::uint32_t bits = masks[par * 4 + wq];
       if (wg == 0) {
-        dequant_rows<0>(stage, bits, sK, wq, lane);
+        dequant_rows<0, kPair>(stage, bits, sK, peer_k, wq, lane, rank);
       } else {
-        dequant_rows<1>(stage, bits, sK, wq, lane);
+        dequant_rows<1, kPair>(stage, bits, sK, peer_k, wq, lane, rank);
       }
       fence_proxy_async();              // the K tile and Q (generic writes) -> the tensor cores
-      named_barrier_sync(wg_bar, 128);  // the whole tile is written; the staging rows are free
-      if (has_next) issue(blk + 1, next_ids);
-      cp_async_commit();
+      if constexpr (kPair) {
+        fence_proxy_async_cluster();    // ... and the rows written into the peer's tile
+        cluster_arrive();               // both tiles are written once every thread has arrived
+        __syncwarp();                   // this warp's staging rows are read
+        if (has_next) issue(blk + 1, next_ids);
+        cp_async_commit();
+        cluster_wait();
+      } else {
+        named_barrier_sync(wg_bar, 128);  // the whole tile is written; the staging rows are free
+        if (has_next) issue(blk + 1, next_ids);
+        cp_async_commit();
+      }
 
       // S_w = Q[:, dims of w] K[:, dims of w]^T: 16 k steps of 16 dims (4 per 64-dim chunk).
       float sacc[32];
@@ -264,22 +305,29 @@ __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(con
                                   (static_cast<std::uint64_t>(masks[par * 4 + 1]) << 16) |
                                   (static_cast<std::uint64_t>(masks[par * 4 + 2]) << 32) |
                                   (static_cast<std::uint64_t>(masks[par * 4 + 3]) << 48);
+      // Invalid keys -> -inf (raw scores; skipped when the whole block is valid, the common case).
+      // The scale goes into the max afterwards (round(max v * s) == max round(v * s) for s > 0) and
+      // into one fma per exponent.
+      if (kmask != ~0ull) {
+        const std::uint64_t mine = kmask >> (2 * t4);  // bit 8j + e: key 8j + 2 t4 + e
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            float& v = sacc[4 * j + i];
+            v = ((mine >> (8 * j + (i & 1))) & 1u) != 0 ? v : kNegInf;
+          }
+        }
+      }
       float alpha[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         float mx = kNegInf;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float& v = sacc[4 * j + 2 * h + e];
-            v = ((kmask >> (8 * j + 2 * t4 + e)) & 1u) != 0 ? v * scale_log2 : kNegInf;
-            mx = fmaxf(mx, v);
-          }
-        }
+        for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(sacc[4 * j + 2 * h], sacc[4 * j + 2 * h + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
-        const float m_new = fmaxf(m_run[h], mx);
+        const float m_new = fmaxf(m_run[h], mx * scale_log2);
         const bool none = m_new == kNegInf;  // no valid key in this row so far
         alpha[h] = none ? 1.0f : exp2f(m_run[h] - m_new);
         float sum = 0.0f;
@@ -288,7 +336,7 @@ __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(con
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float& v = sacc[4 * j + 2 * h + e];
-            v = none ? 0.0f : exp2f(v - m_new);
+            v = none ? 0.0f : exp2f(fmaf(v, scale_log2, -m_new));
             sum += v;
           }
         }
@@ -364,14 +412,45 @@ __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(con
 #endif
 }
 
-/// Body of the SM90 launch functions of decode_584.cu / decode_584_584.cu.
+/// Body of the SM90 launch functions of decode_584.cu / decode_584_584.cu. With
+/// MLAPLAN_DECODE_KERNEL=sm90_pair (sm90_pair_enabled, host.cpp), h_q 128 (grid z 2) runs the 2-CTA
+/// cluster variant when every cluster of the grid, or one per two SMs, can be resident at once. It
+/// is off by default: measured 1 us per block slower than the one-CTA kernel (docs/perf.md, "v5").
 template <bool kHasExtra>
 void launch_decode_sm90(const DecodeParams& p, const LaunchDims& d) {
-  auto* kernel = &sparse_decode_sm90_kernel<kHasExtra>;
-  MLAPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(d.smem_bytes)));
-  kernel<<<dim3(d.grid_x, d.grid_y, d.grid_z), d.block, d.smem_bytes, static_cast<cudaStream_t>(p.stream)>>>(p);
-  MLAPLAN_CUDA_CHECK_LAUNCH("sparse_decode_sm90_kernel<<<...>>>");
+  if (d.grid_z == 2 && sm90_pair_enabled()) {
+    auto* pair = &sparse_decode_sm90_kernel<kHasExtra, true>;
+    static const int max_clusters = [&] {
+      MLAPLAN_CUDA_CHECK(cudaFuncSetAttribute(pair, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(d.smem_bytes)));
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(1, 1, 2);
+      cfg.blockDim = dim3(d.block);
+      cfg.dynamicSmemBytes = d.smem_bytes;
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeClusterDimension;
+      attr[0].val.clusterDim.x = 1;
+      attr[0].val.clusterDim.y = 1;
+      attr[0].val.clusterDim.z = 2;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      int n = 0;
+      if (cudaOccupancyMaxActiveClusters(&n, pair, &cfg) != cudaSuccess) {
+        (void)cudaGetLastError();
+        n = 0;
+      }
+      return n;
+    }();
+    int dev = 0, sms = 0;
+    MLAPLAN_CUDA_CHECK(cudaGetDevice(&dev));
+    MLAPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const long long ctas = static_cast<long long>(d.grid_x) * d.grid_y * d.grid_z;
+    if (2LL * max_clusters >= std::min<long long>(ctas, sms)) {
+      launch_decode_grid(pair, p, d, "sparse_decode_sm90_kernel (2-CTA clusters)", 2);
+      return;
+    }
+  }
+  launch_decode_grid(&sparse_decode_sm90_kernel<kHasExtra, false>, p, d, "sparse_decode_sm90_kernel<<<...>>>");
 }
 
 }  // namespace mlaplan::kernels::detail

@@ -72,6 +72,22 @@ std::size_t decode_smem_bytes(RowFormat /*main*/, bool /*has_extra*/, RowFormat 
   return DecodeSmem::total;  // one layout serves every format pair (staging rows sized for 584)
 }
 
+bool decode_pdl_allowed() {
+  static const bool allowed = [] {
+    const char* e = std::getenv("MLAPLAN_DECODE_PDL");
+    return e == nullptr || std::string_view(e) != "0";
+  }();
+  return allowed;
+}
+
+bool sm90_pair_enabled() {
+  static const bool enabled = [] {
+    const char* e = std::getenv("MLAPLAN_DECODE_KERNEL");
+    return e != nullptr && std::string_view(e) == "sm90_pair";
+  }();
+  return enabled;
+}
+
 }  // namespace detail
 
 namespace {

@@ -19,6 +19,14 @@ std::size_t decode_smem_bytes(RowFormat main, bool has_extra, RowFormat extra);
 /// without a device. Cached per device ordinal.
 bool current_device_is_sm90();
 
+/// False when MLAPLAN_DECODE_PDL=0: the split_kv decode is then an ordinary launch (A/B timing of
+/// the programmatic launch after the GPU scheduler).
+bool decode_pdl_allowed();
+
+/// True when MLAPLAN_DECODE_KERNEL=sm90_pair: h_q 128 then runs the 2-CTA cluster variant of the
+/// sm_90a kernel (measured slower than the one-CTA kernel, docs/perf.md "v5"; kept for A/B runs).
+bool sm90_pair_enabled();
+
 using DecodeLauncher = void (*)(const DecodeParams& p, const LaunchDims& dims);
 
 void launch_decode_584(const DecodeParams& p, const LaunchDims& dims);

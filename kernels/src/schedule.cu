@@ -163,6 +163,9 @@ __global__ void __launch_bounds__(kThreads) schedule_parallel_kernel(const Sched
   extern __shared__ std::int32_t sm[];
   __shared__ std::int32_t s_warp[kThreads / 32];
   __shared__ std::int32_t s_used;
+  // The decode kernel that follows is a programmatic dependent launch: let it be launched now (its
+  // CTAs wait in griddepcontrol.wait until this grid has finished and its writes are visible).
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const int tid = static_cast<int>(threadIdx.x);
   const std::int32_t b = p.b, P = p.num_sm_parts, O = p.fixed_overhead;
   std::int32_t* n = sm;
@@ -254,6 +257,7 @@ __global__ void __launch_bounds__(kThreads) schedule_parallel_kernel(const Sched
 
 /// Batches too large for the tables: one warp counts and sums, one thread sweeps (global reads).
 __global__ void __launch_bounds__(32) schedule_sweep_kernel(const ScheduleParams p) {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");  // as schedule_parallel_kernel
   const int lane = static_cast<int>(threadIdx.x);
   long long total = 0;
   for (std::int32_t i = lane; i < p.b; i += 32) total += request_blocks(p, i) + p.fixed_overhead;

@@ -106,6 +106,36 @@ __device__ __forceinline__ void wgmma_m64n256k16_rs_tb(float (&d)[128], const st
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
 }
 
+// Thread-block clusters (the 2-CTA kernel of h_q 128, decode_sm90.cuh). PTX ISA: %cluster_ctarank,
+// mapa (the address of the same shared-memory location in another CTA of the cluster),
+// st.shared::cluster, barrier.cluster (every thread of every CTA of the cluster; arrive.release /
+// wait.acquire order the shared-memory accesses before the arrive, in any CTA of the cluster, before
+// those after the wait).
+
+__device__ __forceinline__ std::uint32_t cluster_cta_rank() {
+  std::uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+/// The shared::cluster address, in CTA `rank` of this cluster, of this CTA's shared address `addr`.
+__device__ __forceinline__ std::uint32_t map_shared_to_cta(std::uint32_t addr, std::uint32_t rank) {
+  std::uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void st_shared_cluster_v4(std::uint32_t addr, const uint4& v) {
+  asm volatile("st.shared::cluster.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
+/// fence.proxy.async for generic writes to shared memory of any CTA of the cluster (this one's
+/// included) that the tensor cores of that CTA read next.
+__device__ __forceinline__ void fence_proxy_async_cluster() {
+  asm volatile("fence.proxy.async.shared::cluster;\n" ::: "memory");
+}
+
 #endif  // MLAPLAN_SM90A_WGMMA
 
 /// Named barrier over `count` threads (a multiple of 32); id 0 is __syncthreads'.

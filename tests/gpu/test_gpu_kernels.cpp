@@ -667,6 +667,12 @@ TEST_CASE("sparse decode, small cases for the sanitizers", "[gpu][decode][saniti
   c.sms = 6;
   c.seed = 6;
   check_case(c);
+  c.name = "584 alone, h_q 128, s_q 2 (with MLAPLAN_DECODE_KERNEL=sm90_pair: the 2-CTA cluster kernel)";
+  c.main = fp8(32, 64);
+  c.has_extra = false;
+  c.sms = 6;
+  c.seed = 7;
+  check_case(c);
 }
 
 TEST_CASE("sparse decode fp8_ds_mla 584 vs the host reference", "[gpu][decode]") {
