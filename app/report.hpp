@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "mlaplan/limits.hpp"  // ResultLimits: beyond them a result file is Error usage
 
 namespace mlaplan::cli {
 
@@ -26,12 +27,6 @@ struct ResultFile {
   std::string path;                  ///< the file as given
   std::vector<std::pair<std::string, std::string>> summary;  ///< top-level scalars: schema, exit_code, ...
   std::vector<ResultTable> tables;   ///< every array of objects under "results", "matrix" or "rows"
-};
-
-/// Limits on result files (beyond them: a usage error naming the flag).
-struct ResultLimits {
-  static constexpr std::int64_t max_file_bytes = 64LL << 20;
-  static constexpr int max_nesting_depth = 64;
 };
 
 /// Parses result JSON text. Error(usage) naming `flag` and `path` when it is not JSON.
