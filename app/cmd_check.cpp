@@ -3,12 +3,16 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <locale>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <sstream>
 
 #include "commands.hpp"
 #include "json_out.hpp"
 #include "mlaplan/error.hpp"
+#include "mlaplan/limits.hpp"
+#include "mlaplan/number_format.hpp"
 
 namespace mlaplan::cli {
 
@@ -80,11 +84,10 @@ void apply_guards(const CheckOptions& opt, FileResult& fr) {
     const bool rows = opt.guard_accounting == "rows";
     const auto& measured = rows ? a.global_rows : a.global_pages;
     if (measured.value() > *opt.max_global_bytes_per_token) {
-      char limit[64];
-      std::snprintf(limit, sizeof limit, "%g", *opt.max_global_bytes_per_token);
       fr.findings.push_back(Finding{"guard.global_bytes_per_token", Severity::error,
                                     "global bytes per token " + measured.str() + " (" +
-                                        (rows ? "rows" : "pages") + " accounting) exceeds the limit " + limit,
+                                        (rows ? "rows" : "pages") + " accounting) exceeds the limit " +
+                                        format_general(*opt.max_global_bytes_per_token),
                                     {}, {}});
       fr.code = combine_exit_codes(fr.code, exit_code(ErrorKind::does_not_fit));
     }
@@ -146,6 +149,7 @@ int run_matrix(const CheckOptions& opt, const std::vector<std::int64_t>& tps, st
     }
     ojson cells = ojson::array();
     std::ostringstream table;
+    table.imbue(std::locale::classic());  // no digit grouping from the global locale
     table << path << "\n";
     char line[512];
     std::snprintf(line, sizeof line, "  %-14s %-14s %4s  %s\n", "gpu", "kv dtype", "TP", "result");

@@ -9,6 +9,8 @@
 #include "commands.hpp"
 #include "json_out.hpp"
 #include "mlaplan/error.hpp"
+#include "mlaplan/limits.hpp"
+#include "mlaplan/number_format.hpp"
 #include "mlaplan/verify.hpp"
 
 #ifdef MLAPLAN_HAVE_CUDA
@@ -43,11 +45,7 @@ void setup_verify(CLI::App& app, VerifyCliOptions& opt) {
 namespace {
 
 // Formatting of the matrix (only a build with the kernels prints one).
-std::string sci(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2e", v);
-  return b;
-}
+std::string sci(double v) { return format_scientific(v, 2); }
 
 ojson cell_json(const VerifyCell& c) {
   ojson j = {{"kv_cache_dtype", c.kv_cache_dtype},
@@ -191,10 +189,10 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
       if (c.ran) {
         std::string layout = c.main_format + "/" + std::to_string(c.main_page);
         if (!c.extra_format.empty()) layout += " + " + c.extra_format + "/" + std::to_string(c.extra_page);
-        std::snprintf(line, sizeof line, "%-13s %-8s %4s %-12s %9s %9s %9s %9s %9.1f  %s%s\n", c.kv_cache_dtype.c_str(),
+        std::snprintf(line, sizeof line, "%-13s %-8s %4s %-12s %9s %9s %9s %9s %9s  %s%s\n", c.kv_cache_dtype.c_str(),
                       std::string(to_string(c.type)).c_str(), h.c_str(), status.c_str(), sci(c.decode.max_abs).c_str(),
                       sci(c.decode.max_rel).c_str(), sci(c.decode.cos_diff).c_str(),
-                      sci(c.decode.lse_max_abs).c_str(), c.decode_us, layout.c_str(),
+                      sci(c.decode.lse_max_abs).c_str(), format_fixed(c.decode_us, 1).c_str(), layout.c_str(),
                       c.reason.empty() ? "" : ("; " + c.reason).c_str());
       } else {
         std::snprintf(line, sizeof line, "%-13s %-8s %4s %-12s %9s %9s %9s %9s %9s  %s\n", c.kv_cache_dtype.c_str(),

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <numbers>
 
+#include "mlaplan/number_format.hpp"
 #include "palette.hpp"
 #include "report.hpp"
 #include "svg.hpp"
@@ -41,9 +41,7 @@ std::string family_title(Family f) {
 std::string draft_kind(Family f) { return f == Family::deepseek_v41 ? "DSpark" : "MTP"; }
 
 std::string trimmed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  std::string s = buf;
+  std::string s = format_fixed(v, digits);
   if (s.find('.') != std::string::npos) {
     while (s.back() == '0') s.pop_back();
     if (s.back() == '.') s.pop_back();
@@ -60,10 +58,8 @@ std::string fmt_bytes(double b) {
     v /= 1024.0;
     ++u;
   }
-  char buf[64];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%.0f B", v);
-  else std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
-  return buf;
+  if (u == 0) return format_fixed(v, 0) + " B";
+  return format_fixed(v, 2) + " " + units[u];
 }
 
 /// Bytes per token with up to two decimals and thousands separators: "1,790", "3,850.25".

@@ -3,12 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <string>
 #include <utility>
+
+#include "mlaplan/number_format.hpp"
 
 namespace mlaplan {
 namespace {
@@ -44,21 +45,12 @@ std::string join(const std::vector<std::int64_t>& v) {
   return s;
 }
 
-std::string gib_str(std::int64_t bytes) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / kGiB);
-  return buf;
-}
+std::string gib_str(std::int64_t bytes) { return format_fixed(static_cast<double>(bytes) / kGiB, 2) + " GiB"; }
 
 // Whole numbers in full, others as %g ("0.9", "nan").
 std::string num_str(double x) {
-  char buf[64];
-  if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 1e15) {
-    std::snprintf(buf, sizeof buf, "%.0f", x);
-  } else {
-    std::snprintf(buf, sizeof buf, "%g", x);
-  }
-  return buf;
+  if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 1e15) return format_fixed(x, 0);
+  return format_general(x);
 }
 
 std::int64_t next_pow2(std::int64_t x) {
