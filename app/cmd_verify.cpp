@@ -2,6 +2,7 @@
 // schedules with the project's kernels, numerically (docs/verify.md).
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -85,10 +86,21 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   // Read the config first: an invalid config is exit 2 whatever the machine.
   ModelConfig cfg = load_config(opt.config);
   const Topology topo = build_topology(cfg);
+  // Then the flag values that need no device: a bad one is exit 1 whatever the machine.
+  if (opt.iterations < 1 || opt.iterations > VerifyLimits::max_iterations) {
+    throw_usage("--iterations " + std::to_string(opt.iterations) + " is out of range; allowed 1.." +
+                std::to_string(VerifyLimits::max_iterations));
+  }
+  std::vector<std::string> kv_dtypes;
+  for (const auto& d : opt.kv_dtypes) {
+    const auto resolved = std::string(to_string(parse_kv_cache_dtype(d)));  // usage error for unknown values
+    if (std::find(kv_dtypes.begin(), kv_dtypes.end(), resolved) == kv_dtypes.end()) kv_dtypes.push_back(resolved);
+  }
 #ifndef MLAPLAN_HAVE_CUDA
   (void)out;
   (void)err;
   (void)topo;
+  (void)kv_dtypes;
   throw Error(ErrorKind::no_gpu,
               "this mla-plan was built without CUDA: verify needs the project's kernels (install the CUDA toolkit "
               "and rebuild; see README)");
@@ -112,21 +124,13 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
       << info.runtime_version / 1000 << "." << info.runtime_version % 1000 / 10 << "\n";
 
   VerifyOptions vo;
-  for (const auto& d : opt.kv_dtypes) {
-    const auto resolved = std::string(to_string(parse_kv_cache_dtype(d)));  // usage error for unknown values
-    if (std::find(vo.kv_cache_dtypes.begin(), vo.kv_cache_dtypes.end(), resolved) == vo.kv_cache_dtypes.end()) {
-      vo.kv_cache_dtypes.push_back(resolved);
-    }
-  }
+  vo.kv_cache_dtypes = kv_dtypes;
   vo.batch = opt.batch.options;
   vo.layout.tensor_parallel_size = opt.tensor_parallel_size;
   vo.layout.num_speculative_tokens = opt.batch.options.spec_tokens;
   vo.dtype = opt.dtype;
   vo.force = opt.force;
   vo.seed = opt.seed;
-  if (opt.iterations < 1 || opt.iterations > 10000) {
-    throw_usage("--iterations " + std::to_string(opt.iterations) + " is out of range; allowed 1..10000");
-  }
   vo.timing_iterations = static_cast<std::int32_t>(opt.iterations);
   vo.progress = [&err](const std::string& s) { err << s << "\n" << std::flush; };
 
