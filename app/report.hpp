@@ -16,8 +16,9 @@ namespace mlaplan::cli {
 /// A table found in a verify / bench JSON file: an array of row objects.
 struct ResultTable {
   std::string pointer;                          ///< JSON pointer of the array: "/results"
-  std::vector<std::string> columns;             ///< union of the row keys, first seen first
-  std::vector<std::vector<std::string>> rows;   ///< cells as text ("" for a missing key)
+  std::vector<std::string> columns;             ///< union of the row keys, first seen first (at most ResultLimits::max_columns)
+  std::vector<std::vector<std::string>> rows;   ///< cells as text ("" for a missing key); at most ReportLimits::max_html_rows
+  std::int64_t total_rows = 0;                  ///< row objects in the file (rows holds the first of them)
 };
 
 /// What a --verify-json / --bench-json file holds, read tolerantly.
