@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -34,7 +35,8 @@ std::string slurp(const fs::path& p) {
 }
 
 /// Runs the binary with `args` (no shell), capturing stdout and stderr through temp files.
-Run run(const std::vector<std::string>& args) {
+/// `env_extra` ("NAME=value") replaces or adds environment variables.
+Run run(const std::vector<std::string>& args, const std::vector<std::string>& env_extra = {}) {
   static int counter = 0;
   const auto dir = fs::temp_directory_path() / ("mlaplan-e2e-" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -49,9 +51,21 @@ Run run(const std::vector<std::string>& args) {
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const bool replaced = std::any_of(env_extra.begin(), env_extra.end(), [&](const std::string& x) {
+      return kv.compare(0, x.find('=') + 1, x, 0, x.find('=') + 1) == 0;
+    });
+    if (!replaced) env_s.push_back(kv);
+  }
+  env_s.insert(env_s.end(), env_extra.begin(), env_extra.end());
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = 0;
   Run r;
-  if (posix_spawn(&pid, MLAPLAN_BINARY, &fa, nullptr, argv.data(), environ) != 0) {
+  if (posix_spawn(&pid, MLAPLAN_BINARY, &fa, nullptr, argv.data(), envp.data()) != 0) {
     posix_spawn_file_actions_destroy(&fa);
     FAIL("could not start " << MLAPLAN_BINARY);
   }
@@ -238,4 +252,47 @@ TEST_CASE("e2e: usage errors exit 1", "[e2e]") {
   CHECK_THAT(r.err, Catch::StartsWith("mla-plan: error: "));
   auto none = run({});
   CHECK(none.code == 1);
+}
+
+TEST_CASE("e2e: the same inputs give byte-identical output, run after run, under any locale", "[e2e][repro]") {
+  const auto dir = scratch() / "repro";
+  fs::create_directories(dir);
+  std::vector<std::vector<std::string>> cmds;
+  for (const std::string c : {"deepseek-v4.1-flash.json", "deepseek-v4-flash.json", "deepseek-v3.2.json"}) {
+    cmds.push_back({"plan", cfg(c)});
+    cmds.push_back({"plan", cfg(c), "--json", "--gpu-memory-utilization", "0.85"});
+    cmds.push_back({"plan", cfg(c), "--format", "markdown"});
+    cmds.push_back({"check", cfg(c), "--format", "json"});
+    cmds.push_back({"report", cfg(c), "-o", (dir / (c + ".svg")).string()});
+    cmds.push_back({"report", cfg(c), "-o", (dir / (c + ".html")).string()});
+  }
+  cmds.push_back({"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "64", "--lengths", "1,900,70000"});
+  cmds.push_back({"formats", "--json"});
+  cmds.push_back({"gpus"});
+  struct Result {
+    Run run;
+    std::string file;
+  };
+  auto once = [&](const std::vector<std::string>& args, const std::vector<std::string>& env) {
+    Result r;
+    r.run = run(args, env);
+    if (args.front() == "report") r.file = slurp(args.back());
+    return r;
+  };
+  // The binary never calls setlocale: the environment's locale changes nothing.
+  const std::vector<std::vector<std::string>> envs = {
+      {}, {}, {"LC_ALL=de_DE.UTF-8", "LANG=de_DE.UTF-8"}, {"LC_ALL=C.UTF-8"}, {"LC_NUMERIC=fr_FR.UTF-8"}};
+  for (const auto& args : cmds) {
+    INFO(args.front() << " " << (args.size() > 1 ? args[1] : std::string()));
+    const Result first = once(args, envs[0]);
+    CHECK((first.run.code == 0 || first.run.code == 3));
+    for (std::size_t e = 1; e < envs.size(); ++e) {
+      const Result again = once(args, envs[e]);
+      CHECK(again.run.code == first.run.code);
+      CHECK(again.run.out == first.run.out);
+      CHECK(again.run.err == first.run.err);
+      CHECK(again.file == first.file);
+    }
+  }
+  fs::remove_all(dir);
 }
