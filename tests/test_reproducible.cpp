@@ -45,12 +45,10 @@ std::vector<std::string> bundled_configs() {
   return out;
 }
 
-const fs::path& report_dir() {
-  static const fs::path dir = [] {
-    auto d = fs::temp_directory_path() / ("mlaplan-repro-" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
+/// Where the reports go; made on every call (a test case removes it when done).
+fs::path report_dir() {
+  const auto dir = fs::temp_directory_path() / ("mlaplan-repro-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
   return dir;
 }
 
@@ -146,6 +144,21 @@ std::string comma_locale_name() {
   return {};
 }
 
+/// Runs every command once: each succeeds (0, or 3 / 4 for a plan the target cannot run) and says
+/// something; a report is written.
+std::vector<Output> run_all(const std::vector<std::vector<std::string>>& cmds) {
+  std::vector<Output> outputs;
+  for (const auto& c : cmds) {
+    INFO(joined(c));
+    outputs.push_back(run(c));
+    const auto& o = outputs.back();
+    CHECK((o.code == 0 || o.code == 3 || o.code == 4));
+    CHECK_FALSE((o.out.empty() && o.err.empty()));
+    if (std::find(c.begin(), c.end(), "-o") != c.end()) CHECK(o.file.size() > 1000);
+  }
+  return outputs;
+}
+
 void compare_all(const std::vector<std::vector<std::string>>& cmds, const std::vector<Output>& expected) {
   for (std::size_t i = 0; i < cmds.size(); ++i) {
     INFO(joined(cmds[i]));
@@ -161,23 +174,14 @@ void compare_all(const std::vector<std::vector<std::string>>& cmds, const std::v
 
 TEST_CASE("reproducible: every command twice gives byte-identical output", "[repro]") {
   const auto cmds = commands();
-  std::vector<Output> first;
-  for (const auto& c : cmds) {
-    INFO(joined(c));
-    first.push_back(run(c));
-    const auto& o = first.back();
-    CHECK((o.code == 0 || o.code == 3 || o.code == 4));
-    CHECK_FALSE((o.out.empty() && o.err.empty()));
-    if (std::find(c.begin(), c.end(), "-o") != c.end()) CHECK(o.file.size() > 1000);
-  }
+  const auto first = run_all(cmds);
   compare_all(cmds, first);
   fs::remove_all(report_dir());
 }
 
 TEST_CASE("reproducible: the same output under other locales", "[repro][locale]") {
   const auto cmds = commands();
-  std::vector<Output> classic;
-  for (const auto& c : cmds) classic.push_back(run(c));
+  const auto classic = run_all(cmds);
   {
     INFO("a C++ global locale with digit grouping and a decimal comma");
     const GlobalLocale guard(std::locale(std::locale::classic(), new CommaNumpunct));
