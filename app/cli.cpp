@@ -3,7 +3,10 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <exception>
+#include <locale>
 #include <ostream>
+
+#include <locale.h>  // newlocale, uselocale, freelocale (POSIX)
 
 #include "commands.hpp"
 #include "mlaplan/error.hpp"
@@ -20,6 +23,35 @@ constexpr const char* kDescription =
     "3 unsupported on the target, 4 does not fit, 5 GPU verification failed, 6 no usable GPU,\n"
     "70 internal error (docs/cli.md).";
 
+/// For the duration of one run: the "C" locale for this thread's C functions (number parsing of
+/// flag values, printf) and the classic C++ locale on `out` and `err`, whatever the process's
+/// locales are; restored afterwards. Output is then byte-identical under any locale.
+class ClassicLocale {
+ public:
+  ClassicLocale(std::ostream& out, std::ostream& err)
+      : out_(out), err_(err), out_loc_(out.imbue(std::locale::classic())), err_loc_(err.imbue(std::locale::classic())) {
+    c_locale_ = newlocale(LC_ALL_MASK, "C", static_cast<locale_t>(nullptr));
+    if (c_locale_ != static_cast<locale_t>(nullptr)) previous_ = uselocale(c_locale_);
+  }
+  ~ClassicLocale() {
+    if (c_locale_ != static_cast<locale_t>(nullptr)) {
+      uselocale(previous_);
+      freelocale(c_locale_);
+    }
+    out_.imbue(out_loc_);
+    err_.imbue(err_loc_);
+  }
+  ClassicLocale(const ClassicLocale&) = delete;
+  ClassicLocale& operator=(const ClassicLocale&) = delete;
+
+ private:
+  std::ostream& out_;
+  std::ostream& err_;
+  std::locale out_loc_, err_loc_;
+  locale_t c_locale_ = static_cast<locale_t>(nullptr);
+  locale_t previous_ = static_cast<locale_t>(nullptr);
+};
+
 bool is_subcommand(CLI::App& app, const std::string& name) {
   for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
     if (sub->check_name(name)) return true;
@@ -30,6 +62,7 @@ bool is_subcommand(CLI::App& app, const std::string& name) {
 }  // namespace
 
 int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::ostream& err) {
+  const ClassicLocale classic(out, err);
   try {
     CLI::App app{kDescription, "mla-plan"};
     app.set_version_flag("--version", std::string("mla-plan ") + kVersion);

@@ -3,12 +3,16 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <locale>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <sstream>
 
 #include "commands.hpp"
 #include "json_out.hpp"
 #include "mlaplan/error.hpp"
+#include "mlaplan/limits.hpp"
+#include "mlaplan/number_format.hpp"
 
 namespace mlaplan::cli {
 
@@ -80,11 +84,10 @@ void apply_guards(const CheckOptions& opt, FileResult& fr) {
     const bool rows = opt.guard_accounting == "rows";
     const auto& measured = rows ? a.global_rows : a.global_pages;
     if (measured.value() > *opt.max_global_bytes_per_token) {
-      char limit[64];
-      std::snprintf(limit, sizeof limit, "%g", *opt.max_global_bytes_per_token);
       fr.findings.push_back(Finding{"guard.global_bytes_per_token", Severity::error,
                                     "global bytes per token " + measured.str() + " (" +
-                                        (rows ? "rows" : "pages") + " accounting) exceeds the limit " + limit,
+                                        (rows ? "rows" : "pages") + " accounting) exceeds the limit " +
+                                        format_general(*opt.max_global_bytes_per_token),
                                     {}, {}});
       fr.code = combine_exit_codes(fr.code, exit_code(ErrorKind::does_not_fit));
     }
@@ -146,6 +149,7 @@ int run_matrix(const CheckOptions& opt, const std::vector<std::int64_t>& tps, st
     }
     ojson cells = ojson::array();
     std::ostringstream table;
+    table.imbue(std::locale::classic());  // no digit grouping from the global locale
     table << path << "\n";
     char line[512];
     std::snprintf(line, sizeof line, "  %-14s %-14s %4s  %s\n", "gpu", "kv dtype", "TP", "result");
@@ -205,8 +209,43 @@ int run_matrix(const CheckOptions& opt, const std::vector<std::int64_t>& tps, st
 
 std::string CheckOptions::effective_format() const { return json ? "json" : format; }
 
+namespace {
+
+/// The flag values of check that no single plan validates: how many configs and TP sizes, the guards.
+void check_flags(const CheckOptions& opt, const std::vector<std::int64_t>& tps) {
+  const auto n = static_cast<std::int64_t>(opt.configs.size());
+  if (n > CheckLimits::max_configs) {
+    throw_usage("CONFIG: " + std::to_string(n) + " configs given; allowed 1.." +
+                std::to_string(CheckLimits::max_configs) + " in one run (split the list over several runs)");
+  }
+  const auto ntp = static_cast<std::int64_t>(tps.size());
+  if (ntp > CheckLimits::max_tp_sizes) {
+    throw_usage("--tensor-parallel-size has " + std::to_string(ntp) + " values; allowed 1.." +
+                std::to_string(CheckLimits::max_tp_sizes));
+  }
+  for (std::size_t i = 0; i < tps.size(); ++i) {
+    if (tps[i] < 1 || tps[i] > LayoutLimits::max_parallel_size) {
+      throw_usage("--tensor-parallel-size: " + std::to_string(tps[i]) + " is out of range; use an integer from 1 to " +
+                  std::to_string(LayoutLimits::max_parallel_size));
+    }
+  }
+  if (opt.matrix && n * ntp > CheckLimits::max_matrix_rows) {
+    throw_usage("--matrix: " + std::to_string(n) + " configs x " + std::to_string(ntp) + " TP sizes = " +
+                std::to_string(n * ntp) + " rows; allowed 1.." + std::to_string(CheckLimits::max_matrix_rows) +
+                " (each row plans every GPU preset and kv dtype)");
+  }
+  if (opt.max_global_bytes_per_token &&
+      !(*opt.max_global_bytes_per_token >= 0 && *opt.max_global_bytes_per_token <= 1e18)) {
+    throw_usage("--max-global-bytes-per-token: " + format_general(*opt.max_global_bytes_per_token) +
+                " is out of range; use a number of bytes from 0 up to 1e18");
+  }
+}
+
+}  // namespace
+
 int run_check(const CheckOptions& opt, std::ostream& out, std::ostream& err) {
   std::vector<std::int64_t> tps = opt.tp_sizes.empty() ? std::vector<std::int64_t>{1} : opt.tp_sizes;
+  check_flags(opt, tps);
   if (opt.matrix && opt.effective_format() == "markdown") {
     out << "```text\n";
     const int code = run_matrix(opt, tps, out);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 
 #include "commands.hpp"
@@ -70,26 +71,62 @@ bool is_table(const ojson& v) {
   return v.is_array() && std::any_of(v.begin(), v.end(), [](const ojson& e) { return e.is_object(); });
 }
 
+/// The rows of an array of objects: columns are the keys of the rows kept (first seen first, at
+/// most ResultLimits::max_columns); rows past ReportLimits::max_html_rows are counted, not kept.
 ResultTable make_table(const ojson& arr, const std::string& pointer) {
   ResultTable t;
   t.pointer = pointer;
+  std::vector<const ojson*> kept;
   for (const auto& e : arr) {
     if (!e.is_object()) continue;
-    for (const auto& [k, v] : e.items()) {
+    ++t.total_rows;
+    if (static_cast<std::int64_t>(kept.size()) < ReportLimits::max_html_rows) kept.push_back(&e);
+  }
+  for (const ojson* e : kept) {
+    for (const auto& [k, v] : e->items()) {
+      if (static_cast<std::int64_t>(t.columns.size()) >= ResultLimits::max_columns) break;
       if (std::find(t.columns.begin(), t.columns.end(), k) == t.columns.end()) t.columns.push_back(k);
     }
   }
-  for (const auto& e : arr) {
-    if (!e.is_object()) continue;
+  t.rows.reserve(kept.size());
+  for (const ojson* e : kept) {
     std::vector<std::string> row;
-    for (const auto& c : t.columns) row.push_back(e.contains(c) ? cell_text(e.at(c)) : std::string());
+    row.reserve(t.columns.size());
+    for (const auto& c : t.columns) {
+      const auto it = e->find(c);
+      row.push_back(it != e->end() ? cell_text(*it) : std::string());
+    }
     t.rows.push_back(std::move(row));
   }
   return t;
 }
 
-constexpr std::size_t kMaxTables = 32;
+constexpr std::size_t kMaxTables = static_cast<std::size_t>(ResultLimits::max_tables);
 constexpr int kMaxWalkDepth = 8;
+
+/// The line where the nesting first passes `limit`, or nullopt: checked before the parser sees the
+/// text, so a deeply nested file never reaches recursive code.
+std::optional<std::size_t> line_past_depth(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  std::size_t line = 1;
+  for (char c : text) {
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > limit) return line;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
 
 /// Finds every array of row objects under a key "results", "matrix" or "rows", at any depth.
 void find_tables(const ojson& v, const std::string& pointer, int depth, std::vector<ResultTable>& out) {
@@ -120,15 +157,14 @@ ResultFile parse_result_json(std::string_view text, const std::string& flag, con
   f.title = title;
   f.path = path;
   ojson j;
-  const auto depth_guard = [&](int depth, ojson::parse_event_t, ojson&) {
-    if (depth > ResultLimits::max_nesting_depth) {
-      throw_usage(flag + ": '" + path + "' nests deeper than " + std::to_string(ResultLimits::max_nesting_depth) +
-                  " levels; expected the JSON output of mla-plan");
-    }
-    return true;
-  };
+  // Depth first, then a plain parse: nlohmann's parse with a callback scans the parent container
+  // at every closing brace, quadratic in the rows of a large file.
+  if (const auto line = line_past_depth(text, ResultLimits::max_nesting_depth)) {
+    throw_usage(flag + ": '" + path + "' nests deeper than " + std::to_string(ResultLimits::max_nesting_depth) +
+                " levels (line " + std::to_string(*line) + "); expected the JSON output of mla-plan");
+  }
   try {
-    j = ojson::parse(text.begin(), text.end(), depth_guard);
+    j = ojson::parse(text.begin(), text.end());
   } catch (const ojson::exception& e) {
     std::string what = e.what();
     if (auto pos = what.find("] "); what.rfind("[json.exception", 0) == 0 && pos != std::string::npos) {
@@ -170,7 +206,8 @@ ResultFile read_result_json(const std::string& flag, const std::string& title, c
   std::fclose(in);
   if (too_large) {
     throw_usage(flag + ": '" + path + "' is larger than " + std::to_string(ResultLimits::max_file_bytes >> 20) +
-                " MiB (the limit for result files)");
+                " MiB (" + std::to_string(ResultLimits::max_file_bytes) +
+                " bytes, the limit for result files); expected the JSON output of mla-plan");
   }
   if (failed) throw_usage(flag + ": cannot read '" + path + "': read error");
   return parse_result_json(text, flag, title, path);

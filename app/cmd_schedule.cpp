@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "mlaplan/error.hpp"
+#include "mlaplan/limits.hpp"
 
 namespace mlaplan::cli {
 
@@ -44,7 +45,7 @@ std::vector<std::int32_t> to_i32_list(const std::vector<std::int64_t>& v, const 
   std::vector<std::int32_t> out;
   out.reserve(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
-    out.push_back(to_i32(v[i], flag + "[" + std::to_string(i) + "]", 0, std::int64_t{1} << 28));
+    out.push_back(to_i32(v[i], flag + "[" + std::to_string(i) + "]", 0, ScheduleLimits::max_length));
   }
   return out;
 }
@@ -59,13 +60,14 @@ SchedInput schedule_input(const ScheduleOptions& opt) {
                 "sm100-head128, sm90-dense");
   }
   in.kernel = *k;
-  in.num_sms = to_i32(opt.num_sms, "--num-sms", 1, 4096);
-  in.h_q = to_i32(opt.h_q, "--h-q", 1, 4096);
-  in.s_q = to_i32(opt.s_q, "--s-q", 1, 4096);
-  in.h_k = to_i32(opt.h_k, "--h-k", 1, 4096);
+  in.num_sms = to_i32(opt.num_sms, "--num-sms", 1, ScheduleLimits::max_num_sms);
+  in.h_q = to_i32(opt.h_q, "--h-q", 1, ScheduleLimits::max_heads);
+  in.s_q = to_i32(opt.s_q, "--s-q", 1, ScheduleLimits::max_s_q);
+  in.h_k = to_i32(opt.h_k, "--h-k", 1, ScheduleLimits::max_heads);
   if (opt.lengths.empty()) throw_usage("--lengths needs at least one request");
-  if (static_cast<std::int64_t>(opt.lengths.size()) > 1'048'576) {
-    throw_usage("--lengths has " + std::to_string(opt.lengths.size()) + " requests; at most 1048576");
+  if (static_cast<std::int64_t>(opt.lengths.size()) > ScheduleLimits::max_cli_requests) {
+    throw_usage("--lengths has " + std::to_string(opt.lengths.size()) + " requests; allowed 1.." +
+                std::to_string(ScheduleLimits::max_cli_requests));
   }
   in.lengths = to_i32_list(opt.lengths, "--lengths");
   if (!opt.extra_lengths.empty()) {

@@ -2,6 +2,7 @@
 // schedules with the project's kernels, numerically (docs/verify.md).
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -9,6 +10,8 @@
 #include "commands.hpp"
 #include "json_out.hpp"
 #include "mlaplan/error.hpp"
+#include "mlaplan/limits.hpp"
+#include "mlaplan/number_format.hpp"
 #include "mlaplan/verify.hpp"
 
 #ifdef MLAPLAN_HAVE_CUDA
@@ -44,11 +47,7 @@ void setup_verify(CLI::App& app, VerifyCliOptions& opt) {
 namespace {
 
 // Formatting of the matrix (only a build with the kernels prints one).
-std::string sci(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2e", v);
-  return b;
-}
+std::string sci(double v) { return format_scientific(v, 2); }
 
 ojson cell_json(const VerifyCell& c) {
   ojson j = {{"kv_cache_dtype", c.kv_cache_dtype},
@@ -88,10 +87,21 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   // Read the config first: an invalid config is exit 2 whatever the machine.
   ModelConfig cfg = load_config(opt.config);
   const Topology topo = build_topology(cfg);
+  // Then the flag values that need no device: a bad one is exit 1 whatever the machine.
+  if (opt.iterations < 1 || opt.iterations > VerifyLimits::max_iterations) {
+    throw_usage("--iterations " + std::to_string(opt.iterations) + " is out of range; allowed 1.." +
+                std::to_string(VerifyLimits::max_iterations));
+  }
+  std::vector<std::string> kv_dtypes;
+  for (const auto& d : opt.kv_dtypes) {
+    const auto resolved = std::string(to_string(parse_kv_cache_dtype(d)));  // usage error for unknown values
+    if (std::find(kv_dtypes.begin(), kv_dtypes.end(), resolved) == kv_dtypes.end()) kv_dtypes.push_back(resolved);
+  }
 #ifndef MLAPLAN_HAVE_CUDA
   (void)out;
   (void)err;
   (void)topo;
+  (void)kv_dtypes;
   throw Error(ErrorKind::no_gpu,
               "this mla-plan was built without CUDA: verify needs the project's kernels (install the CUDA toolkit "
               "and rebuild; see README)");
@@ -101,21 +111,13 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   const Target& target = gpu.target;
 
   VerifyOptions vo;
-  for (const auto& d : opt.kv_dtypes) {
-    const auto resolved = std::string(to_string(parse_kv_cache_dtype(d)));  // usage error for unknown values
-    if (std::find(vo.kv_cache_dtypes.begin(), vo.kv_cache_dtypes.end(), resolved) == vo.kv_cache_dtypes.end()) {
-      vo.kv_cache_dtypes.push_back(resolved);
-    }
-  }
+  vo.kv_cache_dtypes = kv_dtypes;
   vo.batch = opt.batch.options;
   vo.layout.tensor_parallel_size = opt.tensor_parallel_size;
   vo.layout.num_speculative_tokens = opt.batch.options.spec_tokens;
   vo.dtype = opt.dtype;
   vo.force = opt.force;
   vo.seed = opt.seed;
-  if (opt.iterations < 1 || opt.iterations > 10000) {
-    throw_usage("--iterations " + std::to_string(opt.iterations) + " is out of range; allowed 1..10000");
-  }
   vo.timing_iterations = static_cast<std::int32_t>(opt.iterations);
   vo.progress = [&err](const std::string& s) { err << s << "\n" << std::flush; };
 
@@ -178,10 +180,10 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
       if (c.ran) {
         std::string layout = c.main_format + "/" + std::to_string(c.main_page);
         if (!c.extra_format.empty()) layout += " + " + c.extra_format + "/" + std::to_string(c.extra_page);
-        std::snprintf(line, sizeof line, "%-13s %-8s %4s %-12s %9s %9s %9s %9s %9.1f  %s%s\n", c.kv_cache_dtype.c_str(),
+        std::snprintf(line, sizeof line, "%-13s %-8s %4s %-12s %9s %9s %9s %9s %9s  %s%s\n", c.kv_cache_dtype.c_str(),
                       std::string(to_string(c.type)).c_str(), h.c_str(), status.c_str(), sci(c.decode.max_abs).c_str(),
                       sci(c.decode.max_rel).c_str(), sci(c.decode.cos_diff).c_str(),
-                      sci(c.decode.lse_max_abs).c_str(), c.decode_us, layout.c_str(),
+                      sci(c.decode.lse_max_abs).c_str(), format_fixed(c.decode_us, 1).c_str(), layout.c_str(),
                       c.reason.empty() ? "" : ("; " + c.reason).c_str());
       } else {
         std::snprintf(line, sizeof line, "%-13s %-8s %4s %-12s %9s %9s %9s %9s %9s  %s\n", c.kv_cache_dtype.c_str(),

@@ -1,9 +1,11 @@
 // `--format markdown` of `plan` and `check`: a compact summary for a pull-request comment.
 // GitHub-flavoured Markdown; every value from a config or a message is escaped for tables.
 
+#include <locale>
 #include <sstream>
 
 #include "commands.hpp"
+#include "mlaplan/number_format.hpp"
 #include "palette.hpp"
 
 namespace mlaplan::cli {
@@ -57,10 +59,7 @@ std::string grouped(std::int64_t v) {
 }
 
 std::string gib(std::int64_t bytes) {
-  std::ostringstream o;
-  o.precision(2);
-  o << std::fixed << static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0) << " GiB";
-  return o.str();
+  return format_fixed(static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0), 2) + " GiB";
 }
 
 std::string family_title(Family f) {
@@ -98,6 +97,7 @@ std::string render_plan_markdown(const PlanResult& r) {
   const auto& c = r.config;
   const auto& t = r.topology;
   std::ostringstream o;
+  o.imbue(std::locale::classic());  // no digit grouping from the global locale
   o << "### mla-plan: " << code(c.source) << "\n\n";
   o << "**" << family_title(c.family) << "** (" << code(std::string(to_string(c.family))) << "): "
     << c.num_hidden_layers << " layers + " << c.num_draft_layers << " draft, " << c.num_attention_heads
@@ -183,6 +183,7 @@ std::string render_plan_markdown(const PlanResult& r) {
 
 std::string render_check_markdown(const std::vector<CheckSummaryRow>& rows) {
   std::ostringstream o;
+  o.imbue(std::locale::classic());  // no digit grouping from the global locale
   std::size_t failed = 0;
   for (const auto& r : rows) failed += r.code != 0;
   o << "### mla-plan check: " << (rows.size() - failed) << " of " << rows.size() << " configs passed\n\n";

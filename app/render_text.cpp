@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <locale>
 #include <sstream>
 
 #include "commands.hpp"
+#include "mlaplan/number_format.hpp"
 
 namespace mlaplan::cli {
 
@@ -78,6 +80,7 @@ std::string render_plan_text(const PlanResult& r, bool show_records) {
   const auto& c = r.config;
   const auto& t = r.topology;
   std::ostringstream o;
+  o.imbue(std::locale::classic());  // no digit grouping from the global locale
   o << "mla-plan: " << c.source << "\n";
   o << "model: " << family_title(c.family) << " (" << to_string(c.family)
     << (c.composite ? ", composite: attention fields under text_config" : "") << ")\n";
@@ -202,15 +205,13 @@ std::string human_bytes(std::int64_t b) {
     v /= 1024.0;
     ++u;
   }
-  std::ostringstream o;
-  o.precision(u == 0 ? 0 : 2);
-  o << std::fixed << v << " " << units[u];
-  return o.str();
+  return format_fixed(v, u == 0 ? 0 : 2) + " " + units[u];
 }
 
 std::string render_schedule_summary(const ScheduleEntry& e, bool show_records) {
   const auto& p = e.plan;
   std::ostringstream o;
+  o.imbue(std::locale::classic());  // no digit grouping from the global locale
   const auto parts = p.params.num_sm_parts;
   o << "  " << (e.layer_type.empty() ? std::string("schedule") : e.layer_type) << ": kernel " << to_string(p.kernel)
     << ", b " << p.batch << ", h_q " << e.input.h_q << ", s_q " << e.input.s_q
@@ -244,6 +245,7 @@ std::string render_schedule_summary(const ScheduleEntry& e, bool show_records) {
 
 std::string render_schedules_text(const std::vector<ScheduleEntry>& entries, bool show_records) {
   std::ostringstream o;
+  o.imbue(std::locale::classic());  // no digit grouping from the global locale
   o << "decode schedules (FlashMLA tile scheduler):\n";
   for (const auto& e : entries) o << render_schedule_summary(e, show_records);
   return o.str();
@@ -255,12 +257,7 @@ namespace mlaplan::cli {
 
 namespace {
 
-std::string fixed(double v, int digits) {
-  std::ostringstream o;
-  o.precision(digits);
-  o << std::fixed << v;
-  return o.str();
-}
+std::string fixed(double v, int digits) { return format_fixed(v, digits); }
 
 std::string gib(std::int64_t bytes) { return fixed(static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0), 2) + " GiB"; }
 
@@ -268,6 +265,7 @@ std::string gib(std::int64_t bytes) { return fixed(static_cast<double>(bytes) / 
 
 std::string render_layout_text(const PlanResult& r) {
   std::ostringstream o;
+  o.imbue(std::locale::classic());  // no digit grouping from the global locale
   const auto& t = r.target;
   o << "\ntarget: " << t.id << " (" << t.name << ", " << t.cc.sm() << ", " << t.num_sms << " SMs, "
     << gib(t.memory_bytes) << ")";

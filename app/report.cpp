@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <numbers>
 
+#include "mlaplan/number_format.hpp"
 #include "palette.hpp"
 #include "report.hpp"
 #include "svg.hpp"
@@ -41,9 +41,7 @@ std::string family_title(Family f) {
 std::string draft_kind(Family f) { return f == Family::deepseek_v41 ? "DSpark" : "MTP"; }
 
 std::string trimmed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  std::string s = buf;
+  std::string s = format_fixed(v, digits);
   if (s.find('.') != std::string::npos) {
     while (s.back() == '0') s.pop_back();
     if (s.back() == '.') s.pop_back();
@@ -60,10 +58,8 @@ std::string fmt_bytes(double b) {
     v /= 1024.0;
     ++u;
   }
-  char buf[64];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%.0f B", v);
-  else std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
-  return buf;
+  if (u == 0) return format_fixed(v, 0) + " B";
+  return format_fixed(v, 2) + " " + units[u];
 }
 
 /// Bytes per token with up to two decimals and thousands separators: "1,790", "3,850.25".
@@ -692,7 +688,23 @@ Figure schedule_chart(const LayerTypeSchedule& s, const std::string& split_patte
     std::int64_t total = 0;
     std::string split_names;
     double y = top + kPlotH;
+    // A partition holding many requests: the whole requests between its first and last piece
+    // (never split: a split request starts or ends a partition) are drawn as one segment, so the
+    // drawing stays O(partitions) whatever the batch.
+    const bool merge_middle = rec[1] - rec[0] + 1 > ReportLimits::max_pieces_per_partition;
     for (std::int64_t q = rec[0]; q <= rec[1]; ++q) {
+      if (merge_middle && q == rec[0] + 1) {
+        std::int64_t n = 0;
+        for (std::int64_t m = q; m < rec[1]; ++m) n += p.blocks[static_cast<std::size_t>(m)];
+        total += n;
+        const double h = kPlotH * static_cast<double>(n) / scale;
+        y -= h;
+        Element seg = filled_rect(x, y, slot - gap, h, st.fill);
+        seg.set("class", "piece merged").set("data-requests", rec[1] - q).set("stroke", "#ffffff").set("stroke-width", 0.6);
+        bar.add(std::move(seg));
+        q = rec[1] - 1;
+        continue;
+      }
       const auto [b0, b1] = piece(rec, p, q);
       const std::int64_t n = b1 - b0;
       total += n;
@@ -844,7 +856,7 @@ Figure findings_figure(const PlanResult& r) {
 
 // ------------------------------------------------------------------ 5. verify / bench tables
 
-constexpr std::size_t kSvgTableRows = 60;
+constexpr std::size_t kSvgTableRows = static_cast<std::size_t>(ReportLimits::max_svg_rows);
 
 std::string_view cell_colour(const std::string& v) {
   std::string l = v;
@@ -873,7 +885,7 @@ Figure result_figure(const ResultFile& file) {
   const double max_col = 320, font = 11.5, pad = 6;
   for (const auto& t : file.tables) {
     y += 6;
-    g.add(text_at(kMargin, y + 13, t.pointer + " (" + std::to_string(t.rows.size()) + " rows)", 12.5, "start", kInk, true));
+    g.add(text_at(kMargin, y + 13, t.pointer + " (" + std::to_string(t.total_rows) + " rows)", 12.5, "start", kInk, true));
     y += 20;
     std::vector<double> widths;
     for (std::size_t c = 0; c < t.columns.size(); ++c) {
@@ -916,9 +928,10 @@ Figure result_figure(const ResultFile& file) {
     draw_row(t.columns, true, 0);
     for (std::size_t i = 0; i < t.rows.size() && i < kSvgTableRows; ++i) draw_row(t.rows[i], false, i);
     g.add(std::move(table));
-    if (t.rows.size() > kSvgTableRows) {
+    if (t.total_rows > static_cast<std::int64_t>(kSvgTableRows)) {
       g.add(text_at(kMargin, y + 14,
-                    "... " + std::to_string(t.rows.size() - kSvgTableRows) + " more rows (the HTML report lists all)",
+                    "... " + std::to_string(t.total_rows - static_cast<std::int64_t>(kSvgTableRows)) +
+                        " more rows (the HTML report lists up to " + std::to_string(ReportLimits::max_html_rows) + ")",
                     11.5, "start", kMuted));
       y += 20;
     }
@@ -1135,7 +1148,7 @@ std::string render_report_html(const PlanResult& r, const std::vector<ResultFile
       body.add(Element("p")).text("No array of row objects under \"results\", \"matrix\" or \"rows\".");
     }
     for (const auto& t : e.tables) {
-      body.add(Element("h3")).text(t.pointer + " (" + std::to_string(t.rows.size()) + " rows)");
+      body.add(Element("h3")).text(t.pointer + " (" + std::to_string(t.total_rows) + " rows)");
       Element table = html_table(t.columns);
       table.set("class", "result-table").set("data-pointer", t.pointer);
       for (const auto& row : t.rows) {
@@ -1149,6 +1162,11 @@ std::string render_report_html(const PlanResult& r, const std::vector<ResultFile
         }
       }
       body.add(std::move(table));
+      if (t.total_rows > static_cast<std::int64_t>(t.rows.size())) {
+        body.add(Element("p")).set("class", "meta").text(
+            "... " + std::to_string(t.total_rows - static_cast<std::int64_t>(t.rows.size())) +
+            " more rows (the report lists the first " + std::to_string(t.rows.size()) + ")");
+      }
     }
   }
   html.add(std::move(body));

@@ -9,14 +9,16 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "mlaplan/limits.hpp"  // ResultLimits: beyond them a result file is Error usage
 
 namespace mlaplan::cli {
 
 /// A table found in a verify / bench JSON file: an array of row objects.
 struct ResultTable {
   std::string pointer;                          ///< JSON pointer of the array: "/results"
-  std::vector<std::string> columns;             ///< union of the row keys, first seen first
-  std::vector<std::vector<std::string>> rows;   ///< cells as text ("" for a missing key)
+  std::vector<std::string> columns;             ///< union of the row keys, first seen first (at most ResultLimits::max_columns)
+  std::vector<std::vector<std::string>> rows;   ///< cells as text ("" for a missing key); at most ReportLimits::max_html_rows
+  std::int64_t total_rows = 0;                  ///< row objects in the file (rows holds the first of them)
 };
 
 /// What a --verify-json / --bench-json file holds, read tolerantly.
@@ -26,12 +28,6 @@ struct ResultFile {
   std::string path;                  ///< the file as given
   std::vector<std::pair<std::string, std::string>> summary;  ///< top-level scalars: schema, exit_code, ...
   std::vector<ResultTable> tables;   ///< every array of objects under "results", "matrix" or "rows"
-};
-
-/// Limits on result files (beyond them: a usage error naming the flag).
-struct ResultLimits {
-  static constexpr std::int64_t max_file_bytes = 64LL << 20;
-  static constexpr int max_nesting_depth = 64;
 };
 
 /// Parses result JSON text. Error(usage) naming `flag` and `path` when it is not JSON.

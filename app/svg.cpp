@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "mlaplan/error.hpp"
+#include "mlaplan/number_format.hpp"
 
 namespace mlaplan::svg {
 
@@ -111,9 +111,7 @@ std::string escape_attr(std::string_view s) { return escape(s, true); }
 
 std::string num(double v) {
   if (!std::isfinite(v)) throw_internal("svg: a coordinate is not finite");
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  std::string s = buf;
+  std::string s = format_fixed(v, 2);
   if (s.find('.') != std::string::npos) {
     while (s.back() == '0') s.pop_back();
     if (s.back() == '.') s.pop_back();

@@ -6,8 +6,8 @@
 #                                suite, the probe and the benchmark, and copies the three binaries
 #                                to build-gpu/carry/ (what travels to the GPU machine).
 #   scripts/gpu-check.sh run     on the GPU machine, from the repository root: the GPU test suite,
-#                                the [sanitize] cases under compute-sanitizer memcheck and
-#                                racecheck, then the timing benchmark. Logs go to $OUT (default
+#                                the [sanitize] cases under compute-sanitizer memcheck, racecheck
+#                                and synccheck, then the timing benchmark. Logs go to $OUT (default
 #                                build-gpu/gpu-check-out); a summary is printed last.
 #
 # Environment: BUILD_DIR (default build-gpu), OUT, JOBS (build parallelism, default 2),
@@ -53,6 +53,9 @@ run)
   timeout "$st" compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
     "$bin/mlaplan_gpu_tests" "[sanitize]" 2>&1 | tee "$out/racecheck.log"
   racecheck_rc=${PIPESTATUS[0]}
+  timeout "$st" compute-sanitizer --tool synccheck --error-exitcode 9 "$bin/mlaplan_gpu_tests" "[sanitize]" \
+    2>&1 | tee "$out/synccheck.log"
+  synccheck_rc=${PIPESTATUS[0]}
 
   "$bin/mlaplan_kernel_bench" "${BENCH_REPLAYS:-60}" 2>&1 | tee "$out/bench.log"
   bench_rc=${PIPESTATUS[0]}
@@ -94,9 +97,12 @@ run)
   grep -E "test cases|assertions" "$out/gpu-tests.log" | tail -2
   echo "memcheck: rc $memcheck_rc, $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -1)"
   echo "racecheck: rc $racecheck_rc, $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/racecheck.log" | tail -1)"
+  echo "synccheck: rc $synccheck_rc, $(grep -E 'ERROR SUMMARY' "$out/synccheck.log" | tail -1)"
   cat "$out/bench.log"
-  echo "rc: tests $tests_rc, memcheck $memcheck_rc, racecheck $racecheck_rc, bench $bench_rc, verify $verify_rc, bench cli $benchcli_rc"
-  [ "$tests_rc" = 0 ] && [ "$memcheck_rc" = 0 ] && [ "$racecheck_rc" = 0 ] && [ "$bench_rc" = 0 ] && [ "$verify_rc" = 0 ] && [ "$benchcli_rc" = 0 ]
+  echo "rc: tests $tests_rc, memcheck $memcheck_rc, racecheck $racecheck_rc, synccheck $synccheck_rc," \
+    "bench $bench_rc, verify $verify_rc, bench cli $benchcli_rc"
+  [ "$tests_rc" = 0 ] && [ "$memcheck_rc" = 0 ] && [ "$racecheck_rc" = 0 ] && [ "$synccheck_rc" = 0 ] &&
+    [ "$bench_rc" = 0 ] && [ "$verify_rc" = 0 ] && [ "$benchcli_rc" = 0 ]
   ;;
 *)
   echo "usage: $0 build|run" >&2

@@ -728,8 +728,9 @@ std::string read_file_limited(const std::string& file) {
     in.read(buf.data(), buf.size());
     text.append(buf.data(), static_cast<std::size_t>(in.gcount()));
     if (static_cast<std::int64_t>(text.size()) > ConfigLimits::max_file_bytes) {
-      throw_config("'" + file + "' is larger than " + std::to_string(ConfigLimits::max_file_bytes >> 20) +
-                   " MiB; a model config.json is a few KiB (limit: ConfigLimits::max_file_bytes)");
+      throw_config("'" + file + "' is larger than " + std::to_string(ConfigLimits::max_file_bytes >> 20) + " MiB (" +
+                   std::to_string(ConfigLimits::max_file_bytes) +
+                   " bytes, ConfigLimits::max_file_bytes); a model config.json is a few KiB");
     }
   }
   if (in.bad()) {

@@ -38,7 +38,7 @@ DecodeBatch make_decode_batch(const BatchOptions& o, std::int64_t max_model_len)
     b.context_lens.assign(static_cast<std::size_t>(n), len);
   }
   if (static_cast<std::int64_t>(b.context_lens.size()) > BatchLimits::max_requests) {
-    throw_usage("--context-lens has " + std::to_string(b.context_lens.size()) + " requests; at most " +
+    throw_usage("--context-lens has " + std::to_string(b.context_lens.size()) + " requests; allowed 1.." +
                 std::to_string(BatchLimits::max_requests));
   }
   const std::string flag = o.context_lens.empty() ? "--context-len" : "--context-lens";
@@ -54,8 +54,9 @@ DecodeBatch make_decode_batch(const BatchOptions& o, std::int64_t max_model_len)
   const auto tokens = checked_mul(static_cast<std::int64_t>(b.context_lens.size()), 1 + o.spec_tokens, "decode tokens",
                                   ErrorKind::usage);
   if (tokens > BatchLimits::max_decode_tokens) {
-    throw_usage("the batch has " + std::to_string(tokens) + " decode tokens; at most " +
-                std::to_string(BatchLimits::max_decode_tokens));
+    throw_usage("the batch has " + std::to_string(tokens) + " decode tokens (" +
+                std::to_string(b.context_lens.size()) + " requests x (1 + --spec-tokens " +
+                std::to_string(o.spec_tokens) + ")); allowed 1.." + std::to_string(BatchLimits::max_decode_tokens));
   }
   b.positions.reserve(static_cast<std::size_t>(tokens));
   for (auto len : b.context_lens) {

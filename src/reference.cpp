@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <locale>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -203,6 +204,7 @@ DecodeComparison compare_decode(std::span<const float> out, std::span<const floa
   }
   c.pass = c.bad_out == 0 && c.bad_lse == 0 && c.cos_diff <= tol.cos_diff;
   std::ostringstream m;
+  m.imbue(std::locale::classic());  // no digit grouping from the global locale
   m.precision(3);
   m << (c.pass ? "pass" : "fail") << ": max_abs " << c.max_abs << ", max_rel " << c.max_rel << ", cos_diff "
     << c.cos_diff << ", lse_max_abs " << c.lse_max_abs;

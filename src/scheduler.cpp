@@ -6,13 +6,13 @@
 // (tests/data/flashmla-sched-vectors.json holds plans measured on an H200), and the GPU scheduler
 // kernel in kernels/ must equal this one.
 //
-// Limits (enforced below with usage errors; they keep every record field and num_splits entry
-// inside int32 and the sweep inside int64):
+// Limits (mlaplan::ScheduleLimits, enforced below with usage errors; they keep every record field
+// and num_splits entry inside int32 and the sweep inside int64):
 //   1 <= b <= 1,048,576           decode tokens in one plan
 //   0 <= length <= 2^28           each lengths[i] and extra_lengths[i]
 //   1 <= num_sms <= 4096
 //   1 <= h_q <= 4096              (the sparse kernels further restrict it to 64 / 128)
-//   s_q >= 1, h_k >= 1            (h_k only matters for the dense kernel)
+//   1 <= s_q <= 4096, h_k >= 1    (h_k only matters for the dense kernel, where h_k <= h_q)
 // With these limits n_i <= 2^23 + 1 fits int32, num_splits[b] <= b + P - 1 fits int32, and the
 // block total (up to ~2^43) needs int64. The upstream scheduler sums the total in int32, so for
 // totals past 2^31 (far beyond any real batch) there is no reference to agree with; we stay exact.
@@ -23,15 +23,17 @@
 #include <string>
 
 #include "mlaplan/error.hpp"
+#include "mlaplan/limits.hpp"
 
 namespace mlaplan {
 
 namespace {
 
-constexpr std::int64_t kMaxBatch = 1'048'576;
-constexpr std::int64_t kMaxLength = std::int64_t{1} << 28;
-constexpr std::int32_t kMaxSms = 4096;
-constexpr std::int32_t kMaxHeads = 4096;
+constexpr std::int64_t kMaxBatch = ScheduleLimits::max_batch;
+constexpr std::int64_t kMaxLength = ScheduleLimits::max_length;
+constexpr std::int64_t kMaxSms = ScheduleLimits::max_num_sms;
+constexpr std::int64_t kMaxHeads = ScheduleLimits::max_heads;
+constexpr std::int64_t kMaxSq = ScheduleLimits::max_s_q;
 // fp32 elements per partial: o_accum holds the 512-wide value row, lse_accum one scalar.
 constexpr std::int64_t kAccumFloatsPerRow = 512 + 1;
 
@@ -72,7 +74,9 @@ SchedParams sched_params(SchedKernel kernel, std::int32_t num_sms, std::int32_t 
   if (num_sms < 1 || num_sms > kMaxSms) {
     throw_usage("num_sms = " + std::to_string(num_sms) + ": must be between 1 and " + std::to_string(kMaxSms));
   }
-  if (s_q < 1) throw_usage("s_q = " + std::to_string(s_q) + ": must be >= 1");
+  if (s_q < 1 || s_q > kMaxSq) {
+    throw_usage("s_q = " + std::to_string(s_q) + ": must be between 1 and " + std::to_string(kMaxSq));
+  }
   if (h_q < 1 || h_q > kMaxHeads) {
     throw_usage("h_q = " + std::to_string(h_q) + ": must be between 1 and " + std::to_string(kMaxHeads));
   }

@@ -4,11 +4,11 @@
 #include <array>
 #include <cctype>
 #include <cmath>
-#include <cstdio>
 #include <string>
 #include <utility>
 
 #include "mlaplan/error.hpp"
+#include "mlaplan/number_format.hpp"
 
 namespace mlaplan {
 namespace {
@@ -91,13 +91,8 @@ bool all_digits(std::string_view s) {
 
 // Whole numbers in full ("1048576"), others as %g ("79.5", "1e+30", "nan").
 std::string format_gib(double gib) {
-  char buf[64];
-  if (std::isfinite(gib) && gib == std::floor(gib) && std::fabs(gib) < 1e15) {
-    std::snprintf(buf, sizeof buf, "%.0f", gib);
-  } else {
-    std::snprintf(buf, sizeof buf, "%g", gib);
-  }
-  return buf;
+  if (std::isfinite(gib) && gib == std::floor(gib) && std::fabs(gib) < 1e15) return format_fixed(gib, 0);
+  return format_general(gib);
 }
 
 void check_num_sms(std::int64_t sms, std::string_view flag) {

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "mlaplan/error.hpp"
+#include "mlaplan/limits.hpp"
 #include "mlaplan/quant.hpp"
 
 namespace mlaplan {
@@ -33,6 +34,36 @@ std::vector<std::uint16_t> random_latents(std::mt19937_64& rng, std::int64_t row
     }
   }
   return v;
+}
+
+/// The decode tokens of a verification batch (VerifyLimits): Error(usage) naming the batch flags.
+void check_verify_batch(const DecodeBatch& batch) {
+  const auto b = static_cast<std::int64_t>(batch.positions.size());
+  if (b > VerifyLimits::max_decode_tokens) {
+    throw_usage("verify: the batch has " + std::to_string(b) + " decode tokens (" +
+                std::to_string(batch.context_lens.size()) + " requests x (1 + --spec-tokens " +
+                std::to_string(batch.spec_tokens) + ")); allowed 1.." + std::to_string(VerifyLimits::max_decode_tokens) +
+                " for verification (the host reference recomputes every one)");
+  }
+}
+
+/// The host memory of one cache of a problem (VerifyLimits): Error(unsupported) when it is too large.
+void check_cache_size(std::string_view which, std::int64_t width, const std::vector<std::int32_t>& lengths) {
+  const auto b = static_cast<std::int64_t>(lengths.size());
+  const std::int64_t slots = checked_mul(b, width, "verify index slots", ErrorKind::unsupported);
+  std::int64_t rows = 0;
+  for (auto l : lengths) rows += std::min<std::int64_t>(l, width);
+  const std::string head = "the " + std::string(which) + " cache is too large to verify on the host: ";
+  if (slots > VerifyLimits::max_index_slots) {
+    throw_unsupported(head + "b " + std::to_string(b) + " x topk " + std::to_string(width) + " = " +
+                      std::to_string(slots) + " index slots; allowed up to " +
+                      std::to_string(VerifyLimits::max_index_slots) + " (give a smaller batch)");
+  }
+  if (rows > VerifyLimits::max_attended_rows) {
+    throw_unsupported(head + std::to_string(rows) + " attended rows; allowed up to " +
+                      std::to_string(VerifyLimits::max_attended_rows) +
+                      " (give a smaller --batch or shorter --context-len)");
+  }
 }
 
 const CacheObject* find_object(const Layout& layout, std::int64_t layer, CacheKind kind) {
@@ -193,6 +224,15 @@ BatchOptions default_verify_batch(std::int64_t max_model_len) {
   return o;
 }
 
+void check_verify_size(const LayerTypeSchedule& s) {
+  if (static_cast<std::int64_t>(s.input.lengths.size()) > VerifyLimits::max_decode_tokens) {
+    throw_usage("verify: b = " + std::to_string(s.input.lengths.size()) + " decode tokens; allowed 1.." +
+                std::to_string(VerifyLimits::max_decode_tokens));
+  }
+  check_cache_size("main", s.topk, s.input.lengths);
+  if (s.input.has_extra) check_cache_size("extra", s.extra_topk, s.input.extra_lengths);
+}
+
 VerifyProblem build_verify_problem(const ModelConfig& cfg, const Topology& topo, const Layout& layout,
                                    const LayerTypeSchedule& s, std::uint64_t seed, std::int32_t timing_iterations) {
   VerifyProblem p;
@@ -216,6 +256,7 @@ VerifyProblem build_verify_problem(const ModelConfig& cfg, const Topology& topo,
     }
   };
   check_dims(main->format);
+  check_verify_size(s);
   p.b = static_cast<std::int32_t>(s.input.lengths.size());
   p.s_q = 1;
   p.h_q = s.input.h_q;
@@ -338,6 +379,7 @@ VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Targ
               ? options.batch
               : default_verify_batch(layout.max_model_len);
       report.batch = make_decode_batch(batch_options, layout.max_model_len);
+      check_verify_batch(report.batch);
       schedules = plan_decode_schedules(cfg, topo, layout, report.batch);
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::usage) throw;

@@ -423,7 +423,7 @@ TEST_CASE("files: missing, directory without config.json, empty, too large", "[c
   }
   CHECK(message((dir / "big.json").string()) ==
         "'" + (dir / "big.json").string() +
-            "' is larger than 16 MiB; a model config.json is a few KiB (limit: ConfigLimits::max_file_bytes)");
+            "' is larger than 1 MiB (1048576 bytes, ConfigLimits::max_file_bytes); a model config.json is a few KiB");
   CHECK(message("") == "no config given: pass a config.json or a directory holding one");
   fs::remove_all(dir);
 }

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "mlaplan/limits.hpp"  // ConfigLimits: beyond them a config is rejected (docs/robustness.md)
+
 namespace mlaplan {
 
 /// The model families mla-plan plans for.
@@ -32,21 +34,6 @@ struct Finding {
   std::string message;   ///< names the value and what is allowed
   std::string path;      ///< JSON pointer into the config ("" when not about one field)
   std::string fix;       ///< a concrete fix, where one exists
-};
-
-/// Documented limits on config values (docs/robustness.md). Beyond them a config is rejected
-/// with a clear message instead of exhausting memory or overflowing arithmetic.
-struct ConfigLimits {
-  static constexpr std::int64_t max_file_bytes = 16LL << 20;  ///< 16 MiB (real configs are a few KiB)
-  static constexpr int max_nesting_depth = 64;                ///< JSON nesting
-  static constexpr std::int64_t max_layers = 4096;            ///< num_hidden_layers
-  static constexpr std::int64_t max_draft_layers = 64;        ///< num_nextn_predict_layers
-  static constexpr std::int64_t max_list_entries = 8192;      ///< any per-layer list
-  static constexpr std::int64_t max_heads = 4096;             ///< num_attention_heads
-  static constexpr std::int64_t max_head_dim = 65536;
-  static constexpr std::int64_t max_window = 1LL << 20;       ///< sliding_window
-  static constexpr std::int64_t max_topk = 1LL << 24;         ///< index_topk
-  static constexpr std::int64_t max_positions = 1LL << 34;    ///< max_position_embeddings
 };
 
 /// A parsed and validated model config. Per-layer lists cover backbone + draft layers.

@@ -11,17 +11,11 @@
 #include "mlaplan/config.hpp"
 #include "mlaplan/decode_mode.hpp"
 #include "mlaplan/layout.hpp"
+#include "mlaplan/limits.hpp"  // BatchLimits: beyond them a batch flag is Error usage
 #include "mlaplan/scheduler.hpp"
 #include "mlaplan/topology.hpp"
 
 namespace mlaplan {
-
-/// Limits on batch flags (beyond them: Error usage).
-struct BatchLimits {
-  static constexpr std::int64_t max_requests = 65536;
-  static constexpr std::int64_t max_decode_tokens = 1'048'576;
-  static constexpr std::int64_t max_spec_tokens = 64;
-};
 
 /// The batch flags: --batch N --context-len L (uniform), or --context-lens a,b,c; --spec-tokens K.
 struct BatchOptions {

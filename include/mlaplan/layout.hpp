@@ -13,6 +13,7 @@
 #include "mlaplan/config.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan/formats.hpp"
+#include "mlaplan/limits.hpp"  // LayoutLimits: beyond them a layout flag is Error usage
 #include "mlaplan/target.hpp"
 #include "mlaplan/topology.hpp"
 
@@ -52,14 +53,6 @@ std::optional<std::int64_t> padded_query_heads(std::int64_t local_heads);
 std::vector<std::int64_t> pipeline_partition(std::int64_t num_layers, std::int64_t pp);
 
 // ---------------------------------------------------------------- options and checks
-
-/// Limits on user-given layout values (beyond them: Error usage).
-struct LayoutLimits {
-  static constexpr std::int64_t max_parallel_size = 4096;
-  static constexpr std::int64_t max_block_size = 1 << 20;
-  static constexpr std::int64_t max_in_flight_tokens = 1 << 24;
-  static constexpr std::int64_t max_speculative_tokens = 64;
-};
 
 /// What the user asked for. Strings are the flag values as given; optional fields take defaults.
 struct LayoutOptions {

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "mlaplan/limits.hpp"  // TargetLimits
+
 namespace mlaplan {
 
 /// A CUDA compute capability, e.g. 9.0 (Hopper), 10.0 (Blackwell datacentre), 12.0 (RTX Blackwell).
@@ -37,12 +39,6 @@ struct GpuPreset {
   std::string_view note;         ///< variants, unconfirmed figures; "" if none
 
   std::int64_t memory_bytes() const { return memory_gib << 30; }
-};
-
-/// Limits on user-given target values; beyond them the value is a usage error.
-struct TargetLimits {
-  static constexpr std::int64_t max_num_sms = 1024;
-  static constexpr double max_memory_gib = 1048576.0;  ///< 1 PiB
 };
 
 /// The preset table, in display order (`mla-plan gpus` prints it).

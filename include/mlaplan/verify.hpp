@@ -137,8 +137,14 @@ std::vector<std::string> backend_kv_dtypes(Family family);
 /// lengths from 1 to 65536 (capped by max_model_len), short, window-edge and long ones.
 BatchOptions default_verify_batch(std::int64_t max_model_len);
 
+/// Checks that the problem of `schedule` stays inside VerifyLimits' host-memory bounds: Error(usage)
+/// past max_decode_tokens, Error(unsupported) past max_index_slots or max_attended_rows (per cache),
+/// each naming the value and the limit. build_verify_problem() calls it before allocating anything.
+void check_verify_size(const LayerTypeSchedule& schedule);
+
 /// Builds the decode problem of one layer type over a planned layout (random data from `seed`).
-/// Throws Error(unsupported) when the layout has no decode for the type (e.g. no kernel).
+/// Throws Error(unsupported) when the layout has no decode for the type (e.g. no kernel) or the
+/// problem is past VerifyLimits.
 VerifyProblem build_verify_problem(const ModelConfig& cfg, const Topology& topo, const Layout& layout,
                                    const LayerTypeSchedule& schedule, std::uint64_t seed,
                                    std::int32_t timing_iterations);

@@ -8,22 +8,50 @@
 // bandwidth (bytes read + written per second), the bandwidth ceiling of the floor.
 //
 // Usage: mlaplan_kernel_bench [replays [h_q [b]]]   (default 60 replays, every h_q and b)
+//        replays 5..100000 (mlaplan::BenchLimits); h_q 0 (all), 64 or 128; b 0 (all) or one of the list.
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
-#include <cstdlib>
+#include <cstring>
+#include <iterator>
 #include <string>
 
 #include "mlaplan/error.hpp"
+#include "mlaplan/limits.hpp"
 #include "mlaplan_kernels/bench.hpp"
 #include "mlaplan_kernels/kernels.hpp"
 
 namespace mk = mlaplan::kernels;
 
+namespace {
+
+constexpr int kBatches[] = {1, 8, 32, 64, 128, 256};
+
+/// A whole decimal argument in [lo, hi], or Error(usage) naming it.
+int int_arg(const char* text, const char* name, int lo, int hi) {
+  int v = 0;
+  const char* end = text + std::strlen(text);
+  const auto [ptr, ec] = std::from_chars(text, end, v);
+  if (ec != std::errc{} || ptr != end || v < lo || v > hi) {
+    mlaplan::throw_usage(std::string(name) + " '" + text + "' is out of range; allowed " + std::to_string(lo) + ".." +
+                         std::to_string(hi));
+  }
+  return v;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) try {
-  const int replays = argc > 1 ? std::max(5, std::atoi(argv[1])) : 60;
-  const int only_h_q = argc > 2 ? std::atoi(argv[2]) : 0;
-  const int only_b = argc > 3 ? std::atoi(argv[3]) : 0;
+  if (argc > 4) mlaplan::throw_usage("usage: mlaplan_kernel_bench [replays [h_q [b]]]");
+  const int replays =
+      argc > 1 ? int_arg(argv[1], "replays", mlaplan::BenchLimits::min_replays, mlaplan::BenchLimits::max_replays) : 60;
+  const int only_h_q = argc > 2 ? int_arg(argv[2], "h_q", 0, 128) : 0;
+  if (only_h_q != 0 && only_h_q != 64 && only_h_q != 128) mlaplan::throw_usage("h_q must be 0 (all), 64 or 128");
+  const int only_b = argc > 3 ? int_arg(argv[3], "b", 0, 256) : 0;
+  if (only_b != 0 && std::find(std::begin(kBatches), std::end(kBatches), only_b) == std::end(kBatches)) {
+    mlaplan::throw_usage("b must be 0 (all) or one of 1, 8, 32, 64, 128, 256");
+  }
   mk::require_supported_device(0);
   const mk::DeviceInfo dev = mk::device_info(0);
   const double copy_gbps = mk::measure_copy_gbps();
@@ -35,7 +63,7 @@ int main(int argc, char** argv) try {
   std::uint64_t seed = 2026;
   for (int h_q : {64, 128}) {
     if (only_h_q != 0 && h_q != only_h_q) continue;
-    for (int b : {1, 8, 32, 64, 128, 256}) {
+    for (int b : kBatches) {
       if (only_b != 0 && b != only_b) continue;
       mk::DecodeBenchShape sh;
       sh.b = b;
