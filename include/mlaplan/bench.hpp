@@ -14,19 +14,12 @@
 #include "mlaplan/decode_mode.hpp"
 #include "mlaplan/formats.hpp"
 #include "mlaplan/layout.hpp"
+#include "mlaplan/limits.hpp"
 #include "mlaplan/rules.hpp"
 #include "mlaplan/target.hpp"
 #include "mlaplan/topology.hpp"
 
 namespace mlaplan {
-
-/// Limits on the bench flags (beyond them: Error usage).
-struct BenchLimits {
-  static constexpr std::int64_t max_batch = 4096;      ///< requests in one timed shape
-  static constexpr std::int64_t max_batch_sizes = 32;  ///< entries of --batch
-  static constexpr std::int64_t max_replays = 10000;
-  static constexpr std::int64_t max_warmup = 1000;
-};
 
 /// One timed shape: every request attends its full widths (topk + extra_topk distinct rows), the
 /// convention of FlashMLA's published decode times.

@@ -94,9 +94,19 @@ struct ReportLimits {
 };
 
 /// mlaplan_kernel_bench arguments (kernels/bench/bench_decode.cpp; exit 1).
-struct BenchLimits {
+struct KernelBenchLimits {
   static constexpr int min_replays = 5;
   static constexpr int max_replays = 100000;
+};
+
+/// `mla-plan bench` flags (src/bench.cpp, app/cmd_bench.cpp; exit 1). A shape of b requests holds
+/// b x (topk + extra_topk) distinct cache rows on the GPU (V4.0's c128a at 1M tokens: 8,320 rows
+/// of 584 B per request, 20 GB at b 4096) and its q and out.
+struct BenchLimits {
+  static constexpr std::int64_t max_batch = 4096;      ///< requests in one timed shape
+  static constexpr std::int64_t max_batch_sizes = 32;  ///< entries of --batch
+  static constexpr std::int64_t max_replays = 10000;
+  static constexpr std::int64_t max_warmup = 1000;
 };
 
 }  // namespace mlaplan

@@ -8,7 +8,7 @@
 // bandwidth (bytes read + written per second), the bandwidth ceiling of the floor.
 //
 // Usage: mlaplan_kernel_bench [replays [h_q [b]]]   (default 60 replays, every h_q and b)
-//        replays 5..100000 (mlaplan::BenchLimits); h_q 0 (all), 64 or 128; b 0 (all) or one of the list.
+//        replays 5..100000 (mlaplan::KernelBenchLimits); h_q 0 (all), 64 or 128; b 0 (all) or one of the list.
 
 #include <algorithm>
 #include <charconv>
@@ -45,7 +45,7 @@ int int_arg(const char* text, const char* name, int lo, int hi) {
 int main(int argc, char** argv) try {
   if (argc > 4) mlaplan::throw_usage("usage: mlaplan_kernel_bench [replays [h_q [b]]]");
   const int replays =
-      argc > 1 ? int_arg(argv[1], "replays", mlaplan::BenchLimits::min_replays, mlaplan::BenchLimits::max_replays) : 60;
+      argc > 1 ? int_arg(argv[1], "replays", mlaplan::KernelBenchLimits::min_replays, mlaplan::KernelBenchLimits::max_replays) : 60;
   const int only_h_q = argc > 2 ? int_arg(argv[2], "h_q", 0, 128) : 0;
   if (only_h_q != 0 && only_h_q != 64 && only_h_q != 128) mlaplan::throw_usage("h_q must be 0 (all), 64 or 128");
   const int only_b = argc > 3 ? int_arg(argv[3], "b", 0, 256) : 0;
