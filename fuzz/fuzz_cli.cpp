@@ -12,8 +12,10 @@
 //   "/dev/null/..." (never readable: /dev/null is not a directory);
 // - the value of report's -o / --output becomes "/dev/null/VALUE", so the report is rendered in full
 //   and then cannot be written.
-// Inputs with more than kMaxArgs arguments or kMaxListItems list items are skipped (return -1), so
-// one run stays short: `check --matrix` plans every preset x dtype x TP size x config.
+// Inputs that would make one run long are skipped (return -1): more than kMaxArgs arguments or
+// kMaxListItems list items (arguments + commas), more than kMaxConfigs bundled configs or more than
+// one released config (40-61 layers), and for `check --matrix` (which plans every GPU preset x kv
+// dtype x TP size x config) more than one config or kMaxMatrixListItems list items.
 // In a build with the CUDA kernels, inputs naming `verify` are skipped: it would run the GPU.
 
 #include <cstdint>
@@ -30,35 +32,71 @@ namespace {
 
 constexpr std::size_t kMaxArgs = 48;
 constexpr std::size_t kMaxListItems = 64;  ///< arguments + commas: bounds every list flag
+constexpr std::size_t kMaxConfigs = 3;
+constexpr std::size_t kMaxReleasedConfigs = 1;
+constexpr std::size_t kMaxMatrixListItems = 16;
+
+enum class TokenKind { config, released_config, other };
 
 struct Token {
   std::string_view name;
   std::string_view relative_path;
+  TokenKind kind;
 };
 
 // @v41, @v4, @v32: the released configs (40-61 layers: every output is large, a run is slow);
 // @t41, @t4, @t32: few-layer configs the backend accepts (fast, the same code paths);
 // @small41 ... @types4: the small test configs (the backend rejects them: exit 3).
 constexpr Token kTokens[] = {
-    {"@t41", "fuzz/data/v41-6layer.json"},
-    {"@t4", "fuzz/data/v4-4layer.json"},
-    {"@t32", "fuzz/data/v32-2layer.json"},
-    {"@v41", "configs/deepseek-v4.1-flash.json"},
-    {"@v4", "configs/deepseek-v4-flash.json"},
-    {"@v32", "configs/deepseek-v3.2.json"},
-    {"@small41", "configs/small/v41-5layer-derived-sources.json"},
-    {"@reindex41", "configs/small/v41-6layer-reindex.json"},
-    {"@flat41", "configs/small/v41-8layer-flat.json"},
-    {"@types4", "configs/small/v4-2layer-layer-types.json"},
-    {"@configs", "configs"},  // a directory without config.json
-    {"@result", "fuzz/data/verify-result.json"},
+    {"@t41", "fuzz/data/v41-6layer.json", TokenKind::config},
+    {"@t4", "fuzz/data/v4-4layer.json", TokenKind::config},
+    {"@t32", "fuzz/data/v32-2layer.json", TokenKind::config},
+    {"@v41", "configs/deepseek-v4.1-flash.json", TokenKind::released_config},
+    {"@v4", "configs/deepseek-v4-flash.json", TokenKind::released_config},
+    {"@v32", "configs/deepseek-v3.2.json", TokenKind::released_config},
+    {"@small41", "configs/small/v41-5layer-derived-sources.json", TokenKind::config},
+    {"@reindex41", "configs/small/v41-6layer-reindex.json", TokenKind::config},
+    {"@flat41", "configs/small/v41-8layer-flat.json", TokenKind::config},
+    {"@types4", "configs/small/v4-2layer-layer-types.json", TokenKind::config},
+    {"@configs", "configs", TokenKind::config},  // a directory without config.json
+    {"@result", "fuzz/data/verify-result.json", TokenKind::other},
 };
 
-std::string token_path(std::string_view arg) {
+const Token* find_token(std::string_view arg) {
   for (const auto& t : kTokens) {
-    if (arg == t.name) return std::string(MLAPLAN_SOURCE_DIR) + "/" + std::string(t.relative_path);
+    if (arg == t.name) return &t;
   }
-  return {};
+  return nullptr;
+}
+
+std::string token_path(std::string_view arg) {
+  const Token* t = find_token(arg);
+  return t ? std::string(MLAPLAN_SOURCE_DIR) + "/" + std::string(t->relative_path) : std::string();
+}
+
+/// The token an argument names, as a whole or as the value of --flag=TOKEN.
+const Token* token_of(std::string_view arg) {
+  if (arg.substr(0, 2) == "--") {
+    if (auto eq = arg.find('='); eq != std::string_view::npos) return find_token(arg.substr(eq + 1));
+  }
+  return find_token(arg);
+}
+
+/// Whether one run of these arguments stays short (see the top of the file).
+bool bounded(const std::vector<std::string>& args) {
+  if (args.size() > kMaxArgs) return false;
+  std::size_t items = args.size(), configs = 0, released = 0;
+  bool matrix = false;
+  for (const auto& a : args) {
+    for (char c : a) items += c == ',';
+    matrix |= a.rfind("--matrix", 0) == 0;
+    if (const Token* t = token_of(a)) {
+      configs += t->kind != TokenKind::other;
+      released += t->kind == TokenKind::released_config;
+    }
+  }
+  if (items > kMaxListItems || configs > kMaxConfigs || released > kMaxReleasedConfigs) return false;
+  return !matrix || (configs <= 1 && items <= kMaxMatrixListItems);
 }
 
 /// A token becomes its path; anything that could name another file becomes unreadable.
@@ -96,12 +134,7 @@ std::vector<std::string> split_lines(std::string_view text) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   std::vector<std::string> raw = split_lines(text);
-  if (raw.size() > kMaxArgs) return -1;
-  std::size_t items = raw.size();
-  for (const auto& a : raw) {
-    for (char c : a) items += c == ',';
-  }
-  if (items > kMaxListItems) return -1;
+  if (!bounded(raw)) return -1;
 #ifdef MLAPLAN_FUZZ_SKIP_VERIFY
   for (const auto& a : raw) {
     if (a == "verify") return -1;
