@@ -200,7 +200,7 @@ int run_matrix(const CheckOptions& opt, const std::vector<std::int64_t>& tps, st
   }
   if (opt.effective_format() == "json") {
     ojson j = {{"schema", "mla-plan/1"}, {"files", std::move(files)}, {"exit_code", overall}};
-    out << j.dump(2) << "\n";
+    out << dump_json(j);
   }
   return overall;
 }
@@ -285,7 +285,7 @@ int run_check(const CheckOptions& opt, std::ostream& out, std::ostream& err) {
       files.push_back(std::move(f));
     }
     ojson j = {{"schema", "mla-plan/1"}, {"files", std::move(files)}, {"exit_code", overall}};
-    out << j.dump(2) << "\n";
+    out << dump_json(j);
   } else if (format == "markdown") {
     std::vector<CheckSummaryRow> rows;
     for (const auto& r : results) {

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "commands.hpp"
+#include "json_out.hpp"
 #include "mlaplan/formats.hpp"
 
 namespace mlaplan::cli {
@@ -35,7 +36,7 @@ int run_gpus(const InfoOptions& opt, std::ostream& out) {
                      {"note", g.note}});
     }
     j["gpus"] = std::move(arr);
-    out << j.dump(2) << "\n";
+    out << dump_json(j);
     return 0;
   }
   char line[256];
@@ -83,7 +84,7 @@ int run_formats(const InfoOptions& opt, std::ostream& out) {
                      {"used_by", f.used_by}});
     }
     j["formats"] = std::move(arr);
-    out << j.dump(2) << "\n";
+    out << dump_json(j);
     return 0;
   }
   for (const auto& f : all_row_formats()) {

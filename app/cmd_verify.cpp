@@ -161,7 +161,7 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
     for (const auto& c : report.cells) cells.push_back(cell_json(c));
     j["matrix"] = std::move(cells);
     j["exit_code"] = report.exit_code;
-    out << j.dump(2) << "\n";
+    out << dump_json(j);
   } else {
     out << "mla-plan verify: " << opt.config << " on " << info.name << " (" << target.cc.sm() << ", "
         << info.sm_count << " SMs)\n";

@@ -177,6 +177,8 @@ json finding_json(const Finding& f) {
   return j;
 }
 
+std::string dump_json(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"; }
+
 json findings_json(const std::vector<Finding>& findings) {
   json arr = json::array();
   for (const auto& f : findings) arr.push_back(finding_json(f));
@@ -240,7 +242,7 @@ std::string render_plan_json(const PlanResult& r) {
     if (f.severity == Severity::warning) warnings.push_back(f.message);
   }
   j["warnings"] = std::move(warnings);
-  return j.dump(2) + "\n";
+  return dump_json(j);
 }
 
 }  // namespace mlaplan::cli
@@ -283,7 +285,7 @@ std::string render_schedules_json(const std::vector<ScheduleEntry>& entries) {
   json arr = json::array();
   for (const auto& e : entries) arr.push_back(schedule_entry_json(e));
   j["schedules"] = std::move(arr);
-  return j.dump(2) + "\n";
+  return dump_json(j);
 }
 
 }  // namespace mlaplan::cli

@@ -752,7 +752,8 @@ ModelConfig parse_config(std::string_view text, const std::string& source) {
   json top;
   try {
     top = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number too large for a double ("1e309")
     std::string what = e.what();
     if (auto pos = what.find("] "); what.rfind("[json.exception", 0) == 0 && pos != std::string::npos) {
       what = what.substr(pos + 2);

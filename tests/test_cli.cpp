@@ -1,6 +1,8 @@
 // The CLI in process: argument handling, exit codes and the JSON contract of `plan`.
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -290,4 +292,31 @@ TEST_CASE("bench: flags are checked before the GPU; without one, exit 6", "[cli]
   CHECK(run({"bench", cfg("deepseek-v4.1-flash.json"), "--replays", "0"}).code == 1);
   CHECK(run({"bench", cfg("deepseek-v4.1-flash.json"), "--kv-cache-dtype", "int4"}).code == 1);
   CHECK(run({"bench", cfg("missing.json")}).code == 2);
+}
+
+TEST_CASE("JSON output stays valid when a path, flag value or message is not UTF-8", "[cli][bad-input]") {
+  // Inputs from fuzz/regressions/cli: each exited 70 (a JSON type error) before.
+  const std::string bad_bytes = "\xff\xfe";
+  auto path = run({"check", "--json", bad_bytes});
+  CHECK(path.code == 2);
+  const auto pj = nlohmann::json::parse(path.out);
+  CHECK(pj.at("files")[0].at("config") == "\xef\xbf\xbd\xef\xbf\xbd");  // U+FFFD for each bad byte
+  CHECK(pj.at("files")[0].at("status") == "fail");
+
+  auto dtype = run({"plan", cfg("deepseek-v4.1-flash.json"), "--json", "--dtype", "\xff"});
+  CHECK(dtype.code == 3);
+  CHECK(nlohmann::json::parse(dtype.out).at("exit_code") == 3);
+
+  // A config that is not UTF-8: the parser's message quotes the bad bytes.
+  const auto file = std::filesystem::temp_directory_path() / "mlaplan-test-cli-utf8.json";
+  std::ofstream(file, std::ios::binary) << "{\"model_type\": \"deepseek_v41\", \"x\": \"\xc3\x28\"}";
+  auto content = run({"check", "--json", file.string()});
+  CHECK(content.code == 2);
+  const auto cj = nlohmann::json::parse(content.out);
+  CHECK_THAT(cj.at("files")[0].at("findings")[0].at("message").get<std::string>(),
+             Catch::Contains("ill-formed UTF-8 byte"));
+  auto matrix = run({"check", "--json", "--matrix", file.string()});
+  CHECK(matrix.code == 2);
+  CHECK(nlohmann::json::parse(matrix.out).at("files")[0].at("exit_code") == 2);
+  std::filesystem::remove(file);
 }

@@ -368,6 +368,11 @@ TEST_CASE("bad JSON is rejected with a clear message", "[config][bad-input]") {
   CHECK(error_of("42") == "t.json: the top level is 42; expected a JSON object (a model config.json)");
   CHECK(error_of("\"x\"") ==
         "t.json: the top level is the string \"x\"; expected a JSON object (a model config.json)");
+  // A number too large for a double is the parser's out_of_range, not a parse_error: it was an
+  // internal error (exit 70) before (fuzz/regressions/config/number-overflow-1e309.json).
+  CHECK(error_of(v41(R"("num_hidden_layers": 1e309)")) == "t.json: not valid JSON: number overflow parsing '1e309'");
+  CHECK(error_of(R"({"model_type": "deepseek_v4", "x": [-1e400]})") ==
+        "t.json: not valid JSON: number overflow parsing '-1e400'");
   SECTION("invalid UTF-8") {
     const std::string bad = std::string(R"({"model_type": "deepseek_v41", "x": ")") + "\xff\xfe" + "\"}";
     CHECK_THAT(error_of(bad), Catch::StartsWith("t.json: not valid JSON: parse error at line 1, column"));

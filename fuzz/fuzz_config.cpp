@@ -1,0 +1,155 @@
+// Fuzz target fuzz_config: config bytes through the whole planning pipeline of `mla-plan plan`.
+//
+//   bytes -> parse_config -> build_topology -> (per target) evaluate_rules -> plan_layout (lenient)
+//         -> plan_capacity -> make_decode_batch (4 requests) -> plan_decode_schedules
+//         -> plan_layout (strict)
+//
+// Two targets per input: h200 (sm90, fp8 caches) and b200 (sm100, nvfp4 + fp4 caches), so both
+// decode-kernel families and both cache dtypes are planned. mlaplan::Error is the expected way to
+// reject input, except Error(internal), which is a bug; so is any other exception, a crash, a
+// sanitizer report or a leak. parse_config must reject with Error(invalid_config) naming the file.
+//
+// The same entry point runs under libFuzzer (MLAPLAN_FUZZ=ON) and under the replay driver of the
+// normal build (fuzz/replay_main.cpp), which feeds it the committed corpus as a CTest test.
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fuzz_check.hpp"
+#include "mlaplan/config.hpp"
+#include "mlaplan/decode.hpp"
+#include "mlaplan/error.hpp"
+#include "mlaplan/layout.hpp"
+#include "mlaplan/rules.hpp"
+#include "mlaplan/target.hpp"
+#include "mlaplan/topology.hpp"
+
+namespace {
+
+using namespace mlaplan;
+
+constexpr std::string_view kSource = "fuzz.json";
+
+/// An Error is an accepted outcome unless it is internal (exit 70: a bug).
+void expect_error(const Error& e, std::string_view stage) {
+  if (e.kind() == ErrorKind::internal) fuzz::fail(std::string(stage) + ": internal error: " + e.what());
+}
+
+struct Variant {
+  const char* gpu;
+  const char* kv_cache_dtype;
+  const char* indexer_cache_dtype;
+};
+
+/// One target: the rules, the lenient layout, capacity, a 4-request decode step, the strict layout.
+void plan_on(const ModelConfig& cfg, const Topology& topo, const Variant& v) {
+  TargetRequest request;
+  request.gpu = v.gpu;
+  const Target target = resolve_target(request);
+
+  LayoutOptions options;
+  options.kv_cache_dtype = v.kv_cache_dtype;
+  options.indexer_cache_dtype = v.indexer_cache_dtype;
+
+  const auto rules = evaluate_rules(cfg, topo, target, RuleOptions{std::nullopt, options});
+  for (const auto& r : rules) {
+    // `plan` stops at a usage error here; the options above are valid, so none may appear.
+    if (r.finding.severity == Severity::error && r.kind == ErrorKind::usage) {
+      fuzz::fail("rules: usage error for fixed, valid options: " + r.finding.message);
+    }
+  }
+
+  Layout layout;
+  try {
+    layout = plan_layout(cfg, topo, target, options, Strictness::lenient);
+  } catch (const Error& e) {
+    expect_error(e, "plan_layout(lenient)");
+    return;
+  }
+
+  try {
+    (void)plan_capacity(layout, CapacityOptions{});
+    (void)request_bytes(layout, -1, 1);
+  } catch (const Error& e) {
+    expect_error(e, "capacity");
+  }
+
+  // A bounded decode step: 4 requests at 1, 4096, half and all of max_model_len tokens.
+  const std::int64_t len = layout.max_model_len;
+  BatchOptions batch_options;
+  batch_options.context_lens = {1, std::min<std::int64_t>(4096, len), std::max<std::int64_t>(1, len / 2), len};
+  try {
+    const DecodeBatch batch = make_decode_batch(batch_options, len);
+    const auto schedules = plan_decode_schedules(cfg, topo, layout, batch);
+    if (!schedules.empty() && schedules.size() != topo.types_present.size()) {
+      fuzz::fail("decode schedules: " + std::to_string(schedules.size()) + " plans for " +
+                 std::to_string(topo.types_present.size()) + " layer types");
+    }
+  } catch (const Error& e) {
+    expect_error(e, "decode schedules");
+  }
+
+  try {
+    (void)plan_layout(cfg, topo, target, options, Strictness::strict);
+  } catch (const Error& e) {
+    expect_error(e, "plan_layout(strict)");
+  }
+}
+
+void run_pipeline(std::string_view text) {
+  ModelConfig cfg;
+  try {
+    cfg = parse_config(text, std::string(kSource));
+  } catch (const Error& e) {
+    expect_error(e, "parse_config");
+    if (e.kind() != ErrorKind::invalid_config) {
+      fuzz::fail(std::string("parse_config threw a kind other than invalid_config: ") + e.what());
+    }
+    if (std::string_view(e.what()).substr(0, kSource.size()) != kSource) {
+      fuzz::fail(std::string("parse_config message does not name the file: ") + e.what());
+    }
+    return;
+  }
+
+  Topology topo;
+  try {
+    topo = build_topology(cfg);
+  } catch (const Error& e) {
+    expect_error(e, "build_topology");
+    return;
+  }
+  if (static_cast<std::int64_t>(topo.layers.size()) != cfg.total_layers()) {
+    fuzz::fail("topology has " + std::to_string(topo.layers.size()) + " layers for a config of " +
+               std::to_string(cfg.total_layers()));
+  }
+
+  static constexpr Variant kVariants[] = {
+      {"h200", "auto", "fp8"},
+      {"b200", "nvfp4_ds_mla", "fp4"},
+  };
+  for (const auto& v : kVariants) {
+    try {
+      plan_on(cfg, topo, v);
+    } catch (const Error& e) {
+      expect_error(e, std::string("plan on ") + v.gpu);
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  try {
+    run_pipeline(text);
+  } catch (const std::exception& e) {
+    fuzz::fail(std::string("exception other than mlaplan::Error: ") + e.what());
+  } catch (...) {
+    fuzz::fail("exception of an unknown type");
+  }
+  return 0;
+}
