@@ -266,13 +266,15 @@ TEST_CASE("plan shows the decode mode of every layer type", "[cli][decode]") {
   }
   auto big = run({cfg("deepseek-v4.1-flash.json"), "--batch", "128", "--context-len", "4096", "--json"});
   REQUIRE(big.code == 0);
-  for (const auto& s : nlohmann::json::parse(big.out).at("schedules")) CHECK(s.at("decode_mode") == "one_pass");
+  const auto jb = nlohmann::json::parse(big.out);
+  for (const auto& s : jb.at("schedules")) CHECK(s.at("decode_mode") == "one_pass");
   auto text = run({cfg("deepseek-v4.1-flash.json"), "--batch", "128", "--context-len", "4096"});
   CHECK_THAT(text.out, Catch::Contains("mla-plan decode: one_pass (128 CTAs x 10 blocks >= 132 SMs x 9"));
   // V4.0's c128a attends every compressed entry (8192 + 128 rows at 1M tokens): always split.
   auto v4 = run({cfg("deepseek-v4-flash.json"), "--batch", "256", "--json"});
   REQUIRE(v4.code == 0);
-  for (const auto& s : nlohmann::json::parse(v4.out).at("schedules")) {
+  const auto j4 = nlohmann::json::parse(v4.out);
+  for (const auto& s : j4.at("schedules")) {
     if (s.at("layer_type") == "c128a") CHECK(s.at("decode_mode") == "split_kv");
   }
   auto md = run({cfg("deepseek-v4.1-flash.json"), "--format", "markdown"});
