@@ -88,6 +88,14 @@ bool sm90_pair_enabled() {
   return enabled;
 }
 
+bool sm90_ws_enabled() {
+  static const bool enabled = [] {
+    const char* e = std::getenv("MLAPLAN_DECODE_KERNEL");
+    return e == nullptr || (std::string_view(e) != "sm90_v5" && std::string_view(e) != "sm90_pair");
+  }();
+  return enabled;
+}
+
 }  // namespace detail
 
 namespace {
@@ -95,17 +103,18 @@ namespace {
 struct VariantEntry {
   DecodeVariant variant;
   detail::DecodeLauncher launch;
-  detail::DecodeLauncher launch_sm90;  ///< the sm_90a (wgmma) kernel, null where there is none
+  detail::DecodeLauncher launch_sm90;    ///< the sm_90a (wgmma) lock-step kernel, null where there is none
+  detail::DecodeLauncher launch_sm90ws;  ///< the sm_90a warp-specialised kernel, null where there is none
 };
 
 const std::vector<VariantEntry>& variant_table() {
   static const std::vector<VariantEntry> table = {
       {{RowFormat::fp8_ds_mla_584, false, RowFormat::fp8_ds_mla_584}, &detail::launch_decode_584,
-       &detail::launch_decode_sm90_584},
+       &detail::launch_decode_sm90_584, &detail::launch_decode_sm90ws_584},
       {{RowFormat::fp8_ds_mla_584, true, RowFormat::fp8_ds_mla_584}, &detail::launch_decode_584_584,
-       &detail::launch_decode_sm90_584_584},
-      {{RowFormat::v41_fp8_528, false, RowFormat::v41_fp8_528}, &detail::launch_decode_528, nullptr},
-      {{RowFormat::v41_fp8_528, true, RowFormat::v41_fp4_288}, &detail::launch_decode_528_288, nullptr},
+       &detail::launch_decode_sm90_584_584, &detail::launch_decode_sm90ws_584_584},
+      {{RowFormat::v41_fp8_528, false, RowFormat::v41_fp8_528}, &detail::launch_decode_528, nullptr, nullptr},
+      {{RowFormat::v41_fp8_528, true, RowFormat::v41_fp4_288}, &detail::launch_decode_528_288, nullptr, nullptr},
   };
   return table;
 }
@@ -134,7 +143,7 @@ detail::DecodeLauncher sm90_launcher(const DecodeParams& p) {
   if (e == nullptr || e->launch_sm90 == nullptr || !sm90_kernel_allowed() || !detail::current_device_is_sm90()) {
     return nullptr;
   }
-  return e->launch_sm90;
+  return detail::sm90_ws_enabled() && e->launch_sm90ws != nullptr ? e->launch_sm90ws : e->launch_sm90;
 }
 
 std::string variant_name(const DecodeVariant& v) {
@@ -216,7 +225,11 @@ LaunchDims decode_launch_dims(const DecodeParams& p) {
   d.grid_x = static_cast<unsigned>(p.mode == DecodeMode::one_pass ? p.b : p.num_sm_parts);
   d.grid_y = static_cast<unsigned>(p.s_q);
   d.grid_z = static_cast<unsigned>(p.h_q / kHeadsPerCta);
-  if (sm90_launcher(p) != nullptr) {
+  const detail::DecodeLauncher sm90 = sm90_launcher(p);
+  if (sm90 != nullptr && detail::sm90_ws_enabled()) {
+    d.block = detail::DecodeSm90WsSmem::kThreads;
+    d.smem_bytes = detail::DecodeSm90WsSmem::alloc;
+  } else if (sm90 != nullptr) {
     d.block = detail::DecodeSm90Smem::kThreads;
     d.smem_bytes = detail::DecodeSm90Smem::alloc;
   } else {

@@ -27,6 +27,11 @@ bool decode_pdl_allowed();
 /// sm_90a kernel (measured slower than the one-CTA kernel, docs/perf.md "v5"; kept for A/B runs).
 bool sm90_pair_enabled();
 
+/// The sm_90a kernel of the 584 variants: the warp-specialised kernel (decode_sm90_ws.cuh) unless
+/// MLAPLAN_DECODE_KERNEL names the earlier lock-step kernel (sm90_v5, or sm90_pair for its
+/// 2-CTA variant at h_q 128; decode_sm90.cuh), kept for A/B runs.
+bool sm90_ws_enabled();
+
 using DecodeLauncher = void (*)(const DecodeParams& p, const LaunchDims& dims);
 
 void launch_decode_584(const DecodeParams& p, const LaunchDims& dims);
@@ -35,6 +40,8 @@ void launch_decode_584_584(const DecodeParams& p, const LaunchDims& dims);
 /// compute capability 9.0 only.
 void launch_decode_sm90_584(const DecodeParams& p, const LaunchDims& dims);
 void launch_decode_sm90_584_584(const DecodeParams& p, const LaunchDims& dims);
+void launch_decode_sm90ws_584(const DecodeParams& p, const LaunchDims& dims);
+void launch_decode_sm90ws_584_584(const DecodeParams& p, const LaunchDims& dims);
 void launch_decode_528(const DecodeParams& p, const LaunchDims& dims);
 void launch_decode_528_288(const DecodeParams& p, const LaunchDims& dims);
 void launch_combine(const DecodeParams& p, const LaunchDims& dims);

@@ -136,6 +136,35 @@ __device__ __forceinline__ void fence_proxy_async_cluster() {
   asm volatile("fence.proxy.async.shared::cluster;\n" ::: "memory");
 }
 
+// Shared-memory barriers (mbarrier) and register reallocation between warpgroups (PTX ISA:
+// mbarrier.init / arrive / try_wait.parity; setmaxnreg, sm_90a). A phase of an mbarrier completes
+// when `count` arrivals have been made; try_wait.parity P returns true once the phase with parity P
+// has completed. arrive has release and try_wait acquire semantics at CTA scope.
+
+__device__ __forceinline__ void mbar_init(std::uint32_t addr, std::uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(addr), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(std::uint32_t addr) {
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(addr) : "memory");
+}
+/// Spins until the phase of parity `parity` of the barrier at `addr` has completed.
+__device__ __forceinline__ void mbar_wait(std::uint32_t addr, std::uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nMBAR_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra MBAR_WAIT;\n}\n" ::"r"(addr),
+      "r"(parity)
+      : "memory");
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
 #endif  // MLAPLAN_SM90A_WGMMA
 
 /// Named barrier over `count` threads (a multiple of 32); id 0 is __syncthreads'.

@@ -1,0 +1,432 @@
+#pragma once
+// Warp-specialised SM90 (sm_90a) sparse-MLA decode for the fp8_ds_mla 584 row format (main cache
+// alone or main + extra 584 cache): the default kernel of the 584 variants on compute capability
+// 9.0 (docs/kernels.md, "Decode on sm_90a"; docs/perf.md, "v6").
+//
+// Same contract as decode_kernel.cuh and decode_sm90.cuh (DecodeParams, split_kv records or
+// one_pass, the partial outputs combine.cu merges). Grid (P or b, s_q, h_q / 64), 384 threads,
+// one CTA per SM (DecodeSm90WsSmem):
+// - warpgroup 2, the producer (88 registers after setmaxnreg): for every 64-row block of the CTA's
+//   work, in order, loads the block's row ids, then each thread loads half of one row (18 x 16
+//   bytes + the row's 8 scale bytes) into registers, waits until K buffer (block & 1) is free
+//   (mbarrier `empty`), dequantises into it (128-byte swizzled, the layout wgmma reads; rows
+//   without a valid id -> zeros), writes the block's valid-row bits and arrives on `full`. The loads
+//   of block i + 1 are in flight while the math warpgroups still compute block i - 1, so the gather
+//   latency and the dequantisation leave the math warpgroups' critical path.
+// - warpgroups 0 and 1, the math (208 registers): warpgroup w owns head dims 256w .. 256w + 255 of
+//   Q, of the K tile and of O (64 x 256 fp32 in registers). Per block: wait `full`; S_w = Q_w K_w^T
+//   (16 wgmma m64n64k16); once it is issued, the previous block's P V is awaited and its buffer
+//   released (`empty`); S = S_0 + S_1 through shared memory (both warpgroups hold the same sum, bit
+//   for bit); online softmax in registers; O = alpha O + P V (4 wgmma m64n256k16, P from
+//   registers, V = the same K tile read MN-major), left in flight.
+// The math warpgroups meet each other only in the score exchange and the producer only through the
+// two mbarrier pairs, so the gather and dequantisation of block i + 1 overlap the MMAs and softmax
+// of block i.
+
+#include "decode_kernel.cuh"
+#include "wgmma.cuh"
+
+namespace mlaplan::kernels::detail {
+
+using W9 = DecodeSm90WsSmem;
+
+/// The blocks of request r that this CTA walks, and where its row ids are (both roles compute the
+/// same sequence).
+struct WsRequest {
+  int n_main = 0;  ///< blocks of the main cache
+  int blk0 = 0;    ///< first block (main blocks first, then extra)
+  int blk1 = 0;    ///< one past the last
+  std::int64_t bs = 0;  ///< request x s_q + query token
+  std::int32_t main_limit = 0;
+  std::int32_t extra_limit = 0;
+};
+
+/// 2^x with the MUFU approximation, subnormal results flushed to zero (ex2.approx.ftz: relative
+/// error 2^-22; exp2(-inf) = +0). The softmax's P lies in [0, 1] relative to the running max, so a
+/// flushed value below 2^-126 changes no bf16 P and no fp32 sum.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+template <bool kHasExtra>
+__device__ __forceinline__ WsRequest ws_request(const DecodeParams& p, int r, int s, int begin_req, int end_req,
+                                                int begin_block, int end_block) {
+  WsRequest q;
+  const std::int32_t len = p.topk_length != nullptr ? p.topk_length[r] : p.topk;
+  const std::int32_t elen = kHasExtra ? (p.extra_topk_length != nullptr ? p.extra_topk_length[r] : p.extra_topk) : 0;
+  q.n_main = (max(len, 1) + W9::kRows - 1) / W9::kRows;
+  const int n_blocks = q.n_main + (kHasExtra ? (max(elen, 0) + W9::kRows - 1) / W9::kRows : 0);
+  q.blk0 = r == begin_req ? begin_block : 0;
+  q.blk1 = r == end_req ? min(end_block, n_blocks) : n_blocks;
+  q.bs = static_cast<std::int64_t>(r) * p.s_q + s;
+  q.main_limit = min(len, p.topk);
+  q.extra_limit = kHasExtra ? min(elen, p.extra_topk) : 0;
+  return q;
+}
+
+template <bool kHasExtra>
+__global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(const DecodeParams p) {
+#if MLAPLAN_SM90A_WGMMA
+  extern __shared__ __align__(1024) std::uint8_t smem_raw[];
+  std::uint8_t* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int wg = tid >> 7;        // 0, 1: math (head dims 256 wg ..); 2: producer
+  const int wq = (tid >> 5) & 3;  // warp in the warpgroup: math rows 16 wq .. of S and O; producer rows 16 wq ..
+  const int lane = tid & 31;
+  const int part = static_cast<int>(blockIdx.x);
+  const int s = static_cast<int>(blockIdx.y);
+  const int head0 = static_cast<int>(blockIdx.z) * W9::kHeads;
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+
+  std::uint32_t* masks = reinterpret_cast<std::uint32_t*>(smem + W9::mask);  // [buffer][producer warp]
+  const std::uint32_t bar_full = smem_addr(smem + W9::bars);                  // + 8 buf
+  const std::uint32_t bar_empty = bar_full + 16;                              // + 8 buf
+  if (tid == 0) {
+    mbar_init(bar_full, 128);      // every producer thread
+    mbar_init(bar_full + 8, 128);
+    mbar_init(bar_empty, 8);       // lane 0 of every math warp
+    mbar_init(bar_empty + 8, 8);
+  }
+  __syncthreads();
+
+  const bool one_pass = p.mode == DecodeMode::one_pass;
+  int begin_req = part, end_req = part, begin_block = 0, end_block = 0x7FFFFFFF, begin_split = 0;
+  bool first_split = false, last_split = false;
+  grid_dependency_wait();  // split_kv: the scheduler's records (launch_decode_grid, decode_kernel.cuh)
+  if (!one_pass) {
+    const std::int32_t* rec = p.sched_records + part * 8;
+    begin_req = rec[0];
+    end_req = rec[1];
+    begin_block = rec[2];
+    end_block = rec[3];
+    begin_split = rec[4];
+    first_split = rec[5] != 0;
+    last_split = rec[6] != 0;
+  }
+
+  if (wg == 2) {
+    // ---------------------------------------------------------------- producer
+    setmaxnreg_dec<W9::kProducerRegs>();
+    const int row = 16 * wq + (lane & 15);  // row of the block this thread gathers
+    const int half = lane >> 4;             // 16-dim units half, half + 2, ... of the row
+    std::uint32_t it = 0;                   // blocks produced so far (buffer it & 1)
+    for (int r = begin_req; r <= end_req && r < p.b; ++r) {
+      const WsRequest q = ws_request<kHasExtra>(p, r, s, begin_req, end_req, begin_block, end_block);
+      const std::int32_t* idx_main = p.indices + q.bs * p.topk;
+      const std::int32_t* idx_extra = kHasExtra ? p.extra_indices + q.bs * p.extra_topk : nullptr;
+      auto id_of = [&](int blk) -> std::int32_t {
+        const bool ex = kHasExtra && blk >= q.n_main;
+        const std::int32_t pos = (ex ? blk - q.n_main : blk) * W9::kRows + row;
+        if (pos >= (ex ? q.extra_limit : q.main_limit)) return -1;
+        return __ldg((ex ? idx_extra : idx_main) + pos);
+      };
+      // Where row `id` of block `blk` lives: its 576 data bytes and its 8 scale bytes (null: no valid id).
+      struct RowAt {
+        const std::uint8_t* data;
+        const std::uint8_t* scale;
+      };
+      auto locate = [&](int blk, std::int32_t id) -> RowAt {
+        const bool ex = kHasExtra && blk >= q.n_main;
+        const std::uint8_t* cdata = ex ? p.extra.data : p.main.data;
+        const int pbs = ex ? p.extra.page_block_size : p.main.page_block_size;
+        const std::int64_t stride = ex ? p.extra.page_stride_bytes : p.main.page_stride_bytes;
+        const std::int64_t pages = ex ? p.extra.num_pages : p.main.num_pages;
+        if (id < 0 || static_cast<std::int64_t>(id) >= pages * pbs) return {nullptr, nullptr};
+        const std::int32_t page = id / pbs;
+        const std::int32_t t = id - page * pbs;
+        const std::uint8_t* base = cdata + page * stride;
+        return {base + t * 576, base + static_cast<std::int64_t>(pbs) * 576 + t * 8};
+      };
+      std::int32_t id = q.blk0 < q.blk1 ? id_of(q.blk0) : -1;
+      std::int32_t id_next = q.blk0 + 1 < q.blk1 ? id_of(q.blk0 + 1) : -1;
+      for (int blk = q.blk0; blk < q.blk1; ++blk, ++it) {
+        const std::int32_t id_next2 = blk + 2 < q.blk1 ? id_of(blk + 2) : -1;
+        // The next block's row into L2 while this one is loaded and dequantised: its loads, issued
+        // at the top of the next iteration, then wait for L2 instead of DRAM. The two threads of a
+        // row touch every 128-byte line of its data (offsets <= 128 apart) and its scale line.
+        if (blk + 1 < q.blk1) {
+          const RowAt nxt = locate(blk + 1, id_next);
+          if (nxt.data != nullptr) {
+            const std::uint8_t* a = nxt.data + 384 * half;
+            asm volatile("prefetch.global.L2 [%0];\n" ::"l"(a));
+            asm volatile("prefetch.global.L2 [%0];\n" ::"l"(a + 128));
+            asm volatile("prefetch.global.L2 [%0];\n" ::"l"(half == 0 ? a + 256 : a + 191));
+            if (half == 0) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(nxt.scale));
+          }
+        }
+        const RowAt at = locate(blk, id);
+        const bool ok = at.data != nullptr;
+        // Units half + 2k of the row: k 0..13 fp8 (16 bytes -> 16 dims), k 14, 15 bf16 RoPE (32
+        // bytes). Rows without a valid id load nothing and dequantise zeros (0 x scale = 0).
+        uint4 raw[18];
+        uint2 sc = make_uint2(0u, 0u);
+#pragma unroll
+        for (int k = 0; k < 18; ++k) raw[k] = make_uint4(0u, 0u, 0u, 0u);
+        if (ok) {
+          const uint4* src = reinterpret_cast<const uint4*>(at.data);
+#pragma unroll
+          for (int k = 0; k < 14; ++k) raw[k] = __ldg(src + half + 2 * k);
+#pragma unroll
+          for (int k = 0; k < 2; ++k) {
+            raw[14 + 2 * k] = __ldg(src + 28 + 2 * (half + 2 * k));
+            raw[15 + 2 * k] = __ldg(src + 29 + 2 * (half + 2 * k));
+          }
+          sc = __ldg(reinterpret_cast<const uint2*>(at.scale));
+        }
+        const std::uint32_t bits = __ballot_sync(0xFFFFFFFFu, ok) & 0xFFFFu;
+        const int buf = static_cast<int>(it & 1u);
+        if (it >= 2) mbar_wait(bar_empty + 8 * buf, ((it >> 1) + 1u) & 1u);  // block it - 2 is done with it
+        if (lane == 0) masks[buf * 4 + wq] = bits;
+        std::uint8_t* dst_row = smem + W9::k + buf * W9::kTileBytes + row * 128;
+        const int sw = row & 7;
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {
+          const int gu = half + 2 * k;  // 16-dim unit of the row: chunk gu / 4, 16-byte units 2 (gu % 4) (+1)
+          uint4 o0, o1;
+          {
+            if (k < 14) {
+              const std::uint32_t sbyte = ((k >> 1) < 4 ? sc.x : sc.y) >> (8 * ((k >> 1) & 3));
+              const float scale = ue8m0_to_float(sbyte & 0xFFu);
+              const uint4 v = raw[k];
+              o0.x = e4m3x2_to_bf16x2(v.x & 0xFFFFu, scale);
+              o0.y = e4m3x2_to_bf16x2(v.x >> 16, scale);
+              o0.z = e4m3x2_to_bf16x2(v.y & 0xFFFFu, scale);
+              o0.w = e4m3x2_to_bf16x2(v.y >> 16, scale);
+              o1.x = e4m3x2_to_bf16x2(v.z & 0xFFFFu, scale);
+              o1.y = e4m3x2_to_bf16x2(v.z >> 16, scale);
+              o1.z = e4m3x2_to_bf16x2(v.w & 0xFFFFu, scale);
+              o1.w = e4m3x2_to_bf16x2(v.w >> 16, scale);
+            } else {
+              o0 = raw[14 + 2 * (k - 14)];
+              o1 = raw[15 + 2 * (k - 14)];
+            }
+          }
+          const int u = 2 * (gu & 3);
+          std::uint8_t* d = dst_row + (gu >> 2) * W9::kChunkBytes;
+          *reinterpret_cast<uint4*>(d + ((u ^ sw) << 4)) = o0;
+          *reinterpret_cast<uint4*>(d + (((u + 1) ^ sw) << 4)) = o1;
+        }
+        fence_proxy_async();  // the tile (generic writes) -> the math warpgroups' wgmma
+        mbar_arrive(bar_full + 8 * buf);
+        id = id_next;
+        id_next = id_next2;
+      }
+    }
+    return;
+  }
+
+  // ------------------------------------------------------------------ math
+  setmaxnreg_inc<W9::kMathRegs>();
+  const int g = lane >> 2;
+  const int t4 = lane & 3;
+  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
+  const float kNegInf = -__int_as_float(0x7F800000);
+  std::uint8_t* sQ = smem + W9::q;
+  float4* x_own = reinterpret_cast<float4*>(smem + W9::xchg + wg * W9::xchg_half) + wq * 256 + lane;
+  const float4* x_peer = reinterpret_cast<const float4*>(smem + W9::xchg + (1 - wg) * W9::xchg_half) + wq * 256 + lane;
+  const int wg_bar = 1 + wg;    // the 128 threads of this warpgroup
+  const int pair_bar = 3 + wq;  // warp wq of both math warpgroups (64 threads)
+  // wgmma descriptors of this warpgroup's half of Q (K-major, 8-row groups 1 KiB apart) and of K
+  // buffer 0 (K-major for Q K^T; MN-major for P V: 64-dim chunks 8 KiB apart). Offsets inside the
+  // tiles are added to the address field (>> 4; shared addresses stay below 2^18, so no carry).
+  const std::uint64_t q_desc = sw128_desc(smem_addr(sQ) + 4 * wg * W9::kChunkBytes, 16, 1024);
+  const std::uint64_t k_desc = sw128_desc(smem_addr(smem + W9::k) + 4 * wg * W9::kChunkBytes, 16, 1024);
+  const std::uint64_t v_desc = sw128_desc(smem_addr(smem + W9::k) + 4 * wg * W9::kChunkBytes, W9::kChunkBytes, 1024);
+  std::uint32_t it = 0;  // blocks consumed so far (buffer it & 1)
+
+  for (int r = begin_req; r <= end_req && r < p.b; ++r) {
+    const WsRequest q = ws_request<kHasExtra>(p, r, s, begin_req, end_req, begin_block, end_block);
+    const bool split = (r == begin_req && first_split) || (r == end_req && last_split);
+
+    // Every warp of this warpgroup is done with the previous request's Q (its last Q K^T was
+    // awaited before that request's epilogue).
+    named_barrier_sync(wg_bar, 128);
+    {
+      const std::uint16_t* qsrc = p.q + (q.bs * p.h_q + head0) * W9::kDim + 256 * wg;
+      const int wt = tid & 127;
+#pragma unroll
+      for (int k = 0; k < 16; ++k) {
+        const int i = wt + 128 * k;
+        const int row = i >> 5;
+        const int unit = i & 31;
+        const int u = unit & 7;
+        cp_async_16(sQ + (4 * wg + (unit >> 3)) * W9::kChunkBytes + row * 128 + ((u ^ (row & 7)) << 4),
+                    qsrc + row * W9::kDim + unit * 8);
+      }
+      cp_async_commit();
+      cp_async_wait_all();
+      fence_proxy_async();
+      named_barrier_sync(wg_bar, 128);  // Q of this warpgroup is in shared memory
+    }
+
+    float o[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) o[i] = 0.0f;
+    float m_run[2] = {kNegInf, kNegInf};
+    float l_run[2] = {0.0f, 0.0f};  // this thread's part of the row sums (its 16 columns per block)
+    bool pv_pending = false;        // the previous block's P V is in flight (buffer (it - 1) & 1)
+
+    for (int blk = q.blk0; blk < q.blk1; ++blk, ++it) {
+      const int buf = static_cast<int>(it & 1u);
+      const std::uint64_t kd = k_desc + static_cast<std::uint64_t>(buf) * (W9::kTileBytes >> 4);
+      const std::uint64_t vd = v_desc + static_cast<std::uint64_t>(buf) * (W9::kTileBytes >> 4);
+      mbar_wait(bar_full + 8 * buf, (it >> 1) & 1u);
+
+      // S_w = Q[:, dims of w] K[:, dims of w]^T: 16 k steps of 16 dims (4 per 64-dim chunk).
+      float sacc[32];
+#pragma unroll
+      for (int i = 0; i < 32; ++i) sacc[i] = 0.0f;
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 16; ++ks) {
+        const std::uint64_t off = ((ks >> 2) * W9::kChunkBytes + (ks & 3) * 32) >> 4;
+        wgmma_m64n64k16_ss(sacc, q_desc + off, kd + off, ks > 0 ? 1 : 0);
+      }
+      wgmma_commit();
+      // Groups complete in order: the previous block's P V, then this Q K^T. Its K buffer may then
+      // be refilled.
+      wgmma_wait<0>();
+      reg_fence(o);
+      reg_fence(sacc);
+      if (pv_pending) {
+        __syncwarp();
+        if (lane == 0) mbar_arrive(bar_empty + 8 * (buf ^ 1));
+      }
+
+      // S = S_0 + S_1: the thread with the same warp and lane in the other warpgroup holds the
+      // same 32 elements; a + b == b + a, so both warpgroups get the same S.
+#pragma unroll
+      for (int v = 0; v < 8; ++v) x_own[32 * v] = make_float4(sacc[4 * v], sacc[4 * v + 1], sacc[4 * v + 2], sacc[4 * v + 3]);
+      named_barrier_sync(pair_bar, 64);
+#pragma unroll
+      for (int v = 0; v < 8; ++v) {
+        const float4 t = x_peer[32 * v];
+        sacc[4 * v] += t.x;
+        sacc[4 * v + 1] += t.y;
+        sacc[4 * v + 2] += t.z;
+        sacc[4 * v + 3] += t.w;
+      }
+      named_barrier_sync(pair_bar, 64);  // the peer has read this warp's partial
+
+      // Online softmax. Element 4j + 2h + e of sacc: head row 16 wq + g + 8h, key 8j + 2 t4 + e.
+      const std::uint64_t kmask = static_cast<std::uint64_t>(masks[buf * 4]) |
+                                  (static_cast<std::uint64_t>(masks[buf * 4 + 1]) << 16) |
+                                  (static_cast<std::uint64_t>(masks[buf * 4 + 2]) << 32) |
+                                  (static_cast<std::uint64_t>(masks[buf * 4 + 3]) << 48);
+      if (kmask != ~0ull) {
+        const std::uint64_t mine = kmask >> (2 * t4);  // bit 8j + e: key 8j + 2 t4 + e
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            float& v = sacc[4 * j + i];
+            v = ((mine >> (8 * j + (i & 1))) & 1u) != 0 ? v : kNegInf;
+          }
+        }
+      }
+      float alpha[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float mx = kNegInf;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(sacc[4 * j + 2 * h], sacc[4 * j + 2 * h + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
+        const float m_new = fmaxf(m_run[h], mx * scale_log2);
+        // No valid key in this row so far (m_new -inf): every score is -inf, so exponents relative
+        // to 0 give P = 0; alpha is then 0 too, against O = 0 and l = 0.
+        const float m_use = m_new == kNegInf ? 0.0f : m_new;
+        alpha[h] = fast_exp2(m_run[h] - m_use);
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float& v = sacc[4 * j + 2 * h + e];
+            v = fast_exp2(fmaf(v, scale_log2, -m_use));
+            sum += v;
+          }
+        }
+        l_run[h] = l_run[h] * alpha[h] + sum;
+        m_run[h] = m_new;
+      }
+#pragma unroll
+      for (int j = 0; j < 32; ++j) {
+        o[4 * j] *= alpha[0];
+        o[4 * j + 1] *= alpha[0];
+        o[4 * j + 2] *= alpha[1];
+        o[4 * j + 3] *= alpha[1];
+      }
+      std::uint32_t pa[4][4];
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        pa[ks][0] = pack_bf16x2(sacc[8 * ks], sacc[8 * ks + 1]);
+        pa[ks][1] = pack_bf16x2(sacc[8 * ks + 2], sacc[8 * ks + 3]);
+        pa[ks][2] = pack_bf16x2(sacc[8 * ks + 4], sacc[8 * ks + 5]);
+        pa[ks][3] = pack_bf16x2(sacc[8 * ks + 6], sacc[8 * ks + 7]);
+      }
+      // O[:, dims of w] += P V[:, dims of w]: V = the K tile read MN-major.
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        wgmma_m64n256k16_rs_tb(o, pa[ks], vd + ((ks * 2048) >> 4));
+      }
+      wgmma_commit();
+      pv_pending = true;
+    }
+    wgmma_wait<0>();
+    reg_fence(o);
+    if (pv_pending) {
+      __syncwarp();
+      if (lane == 0) mbar_arrive(bar_empty + 8 * ((it - 1u) & 1u));
+    }
+
+    // Epilogue: this thread holds head rows 16 wq + g + 8h, dims 256 wg + 8j + 2 t4 (+1).
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float l = l_run[h];
+      l += __shfl_xor_sync(0xFFFFFFFFu, l, 1);
+      l += __shfl_xor_sync(0xFFFFFFFFu, l, 2);
+      const float m = m_run[h];
+      const int head = head0 + 16 * wq + g + 8 * h;
+      const std::int64_t orow = q.bs * p.h_q + head;
+      if (!split) {
+        float factor = 0.0f;
+        float lse = __int_as_float(0x7F800000);  // +inf: no valid key
+        if (l > 0.0f) {
+          lse = (log2f(l) + m) * 0.6931471805599453f;
+          factor = 1.0f / l;
+          if (p.attn_sink != nullptr) factor /= 1.0f + expf(p.attn_sink[head] - lse);
+        }
+        std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.out + orow * W9::kDim + 256 * wg + 2 * t4);
+#pragma unroll
+        for (int j = 0; j < 32; ++j) dst[4 * j] = pack_bf16x2(o[4 * j + 2 * h] * factor, o[4 * j + 2 * h + 1] * factor);
+        if (wg == 0 && t4 == 0) p.lse[orow] = lse;
+      } else {
+        const int split_idx = p.num_splits[r] + (r == begin_req ? begin_split : 0);
+        const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + head;
+        const float factor = l > 0.0f ? 1.0f / l : 0.0f;
+        float2* dst = reinterpret_cast<float2*>(p.o_accum + arow * W9::kDim + 256 * wg + 2 * t4);
+#pragma unroll
+        for (int j = 0; j < 32; ++j) dst[4 * j] = make_float2(o[4 * j + 2 * h] * factor, o[4 * j + 2 * h + 1] * factor);
+        if (wg == 0 && t4 == 0) p.lse_accum[arow] = l > 0.0f ? log2f(l) + m : kNegInf;
+      }
+    }
+  }
+#elif defined(__CUDA_ARCH__)
+  // Compiled for sm_100a too; the host launches this kernel on compute capability 9.0 only.
+  (void)p;
+  __trap();
+#endif
+}
+
+/// Launch of the warp-specialised kernel (decode_launch_dims gives 384 threads and
+/// DecodeSm90WsSmem::alloc bytes when it is selected, host.cpp).
+template <bool kHasExtra>
+void launch_decode_sm90ws(const DecodeParams& p, const LaunchDims& d) {
+  launch_decode_grid(&sparse_decode_sm90ws_kernel<kHasExtra>, p, d, "sparse_decode_sm90ws_kernel<<<...>>>");
+}
+
+}  // namespace mlaplan::kernels::detail

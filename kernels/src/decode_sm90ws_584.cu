@@ -1,0 +1,10 @@
+// One instantiation of the warp-specialised sm_90a kernel (decode_sm90_ws.cuh): main fp8_ds_mla_584, no extra cache.
+#include "decode_sm90_ws.cuh"
+
+namespace mlaplan::kernels::detail {
+
+void launch_decode_sm90ws_584(const DecodeParams& p, const LaunchDims& dims) {
+  launch_decode_sm90ws<false>(p, dims);
+}
+
+}  // namespace mlaplan::kernels::detail
