@@ -59,17 +59,17 @@ struct DecodeSm90Smem {
   static constexpr std::size_t alloc = total + 1024;
 };
 
-/// Shared memory of the warp-specialised SM90 decode kernel, decode_sm90_ws.cuh: 384 threads = two
-/// math warpgroups (head dims 256w .. 256w + 255 of Q, K and O, as in DecodeSm90Smem) and one
-/// producer warpgroup that gathers and dequantises rows into a double-buffered K tile. No staging
-/// area: the producer holds a block's raw bytes in registers.
+/// Shared memory of the warp-specialised SM90 decode kernel, decode_sm90_ws.cuh: 512 threads = two
+/// math warpgroups (head dims 256w .. 256w + 255 of Q, K and O, as in DecodeSm90Smem) and two
+/// producer warpgroups that gather and dequantise rows into a double-buffered K tile. No staging
+/// area: the producers hold a block's raw bytes in registers.
 struct DecodeSm90WsSmem {
   static constexpr int kRows = 64;
   static constexpr int kHeads = 64;
   static constexpr int kDim = 512;
-  static constexpr int kThreads = 384;
+  static constexpr int kThreads = 512;
   static constexpr int kMathRegs = 200;     // setmaxnreg of the math warpgroups
-  static constexpr int kProducerRegs = 104;  // ... of the producer (2 x 208 + 88 = 3 x 168)
+  static constexpr int kProducerRegs = 56;  // ... of the producers (2 x 200 + 2 x 56 = 4 x 128)
   static constexpr int kChunkBytes = 64 * 128;  // one 64-dim chunk of 64 rows, 128-byte swizzled
   static constexpr std::size_t kTileBytes = 8 * std::size_t(kChunkBytes);
 
@@ -77,8 +77,8 @@ struct DecodeSm90WsSmem {
   static constexpr std::size_t k = q + kTileBytes;                      // bf16 [2 buffers] 8 chunks
   static constexpr std::size_t xchg = k + 2 * kTileBytes;               // f32 [2][64 x 64]
   static constexpr std::size_t xchg_half = std::size_t(kHeads) * kRows * 4;
-  static constexpr std::size_t mask = xchg + 2 * xchg_half;             // u32 [2 buffers][4 warps]
-  static constexpr std::size_t bars = mask + 2 * 4 * 4;                 // u64 full[2], empty[2]
+  static constexpr std::size_t mask = xchg + 2 * xchg_half;             // u8 [2 buffers][8 warps]
+  static constexpr std::size_t bars = mask + 2 * 8;                     // u64 full[2], empty[2]
   static constexpr std::size_t total = bars + 4 * 8;
   static constexpr std::size_t alloc = total + 1024;
 };
@@ -86,8 +86,8 @@ struct DecodeSm90WsSmem {
 static_assert(DecodeSm90WsSmem::k % 1024 == 0 && DecodeSm90WsSmem::xchg % 16 == 0 && DecodeSm90WsSmem::bars % 8 == 0,
               "SM90 warp-specialised decode: swizzled tiles need 1024-byte alignment");
 static_assert(DecodeSm90WsSmem::alloc <= 227 * 1024, "SM90 warp-specialised decode shared memory exceeds the sm_90 limit");
-static_assert(2 * DecodeSm90WsSmem::kMathRegs + DecodeSm90WsSmem::kProducerRegs <= 3 * 168,
-              "setmaxnreg: the warpgroups' registers must fit the launch's 3 x 168");
+static_assert(2 * DecodeSm90WsSmem::kMathRegs + 2 * DecodeSm90WsSmem::kProducerRegs <= 4 * 128,
+              "setmaxnreg: the warpgroups' registers must fit the launch's 4 x 128");
 
 static_assert(DecodeSm90Smem::k % 1024 == 0 && DecodeSm90Smem::stage0 % 16 == 0 &&
                   DecodeSm90Smem::stage1 % 16 == 0 && DecodeSm90Smem::xchg % 16 == 0,

@@ -4,24 +4,27 @@
 // 9.0 (docs/kernels.md, "Decode on sm_90a"; docs/perf.md, "v6").
 //
 // Same contract as decode_kernel.cuh and decode_sm90.cuh (DecodeParams, split_kv records or
-// one_pass, the partial outputs combine.cu merges). Grid (P or b, s_q, h_q / 64), 384 threads,
+// one_pass, the partial outputs combine.cu merges). Grid (P or b, s_q, h_q / 64), 512 threads,
 // one CTA per SM (DecodeSm90WsSmem):
-// - warpgroup 2, the producer (88 registers after setmaxnreg): for every 64-row block of the CTA's
-//   work, in order, loads the block's row ids, then each thread loads half of one row (18 x 16
-//   bytes + the row's 8 scale bytes) into registers, waits until K buffer (block & 1) is free
-//   (mbarrier `empty`), dequantises into it (128-byte swizzled, the layout wgmma reads; rows
-//   without a valid id -> zeros), writes the block's valid-row bits and arrives on `full`. The loads
-//   of block i + 1 are in flight while the math warpgroups still compute block i - 1, so the gather
-//   latency and the dequantisation leave the math warpgroups' critical path.
-// - warpgroups 0 and 1, the math (208 registers): warpgroup w owns head dims 256w .. 256w + 255 of
+// - warpgroups 2 and 3, the producers (56 registers after setmaxnreg): for every 64-row block of
+//   the CTA's work, in order, each thread loads a quarter of one row (9 x 16 bytes + the row's 8
+//   scale bytes) into registers, waits until K buffer (block & 1) is free (mbarrier `empty`),
+//   dequantises into it (128-byte swizzled, the layout wgmma reads; rows without a valid id ->
+//   zeros), writes the block's valid-row bits and arrives on `full`. The next block's rows are
+//   prefetched into L2 meanwhile, and the row ids are loaded a block ahead.
+// - warpgroups 0 and 1, the math (200 registers): warpgroup w owns head dims 256w .. 256w + 255 of
 //   Q, of the K tile and of O (64 x 256 fp32 in registers). Per block: wait `full`; S_w = Q_w K_w^T
-//   (16 wgmma m64n64k16); once it is issued, the previous block's P V is awaited and its buffer
-//   released (`empty`); S = S_0 + S_1 through shared memory (both warpgroups hold the same sum, bit
-//   for bit); online softmax in registers; O = alpha O + P V (4 wgmma m64n256k16, P from
-//   registers, V = the same K tile read MN-major), left in flight.
-// The math warpgroups meet each other only in the score exchange and the producer only through the
-// two mbarrier pairs, so the gather and dequantisation of block i + 1 overlap the MMAs and softmax
-// of block i.
+//   (16 wgmma m64n64k16); once it is complete (and with it the previous block's P V), the previous
+//   buffer is released (`empty`); S = S_0 + S_1 through shared memory (both warpgroups hold the
+//   same sum, bit for bit); online softmax in registers; O = alpha O + P V (8 wgmma m64n128k16, P
+//   from registers, V = the same K tile read MN-major), left in flight.
+// The math warpgroups meet each other only in the score exchange and the producers only through
+// the two mbarrier pairs, so the gather and dequantisation of block i + 1 overlap the MMAs and the
+// softmax of block i.
+//
+// Registers: ptxas compiles the whole kernel against the launch's limit (65536 / 512 = 128), then
+// honours setmaxnreg inside each role; an instruction that needs more than the launch limit (a
+// 256-column wgmma: 158) does not compile, hence the two 128-column halves of P V.
 
 #include "decode_kernel.cuh"
 #include "wgmma.cuh"
@@ -80,12 +83,12 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
   const int head0 = static_cast<int>(blockIdx.z) * W9::kHeads;
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 
-  std::uint32_t* masks = reinterpret_cast<std::uint32_t*>(smem + W9::mask);  // [buffer][producer warp]
+  std::uint8_t* masks = smem + W9::mask;  // [buffer][producer warp]: bit i = row 8 warp + i has a valid id
   const std::uint32_t bar_full = smem_addr(smem + W9::bars);                  // + 8 buf
   const std::uint32_t bar_empty = bar_full + 16;                              // + 8 buf
   if (tid == 0) {
-    mbar_init(bar_full, 128);      // every producer thread
-    mbar_init(bar_full + 8, 128);
+    mbar_init(bar_full, 256);      // every producer thread
+    mbar_init(bar_full + 8, 256);
     mbar_init(bar_empty, 8);       // lane 0 of every math warp
     mbar_init(bar_empty + 8, 8);
   }
@@ -106,11 +109,12 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
     last_split = rec[6] != 0;
   }
 
-  if (wg == 2) {
+  if (wg >= 2) {
     // ---------------------------------------------------------------- producer
     setmaxnreg_dec<W9::kProducerRegs>();
-    const int row = 16 * wq + (lane & 15);  // row of the block this thread gathers
-    const int half = lane >> 4;             // 16-dim units half, half + 2, ... of the row
+    const int pw = (tid - 256) >> 5;  // producer warp 0..7: rows 8 pw .. 8 pw + 7 of every block
+    const int row = 8 * pw + (lane & 7);  // row of the block this thread gathers
+    const int qtr = lane >> 3;            // 16-dim units qtr, qtr + 4, ... of the row
     std::uint32_t it = 0;                   // blocks produced so far (buffer it & 1)
     for (int r = begin_req; r <= end_req && r < p.b; ++r) {
       const WsRequest q = ws_request<kHasExtra>(p, r, s, begin_req, end_req, begin_block, end_block);
@@ -149,45 +153,41 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
         if (blk + 1 < q.blk1) {
           const RowAt nxt = locate(blk + 1, id_next);
           if (nxt.data != nullptr) {
-            const std::uint8_t* a = nxt.data + 384 * half;
+            // quarters 0..2: data offsets 0, 128 / 256, 384 / 512, 575; quarter 3: the scales
+            const std::uint8_t* a = qtr == 3 ? nxt.scale : nxt.data + 256 * qtr;
             asm volatile("prefetch.global.L2 [%0];\n" ::"l"(a));
-            asm volatile("prefetch.global.L2 [%0];\n" ::"l"(a + 128));
-            asm volatile("prefetch.global.L2 [%0];\n" ::"l"(half == 0 ? a + 256 : a + 191));
-            if (half == 0) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(nxt.scale));
+            if (qtr < 3) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(qtr == 2 ? a + 63 : a + 128));
           }
         }
         const RowAt at = locate(blk, id);
         const bool ok = at.data != nullptr;
-        // Units half + 2k of the row: k 0..13 fp8 (16 bytes -> 16 dims), k 14, 15 bf16 RoPE (32
-        // bytes). Rows without a valid id load nothing and dequantise zeros (0 x scale = 0).
-        uint4 raw[18];
+        // Units qtr + 4k of the row: k 0..6 fp8 (16 bytes -> 16 dims, scale byte k), k 7 bf16 RoPE
+        // (32 bytes). Rows without a valid id load nothing and dequantise zeros (0 x scale = 0).
+        uint4 raw[9];
         uint2 sc = make_uint2(0u, 0u);
 #pragma unroll
-        for (int k = 0; k < 18; ++k) raw[k] = make_uint4(0u, 0u, 0u, 0u);
+        for (int k = 0; k < 9; ++k) raw[k] = make_uint4(0u, 0u, 0u, 0u);
         if (ok) {
           const uint4* src = reinterpret_cast<const uint4*>(at.data);
 #pragma unroll
-          for (int k = 0; k < 14; ++k) raw[k] = __ldg(src + half + 2 * k);
-#pragma unroll
-          for (int k = 0; k < 2; ++k) {
-            raw[14 + 2 * k] = __ldg(src + 28 + 2 * (half + 2 * k));
-            raw[15 + 2 * k] = __ldg(src + 29 + 2 * (half + 2 * k));
-          }
+          for (int k = 0; k < 7; ++k) raw[k] = __ldg(src + qtr + 4 * k);
+          raw[7] = __ldg(src + 28 + 2 * qtr);
+          raw[8] = __ldg(src + 29 + 2 * qtr);
           sc = __ldg(reinterpret_cast<const uint2*>(at.scale));
         }
-        const std::uint32_t bits = __ballot_sync(0xFFFFFFFFu, ok) & 0xFFFFu;
+        const std::uint32_t bits = __ballot_sync(0xFFFFFFFFu, ok) & 0xFFu;
         const int buf = static_cast<int>(it & 1u);
         if (it >= 2) mbar_wait(bar_empty + 8 * buf, ((it >> 1) + 1u) & 1u);  // block it - 2 is done with it
-        if (lane == 0) masks[buf * 4 + wq] = bits;
+        if (lane == 0) masks[buf * 8 + pw] = static_cast<std::uint8_t>(bits);
         std::uint8_t* dst_row = smem + W9::k + buf * W9::kTileBytes + row * 128;
         const int sw = row & 7;
 #pragma unroll
-        for (int k = 0; k < 16; ++k) {
-          const int gu = half + 2 * k;  // 16-dim unit of the row: chunk gu / 4, 16-byte units 2 (gu % 4) (+1)
+        for (int k = 0; k < 8; ++k) {
+          const int gu = qtr + 4 * k;  // 16-dim unit of the row: chunk gu / 4, 16-byte units 2 (gu % 4) (+1)
           uint4 o0, o1;
           {
-            if (k < 14) {
-              const std::uint32_t sbyte = ((k >> 1) < 4 ? sc.x : sc.y) >> (8 * ((k >> 1) & 3));
+            if (k < 7) {
+              const std::uint32_t sbyte = (k < 4 ? sc.x : sc.y) >> (8 * (k & 3));
               const float scale = ue8m0_to_float(sbyte & 0xFFu);
               const uint4 v = raw[k];
               o0.x = e4m3x2_to_bf16x2(v.x & 0xFFFFu, scale);
@@ -199,8 +199,8 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
               o1.z = e4m3x2_to_bf16x2(v.w & 0xFFFFu, scale);
               o1.w = e4m3x2_to_bf16x2(v.w >> 16, scale);
             } else {
-              o0 = raw[14 + 2 * (k - 14)];
-              o1 = raw[15 + 2 * (k - 14)];
+              o0 = raw[7];
+              o1 = raw[8];
             }
           }
           const int u = 2 * (gu & 3);
@@ -311,10 +311,7 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
       named_barrier_sync(pair_bar, 64);  // the peer has read this warp's partial
 
       // Online softmax. Element 4j + 2h + e of sacc: head row 16 wq + g + 8h, key 8j + 2 t4 + e.
-      const std::uint64_t kmask = static_cast<std::uint64_t>(masks[buf * 4]) |
-                                  (static_cast<std::uint64_t>(masks[buf * 4 + 1]) << 16) |
-                                  (static_cast<std::uint64_t>(masks[buf * 4 + 2]) << 32) |
-                                  (static_cast<std::uint64_t>(masks[buf * 4 + 3]) << 48);
+      const std::uint64_t kmask = *reinterpret_cast<const std::uint64_t*>(masks + buf * 8);  // bit j: key j valid
       if (kmask != ~0ull) {
         const std::uint64_t mine = kmask >> (2 * t4);  // bit 8j + e: key 8j + 2 t4 + e
 #pragma unroll
@@ -371,7 +368,9 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {
-        wgmma_m64n256k16_rs_tb(o, pa[ks], vd + ((ks * 2048) >> 4));
+        // dims 0..127 and 128..255 of this warpgroup (chunks 0, 1 and 2, 3): two n128 instructions
+        wgmma_m64n128k16_rs_tb(o, pa[ks], vd + ((ks * 2048) >> 4));
+        wgmma_m64n128k16_rs_tb(o + 64, pa[ks], vd + ((2 * W9::kChunkBytes + ks * 2048) >> 4));
       }
       wgmma_commit();
       pv_pending = true;
