@@ -89,8 +89,8 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
   if (tid == 0) {
     mbar_init(bar_full, 256);      // every producer thread
     mbar_init(bar_full + 8, 256);
-    mbar_init(bar_empty, 8);       // lane 0 of every math warp
-    mbar_init(bar_empty + 8, 8);
+    mbar_init(bar_empty, 256);     // every math thread (each after its own last read of the buffer)
+    mbar_init(bar_empty + 8, 256);
   }
   __syncthreads();
 
@@ -290,10 +290,7 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
       wgmma_wait<0>();
       reg_fence(o);
       reg_fence(sacc);
-      if (pv_pending) {
-        __syncwarp();
-        if (lane == 0) mbar_arrive(bar_empty + 8 * (buf ^ 1));
-      }
+      if (pv_pending) mbar_arrive(bar_empty + 8 * (buf ^ 1));
 
       // S = S_0 + S_1: the thread with the same warp and lane in the other warpgroup holds the
       // same 32 elements; a + b == b + a, so both warpgroups get the same S.
@@ -377,10 +374,7 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
     }
     wgmma_wait<0>();
     reg_fence(o);
-    if (pv_pending) {
-      __syncwarp();
-      if (lane == 0) mbar_arrive(bar_empty + 8 * ((it - 1u) & 1u));
-    }
+    if (pv_pending) mbar_arrive(bar_empty + 8 * ((it - 1u) & 1u));
 
     // Epilogue: this thread holds head rows 16 wq + g + 8h, dims 256 wg + 8j + 2 t4 (+1).
 #pragma unroll
