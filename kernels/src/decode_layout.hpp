@@ -68,8 +68,8 @@ struct DecodeSm90WsSmem {
   static constexpr int kHeads = 64;
   static constexpr int kDim = 512;
   static constexpr int kThreads = 512;
-  static constexpr int kMathRegs = 200;     // setmaxnreg of the math warpgroups
-  static constexpr int kProducerRegs = 56;  // ... of the producers (2 x 200 + 2 x 56 = 4 x 128)
+  static constexpr int kMathRegs = 192;     // setmaxnreg of the math warpgroups
+  static constexpr int kProducerRegs = 64;  // ... of the producers (2 x 192 + 2 x 64 = 4 x 128)
   static constexpr int kChunkBytes = 64 * 128;  // one 64-dim chunk of 64 rows, 128-byte swizzled
   static constexpr std::size_t kTileBytes = 8 * std::size_t(kChunkBytes);
 

@@ -270,8 +270,15 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
 
     for (int blk = q.blk0; blk < q.blk1; ++blk, ++it) {
       const int buf = static_cast<int>(it & 1u);
-      const std::uint64_t kd = k_desc + static_cast<std::uint64_t>(buf) * (W9::kTileBytes >> 4);
-      const std::uint64_t vd = v_desc + static_cast<std::uint64_t>(buf) * (W9::kTileBytes >> 4);
+      const std::uint64_t kd = desc_add(k_desc, static_cast<std::uint32_t>(buf) * (W9::kTileBytes >> 4));
+      const std::uint64_t vd = desc_add(v_desc, static_cast<std::uint32_t>(buf) * (W9::kTileBytes >> 4));
+      // The previous block's P V first: its buffer goes back to the producers before this block's
+      // wait, and no wgmma is in flight while Q K^T is issued (with P V's accumulators still in
+      // flight, ptxas runs out of registers and serialises every wgmma: C7512).
+      // (The wait is unconditional: behind a branch ptxas cannot tell that nothing is in flight.)
+      wgmma_wait<0>();
+      reg_fence(o);
+      if (pv_pending) mbar_arrive(bar_empty + 8 * (buf ^ 1));
       mbar_wait(bar_full + 8 * buf, (it >> 1) & 1u);
 
       // S_w = Q[:, dims of w] K[:, dims of w]^T: 16 k steps of 16 dims (4 per 64-dim chunk).
@@ -281,16 +288,12 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < 16; ++ks) {
-        const std::uint64_t off = ((ks >> 2) * W9::kChunkBytes + (ks & 3) * 32) >> 4;
-        wgmma_m64n64k16_ss(sacc, q_desc + off, kd + off, ks > 0 ? 1 : 0);
+        const std::uint32_t off = ((ks >> 2) * W9::kChunkBytes + (ks & 3) * 32) >> 4;
+        wgmma_m64n64k16_ss(sacc, desc_add(q_desc, off), desc_add(kd, off), ks > 0 ? 1 : 0);
       }
       wgmma_commit();
-      // Groups complete in order: the previous block's P V, then this Q K^T. Its K buffer may then
-      // be refilled.
       wgmma_wait<0>();
-      reg_fence(o);
       reg_fence(sacc);
-      if (pv_pending) mbar_arrive(bar_empty + 8 * (buf ^ 1));
 
       // S = S_0 + S_1: the thread with the same warp and lane in the other warpgroup holds the
       // same 32 elements; a + b == b + a, so both warpgroups get the same S.
@@ -362,12 +365,14 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
         pa[ks][3] = pack_bf16x2(sacc[8 * ks + 6], sacc[8 * ks + 7]);
       }
       // O[:, dims of w] += P V[:, dims of w]: V = the K tile read MN-major.
+      reg_fence(o);
+      reg_fence(pa);
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {
         // dims 0..127 and 128..255 of this warpgroup (chunks 0, 1 and 2, 3): two n128 instructions
-        wgmma_m64n128k16_rs_tb(o, pa[ks], vd + ((ks * 2048) >> 4));
-        wgmma_m64n128k16_rs_tb(o + 64, pa[ks], vd + ((2 * W9::kChunkBytes + ks * 2048) >> 4));
+        wgmma_m64n128k16_rs_tb(o, pa[ks], desc_add(vd, (ks * 2048) >> 4));
+        wgmma_m64n128k16_rs_tb(o + 64, pa[ks], desc_add(vd, (2 * W9::kChunkBytes + ks * 2048) >> 4));
       }
       wgmma_commit();
       pv_pending = true;

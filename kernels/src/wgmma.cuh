@@ -36,6 +36,17 @@ __device__ __forceinline__ std::uint64_t sw128_desc(std::uint32_t addr, std::uin
          (static_cast<std::uint64_t>(sbo >> 4) << 32) | (1ull << 62);
 }
 
+/// desc with `units` (16-byte units) added to its start-address field. The field is the low 14 bits
+/// and shared addresses stay below 2^18, so the sum never carries out of the low word: a 32-bit add
+/// (a 64-bit add costs an extra instruction and a register pair per descriptor).
+__device__ __forceinline__ std::uint64_t desc_add(std::uint64_t desc, std::uint32_t units) {
+  std::uint64_t r;
+  asm("{\n.reg .b32 lo, hi;\nmov.b64 {lo, hi}, %1;\nadd.u32 lo, lo, %2;\nmov.b64 %0, {lo, hi};\n}\n"
+      : "=l"(r)
+      : "l"(desc), "r"(units));
+  return r;
+}
+
 #if MLAPLAN_SM90A_WGMMA
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -52,6 +63,17 @@ template <int N>
 __device__ __forceinline__ void reg_fence(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+/// Makes the values in r (the A fragments of the next wgmma) complete before the next volatile asm,
+/// so the compiler does not interleave their computation with the wgmmas that read them.
+template <int N, int M>
+__device__ __forceinline__ void reg_fence(std::uint32_t (&r)[N][M]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+#pragma unroll
+    for (int j = 0; j < M; ++j) asm volatile("" : "+r"(r[i][j])::"memory");
+  }
 }
 
 /// D[64 x 64] (+)= A[64 x 16] B[16 x 64]: A and B from shared memory (descriptors), both K-major;
