@@ -6,18 +6,18 @@
 // Same contract as decode_kernel.cuh and decode_sm90.cuh (DecodeParams, split_kv records or
 // one_pass, the partial outputs combine.cu merges). Grid (P or b, s_q, h_q / 64), 512 threads,
 // one CTA per SM (DecodeSm90WsSmem):
-// - warpgroups 2 and 3, the producers (56 registers after setmaxnreg): for every 64-row block of
+// - warpgroups 2 and 3, the producers (64 registers after setmaxnreg): for every 64-row block of
 //   the CTA's work, in order, each thread loads a quarter of one row (9 x 16 bytes + the row's 8
 //   scale bytes) into registers, waits until K buffer (block & 1) is free (mbarrier `empty`),
 //   dequantises into it (128-byte swizzled, the layout wgmma reads; rows without a valid id ->
 //   zeros), writes the block's valid-row bits and arrives on `full`. The next block's rows are
 //   prefetched into L2 meanwhile, and the row ids are loaded a block ahead.
-// - warpgroups 0 and 1, the math (200 registers): warpgroup w owns head dims 256w .. 256w + 255 of
-//   Q, of the K tile and of O (64 x 256 fp32 in registers). Per block: wait `full`; S_w = Q_w K_w^T
-//   (16 wgmma m64n64k16); once it is complete (and with it the previous block's P V), the previous
-//   buffer is released (`empty`); S = S_0 + S_1 through shared memory (both warpgroups hold the
-//   same sum, bit for bit); online softmax in registers; O = alpha O + P V (8 wgmma m64n128k16, P
-//   from registers, V = the same K tile read MN-major), left in flight.
+// - warpgroups 0 and 1, the math (192 registers): warpgroup w owns head dims 256w .. 256w + 255 of
+//   Q, of the K tile and of O (64 x 256 fp32 in registers). Per block: await the previous block's
+//   P V and release its buffer (`empty`); wait `full`; S_w = Q_w K_w^T (16 wgmma m64n64k16);
+//   S = S_0 + S_1 through shared memory (both warpgroups hold the same sum, bit for bit); online
+//   softmax in registers; O = alpha O + P V (8 wgmma m64n128k16, P from registers, V = the same K
+//   tile read MN-major), left in flight until the next block.
 // The math warpgroups meet each other only in the score exchange and the producers only through
 // the two mbarrier pairs, so the gather and dequantisation of block i + 1 overlap the MMAs and the
 // softmax of block i.
