@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <exception>
 #include <locale>
+#include <memory>
 #include <ostream>
+#include <utility>
 
 #include <locale.h>  // newlocale, uselocale, freelocale (POSIX)
 
@@ -59,59 +61,13 @@ bool is_subcommand(CLI::App& app, const std::string& name) {
   return false;
 }
 
-}  // namespace
-
-int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::ostream& err) {
+/// The error boundary of both stages: runs `stage` under the classic locale and turns every
+/// exception into its message on `err` and an exit code.
+template <typename Stage>
+int guarded(std::ostream& out, std::ostream& err, Stage&& stage) {
   const ClassicLocale classic(out, err);
   try {
-    CLI::App app{kDescription, "mla-plan"};
-    app.set_version_flag("--version", std::string("mla-plan ") + kVersion);
-    app.require_subcommand(1);
-
-    PlanOptions plan_opt;
-    setup_plan(app, plan_opt);
-    ScheduleOptions schedule_opt;
-    setup_schedule(app, schedule_opt);
-    CheckOptions check_opt;
-    setup_check(app, check_opt);
-    VerifyCliOptions verify_opt;
-    setup_verify(app, verify_opt);
-    BenchCliOptions bench_opt;
-    setup_bench(app, bench_opt);
-    InfoOptions info_opt;
-    setup_info(app, info_opt);
-    ReportOptions report_opt;
-    setup_report(app, report_opt);
-
-    // `mla-plan CONFIG ...` means `mla-plan plan CONFIG ...`.
-    std::vector<std::string> args = raw_args;
-    if (!args.empty() && !is_subcommand(app, args.front()) && args.front() != "--help" &&
-        args.front() != "-h" && args.front() != "--version") {
-      args.insert(args.begin(), "plan");
-    }
-    std::reverse(args.begin(), args.end());
-    try {
-      app.parse(args);
-    } catch (const CLI::CallForHelp& e) {
-      return app.exit(e, out, err);
-    } catch (const CLI::CallForAllHelp& e) {
-      return app.exit(e, out, err);
-    } catch (const CLI::CallForVersion& e) {
-      return app.exit(e, out, err);
-    } catch (const CLI::ParseError& e) {
-      err << "mla-plan: error: " << e.what() << "\nRun 'mla-plan --help' for usage.\n";
-      return exit_code(ErrorKind::usage);
-    }
-
-    if (app.got_subcommand("plan")) return run_plan(plan_opt, out, err);
-    if (app.got_subcommand("schedule")) return run_schedule(schedule_opt, out, err);
-    if (app.got_subcommand("check")) return run_check(check_opt, out, err);
-    if (app.got_subcommand("verify")) return run_verify_cli(verify_opt, out, err);
-    if (app.got_subcommand("bench")) return run_bench_cli(bench_opt, out, err);
-    if (app.got_subcommand("gpus")) return run_gpus(info_opt, out);
-    if (app.got_subcommand("formats")) return run_formats(info_opt, out);
-    if (app.got_subcommand("report")) return run_report(report_opt, out, err);
-    throw_internal("no subcommand ran");
+    return stage();
   } catch (const Error& e) {
     err << "mla-plan: error: " << e.what() << "\n";
     return exit_code(e.kind());
@@ -122,6 +78,116 @@ int run_cli(const std::vector<std::string>& raw_args, std::ostream& out, std::os
     err << "mla-plan: internal error: " << e.what() << "\n";
     return exit_code(ErrorKind::internal);
   }
+}
+
+/// The subcommand the parse chose.
+Command parsed_command(const CLI::App& app) {
+  constexpr std::pair<const char*, Command> kCommands[] = {
+      {"plan", Command::plan},   {"schedule", Command::schedule}, {"check", Command::check},
+      {"verify", Command::verify}, {"bench", Command::bench},     {"gpus", Command::gpus},
+      {"formats", Command::formats}, {"report", Command::report},
+  };
+  for (const auto& [name, command] : kCommands) {
+    if (app.got_subcommand(name)) return command;
+  }
+  throw_internal("no subcommand ran");
+}
+
+/// The command line of every subcommand, its options bound to `p`'s.
+std::unique_ptr<CLI::App> make_app(ParsedCli& p) {
+  auto app = std::make_unique<CLI::App>(kDescription, "mla-plan");
+  app->set_version_flag("--version", std::string("mla-plan ") + kVersion);
+  app->require_subcommand(1);
+  setup_plan(*app, p.plan);
+  setup_schedule(*app, p.schedule);
+  setup_check(*app, p.check);
+  setup_verify(*app, p.verify);
+  setup_bench(*app, p.bench);
+  setup_info(*app, p.info);
+  setup_report(*app, p.report);
+  return app;
+}
+
+/// What parse_into() returns when a command is ready to run (exit codes are never negative).
+constexpr int kParsed = -1;
+
+/// CommandLine::parse() inside the error boundary: the exit code of a run that ends here, or
+/// kParsed with `p.command` set.
+int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCli& p, std::ostream& out,
+               std::ostream& err) {
+  // `mla-plan CONFIG ...` means `mla-plan plan CONFIG ...`.
+  std::vector<std::string> args = raw_args;
+  if (!args.empty() && !is_subcommand(app, args.front()) && args.front() != "--help" && args.front() != "-h" &&
+      args.front() != "--version") {
+    args.insert(args.begin(), "plan");
+  }
+  std::reverse(args.begin(), args.end());
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::ParseError& e) {
+    err << "mla-plan: error: " << e.what() << "\nRun 'mla-plan --help' for usage.\n";
+    return exit_code(ErrorKind::usage);
+  }
+
+  // The flag values each subcommand checks before it opens a file.
+  const Command command = parsed_command(app);
+  if (command == Command::schedule) p.schedule_input = schedule_input(p.schedule);
+  if (command == Command::check) validate_check(p.check);
+  if (command == Command::report) validate_report(p.report);
+  p.command = command;
+  return kParsed;
+}
+
+}  // namespace
+
+CommandLine::CommandLine() = default;
+CommandLine::~CommandLine() = default;
+
+const ParsedCli& CommandLine::parse(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  parsed_ = ParsedCli{};  // every option back to its default; the app stays bound to the same members
+  const int code = guarded(out, err, [&] {
+    if (app_) {
+      app_->clear();
+    } else {
+      app_ = make_app(parsed_);
+    }
+    return parse_into(*app_, args, parsed_, out, err);
+  });
+  if (code == kParsed) {
+    parsed_.exit_code = 0;
+  } else {
+    parsed_.command = Command::none;
+    parsed_.exit_code = code;
+  }
+  return parsed_;
+}
+
+int execute_cli(const ParsedCli& p, std::ostream& out, std::ostream& err) {
+  return guarded(out, err, [&]() -> int {
+    switch (p.command) {
+      case Command::none: return p.exit_code;
+      case Command::plan: return run_plan(p.plan, out, err);
+      case Command::schedule: return run_schedule(p.schedule, p.schedule_input, out);
+      case Command::check: return run_check(p.check, out, err);
+      case Command::verify: return run_verify_cli(p.verify, out, err);
+      case Command::bench: return run_bench_cli(p.bench, out, err);
+      case Command::gpus: return run_gpus(p.info, out);
+      case Command::formats: return run_formats(p.info, out);
+      case Command::report: return run_report(p.report, out, err);
+    }
+    throw_internal("unknown command");
+  });
+}
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CommandLine command_line;
+  return execute_cli(command_line.parse(args, out, err), out, err);
 }
 
 }  // namespace mlaplan::cli

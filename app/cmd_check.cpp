@@ -209,10 +209,12 @@ int run_matrix(const CheckOptions& opt, const std::vector<std::int64_t>& tps, st
 
 std::string CheckOptions::effective_format() const { return json ? "json" : format; }
 
-namespace {
+std::vector<std::int64_t> CheckOptions::effective_tp_sizes() const {
+  return tp_sizes.empty() ? std::vector<std::int64_t>{1} : tp_sizes;
+}
 
-/// The flag values of check that no single plan validates: how many configs and TP sizes, the guards.
-void check_flags(const CheckOptions& opt, const std::vector<std::int64_t>& tps) {
+void validate_check(const CheckOptions& opt) {
+  const std::vector<std::int64_t> tps = opt.effective_tp_sizes();
   const auto n = static_cast<std::int64_t>(opt.configs.size());
   if (n > CheckLimits::max_configs) {
     throw_usage("CONFIG: " + std::to_string(n) + " configs given; allowed 1.." +
@@ -239,13 +241,11 @@ void check_flags(const CheckOptions& opt, const std::vector<std::int64_t>& tps) 
     throw_usage("--max-global-bytes-per-token: " + format_general(*opt.max_global_bytes_per_token) +
                 " is out of range; use a number of bytes from 0 up to 1e18");
   }
+  if (!opt.matrix && tps.size() > 1) throw_usage("--tensor-parallel-size takes several values only with --matrix");
 }
 
-}  // namespace
-
 int run_check(const CheckOptions& opt, std::ostream& out, std::ostream& err) {
-  std::vector<std::int64_t> tps = opt.tp_sizes.empty() ? std::vector<std::int64_t>{1} : opt.tp_sizes;
-  check_flags(opt, tps);
+  const std::vector<std::int64_t> tps = opt.effective_tp_sizes();
   if (opt.matrix && opt.effective_format() == "markdown") {
     out << "```text\n";
     const int code = run_matrix(opt, tps, out);
@@ -253,7 +253,6 @@ int run_check(const CheckOptions& opt, std::ostream& out, std::ostream& err) {
     return code;
   }
   if (opt.matrix) return run_matrix(opt, tps, out);
-  if (tps.size() > 1) throw_usage("--tensor-parallel-size takes several values only with --matrix");
   PlanOptions plan_opt = opt.plan;
   plan_opt.layout.options.tensor_parallel_size = tps.front();
 

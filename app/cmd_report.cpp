@@ -213,6 +213,8 @@ ResultFile read_result_json(const std::string& flag, const std::string& title, c
   return parse_result_json(text, flag, title, path);
 }
 
+void validate_report(const ReportOptions& opt) { (void)report_kind(opt.output); }
+
 int run_report(const ReportOptions& opt, std::ostream& out, std::ostream& err) {
   const ReportKind kind = report_kind(opt.output);
   std::vector<ResultFile> extras;

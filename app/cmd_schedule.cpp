@@ -84,9 +84,9 @@ SchedInput schedule_input(const ScheduleOptions& opt) {
   return in;
 }
 
-int run_schedule(const ScheduleOptions& opt, std::ostream& out, std::ostream&) {
+int run_schedule(const ScheduleOptions& opt, const SchedInput& in, std::ostream& out) {
   ScheduleEntry e;
-  e.input = schedule_input(opt);
+  e.input = in;
   e.plan = plan_schedule(e.input);
   out << (opt.json ? render_schedules_json({e}) : render_schedules_text({e}, opt.show_records));
   return 0;

@@ -1,6 +1,9 @@
 #pragma once
 // Subcommands of mla-plan: one options struct each, a setup function that binds its flags to a
-// CLI11 subcommand, and a run function that does the work and returns the exit code.
+// CLI11 subcommand, and a run function that does the work and returns the exit code. Where a
+// subcommand checks flag values before it opens any file, a validate function (or
+// schedule_input) does that; CommandLine::parse() (cli.hpp) calls it after parsing, and the run
+// function expects options that passed it.
 
 #include <iosfwd>
 #include <string>
@@ -72,9 +75,10 @@ struct ScheduleOptions {
   bool show_records = false;
 };
 void setup_schedule(CLI::App& app, ScheduleOptions& opt);
-int run_schedule(const ScheduleOptions& opt, std::ostream& out, std::ostream& err);
 /// Validates the flags into a scheduler input (throws Error(usage)).
 SchedInput schedule_input(const ScheduleOptions& opt);
+/// Plans `in` (schedule_input() of `opt`) and prints it as `opt` says.
+int run_schedule(const ScheduleOptions& opt, const SchedInput& in, std::ostream& out);
 
 /// One plan with what it was computed for. `layer_type` is empty in direct mode.
 struct ScheduleEntry {
@@ -95,8 +99,12 @@ struct CheckOptions {
   std::optional<std::int64_t> min_concurrency;
   PlanOptions plan;  ///< target, layout, capacity flags shared with plan
   std::string effective_format() const;
+  std::vector<std::int64_t> effective_tp_sizes() const;  ///< tp_sizes, or {1} when none was given
 };
 void setup_check(CLI::App& app, CheckOptions& opt);
+/// The flag values of check that no single plan validates: how many configs and TP sizes, the
+/// guards (throws Error(usage)).
+void validate_check(const CheckOptions& opt);
 int run_check(const CheckOptions& opt, std::ostream& out, std::ostream& err);
 
 // ---- verify ----
@@ -155,6 +163,8 @@ struct ReportOptions {
   std::optional<std::string> bench_json;   ///< --bench-json
 };
 void setup_report(CLI::App& app, ReportOptions& opt);
+/// The report's kind from the extension of -o (throws Error(usage) for any other).
+void validate_report(const ReportOptions& opt);
 int run_report(const ReportOptions& opt, std::ostream& out, std::ostream& err);
 
 // ---- Markdown (app/render_markdown.cpp) ----

@@ -1,9 +1,16 @@
 #pragma once
-// What the fuzz targets do on a bug: fail() prints why, then traps, so libFuzzer and the
-// replay driver both stop there with the message on stderr.
+// What the fuzz targets share. fail() is what they do on a bug: it prints why, then traps, so
+// libFuzzer and the replay driver both stop there with the message on stderr. The CLI targets
+// (fuzz_cli, fuzz_cli_args) also share their input format (split_lines) and their bug oracle
+// (check_cli_stage).
 
 #include <cstdio>
+#include <exception>
+#include <ostream>
+#include <sstream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace mlaplan::fuzz {
 
@@ -11,6 +18,48 @@ namespace mlaplan::fuzz {
   std::fprintf(stderr, "fuzz: BUG: %s\n", why.c_str());
   std::fflush(stderr);
   __builtin_trap();
+}
+
+/// The argument list of a CLI target's input: one argument per line ('\n' separates arguments; a
+/// final '\n' ends the last one).
+inline std::vector<std::string> split_lines(std::string_view text) {
+  std::vector<std::string> args;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const auto nl = text.find('\n', start);
+    const auto end = nl == std::string_view::npos ? text.size() : nl;
+    args.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return args;
+}
+
+/// What one stage of the CLI wrote and returned.
+struct CliOutcome {
+  int code = 0;
+  std::string out;
+  std::string err;
+};
+
+/// The bug oracle of the CLI targets: runs `stage` (int(std::ostream& out, std::ostream& err), a
+/// stage of the CLI on fixed arguments) with string streams. An exception escaping it, exit 70
+/// (internal error) or an exit code outside 0-6 is a bug; `name` names the stage in the message.
+template <typename Stage>
+CliOutcome check_cli_stage(std::string_view name, Stage&& stage) {
+  std::ostringstream out, err;
+  CliOutcome o;
+  try {
+    o.code = stage(static_cast<std::ostream&>(out), static_cast<std::ostream&>(err));
+  } catch (const std::exception& e) {
+    fail("exception escaped " + std::string(name) + ": " + e.what());
+  } catch (...) {
+    fail("exception of an unknown type escaped " + std::string(name));
+  }
+  o.out = out.str();
+  o.err = err.str();
+  if (o.code == 70) fail("exit 70 (internal error): " + o.err);
+  if (o.code < 0 || o.code > 6) fail("exit code " + std::to_string(o.code) + " outside 0-6: " + o.err);
+  return o;
 }
 
 }  // namespace mlaplan::fuzz

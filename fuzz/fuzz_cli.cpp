@@ -20,8 +20,7 @@
 // the GPU.
 
 #include <cstdint>
-#include <exception>
-#include <sstream>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -118,23 +117,11 @@ std::string confine_arg(const std::string& arg) {
 
 std::string unwritable(std::string_view value) { return "/dev/null/" + std::string(value); }
 
-std::vector<std::string> split_lines(std::string_view text) {
-  std::vector<std::string> args;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    const auto nl = text.find('\n', start);
-    const auto end = nl == std::string_view::npos ? text.size() : nl;
-    args.emplace_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return args;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  std::vector<std::string> raw = split_lines(text);
+  std::vector<std::string> raw = mlaplan::fuzz::split_lines(text);
   if (!bounded(raw)) return -1;
 #ifdef MLAPLAN_FUZZ_SKIP_VERIFY
   for (const auto& a : raw) {
@@ -158,16 +145,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
 
-  std::ostringstream out, err;
-  int code = 0;
-  try {
-    code = mlaplan::cli::run_cli(args, out, err);
-  } catch (const std::exception& e) {
-    mlaplan::fuzz::fail(std::string("exception escaped run_cli: ") + e.what());
-  } catch (...) {
-    mlaplan::fuzz::fail("exception of an unknown type escaped run_cli");
-  }
-  if (code == 70) mlaplan::fuzz::fail("exit 70 (internal error): " + err.str());
-  if (code < 0 || code > 6) mlaplan::fuzz::fail("exit code " + std::to_string(code) + " outside 0-6: " + err.str());
+  mlaplan::fuzz::check_cli_stage("run_cli", [&](std::ostream& out, std::ostream& err) {
+    return mlaplan::cli::run_cli(args, out, err);
+  });
   return 0;
 }

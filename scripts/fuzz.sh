@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang in build-fuzz/ and runs one (docs/fuzzing.md).
 # Usage: scripts/fuzz.sh TARGET [RUNS] [extra libFuzzer flags...]
-#   TARGET  config | cli
+#   TARGET  config | cli | cli_args (the argument parser alone: parse_cli, app/cli.hpp)
 #   RUNS    executions (default 1000000); -1 runs until stopped
 # Examples: scripts/fuzz.sh config 10000000
 #           scripts/fuzz.sh cli 100000 -jobs=1 -print_final_stats=1
 #           FUZZ_BUILD_ONLY=1 scripts/fuzz.sh config
-# New inputs go to build-fuzz/corpus/TARGET (the committed seeds in fuzz/corpus/TARGET are read, not
-# written); crashes go to build-fuzz/artifacts/TARGET/. The last lines printed are libFuzzer's stats.
+# New inputs go to build-fuzz/corpus/TARGET (the committed seeds in fuzz/corpus/TARGET, and for
+# cli_args those of cli, are read, not written); crashes go to build-fuzz/artifacts/TARGET/. The
+# last lines printed are libFuzzer's stats.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target="${1:-}"
 runs="${2:-1000000}"
 shift $(( $# < 2 ? $# : 2 ))
+# Per target: the longest input, the dictionary, and the committed corpus it reads besides its own.
+shared_corpus=()
 case "$target" in
-  config) max_len=65536 ;;
-  cli) max_len=4096 ;;
-  *) echo "usage: scripts/fuzz.sh config|cli [RUNS] [libFuzzer flags...]" >&2; exit 1 ;;
+  config) max_len=65536 dict=config ;;
+  cli) max_len=4096 dict=cli ;;
+  cli_args) max_len=4096 dict=cli shared_corpus=(cli) ;;  # the input of fuzz_cli
+  *) echo "usage: scripts/fuzz.sh config|cli|cli_args [RUNS] [libFuzzer flags...]" >&2; exit 1 ;;
 esac
 
 packages=(clang libclang-rt-14-dev cmake ninja-build libcli11-dev nlohmann-json3-dev)
@@ -44,7 +48,10 @@ artifacts="$build/artifacts/$target"
 work="$build/work/$target"  # the working directory: empty, so relative names in arguments find nothing
 log="$build/fuzz_$target.log"
 mkdir -p "$corpus" "$artifacts" "$work"
-inputs=("$corpus" "$root/fuzz/corpus/$target")
+inputs=("$corpus")
+for c in "$target" "${shared_corpus[@]}"; do
+  if [ -d "$root/fuzz/corpus/$c" ]; then inputs+=("$root/fuzz/corpus/$c"); fi
+done
 [ -d "$root/fuzz/regressions/$target" ] && inputs+=("$root/fuzz/regressions/$target")
 # malloc_context_size=0 and a 16 MiB quarantine (default: 30 frames, 256 MiB) make a run about twice
 # as fast; detection is the same, but reports carry no allocation stacks: for those, re-run the
@@ -54,7 +61,7 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 cd "$work"
 start=$(date +%s)
 set +e
-"$build/fuzz/fuzz_$target" "${inputs[@]}" -dict="$root/fuzz/$target.dict" -max_len="$max_len" -runs="$runs" \
+"$build/fuzz/fuzz_$target" "${inputs[@]}" -dict="$root/fuzz/$dict.dict" -max_len="$max_len" -runs="$runs" \
   -rss_limit_mb=2048 -timeout=30 -artifact_prefix="$artifacts/" -print_final_stats=1 "$@" 2>&1 | tee "$log"
 code=${PIPESTATUS[0]}
 set -e

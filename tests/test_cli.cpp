@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "cli.hpp"
 
@@ -50,6 +52,63 @@ TEST_CASE("usage errors exit 1", "[cli]") {
   auto missing_arg = run({"plan"});
   CHECK(missing_arg.code == 1);
   CHECK_THAT(missing_arg.err, Catch::Contains("CONFIG is required"));
+}
+
+TEST_CASE("the parse stage checks flags before any file and runs nothing", "[cli][parse]") {
+  using mlaplan::cli::Command;
+  mlaplan::cli::CommandLine command_line;  // one for every parse below, as a fuzz target keeps it
+  const auto parse = [&command_line](const std::vector<std::string>& args) {
+    std::ostringstream out, err;
+    mlaplan::cli::ParsedCli p = command_line.parse(args, out, err);
+    return std::tuple(std::move(p), out.str(), err.str());
+  };
+  const std::string missing = cfg("does-not-exist.json");
+
+  // A command ready to run: nothing written, no file read yet; execute_cli reads it.
+  auto [plan, plan_out, plan_err] = parse({missing, "--json", "--batch", "8"});
+  CHECK(plan.command == Command::plan);
+  CHECK(plan.exit_code == 0);
+  CHECK(plan.plan.config == missing);
+  CHECK(plan.plan.batch.options.batch == 8);
+  CHECK((plan_out.empty() && plan_err.empty()));
+  std::ostringstream out, err;
+  CHECK(mlaplan::cli::execute_cli(plan, out, err) == 2);
+  CHECK(err.str() == "mla-plan: error: cannot read '" + missing + "': no such file or directory\n");
+  // A later parse starts from the defaults.
+  auto [again, again_out, again_err] = parse({missing});
+  CHECK(again.command == Command::plan);
+  CHECK(!again.plan.json);
+  CHECK(!again.plan.batch.options.batch);
+
+  // Help, version and usage errors end the run in the parse stage.
+  auto [help, help_out, help_err] = parse({"--help"});
+  CHECK((help.command == Command::none && help.exit_code == 0));
+  CHECK_THAT(help_out, Catch::Contains("Exit codes"));
+  auto [none, none_out, none_err] = parse({});
+  CHECK((none.command == Command::none && none.exit_code == 1));
+  CHECK_THAT(none_err, Catch::StartsWith("mla-plan: error: "));
+
+  // The flag values checked before a file is opened.
+  auto [sched, sched_out, sched_err] =
+      parse({"schedule", "--kernel", "sm90-sparse", "--num-sms", "0", "--h-q", "64", "--lengths", "4"});
+  CHECK((sched.command == Command::none && sched.exit_code == 1 && sched_out.empty()));
+  CHECK(sched_err == "mla-plan: error: --num-sms = 0 is out of range; allowed 1..4096\n");
+  auto [sched_ok, sched_ok_out, sched_ok_err] =
+      parse({"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "64", "--lengths", "4,5"});
+  CHECK(sched_ok.command == Command::schedule);
+  CHECK(sched_ok.schedule_input.lengths == std::vector<std::int32_t>{4, 5});
+
+  auto [tps, tps_out, tps_err] = parse({"check", missing, "--tp", "1,2"});
+  CHECK((tps.command == Command::none && tps.exit_code == 1));
+  CHECK(tps_err == "mla-plan: error: --tensor-parallel-size takes several values only with --matrix\n");
+  auto [matrix, matrix_out, matrix_err] = parse({"check", missing, "--tp", "1,2", "--matrix"});
+  CHECK((matrix.command == Command::check && matrix_err.empty()));
+
+  auto [pdf, pdf_out, pdf_err] = parse({"report", missing, "-o", "report.pdf"});
+  CHECK((pdf.command == Command::none && pdf.exit_code == 1));
+  CHECK_THAT(pdf_err, Catch::Contains("the extension '.pdf'"));
+  auto [svg, svg_out, svg_err] = parse({"report", missing, "-o", "report.svg"});
+  CHECK((svg.command == Command::report && svg_err.empty()));
 }
 
 TEST_CASE("invalid config exits 2 with the file and JSON path", "[cli]") {
