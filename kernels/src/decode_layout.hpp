@@ -77,13 +77,20 @@ struct DecodeSm90WsSmem {
   static constexpr std::size_t k = q + kTileBytes;                      // bf16 [2 buffers] 8 chunks
   static constexpr std::size_t xchg = k + 2 * kTileBytes;               // f32 [2][64 x 64]
   static constexpr std::size_t xchg_half = std::size_t(kHeads) * kRows * 4;
+  // The seesaw math (decode_sm90_ws.cuh) uses the exchange area instead for P [2 warpgroups] (one
+  // 128-byte swizzled 64 x 64 bf16 chunk each), then the row maxima and row sums f32 [2][64] each.
+  static constexpr std::size_t p_slot = xchg;
+  static constexpr std::size_t row_max = p_slot + 2 * std::size_t(kChunkBytes);
+  static constexpr std::size_t row_sum = row_max + 2 * std::size_t(kHeads) * 4;
+  static constexpr std::size_t early = row_sum + 2 * std::size_t(kHeads) * 4;  // u32 [warpgroup][2]
   static constexpr std::size_t mask = xchg + 2 * xchg_half;             // u8 [2 buffers][8 warps]
-  static constexpr std::size_t bars = mask + 2 * 8;                     // u64 full[2], empty[2]
-  static constexpr std::size_t total = bars + 4 * 8;
+  static constexpr std::size_t bars = mask + 2 * 8;  // u64 full[2], empty[2], p_full[2], p_empty[2]
+  static constexpr std::size_t total = bars + 8 * 8;
   static constexpr std::size_t alloc = total + 1024;
 };
 
-static_assert(DecodeSm90WsSmem::k % 1024 == 0 && DecodeSm90WsSmem::xchg % 16 == 0 && DecodeSm90WsSmem::bars % 8 == 0,
+static_assert(DecodeSm90WsSmem::k % 1024 == 0 && DecodeSm90WsSmem::xchg % 1024 == 0 && DecodeSm90WsSmem::bars % 8 == 0 &&
+                  DecodeSm90WsSmem::early + 16 <= DecodeSm90WsSmem::mask,
               "SM90 warp-specialised decode: swizzled tiles need 1024-byte alignment");
 static_assert(DecodeSm90WsSmem::alloc <= 227 * 1024, "SM90 warp-specialised decode shared memory exceeds the sm_90 limit");
 static_assert(2 * DecodeSm90WsSmem::kMathRegs + 2 * DecodeSm90WsSmem::kProducerRegs <= 4 * 128,

@@ -40,6 +40,7 @@ struct WsRequest {
   int blk0 = 0;    ///< first block (main blocks first, then extra)
   int blk1 = 0;    ///< one past the last
   std::int64_t bs = 0;  ///< request x s_q + query token
+  int s = 0;            ///< the query token
   std::int32_t main_limit = 0;
   std::int32_t extra_limit = 0;
 };
@@ -64,12 +65,351 @@ __device__ __forceinline__ WsRequest ws_request(const DecodeParams& p, int r, in
   q.blk0 = r == begin_req ? begin_block : 0;
   q.blk1 = r == end_req ? min(end_block, n_blocks) : n_blocks;
   q.bs = static_cast<std::int64_t>(r) * p.s_q + s;
+  q.s = s;
   q.main_limit = min(len, p.topk);
   q.extra_limit = kHasExtra ? min(elen, p.extra_topk) : 0;
   return q;
 }
 
+/// The epilogue of both math variants: this thread's O elements (head rows head + 8h, dims
+/// 256 wg + 8j + 2 t4 (+1)), normalised by the row sums l_row (over every key) at the row maxima
+/// m_run (log2 domain), into out / lse (one split) or o_accum / lse_accum (a split of a request).
+__device__ __forceinline__ void ws_store_rows(const DecodeParams& p, const float (&o)[128], const float (&l_row)[2],
+                                              const float (&m_run)[2], const WsRequest& q, int r, bool split,
+                                              int split0, int head, int wg, int t4) {
+  const float kNegInf = -__int_as_float(0x7F800000);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float l = l_row[h];
+    const float m = m_run[h];
+    const int hd = head + 8 * h;
+    const std::int64_t orow = q.bs * p.h_q + hd;
+    if (!split) {
+      float factor = 0.0f;
+      float lse = __int_as_float(0x7F800000);  // +inf: no valid key
+      if (l > 0.0f) {
+        lse = (log2f(l) + m) * 0.6931471805599453f;
+        factor = 1.0f / l;
+        if (p.attn_sink != nullptr) factor /= 1.0f + expf(p.attn_sink[hd] - lse);
+      }
+      std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.out + orow * W9::kDim + 256 * wg + 2 * t4);
+#pragma unroll
+      for (int j = 0; j < 32; ++j) dst[4 * j] = pack_bf16x2(o[4 * j + 2 * h] * factor, o[4 * j + 2 * h + 1] * factor);
+      if (wg == 0 && t4 == 0) p.lse[orow] = lse;
+    } else {
+      const int split_idx = p.num_splits[r] + split0;
+      const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + q.s) * p.h_q + hd;
+      const float factor = l > 0.0f ? 1.0f / l : 0.0f;
+      float2* dst = reinterpret_cast<float2*>(p.o_accum + arow * W9::kDim + 256 * wg + 2 * t4);
+#pragma unroll
+      for (int j = 0; j < 32; ++j) dst[4 * j] = make_float2(o[4 * j + 2 * h] * factor, o[4 * j + 2 * h + 1] * factor);
+      if (wg == 0 && t4 == 0) p.lse_accum[arow] = l > 0.0f ? log2f(l) + m : kNegInf;
+    }
+  }
+}
+
+/// What the math warpgroups of a CTA need to know about its work (both math variants).
+struct WsWork {
+  int begin_req, end_req, begin_block, end_block, begin_split;
+  bool first_split, last_split;
+  int s, head0;
+  std::uint32_t bar_full, bar_empty;  ///< the producers' mbarriers ([2] each, 8 bytes apart)
+};
+
+#if MLAPLAN_SM90A_WGMMA
+/// The seesaw math (the default; docs/perf.md "v7"). Block g of the CTA's sequence (the same global
+/// count as the producers') is owned by math warpgroup g & 1 and sits in K buffer g & 1. The owner
+/// computes S = Q K^T over all 512 dims (32 wgmma m64n64k16), the online softmax against the row
+/// maxima after block g - 1, and writes P (bf16, the 128-byte swizzled K-major chunk wgmma reads)
+/// and the new maxima to its P slot; both warpgroups then add P V for their 256 dims of O, the
+/// owner with P from registers, the other warpgroup with P from the slot. Warpgroup w's step for
+/// its block g: retire its P V of block g - 2; then, if the producers have already filled block
+/// g's buffer, issue Q K^T of g, wait for the other's P of g - 1, issue that block's P V and run
+/// the softmax of g while it is in flight; otherwise add the other's block g - 1 first and retire
+/// it (its buffer goes back to the producers before w waits for them), then Q K^T and softmax of
+/// g. Each warpgroup keeps the row sums of the blocks it owns (both at the same maxima: every
+/// warpgroup rescales at every block); the epilogue adds the two.
 template <bool kHasExtra>
+__device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8_t* smem, const WsWork& w) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const int wg = tid >> 7;
+  const int wq = (tid >> 5) & 3;
+  const int lane = tid & 31;
+  const int g = lane >> 2;
+  const int t4 = lane & 3;
+  const int og = 1 - wg;  // the other math warpgroup
+  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
+  const float kNegInf = -__int_as_float(0x7F800000);
+  std::uint8_t* sQ = smem + W9::q;
+  const std::uint8_t* masks = smem + W9::mask;
+  float* row_max = reinterpret_cast<float*>(smem + W9::row_max);  // [warpgroup][64 rows]
+  float* row_sum = reinterpret_cast<float*>(smem + W9::row_sum);
+  std::uint8_t* my_slot = smem + W9::p_slot + wg * W9::kChunkBytes;
+  const std::uint32_t bar_pfull = smem_addr(smem + W9::bars) + 32;  // + 8 warpgroup: P of the owner written
+  const std::uint32_t bar_pempty = bar_pfull + 16;                  // + 8 warpgroup: its P read by the other
+  constexpr int kMathBar = 7;                                       // the 256 math threads
+  const int pair_bar = 3 + wq;                                      // warp wq of both math warpgroups
+  const int row0 = 16 * wq + g;                                     // this thread's rows row0, row0 + 8
+  // Descriptors: Q and the K buffers over all 8 chunks (K-major, Q K^T); V = this warpgroup's dims
+  // of the K buffers (MN-major); the P slots (K-major, one chunk).
+  const std::uint64_t q_desc = sw128_desc(smem_addr(sQ), 16, 1024);
+  const std::uint64_t k_desc = sw128_desc(smem_addr(smem + W9::k), 16, 1024);
+  const std::uint64_t v_desc = sw128_desc(smem_addr(smem + W9::k) + 4 * wg * W9::kChunkBytes, W9::kChunkBytes, 1024);
+  const std::uint64_t p_desc_other = sw128_desc(smem_addr(smem + W9::p_slot + og * W9::kChunkBytes), 16, 1024);
+  std::uint32_t it = 0;  // blocks of the CTA's sequence before the current request
+
+  for (int r = w.begin_req; r <= w.end_req && r < p.b; ++r) {
+    const WsRequest q = ws_request<kHasExtra>(p, r, w.s, w.begin_req, w.end_req, w.begin_block, w.end_block);
+    const bool split = (r == w.begin_req && w.first_split) || (r == w.end_req && w.last_split);
+
+    // Both warpgroups are done with the previous request's Q and row sums.
+    named_barrier_sync(kMathBar, 256);
+    {
+      const std::uint16_t* qsrc = p.q + (q.bs * p.h_q + w.head0) * W9::kDim + 256 * wg;
+      const int wt = tid & 127;
+#pragma unroll
+      for (int k = 0; k < 16; ++k) {
+        const int i = wt + 128 * k;
+        const int row = i >> 5;
+        const int unit = i & 31;
+        const int u = unit & 7;
+        cp_async_16(sQ + (4 * wg + (unit >> 3)) * W9::kChunkBytes + row * 128 + ((u ^ (row & 7)) << 4),
+                    qsrc + row * W9::kDim + unit * 8);
+      }
+      cp_async_commit();
+      cp_async_wait_all();
+      fence_proxy_async();
+      named_barrier_sync(kMathBar, 256);  // all of Q is in shared memory (each warpgroup reads both halves)
+    }
+
+    float o[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) o[i] = 0.0f;
+    float m_run[2] = {kNegInf, kNegInf};  // row maxima after the last block seen (either owner)
+    float l_run[2] = {0.0f, 0.0f};        // this thread's part of the row sums of the blocks it owns
+    const int nblk = max(q.blk1 - q.blk0, 0);
+    bool own_pending = false;    // P V of this warpgroup's last block in flight (buffer wg)
+    bool other_pending = false;  // P V of the other's last block in flight (buffer og, slot og)
+
+    // P V of the other warpgroup's block `go`: its maxima, rescale O and the row sums, issue.
+    auto other_block = [&](std::uint32_t go) {
+      mbar_wait(bar_pfull + 8 * og, (go >> 1) & 1u);
+      mbar_wait(w.bar_full + 8 * og, (go >> 1) & 1u);  // completed already (the owner waited on it)
+      float alpha[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float m_new = row_max[og * 64 + row0 + 8 * h];
+        alpha[h] = fast_exp2(m_run[h] - (m_new == kNegInf ? 0.0f : m_new));
+        l_run[h] *= alpha[h];
+        m_run[h] = m_new;
+      }
+#pragma unroll
+      for (int j = 0; j < 32; ++j) {
+        o[4 * j] *= alpha[0];
+        o[4 * j + 1] *= alpha[0];
+        o[4 * j + 2] *= alpha[1];
+        o[4 * j + 3] *= alpha[1];
+      }
+      const std::uint64_t vd = desc_add(v_desc, static_cast<std::uint32_t>(og) * (W9::kTileBytes >> 4));
+      reg_fence(o);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        wgmma_m64n128k16_ss_tb(o, desc_add(p_desc_other, 2 * ks), desc_add(vd, (ks * 2048) >> 4));
+        wgmma_m64n128k16_ss_tb(o + 64, desc_add(p_desc_other, 2 * ks), desc_add(vd, (2 * W9::kChunkBytes + ks * 2048) >> 4));
+      }
+      wgmma_commit();
+    };
+
+    for (int i = ((it & 1u) == static_cast<std::uint32_t>(wg)) ? 0 : 1; i < nblk; i += 2) {
+      const std::uint32_t gb = it + static_cast<std::uint32_t>(i);  // gb & 1 == wg
+      // This warpgroup's previous P V (block gb - 2) retires; its buffer goes back to the producers.
+      wgmma_wait<0>();
+      reg_fence(o);
+      if (own_pending) mbar_arrive(w.bar_empty + 8 * wg);
+      own_pending = false;
+      float sacc[32];
+      const std::uint64_t kd = desc_add(k_desc, static_cast<std::uint32_t>(wg) * (W9::kTileBytes >> 4));
+      auto issue_qk = [&] {
+        // S = Q K^T over all 512 dims: 32 k steps of 16 dims (4 per 64-dim chunk).
+#pragma unroll
+        for (int k = 0; k < 32; ++k) sacc[k] = 0.0f;
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 32; ++ks) {
+          const std::uint32_t off = ((ks >> 2) * W9::kChunkBytes + (ks & 3) * 32) >> 4;
+          wgmma_m64n64k16_ss(sacc, desc_add(q_desc, off), desc_add(kd, off), ks > 0 ? 1 : 0);
+        }
+        wgmma_commit();
+      };
+      // When the producers are already done with this block (one thread tests `full`, the
+      // warpgroup follows its answer: wgmma needs the whole warpgroup), its Q K^T goes first and
+      // runs while the other warpgroup's softmax of block gb - 1 is awaited; that block's P V then
+      // overlaps this block's softmax. Otherwise the other's block gb - 1 goes first and is retired
+      // before this block's Q K^T, so both halves of its buffer go back to the producers early.
+      bool early = false;
+      if (i >= 1) {
+        std::uint32_t* flag = reinterpret_cast<std::uint32_t*>(smem + W9::early) + 2 * wg + ((gb >> 1) & 1u);
+        if ((tid & 127) == 0) *flag = mbar_test(w.bar_full + 8 * wg, (gb >> 1) & 1u) ? 1u : 0u;
+        named_barrier_sync(1 + wg, 128);
+        early = *flag != 0u;
+        if (!early) {
+          other_block(gb - 1u);
+          wgmma_wait<0>();
+          reg_fence(o);
+          mbar_arrive(w.bar_empty + 8 * og);
+          mbar_arrive(bar_pempty + 8 * og);
+        }
+      }
+      mbar_wait(w.bar_full + 8 * wg, (gb >> 1) & 1u);
+      issue_qk();
+      if (early && i >= 1) {
+        mbar_wait(bar_pfull + 8 * og, ((gb - 1u) >> 1) & 1u);
+        wgmma_wait<0>();
+        reg_fence(sacc);
+        other_block(gb - 1u);
+        other_pending = true;
+      } else {
+        wgmma_wait<0>();
+        reg_fence(sacc);
+      }
+
+      // Online softmax of block gb. Element 4j + 2h + e of sacc: head row row0 + 8h, key 8j + 2 t4 + e.
+      const std::uint64_t kmask = *reinterpret_cast<const std::uint64_t*>(masks + wg * 8);  // bit j: key j valid
+      if (kmask != ~0ull) {
+        const std::uint64_t mine = kmask >> (2 * t4);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            float& v = sacc[4 * j + e];
+            v = ((mine >> (8 * j + (e & 1))) & 1u) != 0 ? v : kNegInf;
+          }
+        }
+      }
+      float alpha[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float mx = kNegInf;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(sacc[4 * j + 2 * h], sacc[4 * j + 2 * h + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
+        const float m_new = fmaxf(m_run[h], mx * scale_log2);
+        const float m_use = m_new == kNegInf ? 0.0f : m_new;
+        alpha[h] = fast_exp2(m_run[h] - m_use);
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float& v = sacc[4 * j + 2 * h + e];
+            v = fast_exp2(fmaf(v, scale_log2, -m_use));
+            sum += v;
+          }
+        }
+        l_run[h] = l_run[h] * alpha[h] + sum;
+        m_run[h] = m_new;
+      }
+      std::uint32_t pa[4][4];
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        pa[ks][0] = pack_bf16x2(sacc[8 * ks], sacc[8 * ks + 1]);
+        pa[ks][1] = pack_bf16x2(sacc[8 * ks + 2], sacc[8 * ks + 3]);
+        pa[ks][2] = pack_bf16x2(sacc[8 * ks + 4], sacc[8 * ks + 5]);
+        pa[ks][3] = pack_bf16x2(sacc[8 * ks + 6], sacc[8 * ks + 7]);
+      }
+      // P and the maxima into this warpgroup's slot, once the other has finished reading the
+      // slot's previous contents (block gb - 2: the other's P V of it has retired).
+      if (gb >= 2u) mbar_wait(bar_pempty + 8 * wg, ((gb >> 1) + 1u) & 1u);
+      {
+        // pa[ks][2 jj + h] holds keys 8 (2 ks + jj) + 2 t4 (+1) of row row0 + 8h: 16-byte unit
+        // 2 ks + jj of the row, XOR the row's index within its 8-row group (g).
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+#pragma unroll
+          for (int jj = 0; jj < 2; ++jj) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int row = row0 + 8 * h;
+              *reinterpret_cast<std::uint32_t*>(my_slot + row * 128 + (((2 * ks + jj) ^ g) << 4) + 4 * t4) = pa[ks][2 * jj + h];
+            }
+          }
+        }
+        if (t4 == 0) {
+          row_max[wg * 64 + row0] = m_run[0];
+          row_max[wg * 64 + row0 + 8] = m_run[1];
+        }
+      }
+      fence_proxy_async();  // P (generic writes) -> the other warpgroup's wgmma
+      mbar_arrive(bar_pfull + 8 * wg);
+
+      // The other's P V (block gb - 1) retires: its buffer and slot are released. Then O of this
+      // warpgroup's dims at the new maxima, and its P V of block gb.
+      wgmma_wait<0>();
+      reg_fence(o);
+      if (other_pending) {
+        mbar_arrive(w.bar_empty + 8 * og);
+        mbar_arrive(bar_pempty + 8 * og);
+        other_pending = false;
+      }
+#pragma unroll
+      for (int j = 0; j < 32; ++j) {
+        o[4 * j] *= alpha[0];
+        o[4 * j + 1] *= alpha[0];
+        o[4 * j + 2] *= alpha[1];
+        o[4 * j + 3] *= alpha[1];
+      }
+      const std::uint64_t vd = desc_add(v_desc, static_cast<std::uint32_t>(wg) * (W9::kTileBytes >> 4));
+      reg_fence(o);
+      reg_fence(pa);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        wgmma_m64n128k16_rs_tb(o, pa[ks], desc_add(vd, (ks * 2048) >> 4));
+        wgmma_m64n128k16_rs_tb(o + 64, pa[ks], desc_add(vd, (2 * W9::kChunkBytes + ks * 2048) >> 4));
+      }
+      wgmma_commit();
+      own_pending = true;
+    }
+    // The request's last block, when the other warpgroup owns it.
+    if (nblk > 0 && ((it + static_cast<std::uint32_t>(nblk) - 1u) & 1u) != static_cast<std::uint32_t>(wg)) {
+      wgmma_wait<0>();
+      reg_fence(o);
+      if (own_pending) mbar_arrive(w.bar_empty + 8 * wg);
+      own_pending = false;
+      other_block(it + static_cast<std::uint32_t>(nblk) - 1u);
+      other_pending = true;
+    }
+    wgmma_wait<0>();
+    reg_fence(o);
+    if (own_pending) mbar_arrive(w.bar_empty + 8 * wg);
+    if (other_pending) {
+      mbar_arrive(w.bar_empty + 8 * og);
+      mbar_arrive(bar_pempty + 8 * og);
+    }
+    it += static_cast<std::uint32_t>(nblk);
+
+    // Row sums: this warpgroup's blocks plus the other's, both at the final maxima.
+    float l_row[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float l = l_run[h];
+      l += __shfl_xor_sync(0xFFFFFFFFu, l, 1);
+      l += __shfl_xor_sync(0xFFFFFFFFu, l, 2);
+      l_row[h] = l;
+      if (t4 == 0) row_sum[wg * 64 + row0 + 8 * h] = l;
+    }
+    named_barrier_sync(pair_bar, 64);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) l_row[h] += row_sum[og * 64 + row0 + 8 * h];
+    ws_store_rows(p, o, l_row, m_run, q, r, split, r == w.begin_req ? w.begin_split : 0, w.head0 + row0, wg, t4);
+  }
+}
+
+#endif  // MLAPLAN_SM90A_WGMMA
+
+template <bool kHasExtra, bool kSeesaw>
 __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(const DecodeParams p) {
 #if MLAPLAN_SM90A_WGMMA
   extern __shared__ __align__(1024) std::uint8_t smem_raw[];
@@ -91,6 +431,10 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
     mbar_init(bar_full + 8, 256);
     mbar_init(bar_empty, 256);     // every math thread (each after its own last read of the buffer)
     mbar_init(bar_empty + 8, 256);
+    mbar_init(bar_full + 32, 128);  // seesaw: P slot of math warpgroup 0 written (its 128 threads)
+    mbar_init(bar_full + 40, 128);  // ... of warpgroup 1
+    mbar_init(bar_full + 48, 128);  // ... slot 0 read by warpgroup 1 (its P V retired)
+    mbar_init(bar_full + 56, 128);  // ... slot 1 read by warpgroup 0
   }
   __syncthreads();
 
@@ -219,198 +563,183 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
 
   // ------------------------------------------------------------------ math
   setmaxnreg_inc<W9::kMathRegs>();
-  const int g = lane >> 2;
-  const int t4 = lane & 3;
-  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
-  const float kNegInf = -__int_as_float(0x7F800000);
-  std::uint8_t* sQ = smem + W9::q;
-  float4* x_own = reinterpret_cast<float4*>(smem + W9::xchg + wg * W9::xchg_half) + wq * 256 + lane;
-  const float4* x_peer = reinterpret_cast<const float4*>(smem + W9::xchg + (1 - wg) * W9::xchg_half) + wq * 256 + lane;
-  const int wg_bar = 1 + wg;    // the 128 threads of this warpgroup
-  const int pair_bar = 3 + wq;  // warp wq of both math warpgroups (64 threads)
-  // wgmma descriptors of this warpgroup's half of Q (K-major, 8-row groups 1 KiB apart) and of K
-  // buffer 0 (K-major for Q K^T; MN-major for P V: 64-dim chunks 8 KiB apart). Offsets inside the
-  // tiles are added to the address field (>> 4; shared addresses stay below 2^18, so no carry).
-  const std::uint64_t q_desc = sw128_desc(smem_addr(sQ) + 4 * wg * W9::kChunkBytes, 16, 1024);
-  const std::uint64_t k_desc = sw128_desc(smem_addr(smem + W9::k) + 4 * wg * W9::kChunkBytes, 16, 1024);
-  const std::uint64_t v_desc = sw128_desc(smem_addr(smem + W9::k) + 4 * wg * W9::kChunkBytes, W9::kChunkBytes, 1024);
-  std::uint32_t it = 0;  // blocks consumed so far (buffer it & 1)
+  if constexpr (kSeesaw) {
+    const WsWork work{begin_req, end_req, begin_block, end_block, begin_split, first_split, last_split, s, head0,
+                      bar_full, bar_empty};
+    ws_math_seesaw<kHasExtra>(p, smem, work);
+  } else {
+    const int g = lane >> 2;
+    const int t4 = lane & 3;
+    const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
+    const float kNegInf = -__int_as_float(0x7F800000);
+    std::uint8_t* sQ = smem + W9::q;
+    float4* x_own = reinterpret_cast<float4*>(smem + W9::xchg + wg * W9::xchg_half) + wq * 256 + lane;
+    const float4* x_peer = reinterpret_cast<const float4*>(smem + W9::xchg + (1 - wg) * W9::xchg_half) + wq * 256 + lane;
+    const int wg_bar = 1 + wg;    // the 128 threads of this warpgroup
+    const int pair_bar = 3 + wq;  // warp wq of both math warpgroups (64 threads)
+    // wgmma descriptors of this warpgroup's half of Q (K-major, 8-row groups 1 KiB apart) and of K
+    // buffer 0 (K-major for Q K^T; MN-major for P V: 64-dim chunks 8 KiB apart). Offsets inside the
+    // tiles are added to the address field (>> 4; shared addresses stay below 2^18, so no carry).
+    const std::uint64_t q_desc = sw128_desc(smem_addr(sQ) + 4 * wg * W9::kChunkBytes, 16, 1024);
+    const std::uint64_t k_desc = sw128_desc(smem_addr(smem + W9::k) + 4 * wg * W9::kChunkBytes, 16, 1024);
+    const std::uint64_t v_desc = sw128_desc(smem_addr(smem + W9::k) + 4 * wg * W9::kChunkBytes, W9::kChunkBytes, 1024);
+    std::uint32_t it = 0;  // blocks consumed so far (buffer it & 1)
 
-  for (int r = begin_req; r <= end_req && r < p.b; ++r) {
-    const WsRequest q = ws_request<kHasExtra>(p, r, s, begin_req, end_req, begin_block, end_block);
-    const bool split = (r == begin_req && first_split) || (r == end_req && last_split);
+    for (int r = begin_req; r <= end_req && r < p.b; ++r) {
+      const WsRequest q = ws_request<kHasExtra>(p, r, s, begin_req, end_req, begin_block, end_block);
+      const bool split = (r == begin_req && first_split) || (r == end_req && last_split);
 
-    // Every warp of this warpgroup is done with the previous request's Q (its last Q K^T was
-    // awaited before that request's epilogue).
-    named_barrier_sync(wg_bar, 128);
-    {
-      const std::uint16_t* qsrc = p.q + (q.bs * p.h_q + head0) * W9::kDim + 256 * wg;
-      const int wt = tid & 127;
-#pragma unroll
-      for (int k = 0; k < 16; ++k) {
-        const int i = wt + 128 * k;
-        const int row = i >> 5;
-        const int unit = i & 31;
-        const int u = unit & 7;
-        cp_async_16(sQ + (4 * wg + (unit >> 3)) * W9::kChunkBytes + row * 128 + ((u ^ (row & 7)) << 4),
-                    qsrc + row * W9::kDim + unit * 8);
+      // Every warp of this warpgroup is done with the previous request's Q (its last Q K^T was
+      // awaited before that request's epilogue).
+      named_barrier_sync(wg_bar, 128);
+      {
+        const std::uint16_t* qsrc = p.q + (q.bs * p.h_q + head0) * W9::kDim + 256 * wg;
+        const int wt = tid & 127;
+  #pragma unroll
+        for (int k = 0; k < 16; ++k) {
+          const int i = wt + 128 * k;
+          const int row = i >> 5;
+          const int unit = i & 31;
+          const int u = unit & 7;
+          cp_async_16(sQ + (4 * wg + (unit >> 3)) * W9::kChunkBytes + row * 128 + ((u ^ (row & 7)) << 4),
+                      qsrc + row * W9::kDim + unit * 8);
+        }
+        cp_async_commit();
+        cp_async_wait_all();
+        fence_proxy_async();
+        named_barrier_sync(wg_bar, 128);  // Q of this warpgroup is in shared memory
       }
-      cp_async_commit();
-      cp_async_wait_all();
-      fence_proxy_async();
-      named_barrier_sync(wg_bar, 128);  // Q of this warpgroup is in shared memory
-    }
 
-    float o[128];
-#pragma unroll
-    for (int i = 0; i < 128; ++i) o[i] = 0.0f;
-    float m_run[2] = {kNegInf, kNegInf};
-    float l_run[2] = {0.0f, 0.0f};  // this thread's part of the row sums (its 16 columns per block)
-    bool pv_pending = false;        // the previous block's P V is in flight (buffer (it - 1) & 1)
+      float o[128];
+  #pragma unroll
+      for (int i = 0; i < 128; ++i) o[i] = 0.0f;
+      float m_run[2] = {kNegInf, kNegInf};
+      float l_run[2] = {0.0f, 0.0f};  // this thread's part of the row sums (its 16 columns per block)
+      bool pv_pending = false;        // the previous block's P V is in flight (buffer (it - 1) & 1)
 
-    for (int blk = q.blk0; blk < q.blk1; ++blk, ++it) {
-      const int buf = static_cast<int>(it & 1u);
-      const std::uint64_t kd = desc_add(k_desc, static_cast<std::uint32_t>(buf) * (W9::kTileBytes >> 4));
-      const std::uint64_t vd = desc_add(v_desc, static_cast<std::uint32_t>(buf) * (W9::kTileBytes >> 4));
-      // The previous block's P V first: its buffer goes back to the producers before this block's
-      // wait, and no wgmma is in flight while Q K^T is issued (with P V's accumulators still in
-      // flight, ptxas runs out of registers and serialises every wgmma: C7512).
-      // (The wait is unconditional: behind a branch ptxas cannot tell that nothing is in flight.)
-      wgmma_wait<0>();
-      reg_fence(o);
-      if (pv_pending) mbar_arrive(bar_empty + 8 * (buf ^ 1));
-      mbar_wait(bar_full + 8 * buf, (it >> 1) & 1u);
+      for (int blk = q.blk0; blk < q.blk1; ++blk, ++it) {
+        const int buf = static_cast<int>(it & 1u);
+        const std::uint64_t kd = desc_add(k_desc, static_cast<std::uint32_t>(buf) * (W9::kTileBytes >> 4));
+        const std::uint64_t vd = desc_add(v_desc, static_cast<std::uint32_t>(buf) * (W9::kTileBytes >> 4));
+        // The previous block's P V first: its buffer goes back to the producers before this block's
+        // wait, and no wgmma is in flight while Q K^T is issued (with P V's accumulators still in
+        // flight, ptxas runs out of registers and serialises every wgmma: C7512).
+        // (The wait is unconditional: behind a branch ptxas cannot tell that nothing is in flight.)
+        wgmma_wait<0>();
+        reg_fence(o);
+        if (pv_pending) mbar_arrive(bar_empty + 8 * (buf ^ 1));
+        mbar_wait(bar_full + 8 * buf, (it >> 1) & 1u);
 
-      // S_w = Q[:, dims of w] K[:, dims of w]^T: 16 k steps of 16 dims (4 per 64-dim chunk).
-      float sacc[32];
-#pragma unroll
-      for (int i = 0; i < 32; ++i) sacc[i] = 0.0f;
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < 16; ++ks) {
-        const std::uint32_t off = ((ks >> 2) * W9::kChunkBytes + (ks & 3) * 32) >> 4;
-        wgmma_m64n64k16_ss(sacc, desc_add(q_desc, off), desc_add(kd, off), ks > 0 ? 1 : 0);
-      }
-      wgmma_commit();
-      wgmma_wait<0>();
-      reg_fence(sacc);
+        // S_w = Q[:, dims of w] K[:, dims of w]^T: 16 k steps of 16 dims (4 per 64-dim chunk).
+        float sacc[32];
+  #pragma unroll
+        for (int i = 0; i < 32; ++i) sacc[i] = 0.0f;
+        wgmma_fence();
+  #pragma unroll
+        for (int ks = 0; ks < 16; ++ks) {
+          const std::uint32_t off = ((ks >> 2) * W9::kChunkBytes + (ks & 3) * 32) >> 4;
+          wgmma_m64n64k16_ss(sacc, desc_add(q_desc, off), desc_add(kd, off), ks > 0 ? 1 : 0);
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        reg_fence(sacc);
 
-      // S = S_0 + S_1: the thread with the same warp and lane in the other warpgroup holds the
-      // same 32 elements; a + b == b + a, so both warpgroups get the same S.
-#pragma unroll
-      for (int v = 0; v < 8; ++v) x_own[32 * v] = make_float4(sacc[4 * v], sacc[4 * v + 1], sacc[4 * v + 2], sacc[4 * v + 3]);
-      named_barrier_sync(pair_bar, 64);
-#pragma unroll
-      for (int v = 0; v < 8; ++v) {
-        const float4 t = x_peer[32 * v];
-        sacc[4 * v] += t.x;
-        sacc[4 * v + 1] += t.y;
-        sacc[4 * v + 2] += t.z;
-        sacc[4 * v + 3] += t.w;
-      }
-      named_barrier_sync(pair_bar, 64);  // the peer has read this warp's partial
+        // S = S_0 + S_1: the thread with the same warp and lane in the other warpgroup holds the
+        // same 32 elements; a + b == b + a, so both warpgroups get the same S.
+  #pragma unroll
+        for (int v = 0; v < 8; ++v) x_own[32 * v] = make_float4(sacc[4 * v], sacc[4 * v + 1], sacc[4 * v + 2], sacc[4 * v + 3]);
+        named_barrier_sync(pair_bar, 64);
+  #pragma unroll
+        for (int v = 0; v < 8; ++v) {
+          const float4 t = x_peer[32 * v];
+          sacc[4 * v] += t.x;
+          sacc[4 * v + 1] += t.y;
+          sacc[4 * v + 2] += t.z;
+          sacc[4 * v + 3] += t.w;
+        }
+        named_barrier_sync(pair_bar, 64);  // the peer has read this warp's partial
 
-      // Online softmax. Element 4j + 2h + e of sacc: head row 16 wq + g + 8h, key 8j + 2 t4 + e.
-      const std::uint64_t kmask = *reinterpret_cast<const std::uint64_t*>(masks + buf * 8);  // bit j: key j valid
-      if (kmask != ~0ull) {
-        const std::uint64_t mine = kmask >> (2 * t4);  // bit 8j + e: key 8j + 2 t4 + e
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            float& v = sacc[4 * j + i];
-            v = ((mine >> (8 * j + (i & 1))) & 1u) != 0 ? v : kNegInf;
+        // Online softmax. Element 4j + 2h + e of sacc: head row 16 wq + g + 8h, key 8j + 2 t4 + e.
+        const std::uint64_t kmask = *reinterpret_cast<const std::uint64_t*>(masks + buf * 8);  // bit j: key j valid
+        if (kmask != ~0ull) {
+          const std::uint64_t mine = kmask >> (2 * t4);  // bit 8j + e: key 8j + 2 t4 + e
+  #pragma unroll
+          for (int j = 0; j < 8; ++j) {
+  #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              float& v = sacc[4 * j + i];
+              v = ((mine >> (8 * j + (i & 1))) & 1u) != 0 ? v : kNegInf;
+            }
           }
         }
+        float alpha[2];
+  #pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float mx = kNegInf;
+  #pragma unroll
+          for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(sacc[4 * j + 2 * h], sacc[4 * j + 2 * h + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
+          const float m_new = fmaxf(m_run[h], mx * scale_log2);
+          // No valid key in this row so far (m_new -inf): every score is -inf, so exponents relative
+          // to 0 give P = 0; alpha is then 0 too, against O = 0 and l = 0.
+          const float m_use = m_new == kNegInf ? 0.0f : m_new;
+          alpha[h] = fast_exp2(m_run[h] - m_use);
+          float sum = 0.0f;
+  #pragma unroll
+          for (int j = 0; j < 8; ++j) {
+  #pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              float& v = sacc[4 * j + 2 * h + e];
+              v = fast_exp2(fmaf(v, scale_log2, -m_use));
+              sum += v;
+            }
+          }
+          l_run[h] = l_run[h] * alpha[h] + sum;
+          m_run[h] = m_new;
+        }
+  #pragma unroll
+        for (int j = 0; j < 32; ++j) {
+          o[4 * j] *= alpha[0];
+          o[4 * j + 1] *= alpha[0];
+          o[4 * j + 2] *= alpha[1];
+          o[4 * j + 3] *= alpha[1];
+        }
+        std::uint32_t pa[4][4];
+  #pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          pa[ks][0] = pack_bf16x2(sacc[8 * ks], sacc[8 * ks + 1]);
+          pa[ks][1] = pack_bf16x2(sacc[8 * ks + 2], sacc[8 * ks + 3]);
+          pa[ks][2] = pack_bf16x2(sacc[8 * ks + 4], sacc[8 * ks + 5]);
+          pa[ks][3] = pack_bf16x2(sacc[8 * ks + 6], sacc[8 * ks + 7]);
+        }
+        // O[:, dims of w] += P V[:, dims of w]: V = the K tile read MN-major.
+        reg_fence(o);
+        reg_fence(pa);
+        wgmma_fence();
+  #pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          // dims 0..127 and 128..255 of this warpgroup (chunks 0, 1 and 2, 3): two n128 instructions
+          wgmma_m64n128k16_rs_tb(o, pa[ks], desc_add(vd, (ks * 2048) >> 4));
+          wgmma_m64n128k16_rs_tb(o + 64, pa[ks], desc_add(vd, (2 * W9::kChunkBytes + ks * 2048) >> 4));
+        }
+        wgmma_commit();
+        pv_pending = true;
       }
-      float alpha[2];
-#pragma unroll
+      wgmma_wait<0>();
+      reg_fence(o);
+      if (pv_pending) mbar_arrive(bar_empty + 8 * ((it - 1u) & 1u));
+
+      // Epilogue: this thread holds head rows 16 wq + g + 8h, dims 256 wg + 8j + 2 t4 (+1).
+      float l_row[2];
+  #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        float mx = kNegInf;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(sacc[4 * j + 2 * h], sacc[4 * j + 2 * h + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
-        const float m_new = fmaxf(m_run[h], mx * scale_log2);
-        // No valid key in this row so far (m_new -inf): every score is -inf, so exponents relative
-        // to 0 give P = 0; alpha is then 0 too, against O = 0 and l = 0.
-        const float m_use = m_new == kNegInf ? 0.0f : m_new;
-        alpha[h] = fast_exp2(m_run[h] - m_use);
-        float sum = 0.0f;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float& v = sacc[4 * j + 2 * h + e];
-            v = fast_exp2(fmaf(v, scale_log2, -m_use));
-            sum += v;
-          }
-        }
-        l_run[h] = l_run[h] * alpha[h] + sum;
-        m_run[h] = m_new;
+        float l = l_run[h];
+        l += __shfl_xor_sync(0xFFFFFFFFu, l, 1);
+        l += __shfl_xor_sync(0xFFFFFFFFu, l, 2);
+        l_row[h] = l;
       }
-#pragma unroll
-      for (int j = 0; j < 32; ++j) {
-        o[4 * j] *= alpha[0];
-        o[4 * j + 1] *= alpha[0];
-        o[4 * j + 2] *= alpha[1];
-        o[4 * j + 3] *= alpha[1];
-      }
-      std::uint32_t pa[4][4];
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        pa[ks][0] = pack_bf16x2(sacc[8 * ks], sacc[8 * ks + 1]);
-        pa[ks][1] = pack_bf16x2(sacc[8 * ks + 2], sacc[8 * ks + 3]);
-        pa[ks][2] = pack_bf16x2(sacc[8 * ks + 4], sacc[8 * ks + 5]);
-        pa[ks][3] = pack_bf16x2(sacc[8 * ks + 6], sacc[8 * ks + 7]);
-      }
-      // O[:, dims of w] += P V[:, dims of w]: V = the K tile read MN-major.
-      reg_fence(o);
-      reg_fence(pa);
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        // dims 0..127 and 128..255 of this warpgroup (chunks 0, 1 and 2, 3): two n128 instructions
-        wgmma_m64n128k16_rs_tb(o, pa[ks], desc_add(vd, (ks * 2048) >> 4));
-        wgmma_m64n128k16_rs_tb(o + 64, pa[ks], desc_add(vd, (2 * W9::kChunkBytes + ks * 2048) >> 4));
-      }
-      wgmma_commit();
-      pv_pending = true;
-    }
-    wgmma_wait<0>();
-    reg_fence(o);
-    if (pv_pending) mbar_arrive(bar_empty + 8 * ((it - 1u) & 1u));
-
-    // Epilogue: this thread holds head rows 16 wq + g + 8h, dims 256 wg + 8j + 2 t4 (+1).
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float l = l_run[h];
-      l += __shfl_xor_sync(0xFFFFFFFFu, l, 1);
-      l += __shfl_xor_sync(0xFFFFFFFFu, l, 2);
-      const float m = m_run[h];
-      const int head = head0 + 16 * wq + g + 8 * h;
-      const std::int64_t orow = q.bs * p.h_q + head;
-      if (!split) {
-        float factor = 0.0f;
-        float lse = __int_as_float(0x7F800000);  // +inf: no valid key
-        if (l > 0.0f) {
-          lse = (log2f(l) + m) * 0.6931471805599453f;
-          factor = 1.0f / l;
-          if (p.attn_sink != nullptr) factor /= 1.0f + expf(p.attn_sink[head] - lse);
-        }
-        std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.out + orow * W9::kDim + 256 * wg + 2 * t4);
-#pragma unroll
-        for (int j = 0; j < 32; ++j) dst[4 * j] = pack_bf16x2(o[4 * j + 2 * h] * factor, o[4 * j + 2 * h + 1] * factor);
-        if (wg == 0 && t4 == 0) p.lse[orow] = lse;
-      } else {
-        const int split_idx = p.num_splits[r] + (r == begin_req ? begin_split : 0);
-        const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + head;
-        const float factor = l > 0.0f ? 1.0f / l : 0.0f;
-        float2* dst = reinterpret_cast<float2*>(p.o_accum + arow * W9::kDim + 256 * wg + 2 * t4);
-#pragma unroll
-        for (int j = 0; j < 32; ++j) dst[4 * j] = make_float2(o[4 * j + 2 * h] * factor, o[4 * j + 2 * h + 1] * factor);
-        if (wg == 0 && t4 == 0) p.lse_accum[arow] = l > 0.0f ? log2f(l) + m : kNegInf;
-      }
+      ws_store_rows(p, o, l_row, m_run, q, r, split, r == begin_req ? begin_split : 0, head0 + 16 * wq + g, wg, t4);
     }
   }
 #elif defined(__CUDA_ARCH__)
@@ -424,7 +753,10 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
 /// DecodeSm90WsSmem::alloc bytes when it is selected, host.cpp).
 template <bool kHasExtra>
 void launch_decode_sm90ws(const DecodeParams& p, const LaunchDims& d) {
-  launch_decode_grid(&sparse_decode_sm90ws_kernel<kHasExtra>, p, d, "sparse_decode_sm90ws_kernel<<<...>>>");
+  if (sm90_ws6_enabled())
+    launch_decode_grid(&sparse_decode_sm90ws_kernel<kHasExtra, false>, p, d, "sparse_decode_sm90ws_kernel<<<...>>>");
+  else
+    launch_decode_grid(&sparse_decode_sm90ws_kernel<kHasExtra, true>, p, d, "sparse_decode_sm90ws_kernel<<<...>>>");
 }
 
 }  // namespace mlaplan::kernels::detail

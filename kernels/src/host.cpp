@@ -88,6 +88,14 @@ bool sm90_pair_enabled() {
   return enabled;
 }
 
+bool sm90_ws6_enabled() {
+  static const bool enabled = [] {
+    const char* e = std::getenv("MLAPLAN_DECODE_KERNEL");
+    return e != nullptr && std::string_view(e) == "sm90_ws6";
+  }();
+  return enabled;
+}
+
 bool sm90_ws_enabled() {
   static const bool enabled = [] {
     const char* e = std::getenv("MLAPLAN_DECODE_KERNEL");

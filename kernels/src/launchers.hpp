@@ -32,6 +32,11 @@ bool sm90_pair_enabled();
 /// 2-CTA variant at h_q 128; decode_sm90.cuh), kept for A/B runs.
 bool sm90_ws_enabled();
 
+/// True when MLAPLAN_DECODE_KERNEL=sm90_ws6: the warp-specialised kernel runs its v6 math (score
+/// exchange, both warpgroups over the same softmax) instead of the seesaw (docs/perf.md "v7");
+/// kept for A/B runs and as a second checked path.
+bool sm90_ws6_enabled();
+
 using DecodeLauncher = void (*)(const DecodeParams& p, const LaunchDims& dims);
 
 void launch_decode_584(const DecodeParams& p, const LaunchDims& dims);
