@@ -460,6 +460,14 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
     const int row = 8 * pw + (lane & 7);  // row of the block this thread gathers
     const int qtr = lane >> 3;            // 16-dim units qtr, qtr + 4, ... of the row
     std::uint32_t it = 0;                   // blocks produced so far (buffer it & 1)
+    // Row id -> page: a shift where the page size is a power of two (every layout mla-plan plans),
+    // a division otherwise.
+    const int sh_main = (p.main.page_block_size & (p.main.page_block_size - 1)) == 0 ? __ffs(p.main.page_block_size) - 1 : -1;
+    const int sh_extra = kHasExtra && (p.extra.page_block_size & (p.extra.page_block_size - 1)) == 0
+                             ? __ffs(p.extra.page_block_size) - 1
+                             : -1;
+    const std::int64_t rows_main = p.main.num_pages * p.main.page_block_size;
+    const std::int64_t rows_extra = kHasExtra ? p.extra.num_pages * p.extra.page_block_size : 0;
     for (int r = begin_req; r <= end_req && r < p.b; ++r) {
       const WsRequest q = ws_request<kHasExtra>(p, r, s, begin_req, end_req, begin_block, end_block);
       const std::int32_t* idx_main = p.indices + q.bs * p.topk;
@@ -480,30 +488,18 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
         const std::uint8_t* cdata = ex ? p.extra.data : p.main.data;
         const int pbs = ex ? p.extra.page_block_size : p.main.page_block_size;
         const std::int64_t stride = ex ? p.extra.page_stride_bytes : p.main.page_stride_bytes;
-        const std::int64_t pages = ex ? p.extra.num_pages : p.main.num_pages;
-        if (id < 0 || static_cast<std::int64_t>(id) >= pages * pbs) return {nullptr, nullptr};
-        const std::int32_t page = id / pbs;
+        if (id < 0 || static_cast<std::int64_t>(id) >= (ex ? rows_extra : rows_main)) return {nullptr, nullptr};
+        const int sh = ex ? sh_extra : sh_main;
+        const std::int32_t page = sh >= 0 ? id >> sh : id / pbs;
         const std::int32_t t = id - page * pbs;
         const std::uint8_t* base = cdata + page * stride;
         return {base + t * 576, base + static_cast<std::int64_t>(pbs) * 576 + t * 8};
       };
-      std::int32_t id = q.blk0 < q.blk1 ? id_of(q.blk0) : -1;
+      RowAt at = q.blk0 < q.blk1 ? locate(q.blk0, id_of(q.blk0)) : RowAt{nullptr, nullptr};
       std::int32_t id_next = q.blk0 + 1 < q.blk1 ? id_of(q.blk0 + 1) : -1;
       for (int blk = q.blk0; blk < q.blk1; ++blk, ++it) {
-        const std::int32_t id_next2 = blk + 2 < q.blk1 ? id_of(blk + 2) : -1;
-        // The next block's row into L2 while this one is loaded and dequantised: its loads, issued
-        // at the top of the next iteration, then wait for L2 instead of DRAM. The two threads of a
-        // row touch every 128-byte line of its data (offsets <= 128 apart) and its scale line.
-        if (blk + 1 < q.blk1) {
-          const RowAt nxt = locate(blk + 1, id_next);
-          if (nxt.data != nullptr) {
-            // quarters 0..2: data offsets 0, 128 / 256, 384 / 512, 575; quarter 3: the scales
-            const std::uint8_t* a = qtr == 3 ? nxt.scale : nxt.data + 256 * qtr;
-            asm volatile("prefetch.global.L2 [%0];\n" ::"l"(a));
-            if (qtr < 3) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(qtr == 2 ? a + 63 : a + 128));
-          }
-        }
-        const RowAt at = locate(blk, id);
+        // This block's row first (located in the previous iteration); the next blocks' ids, location
+        // and L2 prefetch are computed while its loads are in flight.
         const bool ok = at.data != nullptr;
         // Units qtr + 4k of the row: k 0..6 fp8 (16 bytes -> 16 dims, scale byte k), k 7 bf16 RoPE
         // (32 bytes). Rows without a valid id load nothing and dequantise zeros (0 x scale = 0).
@@ -518,6 +514,18 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
           raw[7] = __ldg(src + 28 + 2 * qtr);
           raw[8] = __ldg(src + 29 + 2 * qtr);
           sc = __ldg(reinterpret_cast<const uint2*>(at.scale));
+        }
+        const std::int32_t id_next2 = blk + 2 < q.blk1 ? id_of(blk + 2) : -1;
+        // The next block's row into L2 while this one is loaded and dequantised: its loads, issued
+        // at the top of the next iteration, then wait for L2 instead of DRAM. The two threads of a
+        // row touch every 128-byte line of its data (offsets <= 128 apart) and its scale line.
+        // (Its location is kept for the next iteration.)
+        const RowAt nxt = blk + 1 < q.blk1 ? locate(blk + 1, id_next) : RowAt{nullptr, nullptr};
+        if (nxt.data != nullptr) {
+          // quarters 0..2: data offsets 0, 128 / 256, 384 / 512, 575; quarter 3: the scales
+          const std::uint8_t* a = qtr == 3 ? nxt.scale : nxt.data + 256 * qtr;
+          asm volatile("prefetch.global.L2 [%0];\n" ::"l"(a));
+          if (qtr < 3) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(qtr == 2 ? a + 63 : a + 128));
         }
         const std::uint32_t bits = __ballot_sync(0xFFFFFFFFu, ok) & 0xFFu;
         const int buf = static_cast<int>(it & 1u);
@@ -554,7 +562,7 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
         }
         fence_proxy_async();  // the tile (generic writes) -> the math warpgroups' wgmma
         mbar_arrive(bar_full + 8 * buf);
-        id = id_next;
+        at = nxt;
         id_next = id_next2;
       }
     }
