@@ -563,6 +563,38 @@ void launch_decode_grid(Kernel* kernel, const DecodeParams& p, const LaunchDims&
   MLAPLAN_CUDA_CHECK_LAUNCH(what);
 }
 
+/// True when a grid of d's shape launched as 2-CTA clusters (along z) of `kernel` has every cluster,
+/// or one per two SMs, resident at once (cudaOccupancyMaxActiveClusters, asked once per kernel).
+template <class Kernel>
+bool pair_clusters_fit(Kernel* kernel, const LaunchDims& d) {
+  static const int max_clusters = [&] {
+    MLAPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(d.smem_bytes)));
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(1, 1, 2);
+    cfg.blockDim = dim3(d.block);
+    cfg.dynamicSmemBytes = d.smem_bytes;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 2;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 0;
+    }
+    return n;
+  }();
+  int dev = 0, sms = 0;
+  MLAPLAN_CUDA_CHECK(cudaGetDevice(&dev));
+  MLAPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const long long ctas = static_cast<long long>(d.grid_x) * d.grid_y * d.grid_z;
+  return 2LL * max_clusters >= std::min<long long>(ctas, sms);
+}
+
 /// Body of the launch functions of decode_*.cu.
 template <RowFormat kMain, bool kHasExtra, RowFormat kExtra>
 void launch_decode(const DecodeParams& p, const LaunchDims& d) {

@@ -83,8 +83,10 @@ struct DecodeSm90WsSmem {
   static constexpr std::size_t row_max = p_slot + 2 * std::size_t(kChunkBytes);
   static constexpr std::size_t row_sum = row_max + 2 * std::size_t(kHeads) * 4;
   static constexpr std::size_t early = row_sum + 2 * std::size_t(kHeads) * 4;  // u32 [warpgroup][2]
-  static constexpr std::size_t mask = xchg + 2 * xchg_half;             // u8 [2 buffers][8 warps]
-  static constexpr std::size_t bars = mask + 2 * 8;  // u64 full[2], empty[2], p_full[2], p_empty[2]
+  // Row validity per K buffer, 16 bytes each: one CTA, byte w = rows 8w .. 8w + 7 of producer warp
+  // w (a bit per row); a 2-CTA pair, byte 8c + w = the 4 rows of producer warp w of CTA c (a nibble).
+  static constexpr std::size_t mask = xchg + 2 * xchg_half;
+  static constexpr std::size_t bars = mask + 2 * 16;  // u64 full[2], empty[2], p_full[2], p_empty[2]
   static constexpr std::size_t total = bars + 8 * 8;
   static constexpr std::size_t alloc = total + 1024;
 };

@@ -420,32 +420,7 @@ template <bool kHasExtra>
 void launch_decode_sm90(const DecodeParams& p, const LaunchDims& d) {
   if (d.grid_z == 2 && sm90_pair_enabled()) {
     auto* pair = &sparse_decode_sm90_kernel<kHasExtra, true>;
-    static const int max_clusters = [&] {
-      MLAPLAN_CUDA_CHECK(cudaFuncSetAttribute(pair, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              static_cast<int>(d.smem_bytes)));
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(1, 1, 2);
-      cfg.blockDim = dim3(d.block);
-      cfg.dynamicSmemBytes = d.smem_bytes;
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim.x = 1;
-      attr[0].val.clusterDim.y = 1;
-      attr[0].val.clusterDim.z = 2;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
-      int n = 0;
-      if (cudaOccupancyMaxActiveClusters(&n, pair, &cfg) != cudaSuccess) {
-        (void)cudaGetLastError();
-        n = 0;
-      }
-      return n;
-    }();
-    int dev = 0, sms = 0;
-    MLAPLAN_CUDA_CHECK(cudaGetDevice(&dev));
-    MLAPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    const long long ctas = static_cast<long long>(d.grid_x) * d.grid_y * d.grid_z;
-    if (2LL * max_clusters >= std::min<long long>(ctas, sms)) {
+    if (pair_clusters_fit(pair, d)) {
       launch_decode_grid(pair, p, d, "sparse_decode_sm90_kernel (2-CTA clusters)", 2);
       return;
     }

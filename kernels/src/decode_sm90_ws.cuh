@@ -129,7 +129,7 @@ struct WsWork {
 /// it (its buffer goes back to the producers before w waits for them), then Q K^T and softmax of
 /// g. Each warpgroup keeps the row sums of the blocks it owns (both at the same maxima: every
 /// warpgroup rescales at every block); the epilogue adds the two.
-template <bool kHasExtra>
+template <bool kHasExtra, bool kPair>
 __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8_t* smem, const WsWork& w) {
   const int tid = static_cast<int>(threadIdx.x);
   const int wg = tid >> 7;
@@ -157,6 +157,22 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
   const std::uint64_t v_desc = sw128_desc(smem_addr(smem + W9::k) + 4 * wg * W9::kChunkBytes, W9::kChunkBytes, 1024);
   const std::uint64_t p_desc_other = sw128_desc(smem_addr(smem + W9::p_slot + og * W9::kChunkBytes), 16, 1024);
   std::uint32_t it = 0;  // blocks of the CTA's sequence before the current request
+  // K buffer `buf` is full (kPair: written by both CTAs' producers) / released by this thread (kPair:
+  // to both CTAs' producers, which both write into it).
+  const std::uint32_t peer_empty = kPair ? map_shared_to_cta(w.bar_empty, cluster_cta_rank() ^ 1u) : 0u;
+  auto wait_full = [&](int buf, std::uint32_t parity) {
+    if constexpr (kPair)
+      mbar_wait_cluster(w.bar_full + 8 * buf, parity);
+    else
+      mbar_wait(w.bar_full + 8 * buf, parity);
+  };
+  auto release = [&](int buf) {
+    mbar_arrive(w.bar_empty + 8 * buf);
+    if constexpr (kPair) {
+      __syncwarp();  // the warp's reads are done; one remote arrival counts for its 32 threads
+      if ((tid & 31) == 0) mbar_arrive_cluster(peer_empty + 8 * buf, 32u);
+    }
+  };
 
   for (int r = w.begin_req; r <= w.end_req && r < p.b; ++r) {
     const WsRequest q = ws_request<kHasExtra>(p, r, w.s, w.begin_req, w.end_req, w.begin_block, w.end_block);
@@ -194,7 +210,7 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
     // P V of the other warpgroup's block `go`: its maxima, rescale O and the row sums, issue.
     auto other_block = [&](std::uint32_t go) {
       mbar_wait(bar_pfull + 8 * og, (go >> 1) & 1u);
-      mbar_wait(w.bar_full + 8 * og, (go >> 1) & 1u);  // completed already (the owner waited on it)
+      wait_full(og, (go >> 1) & 1u);  // completed already (the owner waited on it)
       float alpha[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -226,7 +242,7 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
       // This warpgroup's previous P V (block gb - 2) retires; its buffer goes back to the producers.
       wgmma_wait<0>();
       reg_fence(o);
-      if (own_pending) mbar_arrive(w.bar_empty + 8 * wg);
+      if (own_pending) release(wg);
       own_pending = false;
       float sacc[32];
       const std::uint64_t kd = desc_add(k_desc, static_cast<std::uint32_t>(wg) * (W9::kTileBytes >> 4));
@@ -257,11 +273,11 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
           other_block(gb - 1u);
           wgmma_wait<0>();
           reg_fence(o);
-          mbar_arrive(w.bar_empty + 8 * og);
+          release(og);
           mbar_arrive(bar_pempty + 8 * og);
         }
       }
-      mbar_wait(w.bar_full + 8 * wg, (gb >> 1) & 1u);
+      wait_full(wg, (gb >> 1) & 1u);
       issue_qk();
       if (early && i >= 1) {
         mbar_wait(bar_pfull + 8 * og, ((gb - 1u) >> 1) & 1u);
@@ -275,7 +291,20 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
       }
 
       // Online softmax of block gb. Element 4j + 2h + e of sacc: head row row0 + 8h, key 8j + 2 t4 + e.
-      const std::uint64_t kmask = *reinterpret_cast<const std::uint64_t*>(masks + wg * 8);  // bit j: key j valid
+      std::uint64_t kmask;  // bit j: key j valid
+      if constexpr (kPair) {
+        // byte 8c + w: the nibble of rows 32c + 4w .. 32c + 4w + 3
+        const std::uint64_t n0 = *reinterpret_cast<const std::uint64_t*>(masks + wg * 16);
+        const std::uint64_t n1 = *reinterpret_cast<const std::uint64_t*>(masks + wg * 16 + 8);
+        kmask = ~0ull;
+        if (n0 != 0x0F0F0F0F0F0F0F0Full || n1 != 0x0F0F0F0F0F0F0F0Full) {
+          kmask = 0ull;
+#pragma unroll
+          for (int b = 0; b < 8; ++b) kmask |= (((n0 >> (8 * b)) & 0xFull) << (4 * b)) | (((n1 >> (8 * b)) & 0xFull) << (32 + 4 * b));
+        }
+      } else {
+        kmask = *reinterpret_cast<const std::uint64_t*>(masks + wg * 16);
+      }
       if (kmask != ~0ull) {
         const std::uint64_t mine = kmask >> (2 * t4);
 #pragma unroll
@@ -349,7 +378,7 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
       wgmma_wait<0>();
       reg_fence(o);
       if (other_pending) {
-        mbar_arrive(w.bar_empty + 8 * og);
+        release(og);
         mbar_arrive(bar_pempty + 8 * og);
         other_pending = false;
       }
@@ -376,16 +405,16 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
     if (nblk > 0 && ((it + static_cast<std::uint32_t>(nblk) - 1u) & 1u) != static_cast<std::uint32_t>(wg)) {
       wgmma_wait<0>();
       reg_fence(o);
-      if (own_pending) mbar_arrive(w.bar_empty + 8 * wg);
+      if (own_pending) release(wg);
       own_pending = false;
       other_block(it + static_cast<std::uint32_t>(nblk) - 1u);
       other_pending = true;
     }
     wgmma_wait<0>();
     reg_fence(o);
-    if (own_pending) mbar_arrive(w.bar_empty + 8 * wg);
+    if (own_pending) release(wg);
     if (other_pending) {
-      mbar_arrive(w.bar_empty + 8 * og);
+      release(og);
       mbar_arrive(bar_pempty + 8 * og);
     }
     it += static_cast<std::uint32_t>(nblk);
@@ -405,12 +434,17 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
     for (int h = 0; h < 2; ++h) l_row[h] += row_sum[og * 64 + row0 + 8 * h];
     ws_store_rows(p, o, l_row, m_run, q, r, split, r == w.begin_req ? w.begin_split : 0, w.head0 + row0, wg, t4);
   }
+  if constexpr (kPair) {
+    cluster_arrive();  // the peer's producers may still write this CTA's buffers and barriers
+    cluster_wait();
+  }
 }
 
 #endif  // MLAPLAN_SM90A_WGMMA
 
-template <bool kHasExtra, bool kSeesaw>
+template <bool kHasExtra, bool kSeesaw, bool kPair>
 __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(const DecodeParams p) {
+  static_assert(kSeesaw || !kPair, "the 2-CTA pair runs the seesaw math");
 #if MLAPLAN_SM90A_WGMMA
   extern __shared__ __align__(1024) std::uint8_t smem_raw[];
   std::uint8_t* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
@@ -423,20 +457,30 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
   const int head0 = static_cast<int>(blockIdx.z) * W9::kHeads;
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 
-  std::uint8_t* masks = smem + W9::mask;  // [buffer][producer warp]: bit i = row 8 warp + i has a valid id
+  std::uint8_t* masks = smem + W9::mask;  // [buffer][16]: row validity (DecodeSm90WsSmem::mask)
   const std::uint32_t bar_full = smem_addr(smem + W9::bars);                  // + 8 buf
   const std::uint32_t bar_empty = bar_full + 16;                              // + 8 buf
+  // kPair (h_q 128): the two CTAs of a cluster (grid z 0 and 1: the two 64-head halves of the same
+  // records) each gather and dequantise half of every block's rows, into both CTAs' K buffers:
+  // `full` then counts both CTAs' producers, `empty` both CTAs' math threads.
+  const std::uint32_t peer = kPair ? cluster_cta_rank() ^ 1u : 0u;
   if (tid == 0) {
-    mbar_init(bar_full, 256);      // every producer thread
-    mbar_init(bar_full + 8, 256);
-    mbar_init(bar_empty, 256);     // every math thread (each after its own last read of the buffer)
-    mbar_init(bar_empty + 8, 256);
+    mbar_init(bar_full, kPair ? 512 : 256);  // every producer thread (of both CTAs)
+    mbar_init(bar_full + 8, kPair ? 512 : 256);
+    mbar_init(bar_empty, kPair ? 512 : 256);  // every math thread (each after its own last read of the buffer)
+    mbar_init(bar_empty + 8, kPair ? 512 : 256);
     mbar_init(bar_full + 32, 128);  // seesaw: P slot of math warpgroup 0 written (its 128 threads)
     mbar_init(bar_full + 40, 128);  // ... of warpgroup 1
     mbar_init(bar_full + 48, 128);  // ... slot 0 read by warpgroup 1 (its P V retired)
     mbar_init(bar_full + 56, 128);  // ... slot 1 read by warpgroup 0
+    if (kPair) fence_mbarrier_init_cluster();
   }
-  __syncthreads();
+  if constexpr (kPair) {
+    cluster_arrive();  // both CTAs' barriers are initialised before either arrives remotely
+    cluster_wait();
+  } else {
+    __syncthreads();
+  }
 
   const bool one_pass = p.mode == DecodeMode::one_pass;
   int begin_req = part, end_req = part, begin_block = 0, end_block = 0x7FFFFFFF, begin_split = 0;
@@ -456,10 +500,20 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
   if (wg >= 2) {
     // ---------------------------------------------------------------- producer
     setmaxnreg_dec<W9::kProducerRegs>();
-    const int pw = (tid - 256) >> 5;  // producer warp 0..7: rows 8 pw .. 8 pw + 7 of every block
-    const int row = 8 * pw + (lane & 7);  // row of the block this thread gathers
-    const int qtr = lane >> 3;            // 16-dim units qtr, qtr + 4, ... of the row
-    std::uint32_t it = 0;                   // blocks produced so far (buffer it & 1)
+    // One CTA: 4 threads per row, rows 8 pw + (lane & 7), units qtr + 4k (k 0..7) of the row.
+    // A 2-CTA pair: this CTA's 32 rows, 8 threads per row, rows 32 rank + 4 pw + (lane >> 3), units
+    // sub + 8k (k 0..3). A unit is 16 dims: units 0..27 fp8 (16 bytes, scale byte unit / 4), 28..31
+    // the bf16 RoPE dims (32 bytes).
+    constexpr int kT = kPair ? 8 : 4;  // threads per row
+    constexpr int kU = 32 / kT;        // units per thread
+    const int pw = (tid - 256) >> 5;   // producer warp 0..7
+    const int rank = static_cast<int>(peer ^ 1u);
+    const int row = kPair ? 32 * rank + 4 * pw + (lane >> 3) : 8 * pw + (lane & 7);
+    const int sub = kPair ? lane & 7 : lane >> 3;
+    const int sw = row & 7;
+    // The peer's shared memory (kPair): the same offsets, through the cluster window.
+    const std::uint32_t peer_smem = kPair ? map_shared_to_cta(smem_addr(smem), peer) : 0u;
+    std::uint32_t it = 0;  // blocks produced so far (buffer it & 1)
     // Row id -> page: a shift where the page size is a power of two (every layout mla-plan plans),
     // a division otherwise.
     const int sh_main = (p.main.page_block_size & (p.main.page_block_size - 1)) == 0 ? __ffs(p.main.page_block_size) - 1 : -1;
@@ -499,72 +553,116 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
       std::int32_t id_next = q.blk0 + 1 < q.blk1 ? id_of(q.blk0 + 1) : -1;
       for (int blk = q.blk0; blk < q.blk1; ++blk, ++it) {
         // This block's row first (located in the previous iteration); the next blocks' ids, location
-        // and L2 prefetch are computed while its loads are in flight.
+        // and L2 prefetch are computed while its loads are in flight. Rows without a valid id load
+        // nothing and dequantise zeros (0 x scale = 0).
         const bool ok = at.data != nullptr;
-        // Units qtr + 4k of the row: k 0..6 fp8 (16 bytes -> 16 dims, scale byte k), k 7 bf16 RoPE
-        // (32 bytes). Rows without a valid id load nothing and dequantise zeros (0 x scale = 0).
-        uint4 raw[9];
+        uint4 raw[kU + 1];  // unit k in raw[k]; the RoPE unit's second 16 bytes in raw[kU]
         uint2 sc = make_uint2(0u, 0u);
 #pragma unroll
-        for (int k = 0; k < 9; ++k) raw[k] = make_uint4(0u, 0u, 0u, 0u);
+        for (int k = 0; k <= kU; ++k) raw[k] = make_uint4(0u, 0u, 0u, 0u);
         if (ok) {
           const uint4* src = reinterpret_cast<const uint4*>(at.data);
 #pragma unroll
-          for (int k = 0; k < 7; ++k) raw[k] = __ldg(src + qtr + 4 * k);
-          raw[7] = __ldg(src + 28 + 2 * qtr);
-          raw[8] = __ldg(src + 29 + 2 * qtr);
+          for (int k = 0; k < kU; ++k) {
+            const int gu = sub + kT * k;
+            if (k < kU - 1 || gu < 28) {
+              raw[k] = __ldg(src + gu);
+            } else {
+              raw[k] = __ldg(src + 28 + 2 * (gu - 28));
+              raw[kU] = __ldg(src + 29 + 2 * (gu - 28));
+            }
+          }
           sc = __ldg(reinterpret_cast<const uint2*>(at.scale));
         }
         const std::int32_t id_next2 = blk + 2 < q.blk1 ? id_of(blk + 2) : -1;
         // The next block's row into L2 while this one is loaded and dequantised: its loads, issued
-        // at the top of the next iteration, then wait for L2 instead of DRAM. The two threads of a
-        // row touch every 128-byte line of its data (offsets <= 128 apart) and its scale line.
-        // (Its location is kept for the next iteration.)
+        // at the top of the next iteration, then wait for L2 instead of DRAM. The threads of a row
+        // touch every 128-byte line of its data and its scale line. (Its location is kept for the
+        // next iteration.)
         const RowAt nxt = blk + 1 < q.blk1 ? locate(blk + 1, id_next) : RowAt{nullptr, nullptr};
         if (nxt.data != nullptr) {
-          // quarters 0..2: data offsets 0, 128 / 256, 384 / 512, 575; quarter 3: the scales
-          const std::uint8_t* a = qtr == 3 ? nxt.scale : nxt.data + 256 * qtr;
-          asm volatile("prefetch.global.L2 [%0];\n" ::"l"(a));
-          if (qtr < 3) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(qtr == 2 ? a + 63 : a + 128));
-        }
-        const std::uint32_t bits = __ballot_sync(0xFFFFFFFFu, ok) & 0xFFu;
-        const int buf = static_cast<int>(it & 1u);
-        if (it >= 2) mbar_wait(bar_empty + 8 * buf, ((it >> 1) + 1u) & 1u);  // block it - 2 is done with it
-        if (lane == 0) masks[buf * 8 + pw] = static_cast<std::uint8_t>(bits);
-        std::uint8_t* dst_row = smem + W9::k + buf * W9::kTileBytes + row * 128;
-        const int sw = row & 7;
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-          const int gu = qtr + 4 * k;  // 16-dim unit of the row: chunk gu / 4, 16-byte units 2 (gu % 4) (+1)
-          uint4 o0, o1;
-          {
-            if (k < 7) {
-              const std::uint32_t sbyte = (k < 4 ? sc.x : sc.y) >> (8 * (k & 3));
-              const float scale = ue8m0_to_float(sbyte & 0xFFu);
-              const uint4 v = raw[k];
-              o0.x = e4m3x2_to_bf16x2(v.x & 0xFFFFu, scale);
-              o0.y = e4m3x2_to_bf16x2(v.x >> 16, scale);
-              o0.z = e4m3x2_to_bf16x2(v.y & 0xFFFFu, scale);
-              o0.w = e4m3x2_to_bf16x2(v.y >> 16, scale);
-              o1.x = e4m3x2_to_bf16x2(v.z & 0xFFFFu, scale);
-              o1.y = e4m3x2_to_bf16x2(v.z >> 16, scale);
-              o1.z = e4m3x2_to_bf16x2(v.w & 0xFFFFu, scale);
-              o1.w = e4m3x2_to_bf16x2(v.w >> 16, scale);
-            } else {
-              o0 = raw[7];
-              o1 = raw[8];
+          if constexpr (kPair) {
+            // sub 0..5: data offsets 0, 128, 256, 384, 512, 575; sub 6: the scales
+            if (sub <= 6) {
+              const std::uint8_t* a = sub == 6 ? nxt.scale : nxt.data + (sub == 5 ? 575 : 128 * sub);
+              asm volatile("prefetch.global.L2 [%0];\n" ::"l"(a));
             }
+          } else {
+            // quarters 0..2: data offsets 0, 128 / 256, 384 / 512, 575; quarter 3: the scales
+            const std::uint8_t* a = sub == 3 ? nxt.scale : nxt.data + 256 * sub;
+            asm volatile("prefetch.global.L2 [%0];\n" ::"l"(a));
+            if (sub < 3) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(sub == 2 ? a + 63 : a + 128));
           }
-          const int u = 2 * (gu & 3);
-          std::uint8_t* d = dst_row + (gu >> 2) * W9::kChunkBytes;
-          *reinterpret_cast<uint4*>(d + ((u ^ sw) << 4)) = o0;
-          *reinterpret_cast<uint4*>(d + (((u + 1) ^ sw) << 4)) = o1;
         }
-        fence_proxy_async();  // the tile (generic writes) -> the math warpgroups' wgmma
-        mbar_arrive(bar_full + 8 * buf);
+        const std::uint32_t bits = __ballot_sync(0xFFFFFFFFu, ok);
+        const int buf = static_cast<int>(it & 1u);
+        if (it >= 2) {  // block it - 2 is done with the buffer (in both CTAs of a pair)
+          if constexpr (kPair)
+            mbar_wait_cluster(bar_empty + 8 * buf, ((it >> 1) + 1u) & 1u);
+          else
+            mbar_wait(bar_empty + 8 * buf, ((it >> 1) + 1u) & 1u);
+        }
+        if (lane == 0) {
+          if constexpr (kPair) {
+            // lanes 0, 8, 16, 24 hold rows 4 pw .. 4 pw + 3
+            const std::uint32_t nib = (bits & 1u) | ((bits >> 7) & 2u) | ((bits >> 14) & 4u) | ((bits >> 21) & 8u);
+            const int at_byte = W9::mask + buf * 16 + 8 * rank + pw;
+            smem[at_byte] = static_cast<std::uint8_t>(nib);
+            st_shared_cluster_u8(peer_smem + at_byte, nib);
+          } else {
+            masks[buf * 16 + pw] = static_cast<std::uint8_t>(bits & 0xFFu);
+          }
+        }
+        const std::uint32_t row_off = static_cast<std::uint32_t>(W9::k + buf * W9::kTileBytes + row * 128);
+#pragma unroll
+        for (int k = 0; k < kU; ++k) {
+          const int gu = sub + kT * k;
+          uint4 o0, o1;
+          if (k < kU - 1 || gu < 28) {
+            const int sidx = gu >> 2;
+            const std::uint32_t sbyte = (sidx < 4 ? sc.x : sc.y) >> (8 * (sidx & 3));
+            const float scale = ue8m0_to_float(sbyte & 0xFFu);
+            const uint4 v = raw[k];
+            o0.x = e4m3x2_to_bf16x2(v.x & 0xFFFFu, scale);
+            o0.y = e4m3x2_to_bf16x2(v.x >> 16, scale);
+            o0.z = e4m3x2_to_bf16x2(v.y & 0xFFFFu, scale);
+            o0.w = e4m3x2_to_bf16x2(v.y >> 16, scale);
+            o1.x = e4m3x2_to_bf16x2(v.z & 0xFFFFu, scale);
+            o1.y = e4m3x2_to_bf16x2(v.z >> 16, scale);
+            o1.z = e4m3x2_to_bf16x2(v.w & 0xFFFFu, scale);
+            o1.w = e4m3x2_to_bf16x2(v.w >> 16, scale);
+          } else {
+            o0 = raw[k];
+            o1 = raw[kU];
+          }
+          // 16-dim unit gu of the row: chunk gu / 4, 16-byte units 2 (gu % 4) (+1), XOR the row's
+          // index within its 8-row group
+          const int u = 2 * (gu & 3);
+          const std::uint32_t off0 = row_off + (gu >> 2) * W9::kChunkBytes + ((u ^ sw) << 4);
+          const std::uint32_t off1 = row_off + (gu >> 2) * W9::kChunkBytes + (((u + 1) ^ sw) << 4);
+          *reinterpret_cast<uint4*>(smem + off0) = o0;
+          *reinterpret_cast<uint4*>(smem + off1) = o1;
+          if constexpr (kPair) {
+            st_shared_cluster_v4(peer_smem + off0, o0);
+            st_shared_cluster_v4(peer_smem + off1, o1);
+          }
+        }
+        if constexpr (kPair) {
+          fence_proxy_async_cluster();  // the tile (generic writes, both CTAs) -> both CTAs' wgmma
+          mbar_arrive(bar_full + 8 * buf);
+          __syncwarp();  // the warp's remote stores are ordered before one arrival counting 32
+          if (lane == 0) mbar_arrive_cluster(map_shared_to_cta(bar_full + 8 * buf, peer), 32u);
+        } else {
+          fence_proxy_async();  // the tile (generic writes) -> the math warpgroups' wgmma
+          mbar_arrive(bar_full + 8 * buf);
+        }
         at = nxt;
         id_next = id_next2;
       }
+    }
+    if constexpr (kPair) {
+      cluster_arrive();  // the peer may still read this CTA's barriers or write its buffers
+      cluster_wait();
     }
     return;
   }
@@ -574,7 +672,7 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
   if constexpr (kSeesaw) {
     const WsWork work{begin_req, end_req, begin_block, end_block, begin_split, first_split, last_split, s, head0,
                       bar_full, bar_empty};
-    ws_math_seesaw<kHasExtra>(p, smem, work);
+    ws_math_seesaw<kHasExtra, kPair>(p, smem, work);
   } else {
     const int g = lane >> 2;
     const int t4 = lane & 3;
@@ -668,7 +766,7 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
         named_barrier_sync(pair_bar, 64);  // the peer has read this warp's partial
 
         // Online softmax. Element 4j + 2h + e of sacc: head row 16 wq + g + 8h, key 8j + 2 t4 + e.
-        const std::uint64_t kmask = *reinterpret_cast<const std::uint64_t*>(masks + buf * 8);  // bit j: key j valid
+        const std::uint64_t kmask = *reinterpret_cast<const std::uint64_t*>(masks + buf * 16);  // bit j: key j valid
         if (kmask != ~0ull) {
           const std::uint64_t mine = kmask >> (2 * t4);  // bit 8j + e: key 8j + 2 t4 + e
   #pragma unroll
@@ -761,10 +859,20 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
 /// DecodeSm90WsSmem::alloc bytes when it is selected, host.cpp).
 template <bool kHasExtra>
 void launch_decode_sm90ws(const DecodeParams& p, const LaunchDims& d) {
-  if (sm90_ws6_enabled())
-    launch_decode_grid(&sparse_decode_sm90ws_kernel<kHasExtra, false>, p, d, "sparse_decode_sm90ws_kernel<<<...>>>");
-  else
-    launch_decode_grid(&sparse_decode_sm90ws_kernel<kHasExtra, true>, p, d, "sparse_decode_sm90ws_kernel<<<...>>>");
+  if (sm90_ws6_enabled()) {
+    launch_decode_grid(&sparse_decode_sm90ws_kernel<kHasExtra, false, false>, p, d, "sparse_decode_sm90ws_kernel<<<...>>>");
+    return;
+  }
+  // MLAPLAN_DECODE_KERNEL=sm90_ws7_pair, h_q 128: the two 64-head CTAs of a request share the
+  // dequantisation as a 2-CTA cluster, when the clusters fit (opt-in: measured slower, docs/perf.md).
+  if (d.grid_z == 2 && sm90_ws_pair_enabled()) {
+    auto* pair = &sparse_decode_sm90ws_kernel<kHasExtra, true, true>;
+    if (pair_clusters_fit(pair, d)) {
+      launch_decode_grid(pair, p, d, "sparse_decode_sm90ws_kernel (2-CTA clusters)", 2);
+      return;
+    }
+  }
+  launch_decode_grid(&sparse_decode_sm90ws_kernel<kHasExtra, true, false>, p, d, "sparse_decode_sm90ws_kernel<<<...>>>");
 }
 
 }  // namespace mlaplan::kernels::detail

@@ -96,6 +96,14 @@ bool sm90_ws6_enabled() {
   return enabled;
 }
 
+bool sm90_ws_pair_enabled() {
+  static const bool enabled = [] {
+    const char* e = std::getenv("MLAPLAN_DECODE_KERNEL");
+    return e != nullptr && std::string_view(e) == "sm90_ws7_pair";
+  }();
+  return enabled;
+}
+
 bool sm90_ws_enabled() {
   static const bool enabled = [] {
     const char* e = std::getenv("MLAPLAN_DECODE_KERNEL");

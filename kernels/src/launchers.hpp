@@ -37,6 +37,11 @@ bool sm90_ws_enabled();
 /// kept for A/B runs and as a second checked path.
 bool sm90_ws6_enabled();
 
+/// True when MLAPLAN_DECODE_KERNEL=sm90_ws7_pair: h_q 128 then runs the seesaw kernel as 2-CTA
+/// clusters that share the dequantisation (each CTA's producers write half of every block into both
+/// CTAs) instead of one CTA per 64 heads. Measured slower (docs/perf.md "v7"); kept for A/B runs.
+bool sm90_ws_pair_enabled();
+
 using DecodeLauncher = void (*)(const DecodeParams& p, const LaunchDims& dims);
 
 void launch_decode_584(const DecodeParams& p, const LaunchDims& dims);
