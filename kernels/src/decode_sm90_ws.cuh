@@ -1,7 +1,7 @@
 #pragma once
 // Warp-specialised SM90 (sm_90a) sparse-MLA decode for the fp8_ds_mla 584 row format (main cache
 // alone or main + extra 584 cache): the default kernel of the 584 variants on compute capability
-// 9.0 (docs/kernels.md, "Decode on sm_90a"; docs/perf.md, "v6").
+// 9.0 (docs/kernels.md, "Decode on sm_90a"; docs/perf.md, "v6" and "v7").
 //
 // Same contract as decode_kernel.cuh and decode_sm90.cuh (DecodeParams, split_kv records or
 // one_pass, the partial outputs combine.cu merges). Grid (P or b, s_q, h_q / 64), 512 threads,
@@ -11,16 +11,19 @@
 //   scale bytes) into registers, waits until K buffer (block & 1) is free (mbarrier `empty`),
 //   dequantises into it (128-byte swizzled, the layout wgmma reads; rows without a valid id ->
 //   zeros), writes the block's valid-row bits and arrives on `full`. The next block's rows are
-//   prefetched into L2 meanwhile, and the row ids are loaded a block ahead.
-// - warpgroups 0 and 1, the math (192 registers): warpgroup w owns head dims 256w .. 256w + 255 of
-//   Q, of the K tile and of O (64 x 256 fp32 in registers). Per block: await the previous block's
-//   P V and release its buffer (`empty`); wait `full`; S_w = Q_w K_w^T (16 wgmma m64n64k16);
-//   S = S_0 + S_1 through shared memory (both warpgroups hold the same sum, bit for bit); online
-//   softmax in registers; O = alpha O + P V (8 wgmma m64n128k16, P from registers, V = the same K
-//   tile read MN-major), left in flight until the next block.
-// The math warpgroups meet each other only in the score exchange and the producers only through
-// the two mbarrier pairs, so the gather and dequantisation of block i + 1 overlap the MMAs and the
-// softmax of block i.
+//   prefetched into L2 meanwhile, and the row ids are loaded two blocks ahead.
+// - warpgroups 0 and 1, the math (192 registers): the seesaw (ws_math_seesaw, the default: each
+//   warpgroup owns every other block's Q K^T and softmax and hands P to the other) or, with
+//   kSeesaw false (MLAPLAN_DECODE_KERNEL=sm90_ws6), the v6 math: warpgroup w owns head dims
+//   256w .. 256w + 255 of Q, of the K tile and of O (64 x 256 fp32 in registers). Per block: await
+//   the previous block's P V and release its buffer (`empty`); wait `full`; S_w = Q_w K_w^T (16
+//   wgmma m64n64k16); S = S_0 + S_1 through shared memory (both warpgroups hold the same sum, bit
+//   for bit); online softmax in registers; O = alpha O + P V (8 wgmma m64n128k16, P from
+//   registers, V = the same K tile read MN-major), left in flight until the next block.
+// - kPair (h_q 128, MLAPLAN_DECODE_KERNEL=sm90_ws7_pair): the two 64-head CTAs of a request form a
+//   cluster and each dequantises half of every block into both CTAs' buffers.
+// The producers meet the math only through the mbarrier pairs, so the gather and dequantisation
+// of block i + 1 overlap the MMAs and the softmax of block i.
 //
 // Registers: ptxas compiles the whole kernel against the launch's limit (65536 / 512 = 128), then
 // honours setmaxnreg inside each role; an instruction that needs more than the launch limit (a
