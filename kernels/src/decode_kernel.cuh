@@ -75,6 +75,63 @@ __device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
   return *reinterpret_cast<const std::uint32_t*>(&b);
 }
 
+/// Head dims 256 wg .. 256 wg + 255 of the 64 query rows of (request x s_q + token) bs, heads
+/// head0 .., copied (cp.async, not yet committed) into the sm_90a kernels' Q tile: 8 chunks of 64
+/// dims x 64 rows, 128-byte rows swizzled (16-byte unit u of row r at u ^ (r & 7)), the layout
+/// wgmma reads. By the 128 threads of warpgroup wg (wt = thread in the warpgroup).
+__device__ __forceinline__ void issue_q_half_sw128(const DecodeParams& p, std::uint8_t* sQ, std::int64_t bs,
+                                                   int head0, int wg, int wt) {
+  constexpr int kChunk = 64 * 128;
+  const std::uint16_t* qsrc = p.q + (bs * p.h_q + head0) * 512 + 256 * wg;
+#pragma unroll
+  for (int k = 0; k < 16; ++k) {
+    const int i = wt + 128 * k;
+    const int row = i >> 5;
+    const int unit = i & 31;
+    const int u = unit & 7;
+    cp_async_16(sQ + (4 * wg + (unit >> 3)) * kChunk + row * 128 + ((u ^ (row & 7)) << 4), qsrc + row * 512 + unit * 8);
+  }
+}
+
+/// The epilogue of the sm_90a kernels (decode_sm90.cuh, decode_sm90_ws.cuh): this thread's O
+/// elements (head rows head + 8h, dims 256 wg + 8j + 2 t4 (+1) of 512), normalised by the rows'
+/// sums l_row (over every key) at the rows' maxima m_run (log2 domain), into out / lse (a request
+/// in one piece: bf16, lse +inf and zeros where no key was valid, the attention sink applied) or
+/// into o_accum / lse_accum at partial `split_idx` (fp32, lse -inf where empty). bs = request x s_q
+/// + query token s.
+__device__ __forceinline__ void store_o_rows_512(const DecodeParams& p, const float (&o)[128],
+                                                 const float (&l_row)[2], const float (&m_run)[2], std::int64_t bs,
+                                                 int s, bool split, int split_idx, int head, int wg, int t4) {
+  const float kNegInf = -__int_as_float(0x7F800000);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float l = l_row[h];
+    const float m = m_run[h];
+    const int hd = head + 8 * h;
+    if (!split) {
+      const std::int64_t orow = bs * p.h_q + hd;
+      float factor = 0.0f;
+      float lse = __int_as_float(0x7F800000);  // +inf: no valid key
+      if (l > 0.0f) {
+        lse = (log2f(l) + m) * 0.6931471805599453f;
+        factor = 1.0f / l;
+        if (p.attn_sink != nullptr) factor /= 1.0f + expf(p.attn_sink[hd] - lse);
+      }
+      std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.out + orow * 512 + 256 * wg + 2 * t4);
+#pragma unroll
+      for (int j = 0; j < 32; ++j) dst[4 * j] = pack_bf16x2(o[4 * j + 2 * h] * factor, o[4 * j + 2 * h + 1] * factor);
+      if (wg == 0 && t4 == 0) p.lse[orow] = lse;
+    } else {
+      const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + hd;
+      const float factor = l > 0.0f ? 1.0f / l : 0.0f;
+      float2* dst = reinterpret_cast<float2*>(p.o_accum + arow * 512 + 256 * wg + 2 * t4);
+#pragma unroll
+      for (int j = 0; j < 32; ++j) dst[4 * j] = make_float2(o[4 * j + 2 * h] * factor, o[4 * j + 2 * h + 1] * factor);
+      if (wg == 0 && t4 == 0) p.lse_accum[arow] = l > 0.0f ? log2f(l) + m : kNegInf;
+    }
+  }
+}
+
 /// Per-format device traits: how many 16-byte chunks a row's data part has, where its scale part
 /// is, and how one lane dequantises its 16 dims (16*lane .. 16*lane+15) from a staged row
 /// ([data part ; scale part], contiguous, at `row`).

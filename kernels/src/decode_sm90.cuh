@@ -213,19 +213,8 @@ __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(con
     if (blk0 < blk1) issue(blk0, ids_of(blk0));
     // Q[:, 256 wg ..] of this (request, query token, 64 heads), swizzled, in the same cp.async group
     // as the first block's rows.
-    {
-      const std::uint16_t* qsrc = p.q + (bs * p.h_q + head0) * S9::kDim + 256 * wg;
-      const int wt = tid & 127;
-#pragma unroll
-      for (int k = 0; k < 16; ++k) {
-        const int i = wt + 128 * k;
-        const int row = i >> 5;
-        const int unit = i & 31;
-        const int u = unit & 7;
-        cp_async_16(sQ + (4 * wg + (unit >> 3)) * S9::kChunkBytes + row * 128 + ((u ^ (row & 7)) << 4),
-                    qsrc + row * S9::kDim + unit * 8);
-      }
-    }
+    static_assert(S9::kDim == 512 && S9::kChunkBytes == 64 * 128, "the Q tile of issue_q_half_sw128");
+    issue_q_half_sw128(p, sQ, bs, head0, wg, tid & 127);
     cp_async_commit();
 
     float o[128];
@@ -374,36 +363,16 @@ __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(con
     reg_fence(o);
 
     // Epilogue: this thread holds head rows 16 wq + g + 8h, dims 256 wg + 8j + 2 t4 (+1).
+    float l_row[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float l = l_run[h];
       l += __shfl_xor_sync(0xFFFFFFFFu, l, 1);
       l += __shfl_xor_sync(0xFFFFFFFFu, l, 2);
-      const float m = m_run[h];
-      const int head = head0 + 16 * wq + g + 8 * h;
-      const std::int64_t orow = bs * p.h_q + head;
-      if (!split) {
-        float factor = 0.0f;
-        float lse = __int_as_float(0x7F800000);  // +inf: no valid key
-        if (l > 0.0f) {
-          lse = (log2f(l) + m) * 0.6931471805599453f;
-          factor = 1.0f / l;
-          if (p.attn_sink != nullptr) factor /= 1.0f + expf(p.attn_sink[head] - lse);
-        }
-        std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.out + orow * S9::kDim + 256 * wg + 2 * t4);
-#pragma unroll
-        for (int j = 0; j < 32; ++j) dst[4 * j] = pack_bf16x2(o[4 * j + 2 * h] * factor, o[4 * j + 2 * h + 1] * factor);
-        if (wg == 0 && t4 == 0) p.lse[orow] = lse;
-      } else {
-        const int split_idx = p.num_splits[r] + (r == begin_req ? begin_split : 0);
-        const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + head;
-        const float factor = l > 0.0f ? 1.0f / l : 0.0f;
-        float2* dst = reinterpret_cast<float2*>(p.o_accum + arow * S9::kDim + 256 * wg + 2 * t4);
-#pragma unroll
-        for (int j = 0; j < 32; ++j) dst[4 * j] = make_float2(o[4 * j + 2 * h] * factor, o[4 * j + 2 * h + 1] * factor);
-        if (wg == 0 && t4 == 0) p.lse_accum[arow] = l > 0.0f ? log2f(l) + m : kNegInf;
-      }
+      l_row[h] = l;
     }
+    const int split_idx = split ? p.num_splits[r] + (r == begin_req ? begin_split : 0) : 0;
+    store_o_rows_512(p, o, l_row, m_run, bs, s, split, split_idx, head0 + 16 * wq + g, wg, t4);
   }
 #elif defined(__CUDA_ARCH__)
   // Compiled for sm_100a too; the host launches this kernel on compute capability 9.0 only.

@@ -74,40 +74,112 @@ __device__ __forceinline__ WsRequest ws_request(const DecodeParams& p, int r, in
   return q;
 }
 
-/// The epilogue of both math variants: this thread's O elements (head rows head + 8h, dims
-/// 256 wg + 8j + 2 t4 (+1)), normalised by the row sums l_row (over every key) at the row maxima
-/// m_run (log2 domain), into out / lse (one split) or o_accum / lse_accum (a split of a request).
-__device__ __forceinline__ void ws_store_rows(const DecodeParams& p, const float (&o)[128], const float (&l_row)[2],
-                                              const float (&m_run)[2], const WsRequest& q, int r, bool split,
-                                              int split0, int head, int wg, int t4) {
+#if MLAPLAN_SM90A_WGMMA
+/// Q: issue_q_half_sw128 (decode_kernel.cuh), then wait; complete and visible to wgmma for this
+/// thread on return (a barrier over the readers follows).
+__device__ __forceinline__ void ws_load_q_half(const DecodeParams& p, std::uint8_t* sQ, std::int64_t bs, int head0,
+                                               int wg, int wt) {
+  static_assert(W9::kDim == 512 && W9::kChunkBytes == 64 * 128, "the Q tile of issue_q_half_sw128");
+  issue_q_half_sw128(p, sQ, bs, head0, wg, wt);
+  cp_async_commit();
+  cp_async_wait_all();
+  fence_proxy_async();
+}
+
+/// S = Q K^T over kSteps k steps of 16 dims (4 per 64-dim chunk) from the descriptors of Q and of
+/// the K buffer (both K-major, 128-byte swizzled): kSteps wgmma m64n64k16; committed, not awaited.
+template <int kSteps>
+__device__ __forceinline__ void ws_issue_qk(float (&sacc)[32], std::uint64_t q_desc, std::uint64_t kd) {
+#pragma unroll
+  for (int k = 0; k < 32; ++k) sacc[k] = 0.0f;
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kSteps; ++ks) {
+    const std::uint32_t off = ((ks >> 2) * W9::kChunkBytes + (ks & 3) * 32) >> 4;
+    wgmma_m64n64k16_ss(sacc, desc_add(q_desc, off), desc_add(kd, off), ks > 0 ? 1 : 0);
+  }
+  wgmma_commit();
+}
+
+/// O[:, this warpgroup's 256 dims] += P V over a 64-key block: 8 wgmma m64n128k16, P from registers
+/// (pa: the A fragments), V = the K buffer at descriptor vd read MN-major; committed, not awaited.
+__device__ __forceinline__ void ws_issue_pv(float (&o)[128], std::uint32_t (&pa)[4][4], std::uint64_t vd) {
+  reg_fence(o);
+  reg_fence(pa);
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    // dims 0..127 and 128..255 of this warpgroup (chunks 0, 1 and 2, 3): two n128 instructions
+    wgmma_m64n128k16_rs_tb(o, pa[ks], desc_add(vd, (ks * 2048) >> 4));
+    wgmma_m64n128k16_rs_tb(o + 64, pa[ks], desc_add(vd, (2 * W9::kChunkBytes + ks * 2048) >> 4));
+  }
+  wgmma_commit();
+}
+#endif  // MLAPLAN_SM90A_WGMMA
+
+/// The online softmax of one 64-key block on this thread's S fragment (element 4j + 2h + e: head row
+/// row0 + 8h, key 8j + 2 t4 + e): keys whose bit in kmask is 0 become -inf; the row maxima m_run
+/// (log2 domain, scores times scale_log2) move to include the block; S becomes P = exp2(S scale -
+/// m) in place; this thread's part of the row sums l_run is rescaled and increased; alpha is the
+/// factor for what was accumulated at the old maxima; pa holds P as the bf16 A fragments of P V.
+__device__ __forceinline__ void ws_softmax_block(float (&sacc)[32], std::uint64_t kmask, int t4, float scale_log2,
+                                                 float (&m_run)[2], float (&l_run)[2], float (&alpha)[2],
+                                                 std::uint32_t (&pa)[4][4]) {
   const float kNegInf = -__int_as_float(0x7F800000);
+  if (kmask != ~0ull) {
+    const std::uint64_t mine = kmask >> (2 * t4);  // bit 8j + e: key 8j + 2 t4 + e
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        float& v = sacc[4 * j + i];
+        v = ((mine >> (8 * j + (i & 1))) & 1u) != 0 ? v : kNegInf;
+      }
+    }
+  }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const float l = l_row[h];
-    const float m = m_run[h];
-    const int hd = head + 8 * h;
-    const std::int64_t orow = q.bs * p.h_q + hd;
-    if (!split) {
-      float factor = 0.0f;
-      float lse = __int_as_float(0x7F800000);  // +inf: no valid key
-      if (l > 0.0f) {
-        lse = (log2f(l) + m) * 0.6931471805599453f;
-        factor = 1.0f / l;
-        if (p.attn_sink != nullptr) factor /= 1.0f + expf(p.attn_sink[hd] - lse);
+    float mx = kNegInf;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(sacc[4 * j + 2 * h], sacc[4 * j + 2 * h + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
+    const float m_new = fmaxf(m_run[h], mx * scale_log2);
+    // No valid key in this row so far (m_new -inf): every score is -inf, so exponents relative to 0
+    // give P = 0; alpha is then 0 too, against O = 0 and l = 0.
+    const float m_use = m_new == kNegInf ? 0.0f : m_new;
+    alpha[h] = fast_exp2(m_run[h] - m_use);
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float& v = sacc[4 * j + 2 * h + e];
+        v = fast_exp2(fmaf(v, scale_log2, -m_use));
+        sum += v;
       }
-      std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.out + orow * W9::kDim + 256 * wg + 2 * t4);
-#pragma unroll
-      for (int j = 0; j < 32; ++j) dst[4 * j] = pack_bf16x2(o[4 * j + 2 * h] * factor, o[4 * j + 2 * h + 1] * factor);
-      if (wg == 0 && t4 == 0) p.lse[orow] = lse;
-    } else {
-      const int split_idx = p.num_splits[r] + split0;
-      const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + q.s) * p.h_q + hd;
-      const float factor = l > 0.0f ? 1.0f / l : 0.0f;
-      float2* dst = reinterpret_cast<float2*>(p.o_accum + arow * W9::kDim + 256 * wg + 2 * t4);
-#pragma unroll
-      for (int j = 0; j < 32; ++j) dst[4 * j] = make_float2(o[4 * j + 2 * h] * factor, o[4 * j + 2 * h + 1] * factor);
-      if (wg == 0 && t4 == 0) p.lse_accum[arow] = l > 0.0f ? log2f(l) + m : kNegInf;
     }
+    l_run[h] = l_run[h] * alpha[h] + sum;
+    m_run[h] = m_new;
+  }
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    pa[ks][0] = pack_bf16x2(sacc[8 * ks], sacc[8 * ks + 1]);
+    pa[ks][1] = pack_bf16x2(sacc[8 * ks + 2], sacc[8 * ks + 3]);
+    pa[ks][2] = pack_bf16x2(sacc[8 * ks + 4], sacc[8 * ks + 5]);
+    pa[ks][3] = pack_bf16x2(sacc[8 * ks + 6], sacc[8 * ks + 7]);
+  }
+}
+
+/// O (this thread's 64 x 256 fragment: rows row0 and row0 + 8 alternate in pairs) times the rows'
+/// rescale factors.
+__device__ __forceinline__ void ws_rescale(float (&o)[128], const float (&alpha)[2]) {
+#pragma unroll
+  for (int j = 0; j < 32; ++j) {
+    o[4 * j] *= alpha[0];
+    o[4 * j + 1] *= alpha[0];
+    o[4 * j + 2] *= alpha[1];
+    o[4 * j + 3] *= alpha[1];
   }
 }
 
@@ -183,23 +255,8 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
 
     // Both warpgroups are done with the previous request's Q and row sums.
     named_barrier_sync(kMathBar, 256);
-    {
-      const std::uint16_t* qsrc = p.q + (q.bs * p.h_q + w.head0) * W9::kDim + 256 * wg;
-      const int wt = tid & 127;
-#pragma unroll
-      for (int k = 0; k < 16; ++k) {
-        const int i = wt + 128 * k;
-        const int row = i >> 5;
-        const int unit = i & 31;
-        const int u = unit & 7;
-        cp_async_16(sQ + (4 * wg + (unit >> 3)) * W9::kChunkBytes + row * 128 + ((u ^ (row & 7)) << 4),
-                    qsrc + row * W9::kDim + unit * 8);
-      }
-      cp_async_commit();
-      cp_async_wait_all();
-      fence_proxy_async();
-      named_barrier_sync(kMathBar, 256);  // all of Q is in shared memory (each warpgroup reads both halves)
-    }
+    ws_load_q_half(p, sQ, q.bs, w.head0, wg, tid & 127);
+    named_barrier_sync(kMathBar, 256);  // all of Q is in shared memory (each warpgroup reads both halves)
 
     float o[128];
 #pragma unroll
@@ -222,13 +279,7 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
         l_run[h] *= alpha[h];
         m_run[h] = m_new;
       }
-#pragma unroll
-      for (int j = 0; j < 32; ++j) {
-        o[4 * j] *= alpha[0];
-        o[4 * j + 1] *= alpha[0];
-        o[4 * j + 2] *= alpha[1];
-        o[4 * j + 3] *= alpha[1];
-      }
+      ws_rescale(o, alpha);
       const std::uint64_t vd = desc_add(v_desc, static_cast<std::uint32_t>(og) * (W9::kTileBytes >> 4));
       reg_fence(o);
       wgmma_fence();
@@ -249,18 +300,7 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
       own_pending = false;
       float sacc[32];
       const std::uint64_t kd = desc_add(k_desc, static_cast<std::uint32_t>(wg) * (W9::kTileBytes >> 4));
-      auto issue_qk = [&] {
-        // S = Q K^T over all 512 dims: 32 k steps of 16 dims (4 per 64-dim chunk).
-#pragma unroll
-        for (int k = 0; k < 32; ++k) sacc[k] = 0.0f;
-        wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < 32; ++ks) {
-          const std::uint32_t off = ((ks >> 2) * W9::kChunkBytes + (ks & 3) * 32) >> 4;
-          wgmma_m64n64k16_ss(sacc, desc_add(q_desc, off), desc_add(kd, off), ks > 0 ? 1 : 0);
-        }
-        wgmma_commit();
-      };
+      auto issue_qk = [&] { ws_issue_qk<32>(sacc, q_desc, kd); };  // S = Q K^T over all 512 dims
       // When the producers are already done with this block (one thread tests `full`, the
       // warpgroup follows its answer: wgmma needs the whole warpgroup), its Q K^T goes first and
       // runs while the other warpgroup's softmax of block gb - 1 is awaited; that block's P V then
@@ -308,49 +348,9 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
       } else {
         kmask = *reinterpret_cast<const std::uint64_t*>(masks + wg * 16);
       }
-      if (kmask != ~0ull) {
-        const std::uint64_t mine = kmask >> (2 * t4);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            float& v = sacc[4 * j + e];
-            v = ((mine >> (8 * j + (e & 1))) & 1u) != 0 ? v : kNegInf;
-          }
-        }
-      }
       float alpha[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float mx = kNegInf;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(sacc[4 * j + 2 * h], sacc[4 * j + 2 * h + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
-        const float m_new = fmaxf(m_run[h], mx * scale_log2);
-        const float m_use = m_new == kNegInf ? 0.0f : m_new;
-        alpha[h] = fast_exp2(m_run[h] - m_use);
-        float sum = 0.0f;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float& v = sacc[4 * j + 2 * h + e];
-            v = fast_exp2(fmaf(v, scale_log2, -m_use));
-            sum += v;
-          }
-        }
-        l_run[h] = l_run[h] * alpha[h] + sum;
-        m_run[h] = m_new;
-      }
       std::uint32_t pa[4][4];
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        pa[ks][0] = pack_bf16x2(sacc[8 * ks], sacc[8 * ks + 1]);
-        pa[ks][1] = pack_bf16x2(sacc[8 * ks + 2], sacc[8 * ks + 3]);
-        pa[ks][2] = pack_bf16x2(sacc[8 * ks + 4], sacc[8 * ks + 5]);
-        pa[ks][3] = pack_bf16x2(sacc[8 * ks + 6], sacc[8 * ks + 7]);
-      }
+      ws_softmax_block(sacc, kmask, t4, scale_log2, m_run, l_run, alpha, pa);
       // P and the maxima into this warpgroup's slot, once the other has finished reading the
       // slot's previous contents (block gb - 2: the other's P V of it has retired).
       if (gb >= 2u) mbar_wait(bar_pempty + 8 * wg, ((gb >> 1) + 1u) & 1u);
@@ -385,23 +385,9 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
         mbar_arrive(bar_pempty + 8 * og);
         other_pending = false;
       }
-#pragma unroll
-      for (int j = 0; j < 32; ++j) {
-        o[4 * j] *= alpha[0];
-        o[4 * j + 1] *= alpha[0];
-        o[4 * j + 2] *= alpha[1];
-        o[4 * j + 3] *= alpha[1];
-      }
+      ws_rescale(o, alpha);
       const std::uint64_t vd = desc_add(v_desc, static_cast<std::uint32_t>(wg) * (W9::kTileBytes >> 4));
-      reg_fence(o);
-      reg_fence(pa);
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        wgmma_m64n128k16_rs_tb(o, pa[ks], desc_add(vd, (ks * 2048) >> 4));
-        wgmma_m64n128k16_rs_tb(o + 64, pa[ks], desc_add(vd, (2 * W9::kChunkBytes + ks * 2048) >> 4));
-      }
-      wgmma_commit();
+      ws_issue_pv(o, pa, vd);
       own_pending = true;
     }
     // The request's last block, when the other warpgroup owns it.
@@ -435,7 +421,8 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
     named_barrier_sync(pair_bar, 64);
 #pragma unroll
     for (int h = 0; h < 2; ++h) l_row[h] += row_sum[og * 64 + row0 + 8 * h];
-    ws_store_rows(p, o, l_row, m_run, q, r, split, r == w.begin_req ? w.begin_split : 0, w.head0 + row0, wg, t4);
+    const int split_idx = split ? p.num_splits[r] + (r == w.begin_req ? w.begin_split : 0) : 0;
+    store_o_rows_512(p, o, l_row, m_run, q.bs, q.s, split, split_idx, w.head0 + row0, wg, t4);
   }
   if constexpr (kPair) {
     cluster_arrive();  // the peer's producers may still write this CTA's buffers and barriers
@@ -701,26 +688,11 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
       // Every warp of this warpgroup is done with the previous request's Q (its last Q K^T was
       // awaited before that request's epilogue).
       named_barrier_sync(wg_bar, 128);
-      {
-        const std::uint16_t* qsrc = p.q + (q.bs * p.h_q + head0) * W9::kDim + 256 * wg;
-        const int wt = tid & 127;
-  #pragma unroll
-        for (int k = 0; k < 16; ++k) {
-          const int i = wt + 128 * k;
-          const int row = i >> 5;
-          const int unit = i & 31;
-          const int u = unit & 7;
-          cp_async_16(sQ + (4 * wg + (unit >> 3)) * W9::kChunkBytes + row * 128 + ((u ^ (row & 7)) << 4),
-                      qsrc + row * W9::kDim + unit * 8);
-        }
-        cp_async_commit();
-        cp_async_wait_all();
-        fence_proxy_async();
-        named_barrier_sync(wg_bar, 128);  // Q of this warpgroup is in shared memory
-      }
+      ws_load_q_half(p, sQ, q.bs, head0, wg, tid & 127);
+      named_barrier_sync(wg_bar, 128);  // Q of this warpgroup is in shared memory
 
       float o[128];
-  #pragma unroll
+#pragma unroll
       for (int i = 0; i < 128; ++i) o[i] = 0.0f;
       float m_run[2] = {kNegInf, kNegInf};
       float l_run[2] = {0.0f, 0.0f};  // this thread's part of the row sums (its 16 columns per block)
@@ -741,24 +713,16 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
 
         // S_w = Q[:, dims of w] K[:, dims of w]^T: 16 k steps of 16 dims (4 per 64-dim chunk).
         float sacc[32];
-  #pragma unroll
-        for (int i = 0; i < 32; ++i) sacc[i] = 0.0f;
-        wgmma_fence();
-  #pragma unroll
-        for (int ks = 0; ks < 16; ++ks) {
-          const std::uint32_t off = ((ks >> 2) * W9::kChunkBytes + (ks & 3) * 32) >> 4;
-          wgmma_m64n64k16_ss(sacc, desc_add(q_desc, off), desc_add(kd, off), ks > 0 ? 1 : 0);
-        }
-        wgmma_commit();
+        ws_issue_qk<16>(sacc, q_desc, kd);
         wgmma_wait<0>();
         reg_fence(sacc);
 
         // S = S_0 + S_1: the thread with the same warp and lane in the other warpgroup holds the
         // same 32 elements; a + b == b + a, so both warpgroups get the same S.
-  #pragma unroll
+#pragma unroll
         for (int v = 0; v < 8; ++v) x_own[32 * v] = make_float4(sacc[4 * v], sacc[4 * v + 1], sacc[4 * v + 2], sacc[4 * v + 3]);
         named_barrier_sync(pair_bar, 64);
-  #pragma unroll
+#pragma unroll
         for (int v = 0; v < 8; ++v) {
           const float4 t = x_peer[32 * v];
           sacc[4 * v] += t.x;
@@ -770,69 +734,12 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
 
         // Online softmax. Element 4j + 2h + e of sacc: head row 16 wq + g + 8h, key 8j + 2 t4 + e.
         const std::uint64_t kmask = *reinterpret_cast<const std::uint64_t*>(masks + buf * 16);  // bit j: key j valid
-        if (kmask != ~0ull) {
-          const std::uint64_t mine = kmask >> (2 * t4);  // bit 8j + e: key 8j + 2 t4 + e
-  #pragma unroll
-          for (int j = 0; j < 8; ++j) {
-  #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              float& v = sacc[4 * j + i];
-              v = ((mine >> (8 * j + (i & 1))) & 1u) != 0 ? v : kNegInf;
-            }
-          }
-        }
         float alpha[2];
-  #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          float mx = kNegInf;
-  #pragma unroll
-          for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(sacc[4 * j + 2 * h], sacc[4 * j + 2 * h + 1]));
-          mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
-          const float m_new = fmaxf(m_run[h], mx * scale_log2);
-          // No valid key in this row so far (m_new -inf): every score is -inf, so exponents relative
-          // to 0 give P = 0; alpha is then 0 too, against O = 0 and l = 0.
-          const float m_use = m_new == kNegInf ? 0.0f : m_new;
-          alpha[h] = fast_exp2(m_run[h] - m_use);
-          float sum = 0.0f;
-  #pragma unroll
-          for (int j = 0; j < 8; ++j) {
-  #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              float& v = sacc[4 * j + 2 * h + e];
-              v = fast_exp2(fmaf(v, scale_log2, -m_use));
-              sum += v;
-            }
-          }
-          l_run[h] = l_run[h] * alpha[h] + sum;
-          m_run[h] = m_new;
-        }
-  #pragma unroll
-        for (int j = 0; j < 32; ++j) {
-          o[4 * j] *= alpha[0];
-          o[4 * j + 1] *= alpha[0];
-          o[4 * j + 2] *= alpha[1];
-          o[4 * j + 3] *= alpha[1];
-        }
         std::uint32_t pa[4][4];
-  #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) {
-          pa[ks][0] = pack_bf16x2(sacc[8 * ks], sacc[8 * ks + 1]);
-          pa[ks][1] = pack_bf16x2(sacc[8 * ks + 2], sacc[8 * ks + 3]);
-          pa[ks][2] = pack_bf16x2(sacc[8 * ks + 4], sacc[8 * ks + 5]);
-          pa[ks][3] = pack_bf16x2(sacc[8 * ks + 6], sacc[8 * ks + 7]);
-        }
+        ws_softmax_block(sacc, kmask, t4, scale_log2, m_run, l_run, alpha, pa);
+        ws_rescale(o, alpha);
         // O[:, dims of w] += P V[:, dims of w]: V = the K tile read MN-major.
-        reg_fence(o);
-        reg_fence(pa);
-        wgmma_fence();
-  #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) {
-          // dims 0..127 and 128..255 of this warpgroup (chunks 0, 1 and 2, 3): two n128 instructions
-          wgmma_m64n128k16_rs_tb(o, pa[ks], desc_add(vd, (ks * 2048) >> 4));
-          wgmma_m64n128k16_rs_tb(o + 64, pa[ks], desc_add(vd, (2 * W9::kChunkBytes + ks * 2048) >> 4));
-        }
-        wgmma_commit();
+        ws_issue_pv(o, pa, vd);
         pv_pending = true;
       }
       wgmma_wait<0>();
@@ -841,14 +748,15 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
 
       // Epilogue: this thread holds head rows 16 wq + g + 8h, dims 256 wg + 8j + 2 t4 (+1).
       float l_row[2];
-  #pragma unroll
+#pragma unroll
       for (int h = 0; h < 2; ++h) {
         float l = l_run[h];
         l += __shfl_xor_sync(0xFFFFFFFFu, l, 1);
         l += __shfl_xor_sync(0xFFFFFFFFu, l, 2);
         l_row[h] = l;
       }
-      ws_store_rows(p, o, l_row, m_run, q, r, split, r == begin_req ? begin_split : 0, head0 + 16 * wq + g, wg, t4);
+      const int split_idx = split ? p.num_splits[r] + (r == begin_req ? begin_split : 0) : 0;
+      store_o_rows_512(p, o, l_row, m_run, q.bs, s, split, split_idx, head0 + 16 * wq + g, wg, t4);
     }
   }
 #elif defined(__CUDA_ARCH__)
