@@ -82,7 +82,6 @@ struct DecodeSm90WsSmem {
   static constexpr std::size_t p_slot = xchg;
   static constexpr std::size_t row_max = p_slot + 2 * std::size_t(kChunkBytes);
   static constexpr std::size_t row_sum = row_max + 2 * std::size_t(kHeads) * 4;
-  static constexpr std::size_t early = row_sum + 2 * std::size_t(kHeads) * 4;  // u32 [warpgroup][2]
   // Row validity per K buffer, 16 bytes each: one CTA, byte w = rows 8w .. 8w + 7 of producer warp
   // w (a bit per row); a 2-CTA pair, byte 8c + w = the 4 rows of producer warp w of CTA c (a nibble).
   static constexpr std::size_t mask = xchg + 2 * xchg_half;
@@ -92,7 +91,7 @@ struct DecodeSm90WsSmem {
 };
 
 static_assert(DecodeSm90WsSmem::k % 1024 == 0 && DecodeSm90WsSmem::xchg % 1024 == 0 && DecodeSm90WsSmem::bars % 8 == 0 &&
-                  DecodeSm90WsSmem::early + 16 <= DecodeSm90WsSmem::mask,
+                  DecodeSm90WsSmem::row_sum + 2 * DecodeSm90WsSmem::kHeads * 4 <= DecodeSm90WsSmem::mask,
               "SM90 warp-specialised decode: swizzled tiles need 1024-byte alignment");
 static_assert(DecodeSm90WsSmem::alloc <= 227 * 1024, "SM90 warp-specialised decode shared memory exceeds the sm_90 limit");
 static_assert(2 * DecodeSm90WsSmem::kMathRegs + 2 * DecodeSm90WsSmem::kProducerRegs <= 4 * 128,

@@ -198,12 +198,11 @@ struct WsWork {
 /// maxima after block g - 1, and writes P (bf16, the 128-byte swizzled K-major chunk wgmma reads)
 /// and the new maxima to its P slot; both warpgroups then add P V for their 256 dims of O, the
 /// owner with P from registers, the other warpgroup with P from the slot. Warpgroup w's step for
-/// its block g: retire its P V of block g - 2; then, if the producers have already filled block
-/// g's buffer, issue Q K^T of g, wait for the other's P of g - 1, issue that block's P V and run
-/// the softmax of g while it is in flight; otherwise add the other's block g - 1 first and retire
-/// it (its buffer goes back to the producers before w waits for them), then Q K^T and softmax of
-/// g. Each warpgroup keeps the row sums of the blocks it owns (both at the same maxima: every
-/// warpgroup rescales at every block); the epilogue adds the two.
+/// its block g: retire its P V of g - 2; add the other's block g - 1 (wait for its P, P V, retire
+/// it: its buffer goes back to the producers before w waits for them); then Q K^T and softmax of
+/// g, P to the slot, P V of g left in flight. Each warpgroup keeps the row sums of the blocks it
+/// owns (both at the same maxima: every warpgroup rescales at every block); the epilogue adds the
+/// two.
 template <bool kHasExtra, bool kPair>
 __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8_t* smem, const WsWork& w) {
   const int tid = static_cast<int>(threadIdx.x);
@@ -264,10 +263,10 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
     float m_run[2] = {kNegInf, kNegInf};  // row maxima after the last block seen (either owner)
     float l_run[2] = {0.0f, 0.0f};        // this thread's part of the row sums of the blocks it owns
     const int nblk = max(q.blk1 - q.blk0, 0);
-    bool own_pending = false;    // P V of this warpgroup's last block in flight (buffer wg)
-    bool other_pending = false;  // P V of the other's last block in flight (buffer og, slot og)
+    bool own_pending = false;  // P V of this warpgroup's last block in flight (buffer wg)
 
-    // P V of the other warpgroup's block `go`: its maxima, rescale O and the row sums, issue.
+    // The other warpgroup's block `go` (nothing of this warpgroup in flight): its maxima, O and the
+    // row sums rescaled, P V issued and retired, its buffer and P slot released.
     auto other_block = [&](std::uint32_t go) {
       mbar_wait(bar_pfull + 8 * og, (go >> 1) & 1u);
       wait_full(og, (go >> 1) & 1u);  // completed already (the owner waited on it)
@@ -289,6 +288,10 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
         wgmma_m64n128k16_ss_tb(o + 64, desc_add(p_desc_other, 2 * ks), desc_add(vd, (2 * W9::kChunkBytes + ks * 2048) >> 4));
       }
       wgmma_commit();
+      wgmma_wait<0>();
+      reg_fence(o);
+      release(og);
+      mbar_arrive(bar_pempty + 8 * og);
     };
 
     for (int i = ((it & 1u) == static_cast<std::uint32_t>(wg)) ? 0 : 1; i < nblk; i += 2) {
@@ -298,40 +301,15 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
       reg_fence(o);
       if (own_pending) release(wg);
       own_pending = false;
-      float sacc[32];
-      const std::uint64_t kd = desc_add(k_desc, static_cast<std::uint32_t>(wg) * (W9::kTileBytes >> 4));
-      auto issue_qk = [&] { ws_issue_qk<32>(sacc, q_desc, kd); };  // S = Q K^T over all 512 dims
-      // When the producers are already done with this block (one thread tests `full`, the
-      // warpgroup follows its answer: wgmma needs the whole warpgroup), its Q K^T goes first and
-      // runs while the other warpgroup's softmax of block gb - 1 is awaited; that block's P V then
-      // overlaps this block's softmax. Otherwise the other's block gb - 1 goes first and is retired
-      // before this block's Q K^T, so both halves of its buffer go back to the producers early.
-      bool early = false;
-      if (i >= 1) {
-        std::uint32_t* flag = reinterpret_cast<std::uint32_t*>(smem + W9::early) + 2 * wg + ((gb >> 1) & 1u);
-        if ((tid & 127) == 0) *flag = mbar_test(w.bar_full + 8 * wg, (gb >> 1) & 1u) ? 1u : 0u;
-        named_barrier_sync(1 + wg, 128);
-        early = *flag != 0u;
-        if (!early) {
-          other_block(gb - 1u);
-          wgmma_wait<0>();
-          reg_fence(o);
-          release(og);
-          mbar_arrive(bar_pempty + 8 * og);
-        }
-      }
+      // The other's block gb - 1 first (its maxima are this block's starting point), retired
+      // before this block's Q K^T: both halves of its buffer go back to the producers before this
+      // warpgroup waits for them.
+      if (i >= 1) other_block(gb - 1u);
       wait_full(wg, (gb >> 1) & 1u);
-      issue_qk();
-      if (early && i >= 1) {
-        mbar_wait(bar_pfull + 8 * og, ((gb - 1u) >> 1) & 1u);
-        wgmma_wait<0>();
-        reg_fence(sacc);
-        other_block(gb - 1u);
-        other_pending = true;
-      } else {
-        wgmma_wait<0>();
-        reg_fence(sacc);
-      }
+      float sacc[32];
+      ws_issue_qk<32>(sacc, q_desc, desc_add(k_desc, static_cast<std::uint32_t>(wg) * (W9::kTileBytes >> 4)));
+      wgmma_wait<0>();
+      reg_fence(sacc);
 
       // Online softmax of block gb. Element 4j + 2h + e of sacc: head row row0 + 8h, key 8j + 2 t4 + e.
       std::uint64_t kmask;  // bit j: key j valid
@@ -376,15 +354,7 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
       fence_proxy_async();  // P (generic writes) -> the other warpgroup's wgmma
       mbar_arrive(bar_pfull + 8 * wg);
 
-      // The other's P V (block gb - 1) retires: its buffer and slot are released. Then O of this
-      // warpgroup's dims at the new maxima, and its P V of block gb.
-      wgmma_wait<0>();
-      reg_fence(o);
-      if (other_pending) {
-        release(og);
-        mbar_arrive(bar_pempty + 8 * og);
-        other_pending = false;
-      }
+      // O of this warpgroup's dims at the new maxima, and its P V of block gb.
       ws_rescale(o, alpha);
       const std::uint64_t vd = desc_add(v_desc, static_cast<std::uint32_t>(wg) * (W9::kTileBytes >> 4));
       ws_issue_pv(o, pa, vd);
@@ -397,26 +367,18 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
       if (own_pending) release(wg);
       own_pending = false;
       other_block(it + static_cast<std::uint32_t>(nblk) - 1u);
-      other_pending = true;
     }
     wgmma_wait<0>();
     reg_fence(o);
     if (own_pending) release(wg);
-    if (other_pending) {
-      release(og);
-      mbar_arrive(bar_pempty + 8 * og);
-    }
     it += static_cast<std::uint32_t>(nblk);
 
     // Row sums: this warpgroup's blocks plus the other's, both at the final maxima.
     float l_row[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float l = l_run[h];
-      l += __shfl_xor_sync(0xFFFFFFFFu, l, 1);
-      l += __shfl_xor_sync(0xFFFFFFFFu, l, 2);
-      l_row[h] = l;
-      if (t4 == 0) row_sum[wg * 64 + row0 + 8 * h] = l;
+    quad_row_sums(l_run, l_row);
+    if (t4 == 0) {
+      row_sum[wg * 64 + row0] = l_row[0];
+      row_sum[wg * 64 + row0 + 8] = l_row[1];
     }
     named_barrier_sync(pair_bar, 64);
 #pragma unroll
@@ -748,13 +710,7 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
 
       // Epilogue: this thread holds head rows 16 wq + g + 8h, dims 256 wg + 8j + 2 t4 (+1).
       float l_row[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float l = l_run[h];
-        l += __shfl_xor_sync(0xFFFFFFFFu, l, 1);
-        l += __shfl_xor_sync(0xFFFFFFFFu, l, 2);
-        l_row[h] = l;
-      }
+      quad_row_sums(l_run, l_row);
       const int split_idx = split ? p.num_splits[r] + (r == begin_req ? begin_split : 0) : 0;
       store_o_rows_512(p, o, l_row, m_run, q.bs, s, split, split_idx, head0 + 16 * wq + g, wg, t4);
     }

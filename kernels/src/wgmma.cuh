@@ -220,17 +220,6 @@ __device__ __forceinline__ void fence_mbarrier_init_cluster() {
 __device__ __forceinline__ void st_shared_cluster_u8(std::uint32_t addr, std::uint32_t v) {
   asm volatile("st.shared::cluster.u8 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
-/// True when the phase of parity `parity` of the barrier at `addr` has completed (no wait; acquire
-/// semantics for the calling thread when it has).
-__device__ __forceinline__ bool mbar_test(std::uint32_t addr, std::uint32_t parity) {
-  std::uint32_t r;
-  asm volatile(
-      "{\n.reg .pred done;\nmbarrier.test_wait.parity.shared::cta.b64 done, [%1], %2;\nselp.u32 %0, 1, 0, done;\n}\n"
-      : "=r"(r)
-      : "r"(addr), "r"(parity)
-      : "memory");
-  return r != 0;
-}
 /// Spins until the phase of parity `parity` of the barrier at `addr` has completed.
 __device__ __forceinline__ void mbar_wait(std::uint32_t addr, std::uint32_t parity) {
   asm volatile(
