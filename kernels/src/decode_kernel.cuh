@@ -93,6 +93,18 @@ __device__ __forceinline__ void issue_q_half_sw128(const DecodeParams& p, std::u
   }
 }
 
+/// The full row sums of the sm_90a kernels' two rows per thread: each of a quad's 4 threads holds
+/// its 16 keys' part of a row (wgmma accumulator layout), added across the quad.
+__device__ __forceinline__ void quad_row_sums(const float (&l_run)[2], float (&l_row)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float l = l_run[h];
+    l += __shfl_xor_sync(0xFFFFFFFFu, l, 1);
+    l += __shfl_xor_sync(0xFFFFFFFFu, l, 2);
+    l_row[h] = l;
+  }
+}
+
 /// The epilogue of the sm_90a kernels (decode_sm90.cuh, decode_sm90_ws.cuh): this thread's O
 /// elements (head rows head + 8h, dims 256 wg + 8j + 2 t4 (+1) of 512), normalised by the rows'
 /// sums l_row (over every key) at the rows' maxima m_run (log2 domain), into out / lse (a request

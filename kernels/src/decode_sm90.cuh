@@ -364,13 +364,7 @@ __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(con
 
     // Epilogue: this thread holds head rows 16 wq + g + 8h, dims 256 wg + 8j + 2 t4 (+1).
     float l_row[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float l = l_run[h];
-      l += __shfl_xor_sync(0xFFFFFFFFu, l, 1);
-      l += __shfl_xor_sync(0xFFFFFFFFu, l, 2);
-      l_row[h] = l;
-    }
+    quad_row_sums(l_run, l_row);
     const int split_idx = split ? p.num_splits[r] + (r == begin_req ? begin_split : 0) : 0;
     store_o_rows_512(p, o, l_row, m_run, bs, s, split, split_idx, head0 + 16 * wq + g, wg, t4);
   }

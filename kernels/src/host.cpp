@@ -80,36 +80,26 @@ bool decode_pdl_allowed() {
   return allowed;
 }
 
-bool sm90_pair_enabled() {
-  static const bool enabled = [] {
+namespace {
+/// MLAPLAN_DECODE_KERNEL (read once; empty when unset): which decode kernel an A/B run asks for.
+std::string_view decode_kernel_env() {
+  static const std::string value = [] {
     const char* e = std::getenv("MLAPLAN_DECODE_KERNEL");
-    return e != nullptr && std::string_view(e) == "sm90_pair";
+    return e == nullptr ? std::string() : std::string(e);
   }();
-  return enabled;
+  return value;
 }
+}  // namespace
 
-bool sm90_ws6_enabled() {
-  static const bool enabled = [] {
-    const char* e = std::getenv("MLAPLAN_DECODE_KERNEL");
-    return e != nullptr && std::string_view(e) == "sm90_ws6";
-  }();
-  return enabled;
-}
+bool sm90_pair_enabled() { return decode_kernel_env() == "sm90_pair"; }
 
-bool sm90_ws_pair_enabled() {
-  static const bool enabled = [] {
-    const char* e = std::getenv("MLAPLAN_DECODE_KERNEL");
-    return e != nullptr && std::string_view(e) == "sm90_ws7_pair";
-  }();
-  return enabled;
-}
+bool sm90_ws6_enabled() { return decode_kernel_env() == "sm90_ws6"; }
+
+bool sm90_ws_pair_enabled() { return decode_kernel_env() == "sm90_ws7_pair"; }
 
 bool sm90_ws_enabled() {
-  static const bool enabled = [] {
-    const char* e = std::getenv("MLAPLAN_DECODE_KERNEL");
-    return e == nullptr || (std::string_view(e) != "sm90_v5" && std::string_view(e) != "sm90_pair");
-  }();
-  return enabled;
+  const std::string_view e = decode_kernel_env();
+  return e != "sm90_v5" && e != "sm90_pair";
 }
 
 }  // namespace detail
@@ -145,13 +135,7 @@ const VariantEntry* find_variant(const DecodeParams& p) {
 }
 
 /// MLAPLAN_DECODE_KERNEL=generic keeps the portable kernel on sm_90 too (A/B timing, tests).
-bool sm90_kernel_allowed() {
-  static const bool allowed = [] {
-    const char* e = std::getenv("MLAPLAN_DECODE_KERNEL");
-    return e == nullptr || std::string_view(e) != "generic";
-  }();
-  return allowed;
-}
+bool sm90_kernel_allowed() { return detail::decode_kernel_env() != "generic"; }
 
 /// The sm_90a launcher for p on the current device, or null (other device, other formats).
 detail::DecodeLauncher sm90_launcher(const DecodeParams& p) {
