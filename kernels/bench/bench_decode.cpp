@@ -24,6 +24,12 @@
 
 namespace mk = mlaplan::kernels;
 
+#if defined(MLAPLAN_WS_TRACE)
+namespace mlaplan::kernels::detail {
+void ws_trace_dump();
+}
+#endif
+
 namespace {
 
 constexpr int kBatches[] = {1, 8, 32, 64, 128, 256};
@@ -79,6 +85,9 @@ int main(int argc, char** argv) try {
       std::fflush(stdout);
     }
   }
+#if defined(MLAPLAN_WS_TRACE)
+  mk::detail::ws_trace_dump();
+#endif
   return 0;
 } catch (const mlaplan::Error& e) {
   std::fprintf(stderr, "mlaplan_kernel_bench: %s\n", e.what());

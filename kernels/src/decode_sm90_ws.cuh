@@ -57,6 +57,33 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
+#if defined(MLAPLAN_WS_TRACE)
+// Per-block timelines (a build with -DMLAPLAN_WS_TRACE only): lane 0 of producer warp 0 and of warp
+// 0 of each math warpgroup, in CTAs (0, 0, 0) and (200, 0, 0) of a 256-request one_pass grid,
+// records (clock64 << 8 | event) per event; ws_trace_dump prints them.
+__device__ unsigned long long g_ws_trace[2][3][512];
+#endif
+struct WsTrace {
+  int slot = -1;
+  int n = 0;
+  __device__ __forceinline__ void init(int role) {
+#if defined(MLAPLAN_WS_TRACE)
+    const bool cta = gridDim.x == 256 && blockIdx.y == 0 && blockIdx.z == 0 && (blockIdx.x == 0 || blockIdx.x == 200);
+    const int tid = static_cast<int>(threadIdx.x);
+    slot = cta && tid == (role == 0 ? 256 : 128 * (role - 1)) ? (blockIdx.x == 0 ? 0 : 3) + role : -1;
+#else
+    (void)role;
+#endif
+  }
+  __device__ __forceinline__ void operator()(int event) {
+#if defined(MLAPLAN_WS_TRACE)
+    if (slot >= 0 && n < 512) g_ws_trace[slot / 3][slot % 3][n++] = (static_cast<unsigned long long>(clock64()) << 8) | event;
+#else
+    (void)event;
+#endif
+  }
+};
+
 template <bool kHasExtra>
 __device__ __forceinline__ WsRequest ws_request(const DecodeParams& p, int r, int s, int begin_req, int end_req,
                                                 int begin_block, int end_block) {
@@ -183,6 +210,93 @@ __device__ __forceinline__ void ws_rescale(float (&o)[128], const float (&alpha)
   }
 }
 
+/// The epilogue of one math warpgroup through shared memory (docs/perf.md "v8"): what
+/// store_o_rows_512 (decode_kernel.cuh) writes, i.e. the request's O rows (bf16, the attention sink
+/// applied, lse) or the partial at split_idx (fp32, log2-domain lse), for this warpgroup's 256 dims
+/// of the CTA's 64 heads, staged through `stage` (32 KiB, this warpgroup's half of the Q tile: free
+/// once its last Q K^T has retired, and rewritten only after the next request's barrier) so that
+/// every global store is 16 bytes and every warp store covers whole 128-byte lines. The fragment
+/// writes are XOR-swizzled by row (conflict-free bf16, the 2 wavefronts a 256-byte fp32 warp store
+/// needs). bar_id: a named barrier of this warpgroup's 128 threads. head0: the CTA's first head.
+__device__ __forceinline__ void ws_store_o_staged(const DecodeParams& p, const float (&o)[128], const float (&l_row)[2],
+                                                  const float (&m_run)[2], std::int64_t bs, int s, bool split,
+                                                  int split_idx, int head0, int wg, std::uint8_t* stage, int bar_id) {
+  const int tw = static_cast<int>(threadIdx.x) & 127;
+  const int wq = tw >> 5;
+  const int g = (tw & 31) >> 2;
+  const int t4 = tw & 3;
+  const float kNegInf = -__int_as_float(0x7F800000);
+  float factor[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float l = l_row[h];
+    const int hd = head0 + 16 * wq + g + 8 * h;
+    if (!split) {
+      const std::int64_t orow = bs * p.h_q + hd;
+      float lse = __int_as_float(0x7F800000);  // +inf: no valid key
+      factor[h] = 0.0f;
+      if (l > 0.0f) {
+        lse = (log2f(l) + m_run[h]) * 0.6931471805599453f;
+        factor[h] = 1.0f / l;
+        if (p.attn_sink != nullptr) factor[h] /= 1.0f + expf(p.attn_sink[hd] - lse);
+      }
+      if (wg == 0 && t4 == 0) p.lse[orow] = lse;
+    } else {
+      const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + hd;
+      factor[h] = l > 0.0f ? 1.0f / l : 0.0f;
+      if (wg == 0 && t4 == 0) p.lse_accum[arow] = l > 0.0f ? log2f(l) + m_run[h] : kNegInf;
+    }
+  }
+  if (!split) {
+    // Row r (64) = 512 bytes; its 16-byte chunk c (dims 8c .. 8c + 7 of this warpgroup's 256) at
+    // chunk c ^ (r & 7). The thread's fragment element j (dims 8j + 2 t4, + 1) of row r is in chunk j.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = 16 * wq + g + 8 * h;
+#pragma unroll
+      for (int j = 0; j < 32; ++j) {
+        *reinterpret_cast<std::uint32_t*>(stage + r * 512 + ((j ^ (r & 7)) << 4) + 4 * t4) =
+            pack_bf16x2(o[4 * j + 2 * h] * factor[h], o[4 * j + 2 * h + 1] * factor[h]);
+      }
+    }
+    named_barrier_sync(bar_id, 128);
+    // A warp writes one 512-byte row segment per instruction.
+#pragma unroll 4
+    for (int i = 0; i < 16; ++i) {
+      const int idx = 128 * i + tw;
+      const int r = idx >> 5;
+      const int c = idx & 31;
+      const uint4 v = *reinterpret_cast<const uint4*>(stage + r * 512 + ((c ^ (r & 7)) << 4));
+      *reinterpret_cast<uint4*>(p.out + (bs * p.h_q + head0 + r) * 512 + 256 * wg + 8 * c) = v;
+    }
+  } else {
+    // fp32, in two passes of 32 rows (h: rows 16 wq + g + 8h, staging row lr = 8 wq + g, 1 KiB
+    // each); the 16-byte chunk c (dims 4c .. 4c + 3) of staging row lr at chunk c ^ 2 (lr & 7).
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (h == 1) named_barrier_sync(bar_id, 128);  // the first pass has been read
+      const int lr = 8 * wq + g;
+#pragma unroll
+      for (int j = 0; j < 32; ++j) {
+        const int c = 2 * j + (t4 >> 1);
+        *reinterpret_cast<float2*>(stage + lr * 1024 + ((c ^ (2 * (lr & 7))) << 4) + 8 * (t4 & 1)) =
+            make_float2(o[4 * j + 2 * h] * factor[h], o[4 * j + 2 * h + 1] * factor[h]);
+      }
+      named_barrier_sync(bar_id, 128);
+#pragma unroll 4
+      for (int i = 0; i < 16; ++i) {
+        const int idx = 128 * i + tw;
+        const int rr = idx >> 6;  // staging row
+        const int c = idx & 63;
+        const float4 v = *reinterpret_cast<const float4*>(stage + rr * 1024 + ((c ^ (2 * (rr & 7))) << 4));
+        const int hd = head0 + 16 * (rr >> 3) + (rr & 7) + 8 * h;
+        const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + hd;
+        *reinterpret_cast<float4*>(p.o_accum + arow * 512 + 256 * wg + 4 * c) = v;
+      }
+    }
+  }
+}
+
 /// What the math warpgroups of a CTA need to know about its work (both math variants).
 struct WsWork {
   int begin_req, end_req, begin_block, end_block, begin_split;
@@ -234,20 +348,18 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
   // K buffer `buf` is full (kPair: written by both CTAs' producers) / released by this thread (kPair:
   // to both CTAs' producers, which both write into it).
   const std::uint32_t peer_empty = kPair ? map_shared_to_cta(w.bar_empty, cluster_cta_rank() ^ 1u) : 0u;
-  auto wait_full = [&](int buf, std::uint32_t parity) {
-    if constexpr (kPair)
-      mbar_wait_cluster(w.bar_full + 8 * buf, parity);
-    else
-      mbar_wait(w.bar_full + 8 * buf, parity);
-  };
+  // (kPair: the peer's half arrives by cp.async.bulk, complete_tx on this CTA's `full`.)
+  auto wait_full = [&](int buf, std::uint32_t parity) { mbar_wait(w.bar_full + 8 * buf, parity); };
   auto release = [&](int buf) {
     mbar_arrive(w.bar_empty + 8 * buf);
     if constexpr (kPair) {
       __syncwarp();  // the warp's reads are done; one remote arrival counts for its 32 threads
-      if ((tid & 31) == 0) mbar_arrive_cluster(peer_empty + 8 * buf, 32u);
+      if ((tid & 31) == 0) mbar_arrive_remote(peer_empty + 8 * buf, 32u);
     }
   };
 
+  WsTrace tr;
+  tr.init(1 + wg);
   for (int r = w.begin_req; r <= w.end_req && r < p.b; ++r) {
     const WsRequest q = ws_request<kHasExtra>(p, r, w.s, w.begin_req, w.end_req, w.begin_block, w.end_block);
     const bool split = (r == w.begin_req && w.first_split) || (r == w.end_req && w.last_split);
@@ -256,6 +368,7 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
     named_barrier_sync(kMathBar, 256);
     ws_load_q_half(p, sQ, q.bs, w.head0, wg, tid & 127);
     named_barrier_sync(kMathBar, 256);  // all of Q is in shared memory (each warpgroup reads both halves)
+    tr(10);
 
     float o[128];
 #pragma unroll
@@ -269,6 +382,7 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
     // row sums rescaled, P V issued and retired, its buffer and P slot released.
     auto other_block = [&](std::uint32_t go) {
       mbar_wait(bar_pfull + 8 * og, (go >> 1) & 1u);
+      tr(12);
       wait_full(og, (go >> 1) & 1u);  // completed already (the owner waited on it)
       float alpha[2];
 #pragma unroll
@@ -292,6 +406,7 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
       reg_fence(o);
       release(og);
       mbar_arrive(bar_pempty + 8 * og);
+      tr(13);
     };
 
     for (int i = ((it & 1u) == static_cast<std::uint32_t>(wg)) ? 0 : 1; i < nblk; i += 2) {
@@ -301,15 +416,18 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
       reg_fence(o);
       if (own_pending) release(wg);
       own_pending = false;
+      tr(11);
       // The other's block gb - 1 first (its maxima are this block's starting point), retired
       // before this block's Q K^T: both halves of its buffer go back to the producers before this
       // warpgroup waits for them.
       if (i >= 1) other_block(gb - 1u);
       wait_full(wg, (gb >> 1) & 1u);
+      tr(14);
       float sacc[32];
       ws_issue_qk<32>(sacc, q_desc, desc_add(k_desc, static_cast<std::uint32_t>(wg) * (W9::kTileBytes >> 4)));
       wgmma_wait<0>();
       reg_fence(sacc);
+      tr(15);
 
       // Online softmax of block gb. Element 4j + 2h + e of sacc: head row row0 + 8h, key 8j + 2 t4 + e.
       std::uint64_t kmask;  // bit j: key j valid
@@ -353,6 +471,7 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
       }
       fence_proxy_async();  // P (generic writes) -> the other warpgroup's wgmma
       mbar_arrive(bar_pfull + 8 * wg);
+      tr(16);
 
       // O of this warpgroup's dims at the new maxima, and its P V of block gb.
       ws_rescale(o, alpha);
@@ -372,6 +491,7 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
     reg_fence(o);
     if (own_pending) release(wg);
     it += static_cast<std::uint32_t>(nblk);
+    tr(17);
 
     // Row sums: this warpgroup's blocks plus the other's, both at the final maxima.
     float l_row[2];
@@ -384,7 +504,8 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
 #pragma unroll
     for (int h = 0; h < 2; ++h) l_row[h] += row_sum[og * 64 + row0 + 8 * h];
     const int split_idx = split ? p.num_splits[r] + (r == w.begin_req ? w.begin_split : 0) : 0;
-    store_o_rows_512(p, o, l_row, m_run, q.bs, q.s, split, split_idx, w.head0 + row0, wg, t4);
+    ws_store_o_staged(p, o, l_row, m_run, q.bs, q.s, split, split_idx, w.head0, wg, sQ + wg * (W9::kTileBytes / 2), 1 + wg);
+    tr(18);
   }
   if constexpr (kPair) {
     cluster_arrive();  // the peer's producers may still write this CTA's buffers and barriers
@@ -417,8 +538,8 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
   // `full` then counts both CTAs' producers, `empty` both CTAs' math threads.
   const std::uint32_t peer = kPair ? cluster_cta_rank() ^ 1u : 0u;
   if (tid == 0) {
-    mbar_init(bar_full, kPair ? 512 : 256);  // every producer thread (of both CTAs)
-    mbar_init(bar_full + 8, kPair ? 512 : 256);
+    mbar_init(bar_full, kPair ? 8 : 256);  // every producer thread (kPair: each producer warp of this CTA)
+    mbar_init(bar_full + 8, kPair ? 8 : 256);
     mbar_init(bar_empty, kPair ? 512 : 256);  // every math thread (each after its own last read of the buffer)
     mbar_init(bar_empty + 8, kPair ? 512 : 256);
     mbar_init(bar_full + 32, 128);  // seesaw: P slot of math warpgroup 0 written (its 128 threads)
@@ -465,22 +586,28 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
     const int sw = row & 7;
     // The peer's shared memory (kPair): the same offsets, through the cluster window.
     const std::uint32_t peer_smem = kPair ? map_shared_to_cta(smem_addr(smem), peer) : 0u;
+    const std::uint32_t peer_full = kPair ? map_shared_to_cta(bar_full, peer) : 0u;
     std::uint32_t it = 0;  // blocks produced so far (buffer it & 1)
+    WsTrace tr;
+    tr.init(0);
+    tr(0);
     // Row id -> page: a shift where the page size is a power of two (every layout mla-plan plans),
     // a division otherwise.
     const int sh_main = (p.main.page_block_size & (p.main.page_block_size - 1)) == 0 ? __ffs(p.main.page_block_size) - 1 : -1;
     const int sh_extra = kHasExtra && (p.extra.page_block_size & (p.extra.page_block_size - 1)) == 0
                              ? __ffs(p.extra.page_block_size) - 1
                              : -1;
-    const std::int64_t rows_main = p.main.num_pages * p.main.page_block_size;
-    const std::int64_t rows_extra = kHasExtra ? p.extra.num_pages * p.extra.page_block_size : 0;
+    // Valid ids: 0 <= id < rows, i.e. unsigned(id) < min(rows, 2^31) (a 32-bit compare).
+    const std::uint32_t rows_main = static_cast<std::uint32_t>(min(p.main.num_pages * p.main.page_block_size, std::int64_t{1} << 31));
+    const std::uint32_t rows_extra =
+        kHasExtra ? static_cast<std::uint32_t>(min(p.extra.num_pages * p.extra.page_block_size, std::int64_t{1} << 31)) : 0u;
     for (int r = begin_req; r <= end_req && r < p.b; ++r) {
       const WsRequest q = ws_request<kHasExtra>(p, r, s, begin_req, end_req, begin_block, end_block);
       const std::int32_t* idx_main = p.indices + q.bs * p.topk;
       const std::int32_t* idx_extra = kHasExtra ? p.extra_indices + q.bs * p.extra_topk : nullptr;
-      auto id_of = [&](int blk) -> std::int32_t {
+      auto id_of = [&](int blk, int rw) -> std::int32_t {
         const bool ex = kHasExtra && blk >= q.n_main;
-        const std::int32_t pos = (ex ? blk - q.n_main : blk) * W9::kRows + row;
+        const std::int32_t pos = (ex ? blk - q.n_main : blk) * W9::kRows + rw;
         if (pos >= (ex ? q.extra_limit : q.main_limit)) return -1;
         return __ldg((ex ? idx_extra : idx_main) + pos);
       };
@@ -494,26 +621,27 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
         const std::uint8_t* cdata = ex ? p.extra.data : p.main.data;
         const int pbs = ex ? p.extra.page_block_size : p.main.page_block_size;
         const std::int64_t stride = ex ? p.extra.page_stride_bytes : p.main.page_stride_bytes;
-        if (id < 0 || static_cast<std::int64_t>(id) >= (ex ? rows_extra : rows_main)) return {nullptr, nullptr};
+        if (static_cast<std::uint32_t>(id) >= (ex ? rows_extra : rows_main)) return {nullptr, nullptr};
         const int sh = ex ? sh_extra : sh_main;
         const std::int32_t page = sh >= 0 ? id >> sh : id / pbs;
         const std::int32_t t = id - page * pbs;
         const std::uint8_t* base = cdata + page * stride;
         return {base + t * 576, base + static_cast<std::int64_t>(pbs) * 576 + t * 8};
       };
-      RowAt at = q.blk0 < q.blk1 ? locate(q.blk0, id_of(q.blk0)) : RowAt{nullptr, nullptr};
-      std::int32_t id_next = q.blk0 + 1 < q.blk1 ? id_of(q.blk0 + 1) : -1;
-      for (int blk = q.blk0; blk < q.blk1; ++blk, ++it) {
-        // This block's row first (located in the previous iteration); the next blocks' ids, location
-        // and L2 prefetch are computed while its loads are in flight. Rows without a valid id load
-        // nothing and dequantise zeros (0 x scale = 0).
-        const bool ok = at.data != nullptr;
-        uint4 raw[kU + 1];  // unit k in raw[k]; the RoPE unit's second 16 bytes in raw[kU]
-        uint2 sc = make_uint2(0u, 0u);
+      // kPair: whether the peer's row `row ^ 32` of block blk has a valid id (the peer's `ok`): this
+      // CTA writes the validity of all 64 rows of the block (the peer's rows arrive by bulk copy).
+      auto valid = [&](int blk, std::int32_t id) -> bool {
+        const bool ex = kHasExtra && blk >= q.n_main;
+        return static_cast<std::uint32_t>(id) < (ex ? rows_extra : rows_main);
+      };
+      // This thread's part of row `a` into registers (unit k in raw[k]; the RoPE unit's second 16
+      // bytes in raw[kU]). Rows without a valid id load nothing and dequantise zeros (0 x scale = 0).
+      auto load_row = [&](const RowAt& a, uint4 (&raw)[kU + 1], uint2& sc) {
+        sc = make_uint2(0u, 0u);
 #pragma unroll
         for (int k = 0; k <= kU; ++k) raw[k] = make_uint4(0u, 0u, 0u, 0u);
-        if (ok) {
-          const uint4* src = reinterpret_cast<const uint4*>(at.data);
+        if (a.data != nullptr) {
+          const uint4* src = reinterpret_cast<const uint4*>(a.data);
 #pragma unroll
           for (int k = 0; k < kU; ++k) {
             const int gu = sub + kT * k;
@@ -524,13 +652,26 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
               raw[kU] = __ldg(src + 29 + 2 * (gu - 28));
             }
           }
-          sc = __ldg(reinterpret_cast<const uint2*>(at.scale));
+          sc = __ldg(reinterpret_cast<const uint2*>(a.scale));
         }
-        const std::int32_t id_next2 = blk + 2 < q.blk1 ? id_of(blk + 2) : -1;
-        // The next block's row into L2 while this one is loaded and dequantised: its loads, issued
-        // at the top of the next iteration, then wait for L2 instead of DRAM. The threads of a row
-        // touch every 128-byte line of its data and its scale line. (Its location is kept for the
-        // next iteration.)
+      };
+      RowAt at = q.blk0 < q.blk1 ? locate(q.blk0, id_of(q.blk0, row)) : RowAt{nullptr, nullptr};
+      std::int32_t id_next = q.blk0 + 1 < q.blk1 ? id_of(q.blk0 + 1, row) : -1;
+      bool pok = kPair && q.blk0 < q.blk1 && valid(q.blk0, id_of(q.blk0, row ^ 32));
+      for (int blk = q.blk0; blk < q.blk1; ++blk, ++it) {
+        // This block's row first (located in the previous iteration); the next blocks' ids, location
+        // and L2 prefetch are computed while its loads are in flight.
+        const bool ok = at.data != nullptr;
+        uint4 cur[kU + 1];
+        uint2 sc;
+        load_row(at, cur, sc);
+        tr(1);
+        const std::int32_t id_next2 = blk + 2 < q.blk1 ? id_of(blk + 2, row) : -1;
+        const std::int32_t pid_next = kPair && blk + 1 < q.blk1 ? id_of(blk + 1, row ^ 32) : -1;
+        // The next block's row into L2 while this one is loaded and dequantised: its loads, issued at
+        // the top of the next iteration, then wait for L2 instead of DRAM. The threads of a row touch
+        // every 128-byte line of its data and its scale line. (Its location is kept for the next
+        // iteration.)
         const RowAt nxt = blk + 1 < q.blk1 ? locate(blk + 1, id_next) : RowAt{nullptr, nullptr};
         if (nxt.data != nullptr) {
           if constexpr (kPair) {
@@ -547,24 +688,23 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
           }
         }
         const std::uint32_t bits = __ballot_sync(0xFFFFFFFFu, ok);
+        const std::uint32_t pbits = kPair ? __ballot_sync(0xFFFFFFFFu, pok) : 0u;
         const int buf = static_cast<int>(it & 1u);
+        tr(2);
         if (it >= 2) {  // block it - 2 is done with the buffer (in both CTAs of a pair)
-          if constexpr (kPair)
-            mbar_wait_cluster(bar_empty + 8 * buf, ((it >> 1) + 1u) & 1u);
-          else
-            mbar_wait(bar_empty + 8 * buf, ((it >> 1) + 1u) & 1u);
+          mbar_wait(bar_empty + 8 * buf, ((it >> 1) + 1u) & 1u);
         }
         if (lane == 0) {
           if constexpr (kPair) {
-            // lanes 0, 8, 16, 24 hold rows 4 pw .. 4 pw + 3
-            const std::uint32_t nib = (bits & 1u) | ((bits >> 7) & 2u) | ((bits >> 14) & 4u) | ((bits >> 21) & 8u);
-            const int at_byte = W9::mask + buf * 16 + 8 * rank + pw;
-            smem[at_byte] = static_cast<std::uint8_t>(nib);
-            st_shared_cluster_u8(peer_smem + at_byte, nib);
+            // lanes 0, 8, 16, 24 hold rows 4 pw .. 4 pw + 3 (pbits: the peer's rows 4 pw .. of its 32)
+            auto nib = [](std::uint32_t b) { return (b & 1u) | ((b >> 7) & 2u) | ((b >> 14) & 4u) | ((b >> 21) & 8u); };
+            smem[W9::mask + buf * 16 + 8 * rank + pw] = static_cast<std::uint8_t>(nib(bits));
+            smem[W9::mask + buf * 16 + 8 * (rank ^ 1) + pw] = static_cast<std::uint8_t>(nib(pbits));
           } else {
             masks[buf * 16 + pw] = static_cast<std::uint8_t>(bits & 0xFFu);
           }
         }
+        tr(3);
         const std::uint32_t row_off = static_cast<std::uint32_t>(W9::k + buf * W9::kTileBytes + row * 128);
 #pragma unroll
         for (int k = 0; k < kU; ++k) {
@@ -574,7 +714,7 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
             const int sidx = gu >> 2;
             const std::uint32_t sbyte = (sidx < 4 ? sc.x : sc.y) >> (8 * (sidx & 3));
             const float scale = ue8m0_to_float(sbyte & 0xFFu);
-            const uint4 v = raw[k];
+            const uint4 v = cur[k];
             o0.x = e4m3x2_to_bf16x2(v.x & 0xFFFFu, scale);
             o0.y = e4m3x2_to_bf16x2(v.x >> 16, scale);
             o0.z = e4m3x2_to_bf16x2(v.y & 0xFFFFu, scale);
@@ -584,8 +724,8 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
             o1.z = e4m3x2_to_bf16x2(v.w & 0xFFFFu, scale);
             o1.w = e4m3x2_to_bf16x2(v.w >> 16, scale);
           } else {
-            o0 = raw[k];
-            o1 = raw[kU];
+            o0 = cur[k];
+            o1 = cur[kU];
           }
           // 16-dim unit gu of the row: chunk gu / 4, 16-byte units 2 (gu % 4) (+1), XOR the row's
           // index within its 8-row group
@@ -594,22 +734,31 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
           const std::uint32_t off1 = row_off + (gu >> 2) * W9::kChunkBytes + (((u + 1) ^ sw) << 4);
           *reinterpret_cast<uint4*>(smem + off0) = o0;
           *reinterpret_cast<uint4*>(smem + off1) = o1;
-          if constexpr (kPair) {
-            st_shared_cluster_v4(peer_smem + off0, o0);
-            st_shared_cluster_v4(peer_smem + off1, o1);
-          }
         }
         if constexpr (kPair) {
-          fence_proxy_async_cluster();  // the tile (generic writes, both CTAs) -> both CTAs' wgmma
-          mbar_arrive(bar_full + 8 * buf);
-          __syncwarp();  // the warp's remote stores are ordered before one arrival counting 32
-          if (lane == 0) mbar_arrive_cluster(map_shared_to_cta(bar_full + 8 * buf, peer), 32u);
+          // The warp's 4 rows (512 contiguous bytes in each of the 8 chunks) also go to the peer's
+          // buffer: 8 cp.async.bulk (one per chunk) completing on the peer's `full`; this CTA's
+          // `full` expects the peer's 4096 bytes of the same warp. (The peer's buffer is free:
+          // `empty` counted its math too. The source is not rewritten before the peer has consumed
+          // the copy: the same `empty`, two blocks later.)
+          fence_proxy_async();  // the tile (generic writes) -> this CTA's wgmma and the bulk copies
+          __syncwarp();
+          if (lane == 0) {
+            mbar_arrive_expect_tx(bar_full + 8 * buf, 4096u);
+            const std::uint32_t off = static_cast<std::uint32_t>(W9::k + buf * W9::kTileBytes + (32 * rank + 4 * pw) * 128);
+#pragma unroll
+            for (int c = 0; c < 8; ++c)
+              bulk_copy_to_cluster(peer_smem + off + c * W9::kChunkBytes, smem_addr(smem) + off + c * W9::kChunkBytes, 512u,
+                                   peer_full + 8 * buf);
+          }
         } else {
           fence_proxy_async();  // the tile (generic writes) -> the math warpgroups' wgmma
           mbar_arrive(bar_full + 8 * buf);
         }
+        tr(4);
         at = nxt;
         id_next = id_next2;
+        if constexpr (kPair) pok = blk + 1 < q.blk1 && valid(blk + 1, pid_next);
       }
     }
     if constexpr (kPair) {
@@ -712,7 +861,7 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
       float l_row[2];
       quad_row_sums(l_run, l_row);
       const int split_idx = split ? p.num_splits[r] + (r == begin_req ? begin_split : 0) : 0;
-      store_o_rows_512(p, o, l_row, m_run, q.bs, s, split, split_idx, head0 + 16 * wq + g, wg, t4);
+      ws_store_o_staged(p, o, l_row, m_run, q.bs, s, split, split_idx, head0, wg, sQ + wg * (W9::kTileBytes / 2), wg_bar);
     }
   }
 #elif defined(__CUDA_ARCH__)

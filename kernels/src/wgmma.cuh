@@ -204,6 +204,13 @@ __device__ __forceinline__ void mbar_arrive_cluster(std::uint32_t addr) {
 __device__ __forceinline__ void mbar_arrive_cluster(std::uint32_t addr, std::uint32_t count) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0], %1;\n" ::"r"(addr), "r"(count) : "memory");
 }
+/// Arrives `count` times on the barrier at shared::cluster address `addr` (another CTA's) with the
+/// default semantics (release at CTA scope), as CUTLASS's cluster pipelines release a consumer's
+/// buffer to a remote producer: used where the only thing ordered before the arrival is this
+/// warp's completed reads of a buffer the remote CTA then overwrites.
+__device__ __forceinline__ void mbar_arrive_remote(std::uint32_t addr, std::uint32_t count) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0], %1;\n" ::"r"(addr), "r"(count) : "memory");
+}
 /// mbar_wait with acquire semantics at cluster scope (the phase had arrivals from another CTA).
 __device__ __forceinline__ void mbar_wait_cluster(std::uint32_t addr, std::uint32_t parity) {
   asm volatile(
@@ -212,6 +219,23 @@ __device__ __forceinline__ void mbar_wait_cluster(std::uint32_t addr, std::uint3
       "@!done bra MBAR_WAIT_CL;\n}\n" ::"r"(addr),
       "r"(parity)
       : "memory");
+}
+/// Arrives on this CTA's barrier at `addr` and raises the transaction bytes its current phase
+/// waits for by `bytes` (data another CTA's cp.async.bulk delivers: bulk_copy_to_cluster).
+__device__ __forceinline__ void mbar_arrive_expect_tx(std::uint32_t addr, std::uint32_t bytes) {
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n" ::"r"(addr),
+               "r"(bytes)
+               : "memory");
+}
+/// cp.async.bulk of `bytes` (a multiple of 16, both addresses 16-byte aligned) from this CTA's
+/// shared memory at `src` to shared::cluster address `dst` (another CTA's), completing `bytes`
+/// transactions on the barrier at shared::cluster address `mbar` (in the destination CTA). The
+/// source is read through the async proxy: generic writes to it need fence_proxy_async first.
+__device__ __forceinline__ void bulk_copy_to_cluster(std::uint32_t dst, std::uint32_t src, std::uint32_t bytes,
+                                                     std::uint32_t mbar) {
+  asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "r"(src), "r"(bytes), "r"(mbar)
+               : "memory");
 }
 /// Makes this thread's mbarrier.init visible to the other CTAs of the cluster (before their arrivals).
 __device__ __forceinline__ void fence_mbarrier_init_cluster() {

@@ -208,9 +208,9 @@ struct DecodeParams {
   const std::int32_t* num_splits = nullptr;       ///< [b + 1]
   std::int32_t num_sm_parts = 0;
 
-  std::uint16_t* out = nullptr;                   ///< [b, s_q, h_q, 512] bf16
+  std::uint16_t* out = nullptr;                   ///< [b, s_q, h_q, 512] bf16, 16-byte aligned
   float* lse = nullptr;                           ///< [b, s_q, h_q] natural log
-  float* o_accum = nullptr;                       ///< [b + num_sm_parts, s_q, h_q, 512] scratch (split_kv)
+  float* o_accum = nullptr;                       ///< [b + num_sm_parts, s_q, h_q, 512] scratch (split_kv), 16-byte aligned
   float* lse_accum = nullptr;                     ///< [b + num_sm_parts, s_q, h_q] scratch, log2 (split_kv)
   void* stream = nullptr;
 };
