@@ -42,10 +42,10 @@ run)
 
   "$bin/mlaplan_gpu_tests" --durations yes 2>&1 | tee "$out/gpu-tests.log"
   tests_rc=${PIPESTATUS[0]}
-  # the warp-specialised kernel with its v6 math, the earlier lock-step sm_90a kernel and its opt-in
-  # 2-CTA variant (h_q 128), kept for A/B runs,
+  # the warp-specialised kernel with its v6 math, with the 2-CTA pair forced on and off at h_q 128,
+  # the earlier lock-step sm_90a kernel and its 2-CTA variant (h_q 128), kept for A/B runs,
   # against the same references
-  for k in sm90_ws6 sm90_ws7_pair sm90_v5 sm90_pair; do
+  for k in sm90_ws6 sm90_ws_pair sm90_ws_single sm90_v5 sm90_pair; do
     MLAPLAN_DECODE_KERNEL=$k "$bin/mlaplan_gpu_tests" "[decode]" 2>&1 | tee "$out/gpu-tests-$k.log"
     [ "${PIPESTATUS[0]}" = 0 ] || tests_rc=1
   done

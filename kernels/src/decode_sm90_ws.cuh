@@ -20,8 +20,12 @@
 //   wgmma m64n64k16); S = S_0 + S_1 through shared memory (both warpgroups hold the same sum, bit
 //   for bit); online softmax in registers; O = alpha O + P V (8 wgmma m64n128k16, P from
 //   registers, V = the same K tile read MN-major), left in flight until the next block.
-// - kPair (h_q 128, MLAPLAN_DECODE_KERNEL=sm90_ws7_pair): the two 64-head CTAs of a request form a
-//   cluster and each dequantises half of every block into both CTAs' buffers.
+// - kPair (h_q 128 when a CTA has at least two blocks, launch_decode_sm90ws): the two 64-head CTAs
+//   of a request form a cluster; each dequantises half of every block (32 rows, 8 threads per row)
+//   into its own buffer and copies it into the other's with cp.async.bulk (shared::cluster),
+//   completing on the other's `full`.
+// - one_pass with more CTAs than SMs (decode_launch_dims): one CTA per SM, each over a contiguous
+//   range of whole requests; the producers prefetch the next request's Q into L2.
 // The producers meet the math only through the mbarrier pairs, so the gather and dequantisation
 // of block i + 1 overlap the MMAs and the softmax of block i.
 //
@@ -559,6 +563,11 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
   int begin_req = part, end_req = part, begin_block = 0, end_block = 0x7FFFFFFF, begin_split = 0;
   bool first_split = false, last_split = false;
   grid_dependency_wait();  // split_kv: the scheduler's records (launch_decode_grid, decode_kernel.cuh)
+  if (one_pass && static_cast<int>(gridDim.x) < p.b) {
+    // Fewer CTAs than requests (decode_launch_dims): a contiguous range of whole requests each.
+    begin_req = static_cast<int>(static_cast<std::int64_t>(part) * p.b / gridDim.x);
+    end_req = static_cast<int>(static_cast<std::int64_t>(part + 1) * p.b / gridDim.x) - 1;
+  }
   if (!one_pass) {
     const std::int32_t* rec = p.sched_records + part * 8;
     begin_req = rec[0];
@@ -655,9 +664,33 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
           sc = __ldg(reinterpret_cast<const uint2*>(a.scale));
         }
       };
+      // Row `a` into L2 (the threads of a row touch every 128-byte line of its data and its scale line).
+      auto prefetch_row = [&](const RowAt& a) {
+        if (a.data == nullptr) return;
+        if constexpr (kPair) {
+          // sub 0..5: data offsets 0, 128, 256, 384, 512, 575; sub 6: the scales
+          if (sub <= 6) {
+            const std::uint8_t* x = sub == 6 ? a.scale : a.data + (sub == 5 ? 575 : 128 * sub);
+            asm volatile("prefetch.global.L2 [%0];\n" ::"l"(x));
+          }
+        } else {
+          // quarters 0..2: data offsets 0, 128 / 256, 384 / 512, 575; quarter 3: the scales
+          const std::uint8_t* x = sub == 3 ? a.scale : a.data + 256 * sub;
+          asm volatile("prefetch.global.L2 [%0];\n" ::"l"(x));
+          if (sub < 3) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(sub == 2 ? x + 63 : x + 128));
+        }
+      };
       RowAt at = q.blk0 < q.blk1 ? locate(q.blk0, id_of(q.blk0, row)) : RowAt{nullptr, nullptr};
       std::int32_t id_next = q.blk0 + 1 < q.blk1 ? id_of(q.blk0 + 1, row) : -1;
       bool pok = kPair && q.blk0 < q.blk1 && valid(q.blk0, id_of(q.blk0, row ^ 32));
+      if (r > begin_req) {
+        // This request's Q slice (64 heads x 1 KiB, contiguous) into L2: the math loads it after
+        // the previous request's last blocks and epilogue.
+        const std::uint8_t* qn = reinterpret_cast<const std::uint8_t*>(p.q + (q.bs * p.h_q + blockIdx.z * W9::kHeads) * 512) +
+                                 128 * (threadIdx.x - 256);
+        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(qn));
+        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(qn + 32768));
+      }
       for (int blk = q.blk0; blk < q.blk1; ++blk, ++it) {
         // This block's row first (located in the previous iteration); the next blocks' ids, location
         // and L2 prefetch are computed while its loads are in flight.
@@ -666,27 +699,13 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
         uint2 sc;
         load_row(at, cur, sc);
         tr(1);
-        const std::int32_t id_next2 = blk + 2 < q.blk1 ? id_of(blk + 2, row) : -1;
         const std::int32_t pid_next = kPair && blk + 1 < q.blk1 ? id_of(blk + 1, row ^ 32) : -1;
         // The next block's row into L2 while this one is loaded and dequantised: its loads, issued at
-        // the top of the next iteration, then wait for L2 instead of DRAM. The threads of a row touch
-        // every 128-byte line of its data and its scale line. (Its location is kept for the next
-        // iteration.)
+        // the top of the next iteration, then wait for L2 instead of DRAM. (Its location is kept for
+        // the next iteration.)
         const RowAt nxt = blk + 1 < q.blk1 ? locate(blk + 1, id_next) : RowAt{nullptr, nullptr};
-        if (nxt.data != nullptr) {
-          if constexpr (kPair) {
-            // sub 0..5: data offsets 0, 128, 256, 384, 512, 575; sub 6: the scales
-            if (sub <= 6) {
-              const std::uint8_t* a = sub == 6 ? nxt.scale : nxt.data + (sub == 5 ? 575 : 128 * sub);
-              asm volatile("prefetch.global.L2 [%0];\n" ::"l"(a));
-            }
-          } else {
-            // quarters 0..2: data offsets 0, 128 / 256, 384 / 512, 575; quarter 3: the scales
-            const std::uint8_t* a = sub == 3 ? nxt.scale : nxt.data + 256 * sub;
-            asm volatile("prefetch.global.L2 [%0];\n" ::"l"(a));
-            if (sub < 3) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(sub == 2 ? a + 63 : a + 128));
-          }
-        }
+        const std::int32_t id_next2 = blk + 2 < q.blk1 ? id_of(blk + 2, row) : -1;
+        prefetch_row(nxt);
         const std::uint32_t bits = __ballot_sync(0xFFFFFFFFu, ok);
         const std::uint32_t pbits = kPair ? __ballot_sync(0xFFFFFFFFu, pok) : 0u;
         const int buf = static_cast<int>(it & 1u);
@@ -775,7 +794,6 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
                       bar_full, bar_empty};
     ws_math_seesaw<kHasExtra, kPair>(p, smem, work);
   } else {
-    const int g = lane >> 2;
     const int t4 = lane & 3;
     const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
     const float kNegInf = -__int_as_float(0x7F800000);
@@ -879,9 +897,15 @@ void launch_decode_sm90ws(const DecodeParams& p, const LaunchDims& d) {
     launch_decode_grid(&sparse_decode_sm90ws_kernel<kHasExtra, false, false>, p, d, "sparse_decode_sm90ws_kernel<<<...>>>");
     return;
   }
-  // MLAPLAN_DECODE_KERNEL=sm90_ws7_pair, h_q 128: the two 64-head CTAs of a request share the
-  // dequantisation as a 2-CTA cluster, when the clusters fit (opt-in: measured slower, docs/perf.md).
-  if (d.grid_z == 2 && sm90_ws_pair_enabled()) {
+  // h_q 128: the two 64-head CTAs of a request share the dequantisation as a 2-CTA cluster when the
+  // clusters fit and a CTA has at least two blocks on average (below that the cluster's start and
+  // lock step cost more than the halved conversion saves: docs/perf.md "v8").
+  const std::int64_t blocks_per_request =
+      (p.topk + W9::kRows - 1) / W9::kRows + (kHasExtra ? (p.extra_topk + W9::kRows - 1) / W9::kRows : 0);
+  const bool pays = static_cast<std::int64_t>(p.b) * p.s_q * blocks_per_request >=
+                    2 * static_cast<std::int64_t>(d.grid_x) * d.grid_y;
+  const int choice = sm90_ws_pair_choice();
+  if (d.grid_z == 2 && (choice > 0 || (choice == 0 && pays))) {
     auto* pair = &sparse_decode_sm90ws_kernel<kHasExtra, true, true>;
     if (pair_clusters_fit(pair, d)) {
       launch_decode_grid(pair, p, d, "sparse_decode_sm90ws_kernel (2-CTA clusters)", 2);

@@ -45,6 +45,24 @@ bool current_device_is_sm90() {
   return yes;
 }
 
+int current_device_sm_count() {
+  constexpr int kCached = 64;
+  static int cache[kCached] = {};  // 0 unknown
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (dev >= 0 && dev < kCached && cache[dev] != 0) return cache[dev];
+  int n = 0;
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (dev >= 0 && dev < kCached) cache[dev] = n;
+  return n;
+}
+
 }  // namespace detail
 
 int device_count() {

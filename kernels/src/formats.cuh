@@ -26,9 +26,11 @@ __device__ __forceinline__ float e4m3_to_float(std::uint8_t code) {
 
 /// UE8M0 byte -> 2^(byte - 127); 0 -> 2^-127 (subnormal), 0xFF -> NaN.
 __device__ __forceinline__ float ue8m0_to_float(std::uint32_t b) {
-  if (b == 0xFFu) return __uint_as_float(0x7FC00000u);
-  if (b == 0u) return __uint_as_float(0x00400000u);
-  return __uint_as_float(b << 23);
+  // Selects, not branches (the decode's producers convert one scale per 16-byte unit).
+  std::uint32_t u = b << 23;
+  u = b == 0u ? 0x00400000u : u;
+  u = b == 0xFFu ? 0x7FC00000u : u;
+  return __uint_as_float(u);
 }
 
 /// Smallest power of two >= x for normal x > 0.

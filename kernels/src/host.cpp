@@ -95,7 +95,10 @@ bool sm90_pair_enabled() { return decode_kernel_env() == "sm90_pair"; }
 
 bool sm90_ws6_enabled() { return decode_kernel_env() == "sm90_ws6"; }
 
-bool sm90_ws_pair_enabled() { return decode_kernel_env() == "sm90_ws7_pair"; }
+int sm90_ws_pair_choice() {
+  const std::string_view e = decode_kernel_env();
+  return e == "sm90_ws_pair" ? 1 : e == "sm90_ws_single" ? -1 : 0;
+}
 
 bool sm90_ws_enabled() {
   const std::string_view e = decode_kernel_env();
@@ -232,6 +235,14 @@ LaunchDims decode_launch_dims(const DecodeParams& p) {
   if (sm90 != nullptr && detail::sm90_ws_enabled()) {
     d.block = detail::DecodeSm90WsSmem::kThreads;
     d.smem_bytes = detail::DecodeSm90WsSmem::alloc;
+    // one_pass with more CTAs than SMs: one CTA per SM, each taking a contiguous range of whole
+    // requests (the kernel derives it from gridDim.x), so that its producers start the next
+    // request while its math finishes the last one (docs/perf.md "v8").
+    const std::int64_t per_request = static_cast<std::int64_t>(d.grid_y) * d.grid_z;
+    const int sms = detail::current_device_sm_count();
+    if (p.mode == DecodeMode::one_pass && sms > 0 && static_cast<std::int64_t>(p.b) * per_request > sms) {
+      d.grid_x = static_cast<unsigned>(std::max<std::int64_t>(1, sms / per_request));
+    }
   } else if (sm90 != nullptr) {
     d.block = detail::DecodeSm90Smem::kThreads;
     d.smem_bytes = detail::DecodeSm90Smem::alloc;

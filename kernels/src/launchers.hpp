@@ -18,6 +18,8 @@ std::size_t decode_smem_bytes(RowFormat main, bool has_extra, RowFormat extra);
 /// True when the current device has compute capability 9.0 (the sm_90a kernels apply); false
 /// without a device. Cached per device ordinal.
 bool current_device_is_sm90();
+/// Multiprocessors of the current device (0 when unknown).
+int current_device_sm_count();
 
 /// False when MLAPLAN_DECODE_PDL=0: the split_kv decode is then an ordinary launch (A/B timing of
 /// the programmatic launch after the GPU scheduler).
@@ -37,10 +39,11 @@ bool sm90_ws_enabled();
 /// kept for A/B runs and as a second checked path.
 bool sm90_ws6_enabled();
 
-/// True when MLAPLAN_DECODE_KERNEL=sm90_ws7_pair: h_q 128 then runs the seesaw kernel as 2-CTA
-/// clusters that share the dequantisation (each CTA's producers write half of every block into both
-/// CTAs) instead of one CTA per 64 heads. Measured slower (docs/perf.md "v7"); kept for A/B runs.
-bool sm90_ws_pair_enabled();
+/// At h_q 128 the warp-specialised kernel runs as 2-CTA clusters that share the dequantisation (each
+/// CTA converts half of every block and copies it into the other's buffer) when a CTA has at least
+/// two blocks on average (docs/perf.md "v8"). MLAPLAN_DECODE_KERNEL=sm90_ws_pair forces the pair
+/// (1), =sm90_ws_single one CTA per 64 heads (-1), for A/B runs; 0: the rule.
+int sm90_ws_pair_choice();
 
 using DecodeLauncher = void (*)(const DecodeParams& p, const LaunchDims& dims);
 

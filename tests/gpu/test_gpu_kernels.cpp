@@ -673,6 +673,20 @@ TEST_CASE("sparse decode, small cases for the sanitizers", "[gpu][decode][saniti
   c.sms = 6;
   c.seed = 7;
   check_case(c);
+  // More CTAs than a device's SMs in one_pass: the sm_90a warp-specialised kernel then runs one CTA
+  // per SM over a range of whole requests (decode_launch_dims).
+  c.name = "584 + 584 extra, b 140, h_q 128: one_pass over request ranges";
+  c.b = 140;
+  c.s_q = 1;
+  c.main = fp8(64, 64);
+  c.has_extra = true;
+  c.extra = fp8(32, 64);
+  c.lengths = Lengths::zero_some;
+  c.invalid_fraction = 0.1;
+  c.sink = Sink::finite;
+  c.sms = 0;
+  c.seed = 8;
+  check_case(c);
 }
 
 TEST_CASE("sparse decode fp8_ds_mla 584 vs the host reference", "[gpu][decode]") {
@@ -735,6 +749,14 @@ TEST_CASE("sparse decode fp8_ds_mla 584 vs the host reference", "[gpu][decode]")
     c.b = 133;
     c.h_q = 64;
     c.seed = 18;
+    add(c);
+    c.name = "many requests per CTA in one_pass: b 300 h64, window 128 + extra 64";
+    c.b = 300;
+    c.main = fp8(64, 128);
+    c.extra = fp8(64, 64);
+    c.lengths = Lengths::random;
+    c.sink = Sink::finite;
+    c.seed = 41;
     add(c);
   }
   {  // padded strides, odd page sizes, topk not a multiple of 64
@@ -874,13 +896,20 @@ TEST_CASE("decode plan mode: one pass when every SM gets a request", "[gpu][deco
   REQUIRE(mk::decode_plan_mode(0, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
   REQUIRE_THROWS_AS(mk::decode_plan_mode(1, 0, 64, 128, true, 512, 132), mlaplan::Error);
   REQUIRE(mk::to_string(DecodeMode::one_pass) == "one_pass");
-  // The one-pass launch has one CTA per request and no combine.
+  // The one-pass launch has one CTA per request and no combine; the sm_90a warp-specialised kernel
+  // (512 threads) instead runs one CTA per SM over ranges of whole requests once the requests
+  // outnumber the SMs.
   mk::DecodeParams p;
   p.mode = DecodeMode::one_pass;
   p.b = 200;
   p.s_q = 1;
   p.h_q = 128;
   const mk::LaunchDims d = mk::decode_launch_dims(p);
-  REQUIRE(d.grid_x == 200u);
   REQUIRE(d.grid_z == 2u);
+  const int sms = mk::device_info(0).sm_count;
+  if (d.block == 512u && 200 * 2 > sms) {
+    REQUIRE(d.grid_x == static_cast<unsigned>(std::max(1, sms / 2)));
+  } else {
+    REQUIRE(d.grid_x == 200u);
+  }
 }
