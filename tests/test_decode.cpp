@@ -154,15 +154,18 @@ TEST_CASE("V4-Flash c128a and V3.2 dsa inputs", "[decode]") {
   CHECK(d[0].input.lengths.front() == 2048);
 }
 
-TEST_CASE("decode mode: one pass when the CTAs fill the SMs and a request is at most 640 rows", "[decode]") {
+TEST_CASE("decode mode: one pass when there are enough CTAs and a request is at most 640 rows", "[decode]") {
   using mlaplan::DecodeMode;
   using mlaplan::decode_plan_mode;
-  // V4.1 shape: 128 + 512 rows = 10 blocks; one pass from ctas * 10 >= 132 * 9 (ctas >= 118.8).
+  // V4.1 shape: 128 + 512 rows = 10 blocks; one pass from ctas * 10 >= 132 * 9 / 2 (ctas >= 59.4).
   CHECK(decode_plan_mode(1, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
-  CHECK(decode_plan_mode(118, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
-  CHECK(decode_plan_mode(119, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
-  CHECK(decode_plan_mode(59, 1, 128, 128, true, 512, 132) == DecodeMode::split_kv);
-  CHECK(decode_plan_mode(60, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
+  CHECK(decode_plan_mode(59, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
+  CHECK(decode_plan_mode(60, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
+  CHECK(decode_plan_mode(29, 1, 128, 128, true, 512, 132) == DecodeMode::split_kv);
+  CHECK(decode_plan_mode(30, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
+  // Two blocks (the window alone): one pass from ctas * 2 >= 132 / 2.
+  CHECK(decode_plan_mode(32, 1, 64, 128, false, 0, 132) == DecodeMode::split_kv);
+  CHECK(decode_plan_mode(33, 1, 64, 128, false, 0, 132) == DecodeMode::one_pass);
   CHECK(decode_plan_mode(66, 2, 64, 128, true, 512, 132) == DecodeMode::one_pass);
   // Wider than 640 rows: always split.
   CHECK(decode_plan_mode(256, 1, 64, 128, true, 513, 132) == DecodeMode::split_kv);
@@ -170,9 +173,11 @@ TEST_CASE("decode mode: one pass when the CTAs fill the SMs and a request is at 
   // One block per request: nothing to split.
   CHECK(decode_plan_mode(1, 1, 64, 64, false, 0, 132) == DecodeMode::one_pass);
   CHECK(decode_plan_mode(0, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
-  const auto c = mlaplan::choose_decode_mode(64, 1, 64, 128, true, 512, 132);
+  const auto c = mlaplan::choose_decode_mode(32, 1, 64, 128, true, 512, 132);
   CHECK(c.mode == DecodeMode::split_kv);
-  CHECK(c.reason == "64 CTAs x 10 blocks < 132 SMs x 9: the scheduler spreads the blocks, combine merges");
+  CHECK(c.reason == "32 CTAs x 10 blocks < 132 SMs x 9 / 2: the scheduler spreads the blocks, combine merges");
+  CHECK(mlaplan::choose_decode_mode(64, 1, 64, 128, true, 512, 132).reason ==
+        "64 CTAs x 10 blocks >= 132 SMs x 9 / 2: each request in one pass by one CTA, no combine");
   CHECK(mlaplan::choose_decode_mode(256, 1, 64, 128, true, 640, 132).reason ==
         "a request attends up to 768 rows (one pass takes at most 640)");
   CHECK_THROWS_AS(decode_plan_mode(1, 0, 64, 128, true, 512, 132), mlaplan::Error);

@@ -871,23 +871,24 @@ TEST_CASE("decode rejects what it does not support", "[gpu][decode][sanitize]") 
   REQUIRE_THROWS_AS(mk::check_decode_params(p), mlaplan::Error);
 }
 
-TEST_CASE("decode plan mode: one pass when every SM gets a request", "[gpu][decode][sanitize]") {
+TEST_CASE("decode plan mode: one pass when the SMs get enough requests", "[gpu][decode][sanitize]") {
   using mk::DecodeMode;
   // V4.1-Flash decode shape on 132 SMs: window 128 + extra 512 = 640 rows.
   REQUIRE(mk::decode_plan_mode(1, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
-  // 10 blocks per request: one pass from 118.8 CTAs on (it saves splitting < 1 block per SM).
-  REQUIRE(mk::decode_plan_mode(64, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
-  REQUIRE(mk::decode_plan_mode(118, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
-  REQUIRE(mk::decode_plan_mode(119, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
-  REQUIRE(mk::decode_plan_mode(128, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
+  // 10 blocks per request: one pass from 59.4 CTAs on (split-KV would give each SM fewer than
+  // (10 - 1) / 2 blocks, which the fp32 partials and the combine kernel cost: docs/perf.md "v8").
+  REQUIRE(mk::decode_plan_mode(32, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(59, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(60, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
+  REQUIRE(mk::decode_plan_mode(64, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
   REQUIRE(mk::decode_plan_mode(132, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
-  REQUIRE(mk::decode_plan_mode(59, 1, 128, 128, true, 512, 132) == DecodeMode::split_kv);
-  REQUIRE(mk::decode_plan_mode(60, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
+  REQUIRE(mk::decode_plan_mode(29, 1, 128, 128, true, 512, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(30, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
   REQUIRE(mk::decode_plan_mode(66, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
-  // One block per request: nothing to split, one pass at any b; two blocks: from 66 CTAs on.
+  // One block per request: nothing to split, one pass at any b; two blocks: from 33 CTAs on.
   REQUIRE(mk::decode_plan_mode(1, 1, 64, 64, false, 0, 132) == DecodeMode::one_pass);
-  REQUIRE(mk::decode_plan_mode(65, 1, 64, 128, false, 0, 132) == DecodeMode::split_kv);
-  REQUIRE(mk::decode_plan_mode(66, 1, 64, 128, false, 0, 132) == DecodeMode::one_pass);
+  REQUIRE(mk::decode_plan_mode(32, 1, 64, 128, false, 0, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(33, 1, 64, 128, false, 0, 132) == DecodeMode::one_pass);
   REQUIRE(mk::decode_plan_mode(66, 2, 64, 128, true, 512, 132) == DecodeMode::one_pass);
   // Longer requests keep the scheduler (load balance over uneven lengths).
   REQUIRE(mk::decode_plan_mode(256, 1, 64, 128, true, 513, 132) == DecodeMode::split_kv);
