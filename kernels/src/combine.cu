@@ -27,6 +27,21 @@ __global__ void __launch_bounds__(128) combine_kernel(const DecodeParams p) {
   const int n = p.num_splits[r + 1] - first;
   if (n <= 1) return;  // written directly by the decode kernel
 
+  // The first kPre partials' rows are loaded before the weights are known (they do not depend on
+  // them): their latency overlaps that of the lse loads and reductions below instead of following
+  // it (docs/perf.md "v8"). 10 covers every split of a V4.1 decode request (at most 10 blocks).
+  constexpr int kPre = 10;
+  auto o_row = [&](int k) {
+    return reinterpret_cast<const float4*>(
+        p.o_accum + ((static_cast<std::int64_t>(first + k) * p.s_q + s) * p.h_q + head) * kHeadDim);
+  };
+  float4 pre[kPre][4];
+#pragma unroll
+  for (int j = 0; j < kPre; ++j) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) pre[j][i] = j < n ? __ldg(o_row(j) + lane + 32 * i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+
   const float neg_inf = -__int_as_float(0x7F800000);
   auto lse_at = [&](int k) {
     return p.lse_accum[(static_cast<std::int64_t>(first + k) * p.s_q + s) * p.h_q + head];
@@ -58,11 +73,23 @@ __global__ void __launch_bounds__(128) combine_kernel(const DecodeParams p) {
   for (int k0 = 0; k0 < n; k0 += 32) {
     const float my_w = k0 + lane < n ? exp2f(lse_at(k0 + lane) - lse2) : 0.0f;
     const int kn = min(32, n - k0);
+    if (k0 == 0) {
+#pragma unroll
+      for (int j = 0; j < kPre; ++j) {
+        const float w = __shfl_sync(0xFFFFFFFFu, my_w, j);  // 0 past n (and pre[j] is 0 there)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          acc[i].x += w * pre[j][i].x;
+          acc[i].y += w * pre[j][i].y;
+          acc[i].z += w * pre[j][i].z;
+          acc[i].w += w * pre[j][i].w;
+        }
+      }
+    }
 #pragma unroll 4
-    for (int j = 0; j < kn; ++j) {
+    for (int j = k0 == 0 ? kPre : 0; j < kn; ++j) {
       const float w = __shfl_sync(0xFFFFFFFFu, my_w, j);
-      const float4* o = reinterpret_cast<const float4*>(
-          p.o_accum + ((static_cast<std::int64_t>(first + k0 + j) * p.s_q + s) * p.h_q + head) * kHeadDim);
+      const float4* o = o_row(k0 + j);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const float4 v = __ldg(o + lane + 32 * i);
