@@ -63,20 +63,22 @@ __device__ __forceinline__ float fast_exp2(float x) {
 
 #if defined(MLAPLAN_WS_TRACE)
 // Per-block timelines (a build with -DMLAPLAN_WS_TRACE only): lane 0 of producer warp 0 and of warp
-// 0 of each math warpgroup, in CTAs (0, 0, 0) and (200, 0, 0) of a 256-request one_pass grid,
-// records (clock64 << 8 | event) per event; ws_trace_dump prints them.
+// 0 of each math warpgroup, in CTAs (0, 0, 0) and (gridDim.x / 2, 0, 0) of a one_pass launch,
+// records (clock64 << 8 | event) per event (the last such launch's); ws_trace_dump prints them.
 __device__ unsigned long long g_ws_trace[2][3][512];
 #endif
 struct WsTrace {
   int slot = -1;
   int n = 0;
-  __device__ __forceinline__ void init(int role) {
+  __device__ __forceinline__ void init(int role, bool one_pass) {
 #if defined(MLAPLAN_WS_TRACE)
-    const bool cta = gridDim.x == 256 && blockIdx.y == 0 && blockIdx.z == 0 && (blockIdx.x == 0 || blockIdx.x == 200);
+    const bool cta = one_pass && gridDim.x > 1 && blockIdx.y == 0 && blockIdx.z == 0 &&
+                     (blockIdx.x == 0 || blockIdx.x == gridDim.x / 2);
     const int tid = static_cast<int>(threadIdx.x);
     slot = cta && tid == (role == 0 ? 256 : 128 * (role - 1)) ? (blockIdx.x == 0 ? 0 : 3) + role : -1;
 #else
     (void)role;
+    (void)one_pass;
 #endif
   }
   __device__ __forceinline__ void operator()(int event) {
@@ -363,7 +365,7 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
   };
 
   WsTrace tr;
-  tr.init(1 + wg);
+  tr.init(1 + wg, p.mode == DecodeMode::one_pass);
   for (int r = w.begin_req; r <= w.end_req && r < p.b; ++r) {
     const WsRequest q = ws_request<kHasExtra>(p, r, w.s, w.begin_req, w.end_req, w.begin_block, w.end_block);
     const bool split = (r == w.begin_req && w.first_split) || (r == w.end_req && w.last_split);
@@ -598,7 +600,7 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
     const std::uint32_t peer_full = kPair ? map_shared_to_cta(bar_full, peer) : 0u;
     std::uint32_t it = 0;  // blocks produced so far (buffer it & 1)
     WsTrace tr;
-    tr.init(0);
+    tr.init(0, one_pass);
     tr(0);
     // Row id -> page: a shift where the page size is a power of two (every layout mla-plan plans),
     // a division otherwise.

@@ -195,30 +195,12 @@ __device__ __forceinline__ void mbar_init(std::uint32_t addr, std::uint32_t coun
 __device__ __forceinline__ void mbar_arrive(std::uint32_t addr) {
   asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(addr) : "memory");
 }
-/// Arrives on the barrier at shared::cluster address `addr` (another CTA's), releasing this thread's
-/// earlier writes at cluster scope.
-__device__ __forceinline__ void mbar_arrive_cluster(std::uint32_t addr) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(addr) : "memory");
-}
-/// mbar_arrive_cluster counting `count` arrivals (one thread for its warp, after __syncwarp).
-__device__ __forceinline__ void mbar_arrive_cluster(std::uint32_t addr, std::uint32_t count) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0], %1;\n" ::"r"(addr), "r"(count) : "memory");
-}
 /// Arrives `count` times on the barrier at shared::cluster address `addr` (another CTA's) with the
 /// default semantics (release at CTA scope), as CUTLASS's cluster pipelines release a consumer's
 /// buffer to a remote producer: used where the only thing ordered before the arrival is this
 /// warp's completed reads of a buffer the remote CTA then overwrites.
 __device__ __forceinline__ void mbar_arrive_remote(std::uint32_t addr, std::uint32_t count) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0], %1;\n" ::"r"(addr), "r"(count) : "memory");
-}
-/// mbar_wait with acquire semantics at cluster scope (the phase had arrivals from another CTA).
-__device__ __forceinline__ void mbar_wait_cluster(std::uint32_t addr, std::uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred done;\nMBAR_WAIT_CL:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra MBAR_WAIT_CL;\n}\n" ::"r"(addr),
-      "r"(parity)
-      : "memory");
 }
 /// Arrives on this CTA's barrier at `addr` and raises the transaction bytes its current phase
 /// waits for by `bytes` (data another CTA's cp.async.bulk delivers: bulk_copy_to_cluster).
@@ -240,9 +222,6 @@ __device__ __forceinline__ void bulk_copy_to_cluster(std::uint32_t dst, std::uin
 /// Makes this thread's mbarrier.init visible to the other CTAs of the cluster (before their arrivals).
 __device__ __forceinline__ void fence_mbarrier_init_cluster() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-__device__ __forceinline__ void st_shared_cluster_u8(std::uint32_t addr, std::uint32_t v) {
-  asm volatile("st.shared::cluster.u8 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
 /// Spins until the phase of parity `parity` of the barrier at `addr` has completed.
 __device__ __forceinline__ void mbar_wait(std::uint32_t addr, std::uint32_t parity) {
