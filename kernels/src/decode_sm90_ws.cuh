@@ -219,8 +219,10 @@ __device__ __forceinline__ void ws_rescale(float (&o)[128], const float (&alpha)
 /// The epilogue of one math warpgroup through shared memory (docs/perf.md "v8"): what
 /// store_o_rows_512 (decode_kernel.cuh) writes, i.e. the request's O rows (bf16, the attention sink
 /// applied, lse) or the partial at split_idx (fp32, log2-domain lse), for this warpgroup's 256 dims
-/// of the CTA's 64 heads, staged through `stage` (32 KiB, this warpgroup's half of the Q tile: free
-/// once its last Q K^T has retired, and rewritten only after the next request's barrier) so that
+/// of the CTA's 64 heads, staged through `stage` (32 KiB, this warpgroup's half of the Q tile: every
+/// Q K^T that reads it has retired by then (seesaw: the other warpgroup's last Q K^T came before a P
+/// this warpgroup has consumed; v6 math: only this warpgroup reads its half), and the next
+/// request's Q is copied in only after a barrier over the readers) so that
 /// every global store is 16 bytes and every warp store covers whole 128-byte lines. The fragment
 /// writes are XOR-swizzled by row (conflict-free bf16, the 2 wavefronts a 256-byte fp32 warp store
 /// needs). bar_id: a named barrier of this warpgroup's 128 threads. head0: the CTA's first head.
