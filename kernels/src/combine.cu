@@ -70,6 +70,12 @@ __global__ void __launch_bounds__(128) combine_kernel(const DecodeParams p) {
   float4 acc[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) acc[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  auto add = [&](int i, float w, const float4& v) {
+    acc[i].x += w * v.x;
+    acc[i].y += w * v.y;
+    acc[i].z += w * v.z;
+    acc[i].w += w * v.w;
+  };
   for (int k0 = 0; k0 < n; k0 += 32) {
     const float my_w = k0 + lane < n ? exp2f(lse_at(k0 + lane) - lse2) : 0.0f;
     const int kn = min(32, n - k0);
@@ -78,12 +84,7 @@ __global__ void __launch_bounds__(128) combine_kernel(const DecodeParams p) {
       for (int j = 0; j < kPre; ++j) {
         const float w = __shfl_sync(0xFFFFFFFFu, my_w, j);  // 0 past n (and pre[j] is 0 there)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          acc[i].x += w * pre[j][i].x;
-          acc[i].y += w * pre[j][i].y;
-          acc[i].z += w * pre[j][i].z;
-          acc[i].w += w * pre[j][i].w;
-        }
+        for (int i = 0; i < 4; ++i) add(i, w, pre[j][i]);
       }
     }
 #pragma unroll 4
@@ -92,11 +93,7 @@ __global__ void __launch_bounds__(128) combine_kernel(const DecodeParams p) {
       const float4* o = o_row(k0 + j);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const float4 v = __ldg(o + lane + 32 * i);
-        acc[i].x += w * v.x;
-        acc[i].y += w * v.y;
-        acc[i].z += w * v.z;
-        acc[i].w += w * v.w;
+        add(i, w, __ldg(o + lane + 32 * i));
       }
     }
   }

@@ -105,6 +105,44 @@ __device__ __forceinline__ void quad_row_sums(const float (&l_run)[2], float (&l
   }
 }
 
+/// A finished row (a request in one piece; l: its sum over every key at its maximum m, log2
+/// domain): lse (natural log; +inf when no key was valid) and the factor that turns its O into out
+/// (1 / l, times 1 / (1 + exp(sink - lse)) with an attention sink; 0 when no key was valid).
+struct RowFinish {
+  float factor;
+  float lse;
+};
+__device__ __forceinline__ RowFinish finish_row(const DecodeParams& p, float l, float m, int head) {
+  RowFinish f{0.0f, __int_as_float(0x7F800000)};
+  if (l > 0.0f) {
+    f.lse = (log2f(l) + m) * 0.6931471805599453f;
+    f.factor = 1.0f / l;
+    if (p.attn_sink != nullptr) f.factor /= 1.0f + expf(p.attn_sink[head] - f.lse);
+  }
+  return f;
+}
+
+/// A partial row's lse_accum (log2 domain; -inf when it saw no valid key).
+__device__ __forceinline__ float partial_lse(float l, float m) {
+  return l > 0.0f ? log2f(l) + m : -__int_as_float(0x7F800000);
+}
+
+/// Invalid keys -> -inf in this thread's S fragment of a 64-key block (element 4j + 2h + e: key
+/// 8j + 2 t4 + e; bit k of kmask: key k valid); nothing to do when every key is valid.
+__device__ __forceinline__ void mask_invalid_keys(float (&sacc)[32], std::uint64_t kmask, int t4) {
+  if (kmask == ~0ull) return;
+  const float kNegInf = -__int_as_float(0x7F800000);
+  const std::uint64_t mine = kmask >> (2 * t4);  // bit 8j + e: key 8j + 2 t4 + e
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float& v = sacc[4 * j + i];
+      v = ((mine >> (8 * j + (i & 1))) & 1u) != 0 ? v : kNegInf;
+    }
+  }
+}
+
 /// The epilogue of the sm_90a kernels (decode_sm90.cuh, decode_sm90_ws.cuh): this thread's O
 /// elements (head rows head + 8h, dims 256 wg + 8j + 2 t4 (+1) of 512), normalised by the rows'
 /// sums l_row (over every key) at the rows' maxima m_run (log2 domain), into out / lse (a request
@@ -114,7 +152,6 @@ __device__ __forceinline__ void quad_row_sums(const float (&l_run)[2], float (&l
 __device__ __forceinline__ void store_o_rows_512(const DecodeParams& p, const float (&o)[128],
                                                  const float (&l_row)[2], const float (&m_run)[2], std::int64_t bs,
                                                  int s, bool split, int split_idx, int head, int wg, int t4) {
-  const float kNegInf = -__int_as_float(0x7F800000);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const float l = l_row[h];
@@ -122,24 +159,18 @@ __device__ __forceinline__ void store_o_rows_512(const DecodeParams& p, const fl
     const int hd = head + 8 * h;
     if (!split) {
       const std::int64_t orow = bs * p.h_q + hd;
-      float factor = 0.0f;
-      float lse = __int_as_float(0x7F800000);  // +inf: no valid key
-      if (l > 0.0f) {
-        lse = (log2f(l) + m) * 0.6931471805599453f;
-        factor = 1.0f / l;
-        if (p.attn_sink != nullptr) factor /= 1.0f + expf(p.attn_sink[hd] - lse);
-      }
+      const RowFinish f = finish_row(p, l, m, hd);
       std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.out + orow * 512 + 256 * wg + 2 * t4);
 #pragma unroll
-      for (int j = 0; j < 32; ++j) dst[4 * j] = pack_bf16x2(o[4 * j + 2 * h] * factor, o[4 * j + 2 * h + 1] * factor);
-      if (wg == 0 && t4 == 0) p.lse[orow] = lse;
+      for (int j = 0; j < 32; ++j) dst[4 * j] = pack_bf16x2(o[4 * j + 2 * h] * f.factor, o[4 * j + 2 * h + 1] * f.factor);
+      if (wg == 0 && t4 == 0) p.lse[orow] = f.lse;
     } else {
       const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + hd;
       const float factor = l > 0.0f ? 1.0f / l : 0.0f;
       float2* dst = reinterpret_cast<float2*>(p.o_accum + arow * 512 + 256 * wg + 2 * t4);
 #pragma unroll
       for (int j = 0; j < 32; ++j) dst[4 * j] = make_float2(o[4 * j + 2 * h] * factor, o[4 * j + 2 * h + 1] * factor);
-      if (wg == 0 && t4 == 0) p.lse_accum[arow] = l > 0.0f ? log2f(l) + m : kNegInf;
+      if (wg == 0 && t4 == 0) p.lse_accum[arow] = partial_lse(l, m);
     }
   }
 }
@@ -569,19 +600,13 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
         const float m = sMax[row];
         const std::int64_t orow = bs * p.h_q + head;
         if (!split) {
-          float factor = 0.0f;
-          float lse = __int_as_float(0x7F800000);  // +inf: no valid key
-          if (l > 0.0f) {
-            lse = (log2f(l) + m) * 0.6931471805599453f;
-            factor = 1.0f / l;
-            if (p.attn_sink != nullptr) factor /= 1.0f + expf(p.attn_sink[head] - lse);
-          }
+          const RowFinish f = finish_row(p, l, m, head);
           std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.out + orow * L::kDim + dw + 2 * t4);
 #pragma unroll
           for (int j = 0; j < 8; ++j) {
-            dst[j * 4] = pack_bf16x2(acc[t][j][2 * half] * factor, acc[t][j][2 * half + 1] * factor);
+            dst[j * 4] = pack_bf16x2(acc[t][j][2 * half] * f.factor, acc[t][j][2 * half + 1] * f.factor);
           }
-          if (dw == 0 && t4 == 0) p.lse[orow] = lse;
+          if (dw == 0 && t4 == 0) p.lse[orow] = f.lse;
         } else {
           const int split_idx = p.num_splits[r] + (r == begin_req ? begin_split : 0);
           const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + head;
@@ -589,7 +614,7 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
           float2* dst = reinterpret_cast<float2*>(p.o_accum + arow * L::kDim + dw + 2 * t4);
 #pragma unroll
           for (int j = 0; j < 8; ++j) dst[j * 4] = make_float2(acc[t][j][2 * half] * factor, acc[t][j][2 * half + 1] * factor);
-          if (dw == 0 && t4 == 0) p.lse_accum[arow] = l > 0.0f ? log2f(l) + m : kNegInf;
+          if (dw == 0 && t4 == 0) p.lse_accum[arow] = partial_lse(l, m);
         }
       }
     }

@@ -297,17 +297,7 @@ __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(con
       // Invalid keys -> -inf (raw scores; skipped when the whole block is valid, the common case).
       // The scale goes into the max afterwards (round(max v * s) == max round(v * s) for s > 0) and
       // into one fma per exponent.
-      if (kmask != ~0ull) {
-        const std::uint64_t mine = kmask >> (2 * t4);  // bit 8j + e: key 8j + 2 t4 + e
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            float& v = sacc[4 * j + i];
-            v = ((mine >> (8 * j + (i & 1))) & 1u) != 0 ? v : kNegInf;
-          }
-        }
-      }
+      mask_invalid_keys(sacc, kmask, t4);
       float alpha[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {

@@ -159,17 +159,7 @@ __device__ __forceinline__ void ws_softmax_block(float (&sacc)[32], std::uint64_
                                                  float (&m_run)[2], float (&l_run)[2], float (&alpha)[2],
                                                  std::uint32_t (&pa)[4][4]) {
   const float kNegInf = -__int_as_float(0x7F800000);
-  if (kmask != ~0ull) {
-    const std::uint64_t mine = kmask >> (2 * t4);  // bit 8j + e: key 8j + 2 t4 + e
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        float& v = sacc[4 * j + i];
-        v = ((mine >> (8 * j + (i & 1))) & 1u) != 0 ? v : kNegInf;
-      }
-    }
-  }
+  mask_invalid_keys(sacc, kmask, t4);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float mx = kNegInf;
@@ -233,7 +223,6 @@ __device__ __forceinline__ void ws_store_o_staged(const DecodeParams& p, const f
   const int wq = tw >> 5;
   const int g = (tw & 31) >> 2;
   const int t4 = tw & 3;
-  const float kNegInf = -__int_as_float(0x7F800000);
   float factor[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -241,18 +230,13 @@ __device__ __forceinline__ void ws_store_o_staged(const DecodeParams& p, const f
     const int hd = head0 + 16 * wq + g + 8 * h;
     if (!split) {
       const std::int64_t orow = bs * p.h_q + hd;
-      float lse = __int_as_float(0x7F800000);  // +inf: no valid key
-      factor[h] = 0.0f;
-      if (l > 0.0f) {
-        lse = (log2f(l) + m_run[h]) * 0.6931471805599453f;
-        factor[h] = 1.0f / l;
-        if (p.attn_sink != nullptr) factor[h] /= 1.0f + expf(p.attn_sink[hd] - lse);
-      }
-      if (wg == 0 && t4 == 0) p.lse[orow] = lse;
+      const RowFinish f = finish_row(p, l, m_run[h], hd);
+      factor[h] = f.factor;
+      if (wg == 0 && t4 == 0) p.lse[orow] = f.lse;
     } else {
       const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + hd;
       factor[h] = l > 0.0f ? 1.0f / l : 0.0f;
-      if (wg == 0 && t4 == 0) p.lse_accum[arow] = l > 0.0f ? log2f(l) + m_run[h] : kNegInf;
+      if (wg == 0 && t4 == 0) p.lse_accum[arow] = partial_lse(l, m_run[h]);
     }
   }
   if (!split) {
