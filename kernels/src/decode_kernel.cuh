@@ -143,6 +143,30 @@ __device__ __forceinline__ void mask_invalid_keys(float (&sacc)[32], std::uint64
   }
 }
 
+/// O (this thread's 64 x 256 fragment of the sm_90a kernels: rows row0 and row0 + 8 alternate in
+/// pairs) times the rows' rescale factors.
+__device__ __forceinline__ void rescale_o_rows(float (&o)[128], const float (&alpha)[2]) {
+#pragma unroll
+  for (int j = 0; j < 32; ++j) {
+    o[4 * j] *= alpha[0];
+    o[4 * j + 1] *= alpha[0];
+    o[4 * j + 2] *= alpha[1];
+    o[4 * j + 3] *= alpha[1];
+  }
+}
+
+/// P (bf16) as the A fragments of the 4 k steps of P V (keys 16 ks ..): the S accumulator elements
+/// of 8-column blocks 2 ks and 2 ks + 1.
+__device__ __forceinline__ void pack_p_fragments(const float (&sacc)[32], std::uint32_t (&pa)[4][4]) {
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    pa[ks][0] = pack_bf16x2(sacc[8 * ks], sacc[8 * ks + 1]);
+    pa[ks][1] = pack_bf16x2(sacc[8 * ks + 2], sacc[8 * ks + 3]);
+    pa[ks][2] = pack_bf16x2(sacc[8 * ks + 4], sacc[8 * ks + 5]);
+    pa[ks][3] = pack_bf16x2(sacc[8 * ks + 6], sacc[8 * ks + 7]);
+  }
+}
+
 /// The epilogue of the sm_90a kernels (decode_sm90.cuh, decode_sm90_ws.cuh): this thread's O
 /// elements (head rows head + 8h, dims 256 wg + 8j + 2 t4 (+1) of 512), normalised by the rows'
 /// sums l_row (over every key) at the rows' maxima m_run (log2 domain), into out / lse (a request

@@ -322,23 +322,9 @@ __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(con
         l_run[h] = l_run[h] * alpha[h] + sum;
         m_run[h] = m_new;
       }
-#pragma unroll
-      for (int j = 0; j < 32; ++j) {
-        o[4 * j] *= alpha[0];
-        o[4 * j + 1] *= alpha[0];
-        o[4 * j + 2] *= alpha[1];
-        o[4 * j + 3] *= alpha[1];
-      }
-      // P (bf16) as the A fragments of the 4 k steps (keys 16 ks ..): the accumulator elements of
-      // 8-column blocks 2 ks and 2 ks + 1.
+      rescale_o_rows(o, alpha);
       std::uint32_t pa[4][4];
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        pa[ks][0] = pack_bf16x2(sacc[8 * ks], sacc[8 * ks + 1]);
-        pa[ks][1] = pack_bf16x2(sacc[8 * ks + 2], sacc[8 * ks + 3]);
-        pa[ks][2] = pack_bf16x2(sacc[8 * ks + 4], sacc[8 * ks + 5]);
-        pa[ks][3] = pack_bf16x2(sacc[8 * ks + 6], sacc[8 * ks + 7]);
-      }
+      pack_p_fragments(sacc, pa);
       // O[:, dims of w] += P V[:, dims of w]: V = the K tile read MN-major (4 chunks of 64 dims
       // 8 KiB apart, 8-row groups 1 KiB apart); k step ks = rows 16 ks .. 16 ks + 15.
       wgmma_fence();

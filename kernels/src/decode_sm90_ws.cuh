@@ -185,25 +185,7 @@ __device__ __forceinline__ void ws_softmax_block(float (&sacc)[32], std::uint64_
     l_run[h] = l_run[h] * alpha[h] + sum;
     m_run[h] = m_new;
   }
-#pragma unroll
-  for (int ks = 0; ks < 4; ++ks) {
-    pa[ks][0] = pack_bf16x2(sacc[8 * ks], sacc[8 * ks + 1]);
-    pa[ks][1] = pack_bf16x2(sacc[8 * ks + 2], sacc[8 * ks + 3]);
-    pa[ks][2] = pack_bf16x2(sacc[8 * ks + 4], sacc[8 * ks + 5]);
-    pa[ks][3] = pack_bf16x2(sacc[8 * ks + 6], sacc[8 * ks + 7]);
-  }
-}
-
-/// O (this thread's 64 x 256 fragment: rows row0 and row0 + 8 alternate in pairs) times the rows'
-/// rescale factors.
-__device__ __forceinline__ void ws_rescale(float (&o)[128], const float (&alpha)[2]) {
-#pragma unroll
-  for (int j = 0; j < 32; ++j) {
-    o[4 * j] *= alpha[0];
-    o[4 * j + 1] *= alpha[0];
-    o[4 * j + 2] *= alpha[1];
-    o[4 * j + 3] *= alpha[1];
-  }
+  pack_p_fragments(sacc, pa);
 }
 
 /// The epilogue of one math warpgroup through shared memory (docs/perf.md "v8"): what
@@ -384,7 +366,7 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
         l_run[h] *= alpha[h];
         m_run[h] = m_new;
       }
-      ws_rescale(o, alpha);
+      rescale_o_rows(o, alpha);
       const std::uint64_t vd = desc_add(v_desc, static_cast<std::uint32_t>(og) * (W9::kTileBytes >> 4));
       reg_fence(o);
       wgmma_fence();
@@ -466,7 +448,7 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
       tr(16);
 
       // O of this warpgroup's dims at the new maxima, and its P V of block gb.
-      ws_rescale(o, alpha);
+      rescale_o_rows(o, alpha);
       const std::uint64_t vd = desc_add(v_desc, static_cast<std::uint32_t>(wg) * (W9::kTileBytes >> 4));
       ws_issue_pv(o, pa, vd);
       own_pending = true;
@@ -854,7 +836,7 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
         float alpha[2];
         std::uint32_t pa[4][4];
         ws_softmax_block(sacc, kmask, t4, scale_log2, m_run, l_run, alpha, pa);
-        ws_rescale(o, alpha);
+        rescale_o_rows(o, alpha);
         // O[:, dims of w] += P V[:, dims of w]: V = the K tile read MN-major.
         ws_issue_pv(o, pa, vd);
         pv_pending = true;
