@@ -143,6 +143,17 @@ __device__ __forceinline__ void mask_invalid_keys(float (&sacc)[32], std::uint64
   }
 }
 
+/// The maximum raw score of row row0 + 8h of a 64-key block over the quad that holds it (this
+/// thread's S fragment: element 4j + 2h + e is key 8j + 2 t4 + e; -inf when every key is masked).
+__device__ __forceinline__ float block_row_max(const float (&sacc)[32], int h) {
+  float mx = -__int_as_float(0x7F800000);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(sacc[4 * j + 2 * h], sacc[4 * j + 2 * h + 1]));
+  mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
+  mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
+  return mx;
+}
+
 /// O (this thread's 64 x 256 fragment of the sm_90a kernels: rows row0 and row0 + 8 alternate in
 /// pairs) times the rows' rescale factors.
 __device__ __forceinline__ void rescale_o_rows(float (&o)[128], const float (&alpha)[2]) {

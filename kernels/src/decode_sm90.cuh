@@ -301,12 +301,7 @@ __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(con
       float alpha[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        float mx = kNegInf;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(sacc[4 * j + 2 * h], sacc[4 * j + 2 * h + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
-        const float m_new = fmaxf(m_run[h], mx * scale_log2);
+        const float m_new = fmaxf(m_run[h], block_row_max(sacc, h) * scale_log2);
         const bool none = m_new == kNegInf;  // no valid key in this row so far
         alpha[h] = none ? 1.0f : exp2f(m_run[h] - m_new);
         float sum = 0.0f;

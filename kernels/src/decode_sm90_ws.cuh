@@ -162,12 +162,7 @@ __device__ __forceinline__ void ws_softmax_block(float (&sacc)[32], std::uint64_
   mask_invalid_keys(sacc, kmask, t4);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float mx = kNegInf;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(sacc[4 * j + 2 * h], sacc[4 * j + 2 * h + 1]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
-    const float m_new = fmaxf(m_run[h], mx * scale_log2);
+    const float m_new = fmaxf(m_run[h], block_row_max(sacc, h) * scale_log2);
     // No valid key in this row so far (m_new -inf): every score is -inf, so exponents relative to 0
     // give P = 0; alpha is then 0 too, against O = 0 and l = 0.
     const float m_use = m_new == kNegInf ? 0.0f : m_new;
