@@ -98,14 +98,7 @@ __device__ __forceinline__ void dequant_rows(const std::uint8_t* stage, std::uin
       if (kGroups * k < kFp8Units) {
         const uint4 raw = *reinterpret_cast<const uint4*>(src + 16 * du);
         const float scale = ue8m0_to_float(src[kScaleAt + 4 * W + du / 4]);
-        o0.x = e4m3x2_to_bf16x2(raw.x & 0xFFFFu, scale);
-        o0.y = e4m3x2_to_bf16x2(raw.x >> 16, scale);
-        o0.z = e4m3x2_to_bf16x2(raw.y & 0xFFFFu, scale);
-        o0.w = e4m3x2_to_bf16x2(raw.y >> 16, scale);
-        o1.x = e4m3x2_to_bf16x2(raw.z & 0xFFFFu, scale);
-        o1.y = e4m3x2_to_bf16x2(raw.z >> 16, scale);
-        o1.z = e4m3x2_to_bf16x2(raw.w & 0xFFFFu, scale);
-        o1.w = e4m3x2_to_bf16x2(raw.w >> 16, scale);
+        e4m3x16_to_bf16(raw, scale, o0, o1);
       } else {
         const uint4* rope = reinterpret_cast<const uint4*>(src + 192 + 32 * (du - 12));
         o0 = rope[0];

@@ -698,15 +698,7 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
             const int sidx = gu >> 2;
             const std::uint32_t sbyte = (sidx < 4 ? sc.x : sc.y) >> (8 * (sidx & 3));
             const float scale = ue8m0_to_float(sbyte & 0xFFu);
-            const uint4 v = cur[k];
-            o0.x = e4m3x2_to_bf16x2(v.x & 0xFFFFu, scale);
-            o0.y = e4m3x2_to_bf16x2(v.x >> 16, scale);
-            o0.z = e4m3x2_to_bf16x2(v.y & 0xFFFFu, scale);
-            o0.w = e4m3x2_to_bf16x2(v.y >> 16, scale);
-            o1.x = e4m3x2_to_bf16x2(v.z & 0xFFFFu, scale);
-            o1.y = e4m3x2_to_bf16x2(v.z >> 16, scale);
-            o1.z = e4m3x2_to_bf16x2(v.w & 0xFFFFu, scale);
-            o1.w = e4m3x2_to_bf16x2(v.w >> 16, scale);
+            e4m3x16_to_bf16(cur[k], scale, o0, o1);
           } else {
             o0 = cur[k];
             o1 = cur[kU];

@@ -84,4 +84,16 @@ __device__ __forceinline__ std::uint32_t e4m3x2_to_bf16x2(std::uint32_t two, flo
   return *reinterpret_cast<const std::uint32_t*>(&b);
 }
 
+/// 16 e4m3 values (one 16-byte unit) times a scale into 16 bf16: dims 0..7 in lo, 8..15 in hi.
+__device__ __forceinline__ void e4m3x16_to_bf16(const uint4& raw, float scale, uint4& lo, uint4& hi) {
+  lo.x = e4m3x2_to_bf16x2(raw.x & 0xFFFFu, scale);
+  lo.y = e4m3x2_to_bf16x2(raw.x >> 16, scale);
+  lo.z = e4m3x2_to_bf16x2(raw.y & 0xFFFFu, scale);
+  lo.w = e4m3x2_to_bf16x2(raw.y >> 16, scale);
+  hi.x = e4m3x2_to_bf16x2(raw.z & 0xFFFFu, scale);
+  hi.y = e4m3x2_to_bf16x2(raw.z >> 16, scale);
+  hi.z = e4m3x2_to_bf16x2(raw.w & 0xFFFFu, scale);
+  hi.w = e4m3x2_to_bf16x2(raw.w >> 16, scale);
+}
+
 }  // namespace mlaplan::kernels::detail
