@@ -161,19 +161,19 @@ int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& e
           << "\n";
     }
     char line[512];
-    std::snprintf(line, sizeof line, "%-8s %6s %4s %5s %-9s %-9s %9s %9s %7s %7s %9s %8s\n", "type", "layers", "h_q",
+    std::snprintf(line, sizeof line, "%-8s %6s %4s %5s %-9s %-13s %9s %9s %7s %7s %9s %8s\n", "type", "layers", "h_q",
                   "b", "rows", "plan", "us/call", "decode us", "TFLOPS", "GB/s", "floor us", "of floor");
     out << line;
     for (const auto& r : report.rows) {
       const auto& s = r.shape;
       const std::string rows = std::to_string(s.topk) + (s.has_extra ? "+" + std::to_string(s.extra_topk) : "");
       if (r.ran) {
-        std::snprintf(line, sizeof line, "%-8s %6lld %4d %5d %-9s %-9s %9.1f %9.1f %7.1f %7.0f %9.2f %7.1f%%\n",
+        std::snprintf(line, sizeof line, "%-8s %6lld %4d %5d %-9s %-13s %9.1f %9.1f %7.1f %7.0f %9.2f %7.1f%%\n",
                       std::string(to_string(s.type)).c_str(), static_cast<long long>(s.num_layers), s.h_q, s.b,
                       rows.c_str(), std::string(to_string(s.mode.mode)).c_str(), r.timing.us_per_call,
                       r.timing.us_decode, r.tflops, r.gbps, r.floor_us, 100.0 * r.floor_fraction);
       } else {
-        std::snprintf(line, sizeof line, "%-8s %6lld %4d %5d %-9s %-9s %9s  %s\n", std::string(to_string(s.type)).c_str(),
+        std::snprintf(line, sizeof line, "%-8s %6lld %4d %5d %-9s %-13s %9s  %s\n", std::string(to_string(s.type)).c_str(),
                       static_cast<long long>(s.num_layers), s.h_q, s.b, rows.c_str(), "-", "-", r.reason.c_str());
       }
       out << line;

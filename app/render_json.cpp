@@ -232,6 +232,7 @@ std::string render_plan_json(const PlanResult& r) {
     if (!s.note.empty()) x["note"] = s.note;
     x["decode_mode"] = std::string(to_string(s.mode.mode));
     x["decode_mode_reason"] = s.mode.reason;
+    x["decode_cluster_ctas"] = s.mode.cluster_ctas;
     schedules.push_back(std::move(x));
   }
   j["schedules"] = std::move(schedules);

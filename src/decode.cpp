@@ -88,8 +88,15 @@ std::string_view to_string(DecodeMode m) {
   switch (m) {
     case DecodeMode::split_kv: return "split_kv";
     case DecodeMode::one_pass: return "one_pass";
+    case DecodeMode::cluster_split: return "cluster_split";
   }
   return "unknown";
+}
+
+std::int64_t cluster_split_ctas(std::int64_t ctas, std::int64_t n_blocks, std::int64_t num_sms) {
+  std::int64_t c = 1;
+  while (2 * c <= kClusterSplitMaxCtas && 2 * c <= n_blocks && ctas <= num_sms / (2 * c)) c *= 2;
+  return c;
 }
 
 DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk, bool has_extra,
@@ -114,9 +121,24 @@ DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64
   const std::int64_t ctas = checked_mul(checked_mul(b, s_q, "decode CTAs"), h_q / 64, "decode CTAs");
   if (n_blocks == 1) return {DecodeMode::one_pass, "a request is one 64-row block: nothing to split"};
   const std::string counts = std::to_string(ctas) + " CTAs x " + std::to_string(n_blocks) + " blocks";
+  const std::int64_t twice_blocks = checked_mul(checked_mul(ctas, n_blocks, "decode blocks"), 2, "decode blocks");
+  // A cluster of C CTAs per request (docs/perf.md "v9"): each CTA attends ceil(n_blocks / C)
+  // blocks, then the C partial rows are merged through distributed shared memory (a few us).
+  // Measured on the H200 against split-KV for V4.1 (10 blocks): it wins once split-KV would give
+  // each SM at least half of a cluster CTA's blocks (C 4: from 20 CTAs; C 2: every count it fits).
+  const std::int64_t c = cluster_split_ctas(ctas, n_blocks, num_sms);
+  const std::int64_t per_cta = (n_blocks + c - 1) / c;
+  // (The merge costs about one or two blocks' time: a cluster must save at least two blocks.)
+  if (c >= 2 && n_blocks - per_cta >= 2 && twice_blocks >= checked_mul(num_sms, per_cta, "decode blocks")) {
+    DecodeModeChoice ch{DecodeMode::cluster_split,
+                        counts + " >= " + std::to_string(num_sms) + " SMs x " + std::to_string(per_cta) + " / 2: " +
+                            std::to_string(c) + " CTAs per request as one cluster, " + std::to_string(per_cta) +
+                            " blocks each, partial rows merged in distributed shared memory, no combine"};
+    ch.cluster_ctas = c;
+    return ch;
+  }
   const std::string sms = std::to_string(num_sms) + " SMs x " + std::to_string(n_blocks - 1) + " / 2";
-  if (checked_mul(checked_mul(ctas, n_blocks, "decode blocks"), 2, "decode blocks") >=
-      checked_mul(num_sms, n_blocks - 1, "decode blocks")) {
+  if (twice_blocks >= checked_mul(num_sms, n_blocks - 1, "decode blocks")) {
     return {DecodeMode::one_pass, counts + " >= " + sms + ": each request in one pass by one CTA, no combine"};
   }
   return {DecodeMode::split_kv, counts + " < " + sms + ": the scheduler spreads the blocks, combine merges"};

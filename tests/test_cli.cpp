@@ -314,15 +314,31 @@ TEST_CASE("check --matrix", "[cli][check]") {
 }
 
 TEST_CASE("plan shows the decode mode of every layer type", "[cli][decode]") {
-  // 32 requests: 32 CTAs of 10 blocks are too few for 132 SMs -> split; 128 requests -> one pass.
-  auto small = run({cfg("deepseek-v4.1-flash.json"), "--batch", "32", "--context-len", "4096", "--json"});
+  // 16 requests: 16 CTAs of 10 blocks are too few for 132 SMs -> split; 64 requests -> 2-CTA
+  // clusters for the 10-block types (the 2-block window type: one pass); 128 requests -> one pass.
+  auto small = run({cfg("deepseek-v4.1-flash.json"), "--batch", "16", "--context-len", "4096", "--json"});
   REQUIRE(small.code == 0);
   auto js = nlohmann::json::parse(small.out);
   REQUIRE(js.at("schedules").size() == 3);
   for (const auto& s : js.at("schedules")) {
     CHECK(s.at("decode_mode") == "split_kv");
+    CHECK(s.at("decode_cluster_ctas") == 1);
     CHECK_FALSE(s.at("decode_mode_reason").get<std::string>().empty());
   }
+  auto mid = run({cfg("deepseek-v4.1-flash.json"), "--batch", "64", "--context-len", "4096", "--json"});
+  REQUIRE(mid.code == 0);
+  int clustered = 0;
+  const auto jm = nlohmann::json::parse(mid.out);
+  for (const auto& s : jm.at("schedules")) {
+    if (s.at("topk").get<int>() + s.at("extra_topk").get<int>() == 640) {
+      CHECK(s.at("decode_mode") == "cluster_split");
+      CHECK(s.at("decode_cluster_ctas") == 2);
+      ++clustered;
+    } else {
+      CHECK(s.at("decode_mode") == "one_pass");
+    }
+  }
+  CHECK(clustered >= 1);
   auto big = run({cfg("deepseek-v4.1-flash.json"), "--batch", "128", "--context-len", "4096", "--json"});
   REQUIRE(big.code == 0);
   const auto jb = nlohmann::json::parse(big.out);

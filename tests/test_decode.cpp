@@ -154,16 +154,34 @@ TEST_CASE("V4-Flash c128a and V3.2 dsa inputs", "[decode]") {
   CHECK(d[0].input.lengths.front() == 2048);
 }
 
-TEST_CASE("decode mode: one pass when there are enough CTAs and a request is at most 640 rows", "[decode]") {
+TEST_CASE("decode mode: split, cluster or one pass by CTAs when a request is at most 640 rows", "[decode]") {
   using mlaplan::DecodeMode;
   using mlaplan::decode_plan_mode;
-  // V4.1 shape: 128 + 512 rows = 10 blocks; one pass from ctas * 10 >= 132 * 9 / 2 (ctas >= 59.4).
+  // V4.1 shape: 128 + 512 rows = 10 blocks. Clusters of 4 CTAs (3 blocks each) from
+  // ctas * 10 >= 132 * 3 / 2 (ctas >= 19.8) while 4 x ctas <= 132; of 2 CTAs (5 blocks each) while
+  // 2 x ctas <= 132; then one pass (ctas * 10 >= 132 * 9 / 2 holds from 60 on).
   CHECK(decode_plan_mode(1, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
-  CHECK(decode_plan_mode(59, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
-  CHECK(decode_plan_mode(60, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
-  CHECK(decode_plan_mode(29, 1, 128, 128, true, 512, 132) == DecodeMode::split_kv);
-  CHECK(decode_plan_mode(30, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
-  // Two blocks (the window alone): one pass from ctas * 2 >= 132 / 2.
+  CHECK(decode_plan_mode(19, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
+  CHECK(decode_plan_mode(20, 1, 64, 128, true, 512, 132) == DecodeMode::cluster_split);
+  CHECK(decode_plan_mode(59, 1, 64, 128, true, 512, 132) == DecodeMode::cluster_split);
+  CHECK(decode_plan_mode(66, 1, 64, 128, true, 512, 132) == DecodeMode::cluster_split);
+  CHECK(decode_plan_mode(67, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
+  CHECK(decode_plan_mode(9, 1, 128, 128, true, 512, 132) == DecodeMode::split_kv);
+  CHECK(decode_plan_mode(10, 1, 128, 128, true, 512, 132) == DecodeMode::cluster_split);
+  CHECK(decode_plan_mode(33, 1, 128, 128, true, 512, 132) == DecodeMode::cluster_split);
+  CHECK(decode_plan_mode(34, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
+  CHECK(mlaplan::choose_decode_mode(33, 1, 64, 128, true, 512, 132).cluster_ctas == 4);
+  CHECK(mlaplan::choose_decode_mode(34, 1, 64, 128, true, 512, 132).cluster_ctas == 2);
+  CHECK(mlaplan::choose_decode_mode(67, 1, 64, 128, true, 512, 132).cluster_ctas == 1);
+  CHECK(mlaplan::cluster_split_ctas(1, 10, 132) == 4);
+  CHECK(mlaplan::cluster_split_ctas(33, 10, 132) == 4);
+  CHECK(mlaplan::cluster_split_ctas(34, 10, 132) == 2);
+  CHECK(mlaplan::cluster_split_ctas(66, 10, 132) == 2);
+  CHECK(mlaplan::cluster_split_ctas(67, 10, 132) == 1);
+  CHECK(mlaplan::cluster_split_ctas(1, 3, 132) == 2);  // at most the request's blocks
+  CHECK(mlaplan::cluster_split_ctas(1, 1, 132) == 1);
+  // Two blocks (the window alone): a cluster would save one block only; one pass from
+  // ctas * 2 >= 132 / 2.
   CHECK(decode_plan_mode(32, 1, 64, 128, false, 0, 132) == DecodeMode::split_kv);
   CHECK(decode_plan_mode(33, 1, 64, 128, false, 0, 132) == DecodeMode::one_pass);
   CHECK(decode_plan_mode(66, 2, 64, 128, true, 512, 132) == DecodeMode::one_pass);
@@ -173,11 +191,14 @@ TEST_CASE("decode mode: one pass when there are enough CTAs and a request is at 
   // One block per request: nothing to split.
   CHECK(decode_plan_mode(1, 1, 64, 64, false, 0, 132) == DecodeMode::one_pass);
   CHECK(decode_plan_mode(0, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
-  const auto c = mlaplan::choose_decode_mode(32, 1, 64, 128, true, 512, 132);
+  const auto c = mlaplan::choose_decode_mode(16, 1, 64, 128, true, 512, 132);
   CHECK(c.mode == DecodeMode::split_kv);
-  CHECK(c.reason == "32 CTAs x 10 blocks < 132 SMs x 9 / 2: the scheduler spreads the blocks, combine merges");
-  CHECK(mlaplan::choose_decode_mode(64, 1, 64, 128, true, 512, 132).reason ==
-        "64 CTAs x 10 blocks >= 132 SMs x 9 / 2: each request in one pass by one CTA, no combine");
+  CHECK(c.reason == "16 CTAs x 10 blocks < 132 SMs x 9 / 2: the scheduler spreads the blocks, combine merges");
+  CHECK(mlaplan::choose_decode_mode(32, 1, 64, 128, true, 512, 132).reason ==
+        "32 CTAs x 10 blocks >= 132 SMs x 3 / 2: 4 CTAs per request as one cluster, 3 blocks each, partial rows "
+        "merged in distributed shared memory, no combine");
+  CHECK(mlaplan::choose_decode_mode(128, 1, 64, 128, true, 512, 132).reason ==
+        "128 CTAs x 10 blocks >= 132 SMs x 9 / 2: each request in one pass by one CTA, no combine");
   CHECK(mlaplan::choose_decode_mode(256, 1, 64, 128, true, 640, 132).reason ==
         "a request attends up to 768 rows (one pass takes at most 640)");
   CHECK_THROWS_AS(decode_plan_mode(1, 0, 64, 128, true, 512, 132), mlaplan::Error);

@@ -14,26 +14,48 @@ namespace mlaplan {
 ///              a combine kernel.
 ///   one_pass - one CTA per request (grid b x s_q x h_q / 64), which it attends in one pass: no
 ///              plan, no fp32 partials, no combine kernel.
-enum class DecodeMode { split_kv, one_pass };
+///   cluster_split - a thread-block cluster of C CTAs per request (cluster_split_ctas), each over a
+///              contiguous part of its blocks; the C partial rows are merged through distributed
+///              shared memory (sm_90a): no plan, no fp32 partials in global memory, no combine
+///              kernel. Where no cluster kernel exists (other GPUs) it runs as one_pass.
+enum class DecodeMode { split_kv, one_pass, cluster_split };
 
-/// "split_kv", "one_pass".
+/// "split_kv", "one_pass", "cluster_split".
 std::string_view to_string(DecodeMode m);
 
 /// Rows a request may attend for the one-pass plan: at most 10 blocks of 64 (the V4.1 decode
 /// shape: window 128 + extra top-k 512), so one request per CTA stays balanced.
 inline constexpr std::int32_t kOnePassMaxRows = 640;
 
+/// The most CTAs that share a request in cluster_split. 8 would be a legal cluster, but measured on
+/// the H200 (docs/perf.md "v9") the exchange of fp32 partial rows through distributed shared
+/// memory then costs more than split-KV's combine kernel.
+inline constexpr std::int64_t kClusterSplitMaxCtas = 4;
+
+/// cluster_split's CTAs per request for `ctas` (b x s_q x h_q / 64) request slices of n_blocks
+/// 64-row blocks on num_sms SMs: the largest power of two C <= kClusterSplitMaxCtas with
+/// ctas x C <= num_sms and C <= n_blocks (1: no cluster). Inputs must be >= 0 / >= 1. (The
+/// launch takes half as many where a GPU cannot hold every cluster at once.)
+std::int64_t cluster_split_ctas(std::int64_t ctas, std::int64_t n_blocks, std::int64_t num_sms);
+
 /// The decision and, for people, why.
 struct DecodeModeChoice {
   DecodeMode mode = DecodeMode::split_kv;
   std::string reason;
+  std::int64_t cluster_ctas = 1;  ///< cluster_split: CTAs per request (cluster_split_ctas); else 1
 };
 
-/// The plan for a decode shape: one_pass when a request attends at most kOnePassMaxRows rows
-/// (topk + extra_topk) and the CTAs (b * s_q * h_q / 64) nearly fill the SMs:
-/// ctas * n_blocks >= num_sms * (n_blocks - 1), n_blocks the 64-row blocks of a request (10 for
-/// the V4.1 shape: ctas >= 118.8 on 132 SMs); a one-block request is never split; b 0 -> one_pass.
-/// split_kv otherwise. Error(usage) for negative sizes, s_q or num_sms < 1, h_q < 64.
+/// The plan for a decode shape, for requests of at most kOnePassMaxRows rows (topk + extra_topk;
+/// longer ones: split_kv), with ctas = b * s_q * h_q / 64 and n_blocks the 64-row blocks of a
+/// request (10 for the V4.1 shape):
+/// - one_pass for b 0 and one-block requests;
+/// - cluster_split when C = cluster_split_ctas(...) >= 2, a cluster CTA attends at least two
+///   blocks fewer than the request has, and split-KV would give each SM at least half of a cluster
+///   CTA's blocks: 2 * ctas * n_blocks >= num_sms * ceil(n_blocks / C) (V4.1 on 132 SMs: ctas
+///   20 .. 66);
+/// - one_pass when ctas * n_blocks * 2 >= num_sms * (n_blocks - 1) (V4.1: ctas >= 67 then);
+/// - split_kv otherwise (V4.1: ctas < 20).
+/// Error(usage) for negative sizes, s_q or num_sms < 1, h_q < 64.
 DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk, bool has_extra,
                                     std::int64_t extra_topk, std::int64_t num_sms);
 

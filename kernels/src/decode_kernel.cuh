@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdio>
 
 #include "cuda_check.hpp"
 #include "decode_layout.hpp"
@@ -388,7 +389,7 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
 
   // The work of this CTA: one whole request (one_pass), or the requests and blocks of its
   // scheduler record (split_kv).
-  const bool one_pass = p.mode == DecodeMode::one_pass;
+  const bool one_pass = p.mode != DecodeMode::split_kv;
   int begin_req = part, end_req = part, begin_block = 0, end_block = 0x7FFFFFFF, begin_split = 0;
   bool first_split = false, last_split = false;
   // In split_kv the kernel is a programmatic dependent of the previous kernel in the stream (the
@@ -661,10 +662,11 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
 /// stream is the GPU scheduler, which executes griddepcontrol.launch_dependents at its start, the
 /// decode grid is launched while the scheduler runs and waits in grid_dependency_wait() for its
 /// records. After any other kernel the launch behaves as an ordinary one. MLAPLAN_DECODE_PDL=0 turns
-/// the programmatic launch off (A/B timing). cluster_z > 1: clusters of cluster_z CTAs along grid z.
+/// the programmatic launch off (A/B timing). cluster_z / cluster_x > 1: clusters of that many CTAs
+/// along grid z / x.
 template <class Kernel>
 void launch_decode_grid(Kernel* kernel, const DecodeParams& p, const LaunchDims& d, const char* what,
-                        unsigned cluster_z = 1) {
+                        unsigned cluster_z = 1, unsigned cluster_x = 1) {
   MLAPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(d.smem_bytes)));
   cudaLaunchConfig_t cfg = {};
@@ -679,9 +681,9 @@ void launch_decode_grid(Kernel* kernel, const DecodeParams& p, const LaunchDims&
     attr[n].val.programmaticStreamSerializationAllowed = 1;
     ++n;
   }
-  if (cluster_z > 1) {
+  if (cluster_z > 1 || cluster_x > 1) {
     attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n].val.clusterDim.x = 1;
+    attr[n].val.clusterDim.x = cluster_x;
     attr[n].val.clusterDim.y = 1;
     attr[n].val.clusterDim.z = cluster_z;
     ++n;
@@ -692,31 +694,53 @@ void launch_decode_grid(Kernel* kernel, const DecodeParams& p, const LaunchDims&
   MLAPLAN_CUDA_CHECK_LAUNCH(what);
 }
 
+/// How many clusters of cluster_x x 1 x cluster_z CTAs of `kernel` (block and shared memory of d) can
+/// be resident at once on the current device (cudaOccupancyMaxActiveClusters; 0 when none or on error).
+template <class Kernel>
+int max_active_clusters(Kernel* kernel, const LaunchDims& d, unsigned cluster_x, unsigned cluster_z) {
+  MLAPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(d.smem_bytes)));
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(cluster_x, 1, cluster_z);
+  cfg.blockDim = dim3(d.block);
+  cfg.dynamicSmemBytes = d.smem_bytes;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cluster_x;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = cluster_z;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    n = 0;
+  }
+  return n;
+}
+
+/// True when every cluster of cluster_x CTAs (along x) of a grid of d's shape is resident at once
+/// (asked once per kernel and cluster size 2, 4 or 8).
+template <class Kernel>
+bool clusters_fit(Kernel* kernel, const LaunchDims& d, unsigned cluster_x) {
+  static int cached[4] = {-1, -1, -1, -1};
+  const int slot = cluster_x == 2 ? 1 : cluster_x == 4 ? 2 : cluster_x == 8 ? 3 : 0;
+  if (slot == 0) return false;
+  if (cached[slot] < 0) {
+    cached[slot] = max_active_clusters(kernel, d, cluster_x, 1);
+#if defined(MLAPLAN_WS_TRACE)
+    std::fprintf(stderr, "clusters of %u: at most %d resident\n", cluster_x, cached[slot]);
+#endif
+  }
+  const long long ctas = static_cast<long long>(d.grid_x) * d.grid_y * d.grid_z;
+  return static_cast<long long>(cached[slot]) * cluster_x >= ctas;
+}
+
 /// True when a grid of d's shape launched as 2-CTA clusters (along z) of `kernel` has every cluster,
 /// or one per two SMs, resident at once (cudaOccupancyMaxActiveClusters, asked once per kernel).
 template <class Kernel>
 bool pair_clusters_fit(Kernel* kernel, const LaunchDims& d) {
-  static const int max_clusters = [&] {
-    MLAPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(d.smem_bytes)));
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(1, 1, 2);
-    cfg.blockDim = dim3(d.block);
-    cfg.dynamicSmemBytes = d.smem_bytes;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 2;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    int n = 0;
-    if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
-      (void)cudaGetLastError();
-      n = 0;
-    }
-    return n;
-  }();
+  static const int max_clusters = max_active_clusters(kernel, d, 1, 2);
   int dev = 0, sms = 0;
   MLAPLAN_CUDA_CHECK(cudaGetDevice(&dev));
   MLAPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));

@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(S9::kThreads, 1) sparse_decode_sm90_kernel(con
   const int rank = kPair ? static_cast<int>(cluster_cta_rank()) : 0;
   const std::uint32_t peer_k = kPair ? map_shared_to_cta(smem_addr(sK), static_cast<std::uint32_t>(rank ^ 1)) : 0u;
 
-  const bool one_pass = p.mode == DecodeMode::one_pass;
+  const bool one_pass = p.mode != DecodeMode::split_kv;
   int begin_req = part, end_req = part, begin_block = 0, end_block = 0x7FFFFFFF, begin_split = 0;
   bool first_split = false, last_split = false;
   grid_dependency_wait();  // split_kv: the scheduler's records (launch_decode_grid, decode_kernel.cuh)

@@ -266,6 +266,105 @@ __device__ __forceinline__ void ws_store_o_staged(const DecodeParams& p, const f
   }
 }
 
+#if MLAPLAN_SM90A_WGMMA
+/// cluster_split's epilogue (docs/perf.md "v9"): the C CTAs of a cluster have each attended a
+/// contiguous part of the same request's blocks for the same 64 heads; they merge their partial
+/// rows through distributed shared memory instead of fp32 partials in global memory and a combine
+/// kernel. CTA k owns heads k x R .. k x R + R - 1 (R = 64 / C). After a cluster barrier (every CTA
+/// is done with its K buffers and P slots), each CTA pushes its unnormalised O rows (fp32) with
+/// their maxima and sums into the owner's K buffers and P slots (slot = the sender's rank; 16-byte
+/// chunk c of staged row x at chunk c ^ (x & 7)); after a second barrier each CTA merges its R
+/// rows from its own shared memory (each row at the largest of the C maxima, exactly as one CTA
+/// over all the blocks would have finished it: finish_row) and writes their out rows and lse.
+/// Stores to the other CTAs carry no latency chain, and nothing remote is read, so no CTA waits
+/// for another to finish reading it. Called by the 256 math threads after both warpgroups' last
+/// wgmma has retired; the producers take part in both cluster barriers.
+__device__ __forceinline__ void ws_cluster_combine(const DecodeParams& p, const float (&o)[128], const float (&l_row)[2],
+                                                   const float (&m_run)[2], std::int64_t bs, int head0, int wg,
+                                                   std::uint8_t* smem, WsTrace& tr) {
+  const int tid = static_cast<int>(threadIdx.x);  // 0 .. 255
+  const int tw = tid & 127;
+  const int wq = tw >> 5;
+  const int g = (tw & 31) >> 2;
+  const int t4 = tw & 3;
+  const int n = static_cast<int>(cluster_num_ctas());
+  const int rank = static_cast<int>(cluster_cta_rank());
+  const int rows = W9::kHeads / n;
+  const std::uint32_t base = smem_addr(smem);
+  static_assert(W9::kHeads * W9::kDim * 4 <= 2 * W9::kTileBytes, "the C partials of R rows fit in the K buffers");
+  static_assert(2 * W9::kHeads * 4 <= 2 * W9::kChunkBytes, "their maxima and sums fit in the P slots");
+  cluster_arrive();  // every CTA of the cluster is done with its K buffers and P slots
+  cluster_wait();
+  tr(19);
+  const bool odd = (t4 & 1) != 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = 16 * wq + g + 8 * h;
+    const int owner = r / rows;
+    const int x = rank * rows + (r - owner * rows);  // staged row in the owner (x & 7 == r & 7)
+    const std::uint32_t dst = map_shared_to_cta(base + static_cast<std::uint32_t>(W9::k) + x * 2048, owner);
+    // 16-byte stores: lanes t4 and t4 ^ 1 hold dims 8j + 2 (t4 & 2) .. + 3 of O; of each pair of
+    // fragments j = 2jj, 2jj + 1 the even lane stores the first, the odd lane the second.
+#pragma unroll
+    for (int jj = 0; jj < 16; ++jj) {
+      const float2 e0 = make_float2(o[8 * jj + 2 * h], o[8 * jj + 2 * h + 1]);      // j = 2 jj
+      const float2 e1 = make_float2(o[8 * jj + 4 + 2 * h], o[8 * jj + 4 + 2 * h + 1]);  // j = 2 jj + 1
+      const float2 give = odd ? e0 : e1;
+      float2 got;
+      got.x = __shfl_xor_sync(0xFFFFFFFFu, give.x, 1);
+      got.y = __shfl_xor_sync(0xFFFFFFFFu, give.y, 1);
+      const float4 v = odd ? make_float4(got.x, got.y, e1.x, e1.y) : make_float4(e0.x, e0.y, got.x, got.y);
+      const int c = 64 * wg + 2 * (2 * jj + (odd ? 1 : 0)) + (t4 >> 1);  // dims 4c .. 4c + 3
+      st_shared_cluster_f32x4(dst + ((c ^ (r & 7)) << 4), v);
+    }
+    if (wg == 0 && t4 == 0) {
+      const std::uint32_t ml = map_shared_to_cta(base + static_cast<std::uint32_t>(W9::p_slot) + 4 * x, owner);
+      st_shared_cluster_f32(ml, m_run[h]);
+      st_shared_cluster_f32(ml + 4 * W9::kHeads, l_row[h]);
+    }
+  }
+  tr(20);
+  cluster_arrive();  // every row has reached its owner
+  cluster_wait();
+  tr(21);
+  // Per row (thread i of the first R): the merged maximum, sum, lse and finish factor; each part's
+  // weight (its share at the merged maximum, times the factor) replaces its maximum in place.
+  float* st_m = reinterpret_cast<float*>(smem + W9::p_slot);
+  const float* st_l = st_m + W9::kHeads;
+  if (tid < rows) {
+    const float kNegInf = -__int_as_float(0x7F800000);
+    float mx = kNegInf;
+    for (int c = 0; c < n; ++c) mx = fmaxf(mx, st_m[c * rows + tid]);
+    const float mu = mx == kNegInf ? 0.0f : mx;
+    float lsum = 0.0f;
+    for (int c = 0; c < n; ++c) lsum += st_l[c * rows + tid] * exp2f(st_m[c * rows + tid] - mu);  // 0 for m -inf
+    const int hd = head0 + rank * rows + tid;
+    const RowFinish f = finish_row(p, lsum, mx, hd);
+    p.lse[bs * p.h_q + hd] = f.lse;
+    for (int c = 0; c < n; ++c) st_m[c * rows + tid] = exp2f(st_m[c * rows + tid] - mu) * f.factor;
+  }
+  named_barrier_sync(7, 256);
+  tr(22);
+  const int u = tid & 127;  // dims 4u .. 4u + 3
+#pragma unroll 2
+  for (int i = tid >> 7; i < rows; i += 2) {
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 2
+    for (int c = 0; c < n; ++c) {
+      const int x = c * rows + i;
+      const float wc = st_m[x];
+      const float4 v = *reinterpret_cast<const float4*>(smem + W9::k + x * 2048 + ((u ^ (x & 7)) << 4));
+      acc.x += wc * v.x;
+      acc.y += wc * v.y;
+      acc.z += wc * v.z;
+      acc.w += wc * v.w;
+    }
+    const std::int64_t orow = bs * p.h_q + head0 + rank * rows + i;
+    *reinterpret_cast<uint2*>(p.out + orow * 512 + 4 * u) = make_uint2(pack_bf16x2(acc.x, acc.y), pack_bf16x2(acc.z, acc.w));
+  }
+}
+#endif  // MLAPLAN_SM90A_WGMMA
+
 /// What the math warpgroups of a CTA need to know about its work (both math variants).
 struct WsWork {
   int begin_req, end_req, begin_block, end_block, begin_split;
@@ -286,7 +385,7 @@ struct WsWork {
 /// g, P to the slot, P V of g left in flight. Each warpgroup keeps the row sums of the blocks it
 /// owns (both at the same maxima: every warpgroup rescales at every block); the epilogue adds the
 /// two.
-template <bool kHasExtra, bool kPair>
+template <bool kHasExtra, bool kPair, bool kCSplit>
 __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8_t* smem, const WsWork& w) {
   const int tid = static_cast<int>(threadIdx.x);
   const int wg = tid >> 7;
@@ -328,7 +427,7 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
   };
 
   WsTrace tr;
-  tr.init(1 + wg, p.mode == DecodeMode::one_pass);
+  tr.init(1 + wg, p.mode != DecodeMode::split_kv);
   for (int r = w.begin_req; r <= w.end_req && r < p.b; ++r) {
     const WsRequest q = ws_request<kHasExtra>(p, r, w.s, w.begin_req, w.end_req, w.begin_block, w.end_block);
     const bool split = (r == w.begin_req && w.first_split) || (r == w.end_req && w.last_split);
@@ -472,8 +571,12 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
     named_barrier_sync(pair_bar, 64);
 #pragma unroll
     for (int h = 0; h < 2; ++h) l_row[h] += row_sum[og * 64 + row0 + 8 * h];
-    const int split_idx = split ? p.num_splits[r] + (r == w.begin_req ? w.begin_split : 0) : 0;
-    ws_store_o_staged(p, o, l_row, m_run, q.bs, q.s, split, split_idx, w.head0, wg, sQ + wg * (W9::kTileBytes / 2), 1 + wg);
+    if constexpr (kCSplit) {
+      ws_cluster_combine(p, o, l_row, m_run, q.bs, w.head0, wg, smem, tr);
+    } else {
+      const int split_idx = split ? p.num_splits[r] + (r == w.begin_req ? w.begin_split : 0) : 0;
+      ws_store_o_staged(p, o, l_row, m_run, q.bs, q.s, split, split_idx, w.head0, wg, sQ + wg * (W9::kTileBytes / 2), 1 + wg);
+    }
     tr(18);
   }
   if constexpr (kPair) {
@@ -484,9 +587,10 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
 
 #endif  // MLAPLAN_SM90A_WGMMA
 
-template <bool kHasExtra, bool kSeesaw, bool kPair>
+template <bool kHasExtra, bool kSeesaw, bool kPair, bool kCSplit = false>
 __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(const DecodeParams p) {
   static_assert(kSeesaw || !kPair, "the 2-CTA pair runs the seesaw math");
+  static_assert(!kCSplit || (kSeesaw && !kPair), "cluster_split runs the seesaw math of one CTA");
 #if MLAPLAN_SM90A_WGMMA
   extern __shared__ __align__(1024) std::uint8_t smem_raw[];
   std::uint8_t* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
@@ -524,7 +628,7 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
     __syncthreads();
   }
 
-  const bool one_pass = p.mode == DecodeMode::one_pass;
+  const bool one_pass = p.mode != DecodeMode::split_kv;
   int begin_req = part, end_req = part, begin_block = 0, end_block = 0x7FFFFFFF, begin_split = 0;
   bool first_split = false, last_split = false;
   grid_dependency_wait();  // split_kv: the scheduler's records (launch_decode_grid, decode_kernel.cuh)
@@ -533,7 +637,16 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
     begin_req = static_cast<int>(static_cast<std::int64_t>(part) * p.b / gridDim.x);
     end_req = static_cast<int>(static_cast<std::int64_t>(part + 1) * p.b / gridDim.x) - 1;
   }
-  if (!one_pass) {
+  if constexpr (kCSplit) {
+    // cluster_split: the cluster's CTAs share request part / C, CTA `rank` its blocks
+    // rank x n / C .. (rank + 1) x n / C - 1 (none when the request has fewer blocks than CTAs).
+    const int n = static_cast<int>(cluster_num_ctas());
+    const int rank = static_cast<int>(cluster_cta_rank());
+    begin_req = end_req = part / n;
+    const int n_blocks = ws_request<kHasExtra>(p, begin_req, s, begin_req, begin_req, 0, 0x7FFFFFFF).blk1;
+    begin_block = rank * n_blocks / n;
+    end_block = (rank + 1) * n_blocks / n;
+  } else if (!one_pass) {
     const std::int32_t* rec = p.sched_records + part * 8;
     begin_req = rec[0];
     end_req = rec[1];
@@ -741,6 +854,12 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
       cluster_arrive();  // the peer may still read this CTA's barriers or write its buffers
       cluster_wait();
     }
+    if constexpr (kCSplit) {
+      cluster_arrive();  // the two barriers of ws_cluster_combine
+      cluster_wait();
+      cluster_arrive();
+      cluster_wait();
+    }
     return;
   }
 
@@ -749,7 +868,7 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
   if constexpr (kSeesaw) {
     const WsWork work{begin_req, end_req, begin_block, end_block, begin_split, first_split, last_split, s, head0,
                       bar_full, bar_empty};
-    ws_math_seesaw<kHasExtra, kPair>(p, smem, work);
+    ws_math_seesaw<kHasExtra, kPair, kCSplit>(p, smem, work);
   } else {
     const int t4 = lane & 3;
     const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
@@ -861,6 +980,22 @@ void launch_decode_sm90ws(const DecodeParams& p, const LaunchDims& d) {
       (p.topk + W9::kRows - 1) / W9::kRows + (kHasExtra ? (p.extra_topk + W9::kRows - 1) / W9::kRows : 0);
   const bool pays = static_cast<std::int64_t>(p.b) * p.s_q * blocks_per_request >=
                     2 * static_cast<std::int64_t>(d.grid_x) * d.grid_y;
+  if (d.cluster_x > 1) {
+    // cluster_split: C CTAs per request as one cluster along x; where not all such clusters can be
+    // resident at once (shared memory, GPC sizes) it takes half as many, down to one CTA per request.
+    auto* split = &sparse_decode_sm90ws_kernel<kHasExtra, true, false, true>;
+    LaunchDims e = d;
+    while (e.cluster_x > 1 && !clusters_fit(split, e, e.cluster_x)) {
+      e.cluster_x /= 2;
+      e.grid_x = static_cast<unsigned>(p.b) * e.cluster_x;
+    }
+    if (e.cluster_x > 1) {
+      launch_decode_grid(split, p, e, "sparse_decode_sm90ws_kernel (cluster_split)", 1, e.cluster_x);
+    } else {
+      launch_decode_grid(&sparse_decode_sm90ws_kernel<kHasExtra, true, false>, p, e, "sparse_decode_sm90ws_kernel<<<...>>>");
+    }
+    return;
+  }
   const int choice = sm90_ws_pair_choice();
   if (d.grid_z == 2 && (choice > 0 || (choice == 0 && pays))) {
     auto* pair = &sparse_decode_sm90ws_kernel<kHasExtra, true, true>;

@@ -93,6 +93,16 @@ std::string_view decode_kernel_env() {
 
 bool sm90_pair_enabled() { return decode_kernel_env() == "sm90_pair"; }
 
+int cluster_split_override() {
+  static const int value = [] {
+    const char* e = std::getenv("MLAPLAN_CLUSTER_SPLIT");
+    if (e == nullptr) return 0;
+    const int v = std::atoi(e);
+    return v == 1 || v == 2 || v == 4 || v == 8 ? v : 0;
+  }();
+  return value;
+}
+
 bool sm90_ws6_enabled() { return decode_kernel_env() == "sm90_ws6"; }
 
 int sm90_ws_pair_choice() {
@@ -208,7 +218,9 @@ void check_decode_params(const DecodeParams& p) {
   if (!(p.softmax_scale > 0.0f)) throw_usage("decode: softmax_scale must be > 0");
   (void)select_decode_variant(p);
   if (p.b == 0) return;
-  if (p.mode != DecodeMode::split_kv && p.mode != DecodeMode::one_pass) throw_usage("decode: unknown mode");
+  if (p.mode != DecodeMode::split_kv && p.mode != DecodeMode::one_pass && p.mode != DecodeMode::cluster_split) {
+    throw_usage("decode: unknown mode");
+  }
   if (p.q == nullptr || p.indices == nullptr || p.out == nullptr || p.lse == nullptr) {
     throw_usage("decode: q, indices, out and lse must be set");
   }
@@ -228,7 +240,7 @@ void check_decode_params(const DecodeParams& p) {
 
 LaunchDims decode_launch_dims(const DecodeParams& p) {
   LaunchDims d;
-  d.grid_x = static_cast<unsigned>(p.mode == DecodeMode::one_pass ? p.b : p.num_sm_parts);
+  d.grid_x = static_cast<unsigned>(p.mode == DecodeMode::split_kv ? p.num_sm_parts : p.b);
   d.grid_y = static_cast<unsigned>(p.s_q);
   d.grid_z = static_cast<unsigned>(p.h_q / kHeadsPerCta);
   const detail::DecodeLauncher sm90 = sm90_launcher(p);
@@ -240,7 +252,20 @@ LaunchDims decode_launch_dims(const DecodeParams& p) {
     // request while its math finishes the last one (docs/perf.md "v8").
     const std::int64_t per_request = static_cast<std::int64_t>(d.grid_y) * d.grid_z;
     const int sms = detail::current_device_sm_count();
-    if (p.mode == DecodeMode::one_pass && sms > 0 && static_cast<std::int64_t>(p.b) * per_request > sms) {
+    if (p.mode == DecodeMode::cluster_split) {
+      // C CTAs per request as one cluster (MLAPLAN_CLUSTER_SPLIT=1/2/4/8 overrides C for A/B runs).
+      const std::int64_t n_blocks =
+          std::max<std::int64_t>(1, (p.topk + 63) / 64) + (p.has_extra ? (p.extra_topk + 63) / 64 : 0);
+      const int forced = detail::cluster_split_override();
+      const std::int64_t c = forced > 0 ? forced
+                                        : cluster_split_ctas(static_cast<std::int64_t>(p.b) * per_request, n_blocks,
+                                                             std::max(sms, 1));
+      if (c > 1) {
+        d.grid_x = static_cast<unsigned>(p.b * c);
+        d.cluster_x = static_cast<unsigned>(c);
+      }
+    }
+    if (p.mode != DecodeMode::split_kv && d.cluster_x == 1 && sms > 0 && static_cast<std::int64_t>(p.b) * per_request > sms) {
       d.grid_x = static_cast<unsigned>(std::max<std::int64_t>(1, sms / per_request));
     }
   } else if (sm90 != nullptr) {

@@ -45,6 +45,10 @@ bool sm90_ws6_enabled();
 /// (1), =sm90_ws_single one CTA per 64 heads (-1), for A/B runs; 0: the rule.
 int sm90_ws_pair_choice();
 
+/// MLAPLAN_CLUSTER_SPLIT=1/2/4/8 (A/B runs): cluster_split's CTAs per request instead of
+/// cluster_split_ctas(); 0 when unset or not one of those.
+int cluster_split_override();
+
 using DecodeLauncher = void (*)(const DecodeParams& p, const LaunchDims& dims);
 
 void launch_decode_584(const DecodeParams& p, const LaunchDims& dims);

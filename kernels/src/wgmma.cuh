@@ -171,6 +171,20 @@ __device__ __forceinline__ std::uint32_t map_shared_to_cta(std::uint32_t addr, s
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
   return r;
 }
+/// The number of CTAs in this cluster (%cluster_nctarank).
+__device__ __forceinline__ std::uint32_t cluster_num_ctas() {
+  std::uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));
+  return r;
+}
+/// 16 / 4 bytes into shared memory at shared::cluster address `addr` (any CTA of the cluster).
+__device__ __forceinline__ void st_shared_cluster_f32x4(std::uint32_t addr, const float4& v) {
+  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ void st_shared_cluster_f32(std::uint32_t addr, float x) {
+  asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(addr), "f"(x) : "memory");
+}
 __device__ __forceinline__ void st_shared_cluster_v4(std::uint32_t addr, const uint4& v) {
   asm volatile("st.shared::cluster.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z),
                "r"(v.w)

@@ -262,6 +262,8 @@ std::vector<std::int32_t> draw_lengths(std::mt19937_64& rng, Lengths mode, int b
 struct DecodeResult {
   mlaplan::DecodeComparison cmp;
   mlaplan::DecodeComparison cmp_one_pass;  ///< the same inputs run with DecodeMode::one_pass
+  mlaplan::DecodeComparison cmp_cluster;   ///< ... with DecodeMode::cluster_split
+  unsigned cluster_ctas = 1;                ///< its planned CTAs per request (decode_launch_dims)
   std::int32_t parts = 0;
   std::int32_t split_requests = 0;
 };
@@ -391,24 +393,26 @@ DecodeResult run_decode_case(const DecodeCase& c) {
   if (c.wide) tol.abs = tol.rel = std::numeric_limits<double>::infinity();
   r.cmp = mlaplan::compare_decode(out, ref_out, lse, ref_lse, tol);
 
-  // The same inputs in one pass per request (no plan, no scratch, no combine): outputs poisoned
-  // again, scratch pointers null so that any use of them faults.
-  for (DeviceBuffer* poison : {&d_out, &d_lse}) poison->fill_bytes(0xFF);
-  mk::DecodeParams p1 = p;
-  p1.mode = mk::DecodeMode::one_pass;
-  p1.sched_records = nullptr;
-  p1.num_splits = nullptr;
-  p1.num_sm_parts = 0;
-  p1.o_accum = nullptr;
-  p1.lse_accum = nullptr;
-  mk::sparse_decode(p1);
-  mk::synchronize();
-  {
+  // The same inputs in one pass per request and split over a cluster per request (no plan, no
+  // scratch, no combine kernel): outputs poisoned again, scratch pointers null so that any use of
+  // them faults.
+  for (const mk::DecodeMode m : {mk::DecodeMode::one_pass, mk::DecodeMode::cluster_split}) {
+    for (DeviceBuffer* poison : {&d_out, &d_lse}) poison->fill_bytes(0xFF);
+    mk::DecodeParams p1 = p;
+    p1.mode = m;
+    p1.sched_records = nullptr;
+    p1.num_splits = nullptr;
+    p1.num_sm_parts = 0;
+    p1.o_accum = nullptr;
+    p1.lse_accum = nullptr;
+    if (m == mk::DecodeMode::cluster_split) r.cluster_ctas = mk::decode_launch_dims(p1).cluster_x;
+    mk::sparse_decode(p1);
+    mk::synchronize();
     const auto bits1 = mk::to_host<std::uint16_t>(d_out, static_cast<std::size_t>(qrows) * D);
     const auto lse1 = mk::to_host<float>(d_lse, static_cast<std::size_t>(qrows));
     std::vector<float> out1(bits1.size());
     for (std::size_t i = 0; i < out1.size(); ++i) out1[i] = mlaplan::bf16_to_float(bits1[i]);
-    r.cmp_one_pass = mlaplan::compare_decode(out1, ref_out, lse1, ref_lse, tol);
+    (m == mk::DecodeMode::one_pass ? r.cmp_one_pass : r.cmp_cluster) = mlaplan::compare_decode(out1, ref_out, lse1, ref_lse, tol);
   }
   r.parts = parts;
   for (int i = 0; i < b; ++i) r.split_requests += splits[static_cast<std::size_t>(i + 1)] - splits[static_cast<std::size_t>(i)] > 1;
@@ -416,6 +420,8 @@ DecodeResult run_decode_case(const DecodeCase& c) {
               r.split_requests, r.cmp.message.c_str());
   std::printf("decode %-46s one_pass                               | %s\n", c.name.c_str(),
               r.cmp_one_pass.message.c_str());
+  std::printf("decode %-46s cluster_split (%d CTAs per request)      | %s\n", c.name.c_str(),
+              static_cast<int>(r.cluster_ctas), r.cmp_cluster.message.c_str());
   std::fflush(stdout);
   return r;
 }
@@ -427,6 +433,8 @@ void check_case(const DecodeCase& c) {
   REQUIRE(r.cmp.pass);
   INFO("one_pass: " << r.cmp_one_pass.message);
   REQUIRE(r.cmp_one_pass.pass);
+  INFO("cluster_split: " << r.cmp_cluster.message);
+  REQUIRE(r.cmp_cluster.pass);
 }
 
 CacheSpec fp8(int page, std::int32_t topk) { return {RowFormat::fp8_ds_mla_584, page, topk}; }
@@ -874,18 +882,16 @@ TEST_CASE("decode rejects what it does not support", "[gpu][decode][sanitize]") 
 TEST_CASE("decode plan mode: one pass when the SMs get enough requests", "[gpu][decode][sanitize]") {
   using mk::DecodeMode;
   // V4.1-Flash decode shape on 132 SMs: window 128 + extra 512 = 640 rows.
+  // 10 blocks per request: split-KV below 20 CTAs, 4-CTA clusters up to 33 CTAs, 2-CTA clusters
+  // up to 66, one pass above (tests/test_decode.cpp has the rule's edges; docs/perf.md "v9").
   REQUIRE(mk::decode_plan_mode(1, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
-  // 10 blocks per request: one pass from 59.4 CTAs on (split-KV would give each SM fewer than
-  // (10 - 1) / 2 blocks, which the fp32 partials and the combine kernel cost: docs/perf.md "v8").
-  REQUIRE(mk::decode_plan_mode(32, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
-  REQUIRE(mk::decode_plan_mode(59, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
-  REQUIRE(mk::decode_plan_mode(60, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
-  REQUIRE(mk::decode_plan_mode(64, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
+  REQUIRE(mk::decode_plan_mode(19, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(32, 1, 64, 128, true, 512, 132) == DecodeMode::cluster_split);
+  REQUIRE(mk::decode_plan_mode(64, 1, 64, 128, true, 512, 132) == DecodeMode::cluster_split);
   REQUIRE(mk::decode_plan_mode(132, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
-  REQUIRE(mk::decode_plan_mode(29, 1, 128, 128, true, 512, 132) == DecodeMode::split_kv);
-  REQUIRE(mk::decode_plan_mode(30, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
-  REQUIRE(mk::decode_plan_mode(66, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
-  // One block per request: nothing to split, one pass at any b; two blocks: from 33 CTAs on.
+  REQUIRE(mk::decode_plan_mode(8, 1, 128, 128, true, 512, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(32, 1, 128, 128, true, 512, 132) == DecodeMode::cluster_split);
+  REQUIRE(mk::decode_plan_mode(64, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
   REQUIRE(mk::decode_plan_mode(1, 1, 64, 64, false, 0, 132) == DecodeMode::one_pass);
   REQUIRE(mk::decode_plan_mode(32, 1, 64, 128, false, 0, 132) == DecodeMode::split_kv);
   REQUIRE(mk::decode_plan_mode(33, 1, 64, 128, false, 0, 132) == DecodeMode::one_pass);
@@ -913,4 +919,24 @@ TEST_CASE("decode plan mode: one pass when the SMs get enough requests", "[gpu][
   } else {
     REQUIRE(d.grid_x == 200u);
   }
+  // cluster_split on the warp-specialised kernel: C = cluster_split_ctas CTAs per request along x
+  // (clusters of C); elsewhere it launches as one_pass.
+  mk::DecodeParams pc;
+  pc.mode = DecodeMode::cluster_split;
+  pc.b = 8;
+  pc.s_q = 1;
+  pc.h_q = 64;
+  pc.topk = 128;
+  pc.has_extra = true;
+  pc.extra_topk = 512;
+  const mk::LaunchDims dc = mk::decode_launch_dims(pc);
+  if (dc.block == 512u) {
+    const auto c = static_cast<unsigned>(mlaplan::cluster_split_ctas(8, 10, sms));
+    REQUIRE(dc.cluster_x == c);
+    REQUIRE(dc.grid_x == 8u * c);
+  } else {
+    REQUIRE(dc.cluster_x == 1u);
+    REQUIRE(dc.grid_x == 8u);
+  }
+  REQUIRE(mk::to_string(DecodeMode::cluster_split) == "cluster_split");
 }

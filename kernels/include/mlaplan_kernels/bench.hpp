@@ -31,7 +31,7 @@ struct DecodeBenchOptions {
   int warmup = 5;                         ///< untimed replays first
   std::size_t flush_bytes = 256u << 20;   ///< memset before every replay to flush the L2 (0: none)
   std::uint64_t seed = 2026;
-  bool time_other_mode = false;           ///< also time the plan decode_plan_mode() did not pick
+  bool time_other_mode = false;           ///< also time the plans decode_plan_mode() did not pick
   bool time_with_scheduler = false;       ///< also time scheduler + decode + combine (split_kv)
 };
 
@@ -41,7 +41,8 @@ struct DecodeBenchResult {
   std::int32_t split_requests = 0;         ///< requests the split_kv plan splits
   double median_us = 0;                    ///< one call: decode (+ combine in split_kv)
   double min_us = 0;
-  double other_median_us = -1;             ///< the other plan, when time_other_mode; else -1
+  double other_median_us = -1;             ///< the fastest other plan, when time_other_mode; else -1
+  double mode_median_us[3] = {-1, -1, -1}; ///< per DecodeMode (split_kv, one_pass, cluster_split); -1: not timed
   double with_scheduler_median_us = -1;    ///< scheduler kernel + the call, when time_with_scheduler
                                            ///< (split_kv; one_pass launches no scheduler: = median_us)
   double flops = 0;                        ///< 2 h_q b s_q rows (512 + 512), rows = topk + extra_topk

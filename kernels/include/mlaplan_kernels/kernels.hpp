@@ -234,6 +234,7 @@ std::size_t select_decode_variant(const DecodeParams& p);
 /// Grid and block of the decode and combine kernels (host heuristics, testable without a GPU).
 struct LaunchDims {
   unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned cluster_x = 1;  ///< cluster_split on sm_90a: the CTAs that share a request (clusters along x)
   unsigned block = 1;
   std::size_t smem_bytes = 0;
 };
