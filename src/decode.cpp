@@ -117,7 +117,7 @@ DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64
   // SMs and then pays for the fp32 partials and the combine kernel. Measured on the H200 with the
   // sm_90a kernels (docs/perf.md "v8": one pass is faster at 64 CTAs x 10 blocks, split-KV at 32),
   // one pass wins once split-KV would give each SM at least (n_blocks - 1) / 2 blocks.
-  const std::int64_t n_blocks = std::max<std::int64_t>(1, (topk + 63) / 64) + (has_extra ? (extra_topk + 63) / 64 : 0);
+  const std::int64_t n_blocks = decode_request_blocks(topk, has_extra, extra_topk);
   const std::int64_t ctas = checked_mul(checked_mul(b, s_q, "decode CTAs"), h_q / 64, "decode CTAs");
   if (n_blocks == 1) return {DecodeMode::one_pass, "a request is one 64-row block: nothing to split"};
   const std::string counts = std::to_string(ctas) + " CTAs x " + std::to_string(n_blocks) + " blocks";

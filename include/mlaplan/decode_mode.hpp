@@ -27,6 +27,12 @@ std::string_view to_string(DecodeMode m);
 /// shape: window 128 + extra top-k 512), so one request per CTA stays balanced.
 inline constexpr std::int32_t kOnePassMaxRows = 640;
 
+/// The 64-row blocks a decode request of the given top-k sizes is walked in: ceil(topk / 64) main
+/// blocks (at least one) plus ceil(extra_topk / 64) extra ones. Sizes must be >= 0.
+constexpr std::int64_t decode_request_blocks(std::int64_t topk, bool has_extra, std::int64_t extra_topk) {
+  return (topk > 64 ? (topk + 63) / 64 : 1) + (has_extra ? (extra_topk + 63) / 64 : 0);
+}
+
 /// The most CTAs that share a request in cluster_split. 8 would be a legal cluster, but measured on
 /// the H200 (docs/perf.md "v9") the exchange of fp32 partial rows through distributed shared
 /// memory then costs more than split-KV's combine kernel.

@@ -315,6 +315,8 @@ __device__ __forceinline__ void ws_cluster_combine(const DecodeParams& p, const 
       got.y = __shfl_xor_sync(0xFFFFFFFFu, give.y, 1);
       const float4 v = odd ? make_float4(got.x, got.y, e1.x, e1.y) : make_float4(e0.x, e0.y, got.x, got.y);
       const int c = 64 * wg + 2 * (2 * jj + (odd ? 1 : 0)) + (t4 >> 1);  // dims 4c .. 4c + 3
+      // (As .f32 operands: the same store through st_shared_cluster_v4's .b32 ones made ptxas spill
+      // 92 bytes instead of 12.)
       st_shared_cluster_f32x4(dst + ((c ^ (r & 7)) << 4), v);
     }
     if (wg == 0 && t4 == 0) {
@@ -337,11 +339,15 @@ __device__ __forceinline__ void ws_cluster_combine(const DecodeParams& p, const 
     for (int c = 0; c < n; ++c) mx = fmaxf(mx, st_m[c * rows + tid]);
     const float mu = mx == kNegInf ? 0.0f : mx;
     float lsum = 0.0f;
-    for (int c = 0; c < n; ++c) lsum += st_l[c * rows + tid] * exp2f(st_m[c * rows + tid] - mu);  // 0 for m -inf
+    for (int c = 0; c < n; ++c) {
+      const float w = exp2f(st_m[c * rows + tid] - mu);  // 0 for a part without a valid key (m -inf)
+      st_m[c * rows + tid] = w;
+      lsum += st_l[c * rows + tid] * w;
+    }
     const int hd = head0 + rank * rows + tid;
     const RowFinish f = finish_row(p, lsum, mx, hd);
     p.lse[bs * p.h_q + hd] = f.lse;
-    for (int c = 0; c < n; ++c) st_m[c * rows + tid] = exp2f(st_m[c * rows + tid] - mu) * f.factor;
+    for (int c = 0; c < n; ++c) st_m[c * rows + tid] *= f.factor;
   }
   named_barrier_sync(7, 256);
   tr(22);
@@ -973,13 +979,6 @@ void launch_decode_sm90ws(const DecodeParams& p, const LaunchDims& d) {
     launch_decode_grid(&sparse_decode_sm90ws_kernel<kHasExtra, false, false>, p, d, "sparse_decode_sm90ws_kernel<<<...>>>");
     return;
   }
-  // h_q 128: the two 64-head CTAs of a request share the dequantisation as a 2-CTA cluster when the
-  // clusters fit and a CTA has at least two blocks on average (below that the cluster's start and
-  // lock step cost more than the halved conversion saves: docs/perf.md "v8").
-  const std::int64_t blocks_per_request =
-      (p.topk + W9::kRows - 1) / W9::kRows + (kHasExtra ? (p.extra_topk + W9::kRows - 1) / W9::kRows : 0);
-  const bool pays = static_cast<std::int64_t>(p.b) * p.s_q * blocks_per_request >=
-                    2 * static_cast<std::int64_t>(d.grid_x) * d.grid_y;
   if (d.cluster_x > 1) {
     // cluster_split: C CTAs per request as one cluster along x; where not all such clusters can be
     // resident at once (shared memory, GPC sizes) it takes half as many, down to one CTA per request.
@@ -996,6 +995,12 @@ void launch_decode_sm90ws(const DecodeParams& p, const LaunchDims& d) {
     }
     return;
   }
+  // h_q 128: the two 64-head CTAs of a request share the dequantisation as a 2-CTA cluster when the
+  // clusters fit and a CTA has at least two blocks on average (below that the cluster's start and
+  // lock step cost more than the halved conversion saves: docs/perf.md "v8").
+  static_assert(W9::kRows == 64, "decode_request_blocks counts 64-row blocks");
+  const bool pays = static_cast<std::int64_t>(p.b) * p.s_q * decode_request_blocks(p.topk, kHasExtra, p.extra_topk) >=
+                    2 * static_cast<std::int64_t>(d.grid_x) * d.grid_y;
   const int choice = sm90_ws_pair_choice();
   if (d.grid_z == 2 && (choice > 0 || (choice == 0 && pays))) {
     auto* pair = &sparse_decode_sm90ws_kernel<kHasExtra, true, true>;

@@ -254,8 +254,7 @@ LaunchDims decode_launch_dims(const DecodeParams& p) {
     const int sms = detail::current_device_sm_count();
     if (p.mode == DecodeMode::cluster_split) {
       // C CTAs per request as one cluster (MLAPLAN_CLUSTER_SPLIT=1/2/4/8 overrides C for A/B runs).
-      const std::int64_t n_blocks =
-          std::max<std::int64_t>(1, (p.topk + 63) / 64) + (p.has_extra ? (p.extra_topk + 63) / 64 : 0);
+      const std::int64_t n_blocks = decode_request_blocks(p.topk, p.has_extra, p.extra_topk);
       const int forced = detail::cluster_split_override();
       const std::int64_t c = forced > 0 ? forced
                                         : cluster_split_ctas(static_cast<std::int64_t>(p.b) * per_request, n_blocks,

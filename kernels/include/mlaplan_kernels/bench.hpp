@@ -41,7 +41,6 @@ struct DecodeBenchResult {
   std::int32_t split_requests = 0;         ///< requests the split_kv plan splits
   double median_us = 0;                    ///< one call: decode (+ combine in split_kv)
   double min_us = 0;
-  double other_median_us = -1;             ///< the fastest other plan, when time_other_mode; else -1
   double mode_median_us[3] = {-1, -1, -1}; ///< per DecodeMode (split_kv, one_pass, cluster_split); -1: not timed
   double with_scheduler_median_us = -1;    ///< scheduler kernel + the call, when time_with_scheduler
                                            ///< (split_kv; one_pass launches no scheduler: = median_us)
