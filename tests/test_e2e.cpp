@@ -1,96 +1,22 @@
 // End-to-end: the built mla-plan binary on the bundled configs and on each class of bad input,
 // checking stdout, stderr and the exit code as a script or CI job would see them.
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
 #include <catch2/catch.hpp>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
-extern char** environ;
+#include "e2e_run.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Run {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-/// Runs the binary with `args` (no shell), capturing stdout and stderr through temp files.
-/// `env_extra` ("NAME=value") replaces or adds environment variables.
-Run run(const std::vector<std::string>& args, const std::vector<std::string>& env_extra = {}) {
-  static int counter = 0;
-  const auto dir = fs::temp_directory_path() / ("mlaplan-e2e-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const auto out_path = dir / ("out" + std::to_string(counter));
-  const auto err_path = dir / ("err" + std::to_string(counter++));
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> argv_s = {MLAPLAN_BINARY};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_s;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string kv = *e;
-    const bool replaced = std::any_of(env_extra.begin(), env_extra.end(), [&](const std::string& x) {
-      return kv.compare(0, x.find('=') + 1, x, 0, x.find('=') + 1) == 0;
-    });
-    if (!replaced) env_s.push_back(kv);
-  }
-  env_s.insert(env_s.end(), env_extra.begin(), env_extra.end());
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  pid_t pid = 0;
-  Run r;
-  if (posix_spawn(&pid, MLAPLAN_BINARY, &fa, nullptr, argv.data(), envp.data()) != 0) {
-    posix_spawn_file_actions_destroy(&fa);
-    FAIL("could not start " << MLAPLAN_BINARY);
-  }
-  posix_spawn_file_actions_destroy(&fa);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
-  return r;
-}
-
-std::string cfg(const std::string& rel) { return std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + rel; }
-
-fs::path scratch() {
-  const auto dir = fs::temp_directory_path() / ("mlaplan-e2e-files-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
-
-fs::path write_file(const std::string& name, const std::string& text) {
-  const auto p = scratch() / name;
-  std::ofstream(p, std::ios::binary) << text;
-  return p;
-}
+using e2e::cfg;
+using e2e::Run;
+using e2e::run;
+using e2e::scratch;
+using e2e::slurp;
+using e2e::write_file;
 
 }  // namespace
 

@@ -1,0 +1,33 @@
+#pragma once
+// Text that came from the input (a config's strings and keys, a flag's value, a file name) made
+// inert before it is printed: one line of printable, valid UTF-8 of bounded length, whatever
+// bytes the input held (docs/robustness.md, "Text from the input"). Every message and every
+// output format prints such text through these.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace mlaplan {
+
+/// The default bound of quoted(): bytes of the input shown before it is cut.
+inline constexpr std::size_t kQuotedMaxBytes = 80;
+
+/// `s` as printable text: printable ASCII and valid UTF-8 characters stay as they are; a
+/// newline, carriage return and tab become \n, \r, \t; any other C0 control (NUL, ESC, ...) and
+/// DEL become \xNN; C1 controls, line and paragraph separators, bidirectional controls and the
+/// byte-order mark become \u{NNNN}; a byte that is not part of valid UTF-8 becomes \xNN. The
+/// result never holds a control character. With `max_bytes`, at most that many bytes of `s` are
+/// shown (cut at a character) and "... (N bytes)" says how long it was.
+std::string printable(std::string_view s, std::size_t max_bytes = std::string_view::npos);
+
+/// printable(s, max_bytes) between single quotes, with ' and \ inside escaped as \' and \\, so
+/// the value's start and end are unambiguous: 'bf\x00\x1b[31mRED\n::error::x'.
+std::string quoted(std::string_view s, std::size_t max_bytes = kQuotedMaxBytes);
+
+/// True when `s` is valid UTF-8 without a control character, a line or paragraph separator, a
+/// bidirectional control or a byte-order mark: what printable() returns. The oracle of the
+/// tests and the fuzz targets for "one line of printable UTF-8".
+bool is_printable_line(std::string_view s);
+
+}  // namespace mlaplan

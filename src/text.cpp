@@ -1,0 +1,118 @@
+#include "mlaplan/text.hpp"
+
+#include <cstdint>
+
+namespace mlaplan {
+
+namespace {
+
+/// The length of the valid UTF-8 sequence at s[i] and its code point, or 0 when the byte there
+/// does not start one (a stray continuation byte, an overlong form, a surrogate, past U+10FFFF,
+/// a sequence cut short).
+std::size_t utf8_sequence(std::string_view s, std::size_t i, char32_t& cp) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  std::size_t n = 0;
+  char32_t min = 0;
+  if (b0 < 0x80) {
+    cp = b0;
+    return 1;
+  }
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    n = 2, cp = b0 & 0x1F, min = 0x80;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    n = 3, cp = b0 & 0x0F, min = 0x800;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    n = 4, cp = b0 & 0x07, min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+/// Code points that are valid UTF-8 but change how a terminal, a log viewer or a browser lays
+/// text out: C1 controls, line / paragraph separators, bidirectional controls, the BOM.
+bool is_layout_control(char32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || cp == 0x200E || cp == 0x200F ||
+         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xFEFF;
+}
+
+constexpr char kHex[] = "0123456789abcdef";
+
+void append_hex_byte(std::string& out, unsigned char b) {
+  out += "\\x";
+  out += kHex[b >> 4];
+  out += kHex[b & 0xF];
+}
+
+void append_code_point(std::string& out, char32_t cp) {
+  out += "\\u{";
+  bool started = false;
+  for (int shift = 20; shift >= 0; shift -= 4) {
+    const auto digit = static_cast<unsigned>((cp >> shift) & 0xF);
+    if (digit != 0 || started || shift == 0) {
+      out += kHex[digit];
+      started = true;
+    }
+  }
+  out += '}';
+}
+
+std::string render(std::string_view s, std::size_t max_bytes, bool in_quotes) {
+  std::string out;
+  out.reserve(s.size() < 256 ? s.size() + 2 : 256);
+  std::size_t i = 0;
+  while (i < s.size()) {
+    char32_t cp = 0;
+    const std::size_t n = utf8_sequence(s, i, cp);
+    const std::size_t step = n == 0 ? 1 : n;
+    if (i + step > max_bytes) break;
+    if (n == 0) {
+      append_hex_byte(out, static_cast<unsigned char>(s[i]));
+    } else if (cp == '\n') {
+      out += "\\n";
+    } else if (cp == '\r') {
+      out += "\\r";
+    } else if (cp == '\t') {
+      out += "\\t";
+    } else if (cp < 0x20 || cp == 0x7F) {
+      append_hex_byte(out, static_cast<unsigned char>(cp));
+    } else if (is_layout_control(cp)) {
+      append_code_point(out, cp);
+    } else if (in_quotes && (cp == '\'' || cp == '\\')) {
+      out += '\\';
+      out += static_cast<char>(cp);
+    } else {
+      out.append(s.substr(i, n));
+    }
+    i += step;
+  }
+  if (in_quotes) out.insert(out.begin(), '\''), out += '\'';
+  if (i < s.size()) out += "... (" + std::to_string(s.size()) + " bytes)";
+  return out;
+}
+
+}  // namespace
+
+std::string printable(std::string_view s, std::size_t max_bytes) { return render(s, max_bytes, false); }
+
+std::string quoted(std::string_view s, std::size_t max_bytes) { return render(s, max_bytes, true); }
+
+bool is_printable_line(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    char32_t cp = 0;
+    const std::size_t n = utf8_sequence(s, i, cp);
+    if (n == 0 || cp < 0x20 || cp == 0x7F || is_layout_control(cp)) return false;
+    i += n;
+  }
+  return true;
+}
+
+}  // namespace mlaplan

@@ -1,0 +1,55 @@
+// Text from the input made inert: printable(), quoted(), is_printable_line() (include/mlaplan/text.hpp).
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "mlaplan/text.hpp"
+
+using namespace std::string_literals;
+using mlaplan::is_printable_line;
+using mlaplan::printable;
+using mlaplan::quoted;
+
+TEST_CASE("printable keeps text and escapes every control", "[text]") {
+  CHECK(printable("bfloat16") == "bfloat16");
+  CHECK(printable("caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80") == "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80");
+  CHECK(printable("a\nb\rc\td") == "a\\nb\\rc\\td");
+  CHECK(printable("bf\0\x1b[31mRED\n::error::x"s) == "bf\\x00\\x1b[31mRED\\n::error::x");
+  CHECK(printable("\x7f") == "\\x7f");
+  // C1 control U+0085 (next line), line separator, right-to-left override, BOM
+  CHECK(printable("\xc2\x85|\xe2\x80\xa8|\xe2\x80\xae|\xef\xbb\xbf") == "\\u{85}|\\u{2028}|\\u{202e}|\\u{feff}");
+  // invalid UTF-8: stray continuation, overlong, surrogate, past U+10FFFF, cut short
+  CHECK(printable("\x80") == "\\x80");
+  CHECK(printable("\xc0\xaf") == "\\xc0\\xaf");
+  CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");
+  CHECK(printable("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");
+  CHECK(printable("ab\xe2\x86") == "ab\\xe2\\x86");
+}
+
+TEST_CASE("quoted bounds the length and escapes its own quotes", "[text]") {
+  CHECK(quoted("fp8") == "'fp8'");
+  CHECK(quoted("it's a\\b") == "'it\\'s a\\\\b'");
+  CHECK(quoted("") == "''");
+  const std::string long_value(1000, 'x');
+  const std::string q = quoted(long_value, 10);
+  CHECK(q == "'xxxxxxxxxx'... (1000 bytes)");
+  // cut only at a character boundary: 3 x U+00E9 (2 bytes each) in 5 bytes shows 2 of them
+  CHECK(quoted("\xc3\xa9\xc3\xa9\xc3\xa9", 5) == "'\xc3\xa9\xc3\xa9'... (6 bytes)");
+  CHECK(quoted(long_value).size() < 100);
+}
+
+TEST_CASE("is_printable_line is the oracle printable() satisfies", "[text]") {
+  CHECK(is_printable_line("mla-plan: error: --batch: '010x' is not an integer"));
+  CHECK(is_printable_line("caf\xc3\xa9"));
+  CHECK_FALSE(is_printable_line("a\nb"));
+  CHECK_FALSE(is_printable_line("a\0b"s));
+  CHECK_FALSE(is_printable_line("\x1b[0m"));
+  CHECK_FALSE(is_printable_line("\xff"));
+  CHECK_FALSE(is_printable_line("\xe2\x80\xae"));
+  std::string all_bytes;
+  for (int b = 0; b < 256; ++b) all_bytes += static_cast<char>(b);
+  for (const std::string& s : {all_bytes, all_bytes + all_bytes.substr(0, 130), "\xf0\x9f"s}) {
+    CHECK(is_printable_line(printable(s)));
+    CHECK(is_printable_line(quoted(s, 300)));
+  }
+}
