@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <exception>
 #include <locale>
 #include <memory>
@@ -12,7 +14,9 @@
 
 #include "commands.hpp"
 #include "mlaplan/error.hpp"
+#include "mlaplan/text.hpp"
 #include "mlaplan/version.hpp"
+#include "output.hpp"
 
 namespace mlaplan::cli {
 
@@ -23,7 +27,7 @@ constexpr const char* kDescription =
     "(V4.1, V4.0, V3.2): layer topology, KV-cache layouts and FlashMLA decode schedules.\n"
     "`mla-plan CONFIG` is `mla-plan plan CONFIG`. Exit codes: 0 ok, 1 usage, 2 invalid config,\n"
     "3 unsupported on the target, 4 does not fit, 5 GPU verification failed, 6 no usable GPU,\n"
-    "70 internal error (docs/cli.md).";
+    "7 output could not be written, 70 internal error (docs/cli.md).";
 
 /// For the duration of one run: the "C" locale for this thread's C functions (number parsing of
 /// flag values, printf) and the classic C++ locale on `out` and `err`, whatever the process's
@@ -69,15 +73,36 @@ int guarded(std::ostream& out, std::ostream& err, Stage&& stage) {
   try {
     return stage();
   } catch (const Error& e) {
-    err << "mla-plan: error: " << e.what() << "\n";
+    // printable(): a message is one line whatever input text it quotes (docs/robustness.md)
+    err << "mla-plan: error: " << printable(e.what()) << "\n";
     return exit_code(e.kind());
   } catch (const std::bad_alloc&) {
     err << "mla-plan: error: out of memory\n";
     return exit_code(ErrorKind::internal);
   } catch (const std::exception& e) {
-    err << "mla-plan: internal error: " << e.what() << "\n";
+    err << "mla-plan: internal error: " << printable(e.what()) << "\n";
     return exit_code(ErrorKind::internal);
   }
+}
+
+/// Output that could not be written is an error, whatever the command returned: flushes `out`
+/// and, when the stream failed (a full disk, a closed pipe with SIGPIPE ignored), says why on
+/// `err` and returns exit 7 (70 when the command itself ended with an internal error).
+int checked_output(int code, std::ostream& out, std::ostream& err) {
+  const int errno_before = errno;
+  errno = 0;
+  if (out.good()) out.flush();
+  if (out.good()) {
+    errno = errno_before;
+    return code;
+  }
+  int cause = 0;
+  if (const auto* source = dynamic_cast<const WriteErrorSource*>(out.rdbuf())) cause = source->write_errno();
+  if (cause == 0) cause = errno;
+  err << "mla-plan: error: cannot write the output to standard output: "
+      << (cause != 0 ? std::string(std::strerror(cause)) : std::string("the stream failed"))
+      << (code != 0 ? " (the command itself ended with exit " + std::to_string(code) + ")" : std::string()) << "\n";
+  return combine_exit_codes(code, exit_code(ErrorKind::output));  // 70 (a bug) still wins
 }
 
 /// The subcommand the parse chose.
@@ -169,7 +194,7 @@ const ParsedCli& CommandLine::parse(const std::vector<std::string>& args, std::o
 }
 
 int execute_cli(const ParsedCli& p, std::ostream& out, std::ostream& err) {
-  return guarded(out, err, [&]() -> int {
+  const int code = guarded(out, err, [&]() -> int {
     switch (p.command) {
       case Command::none: return p.exit_code;
       case Command::plan: return run_plan(p.plan, out, err);
@@ -183,6 +208,7 @@ int execute_cli(const ParsedCli& p, std::ostream& out, std::ostream& err) {
     }
     throw_internal("unknown command");
   });
+  return checked_output(code, out, err);
 }
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

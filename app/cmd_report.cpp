@@ -14,6 +14,8 @@
 
 #include "commands.hpp"
 #include "mlaplan/error.hpp"
+#include "mlaplan/text.hpp"
+#include "output.hpp"
 #include "report.hpp"
 
 namespace mlaplan::cli {
@@ -224,16 +226,10 @@ int run_report(const ReportOptions& opt, std::ostream& out, std::ostream& err) {
   const PlanResult r = compute_plan(opt.plan);
   const std::string text = kind == ReportKind::svg ? render_report_svg(r, extras) : render_report_html(r, extras);
 
-  std::FILE* f = std::fopen(opt.output.c_str(), "wb");
-  if (f == nullptr) throw_usage("-o: cannot write '" + opt.output + "': " + std::strerror(errno));
-  const std::size_t written = std::fwrite(text.data(), 1, text.size(), f);
-  const int write_errno = written == text.size() ? 0 : errno;
-  if (std::fclose(f) != 0 || written != text.size()) {
-    throw_usage("-o: cannot write '" + opt.output + "': " + std::strerror(write_errno != 0 ? write_errno : errno));
-  }
-  out << "mla-plan: wrote " << opt.output << " (" << (kind == ReportKind::svg ? "SVG" : "HTML") << ", "
+  write_file_whole(opt.output, text, "-o");
+  out << "mla-plan: wrote " << printable(opt.output) << " (" << (kind == ReportKind::svg ? "SVG" : "HTML") << ", "
       << text.size() << " bytes)\n";
-  if (r.exit_code != 0) err << "mla-plan: error: " << r.exit_message << "\n";
+  if (r.exit_code != 0) err << "mla-plan: error: " << printable(r.exit_message) << "\n";
   return r.exit_code;
 }
 

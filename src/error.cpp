@@ -8,6 +8,7 @@ void throw_usage(const std::string& message) { throw Error(ErrorKind::usage, mes
 void throw_config(const std::string& message) { throw Error(ErrorKind::invalid_config, message); }
 void throw_unsupported(const std::string& message) { throw Error(ErrorKind::unsupported, message); }
 void throw_internal(const std::string& message) { throw Error(ErrorKind::internal, message); }
+void throw_output(const std::string& message) { throw Error(ErrorKind::output, message); }
 
 std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view what, ErrorKind kind) {
   std::int64_t r = 0;

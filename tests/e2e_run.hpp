@@ -74,8 +74,10 @@ inline Run run(const std::vector<std::string>& args, const RunOptions& o = {}) {
   int pipe_fds[2] = {-1, -1};
   if (o.stdout_closed_pipe) {
     REQUIRE(::pipe(pipe_fds) == 0);
+    // The read end is closed before the child starts: its first write fails (EPIPE / SIGPIPE).
+    ::close(pipe_fds[0]);
+    pipe_fds[0] = -1;
     posix_spawn_file_actions_adddup2(&fa, pipe_fds[1], 1);
-    posix_spawn_file_actions_addclose(&fa, pipe_fds[0]);
     posix_spawn_file_actions_addclose(&fa, pipe_fds[1]);
   } else {
     const std::string target = o.stdout_path.empty() ? out_path.string() : o.stdout_path;
@@ -123,10 +125,7 @@ inline Run run(const std::vector<std::string>& args, const RunOptions& o = {}) {
   if (o.ignore_sigpipe) sigaction(SIGPIPE, &old_pipe, nullptr);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
-  if (pipe_fds[0] >= 0) {
-    ::close(pipe_fds[0]);  // the read end: every write of the child now fails with EPIPE / SIGPIPE
-    ::close(pipe_fds[1]);
-  }
+  if (pipe_fds[1] >= 0) ::close(pipe_fds[1]);
   if (spawned != 0) FAIL("could not start " << MLAPLAN_BINARY);
   int status = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_s);

@@ -17,6 +17,7 @@ enum class ErrorKind : int {
   does_not_fit = 4,   ///< KV cache needed exceeds the memory budget
   verify_failed = 5,  ///< GPU verification ran and failed
   no_gpu = 6,         ///< built without CUDA, no device, driver too old
+  output = 7,         ///< stdout or an output file could not be written (full disk, closed pipe)
   internal = 70,      ///< a bug in mla-plan
 };
 
@@ -44,6 +45,7 @@ class Error : public std::runtime_error {
 [[noreturn]] void throw_config(const std::string& message);
 [[noreturn]] void throw_unsupported(const std::string& message);
 [[noreturn]] void throw_internal(const std::string& message);
+[[noreturn]] void throw_output(const std::string& message);
 
 // ---- checked 64-bit arithmetic: every size derived from user input goes through these ----
 

@@ -1,0 +1,166 @@
+#include "output.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mlaplan/error.hpp"
+#include "mlaplan/text.hpp"
+
+namespace mlaplan::cli {
+
+FdOutputBuf::FdOutputBuf(int fd) : fd_(fd) { setp(buf_.data(), buf_.data() + buf_.size()); }
+
+FdOutputBuf::~FdOutputBuf() { (void)flush_buffer(); }
+
+bool FdOutputBuf::write_all(const char* p, std::size_t n) {
+  if (errno_ != 0) return false;
+  while (n > 0) {
+    const ssize_t w = ::write(fd_, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      errno_ = errno != 0 ? errno : EIO;
+      return false;
+    }
+    if (w == 0) {
+      errno_ = EIO;
+      return false;
+    }
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+bool FdOutputBuf::flush_buffer() {
+  const auto n = static_cast<std::size_t>(pptr() - pbase());
+  setp(buf_.data(), buf_.data() + buf_.size());
+  return n == 0 ? errno_ == 0 : write_all(buf_.data(), n);
+}
+
+FdOutputBuf::int_type FdOutputBuf::overflow(int_type ch) {
+  if (!flush_buffer()) return traits_type::eof();
+  if (traits_type::eq_int_type(ch, traits_type::eof())) return traits_type::not_eof(ch);
+  *pptr() = traits_type::to_char_type(ch);
+  pbump(1);
+  return ch;
+}
+
+std::streamsize FdOutputBuf::xsputn(const char* s, std::streamsize n) {
+  if (errno_ != 0 || n <= 0) return 0;
+  const auto room = static_cast<std::streamsize>(epptr() - pptr());
+  if (n <= room) {
+    std::memcpy(pptr(), s, static_cast<std::size_t>(n));
+    pbump(static_cast<int>(n));
+    return n;
+  }
+  if (!flush_buffer()) return 0;
+  if (n < static_cast<std::streamsize>(buf_.size())) {
+    std::memcpy(pptr(), s, static_cast<std::size_t>(n));
+    pbump(static_cast<int>(n));
+    return n;
+  }
+  return write_all(s, static_cast<std::size_t>(n)) ? n : 0;
+}
+
+int FdOutputBuf::sync() { return flush_buffer() ? 0 : -1; }
+
+namespace {
+
+[[noreturn]] void fail_write(const std::string& flag, const std::string& path, int cause, const char* detail = "") {
+  throw_output(flag + ": cannot write " + mlaplan::quoted(path) + ": " + std::strerror(cause) + detail);
+}
+
+std::string describe_file_type(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+/// The temporary file of write_file_whole(): removed on destruction unless released.
+class TempFile {
+ public:
+  TempFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  ~TempFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+  /// Closes the descriptor; false (errno set) when close reports a deferred write error.
+  bool close() {
+    const int fd = fd_;
+    fd_ = -1;
+    return ::close(fd) == 0;
+  }
+  void release() { path_.clear(); }
+
+ private:
+  std::string path_;
+  int fd_;
+};
+
+}  // namespace
+
+void write_file_whole(const std::string& path, std::string_view bytes, const std::string& flag) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw_usage(flag + ": the file name is empty");
+  // The file the bytes end up in: a symbolic link is followed, as opening the path would.
+  std::string target = path;
+  mode_t mode = 0;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode)) {
+      throw_output(flag + ": cannot write " + mlaplan::quoted(path) + ": it is " + describe_file_type(st.st_mode) +
+                   "; give the path of a file");
+    }
+    mode = st.st_mode & 07777;
+    std::error_code ec;
+    const fs::path resolved = fs::canonical(path, ec);
+    if (!ec) target = resolved.string();
+  } else if (errno != ENOENT) {
+    fail_write(flag, path, errno);
+  } else {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    mode = 0666 & ~mask;
+  }
+  const fs::path target_path(target);
+  const fs::path dir = target_path.has_parent_path() ? target_path.parent_path() : fs::path(".");
+  std::string pattern = (dir / ("." + target_path.filename().string() + ".tmp-XXXXXX")).string();
+  std::vector<char> name(pattern.begin(), pattern.end());
+  name.push_back('\0');
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) fail_write(flag, path, errno);
+  TempFile tmp(std::string(name.data()), fd);
+  const char* p = bytes.data();
+  std::size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t w = ::write(tmp.fd(), p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) fail_write(flag, path, w < 0 ? errno : EIO, " (the earlier file, if any, is untouched)");
+    p += w;
+    left -= static_cast<std::size_t>(w);
+  }
+  if (::fchmod(tmp.fd(), mode) != 0 || ::fsync(tmp.fd()) != 0 || !tmp.close()) {
+    fail_write(flag, path, errno, " (the earlier file, if any, is untouched)");
+  }
+  if (::rename(tmp.path().c_str(), target.c_str()) != 0) {
+    fail_write(flag, path, errno, " (the earlier file, if any, is untouched)");
+  }
+  tmp.release();
+}
+
+}  // namespace mlaplan::cli
