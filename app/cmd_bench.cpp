@@ -10,6 +10,7 @@
 #include "json_out.hpp"
 #include "mlaplan/bench.hpp"
 #include "mlaplan/error.hpp"
+#include "mlaplan/text.hpp"
 
 #ifdef MLAPLAN_HAVE_CUDA
 #include "local_gpu.hpp"
@@ -145,14 +146,14 @@ int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& e
     for (const auto& r : report.rows) rows.push_back(row_json(r));
     j["rows"] = std::move(rows);
     j["exit_code"] = report.exit_code;
-    out << j.dump(2) << "\n";
+    out << dump_json(j);
   } else {
-    out << "mla-plan bench: " << opt.config << " on " << gpu.info.name << " (" << gpu.target.cc.sm() << ", "
+    out << "mla-plan bench: " << printable(opt.config) << " on " << gpu.info.name << " (" << gpu.target.cc.sm() << ", "
         << gpu.info.sm_count << " SMs), kv " << report.kv_cache_dtype << (report.forced ? " (forced)" : "") << ", "
         << bo.run.replays << " replays\n";
     for (const auto& r : report.rules) {
       if (r.finding.severity == Severity::info) continue;
-      out << "  " << to_string(r.finding.severity) << " [" << r.finding.id << "]: " << r.finding.message << "\n";
+      out << "  " << to_string(r.finding.severity) << " [" << r.finding.id << "]: " << printable(r.finding.message) << "\n";
     }
     const auto& c = report.ceilings;
     if (c.copy_gbps > 0) {

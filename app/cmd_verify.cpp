@@ -12,6 +12,7 @@
 #include "mlaplan/error.hpp"
 #include "mlaplan/limits.hpp"
 #include "mlaplan/number_format.hpp"
+#include "mlaplan/text.hpp"
 #include "mlaplan/verify.hpp"
 
 #ifdef MLAPLAN_HAVE_CUDA
@@ -163,11 +164,11 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
     j["exit_code"] = report.exit_code;
     out << dump_json(j);
   } else {
-    out << "mla-plan verify: " << opt.config << " on " << info.name << " (" << target.cc.sm() << ", "
+    out << "mla-plan verify: " << printable(opt.config) << " on " << info.name << " (" << target.cc.sm() << ", "
         << info.sm_count << " SMs)\n";
     for (const auto& r : report.rules) {
       if (r.finding.severity == Severity::info) continue;
-      out << "  " << to_string(r.finding.severity) << " [" << r.finding.id << "]: " << r.finding.message << "\n";
+      out << "  " << to_string(r.finding.severity) << " [" << r.finding.id << "]: " << printable(r.finding.message) << "\n";
     }
     if (!report.batch.description.empty()) out << "batch: " << report.batch.description << "\n";
     char line[512];

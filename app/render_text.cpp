@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "mlaplan/number_format.hpp"
+#include "mlaplan/text.hpp"
 
 namespace mlaplan::cli {
 
@@ -81,14 +82,14 @@ std::string render_plan_text(const PlanResult& r, bool show_records) {
   const auto& t = r.topology;
   std::ostringstream o;
   o.imbue(std::locale::classic());  // no digit grouping from the global locale
-  o << "mla-plan: " << c.source << "\n";
+  o << "mla-plan: " << printable(c.source) << "\n";
   o << "model: " << family_title(c.family) << " (" << to_string(c.family)
     << (c.composite ? ", composite: attention fields under text_config" : "") << ")\n";
   o << "  " << c.num_hidden_layers << " layers + " << c.num_draft_layers << " draft, "
     << c.num_attention_heads << " query heads, head_dim " << c.head_dim;
   if (c.sliding_window > 0) o << ", window " << c.sliding_window;
   o << ", index_topk " << c.index_topk << ", max positions " << c.max_position_embeddings;
-  if (!c.dtype.empty()) o << ", dtype " << c.dtype;
+  if (!c.dtype.empty()) o << ", dtype " << printable(c.dtype, kQuotedMaxBytes);
   o << "\n\n";
 
   o << "layer types (one decode plan each):\n";
@@ -182,13 +183,13 @@ std::string render_plan_text(const PlanResult& r, bool show_records) {
   if (!problems.empty()) {
     o << "\nfindings:\n";
     for (const auto* f : problems) {
-      o << "  " << to_string(f->severity) << " [" << f->id << "]: " << f->message << "\n";
-      if (!f->fix.empty()) o << "    fix: " << f->fix << "\n";
+      o << "  " << to_string(f->severity) << " [" << f->id << "]: " << printable(f->message) << "\n";
+      if (!f->fix.empty()) o << "    fix: " << printable(f->fix) << "\n";
     }
   }
   if (!notes.empty()) {
     o << "\nnotes:\n";
-    for (const auto* f : notes) o << "  " << f->message << "\n";
+    for (const auto* f : notes) o << "  " << printable(f->message) << "\n";
   }
   return o.str();
 }
@@ -347,7 +348,7 @@ std::string render_layout_text(const PlanResult& r) {
     if (p.data_parallel_size > 1) o << " (" << c.concurrency_per_rank << " per DP rank)";
     o << "\n  longest max_model_len for one request: " << c.longest_max_model_len
       << (c.longest_capped ? " (the model's limit)" : "") << "\n";
-    if (!c.fits) o << "  does not fit: " << c.message << "\n";
+    if (!c.fits) o << "  does not fit: " << printable(c.message) << "\n";
   }
   return o.str();
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "mlaplan/text.hpp"
+
 namespace mlaplan {
 
 const std::vector<RuleInfo>& rule_catalogue() {
@@ -48,7 +50,7 @@ std::vector<RuleResult> evaluate_rules(const ModelConfig& cfg, const Topology& t
                        "the config names no dtype; the sparse-MLA backend runs the model in bfloat16"));
   } else if (dtype != "bfloat16" && dtype != "bf16") {
     out.push_back(error("backend.model_dtype",
-                        "model dtype " + dtype + " is not supported by the sparse-MLA backend; supported: bfloat16" +
+                        "model dtype " + mlaplan::quoted(dtype) + " is not supported by the sparse-MLA backend; supported: bfloat16" +
                             (options.dtype ? " (--dtype)" : " (the config's dtype)"),
                         "serve with --dtype bfloat16", options.dtype ? std::string() : p + "/dtype"));
   }

@@ -104,6 +104,20 @@ std::string printable(std::string_view s, std::size_t max_bytes) { return render
 
 std::string quoted(std::string_view s, std::size_t max_bytes) { return render(s, max_bytes, true); }
 
+std::string printable_lines(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    out += render(text.substr(start, end - start), std::string_view::npos, false);
+    if (end < text.size()) out += '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
 bool is_printable_line(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {

@@ -103,7 +103,7 @@ TEST_CASE("rule: model dtype", "[rules]") {
   const auto r = find(rs, "backend.model_dtype");
   REQUIRE(r);
   CHECK(r->finding.message ==
-        "model dtype float32 is not supported by the sparse-MLA backend; supported: bfloat16 (the config's dtype)");
+        "model dtype 'float32' is not supported by the sparse-MLA backend; supported: bfloat16 (the config's dtype)");
   CHECK(r->finding.fix == "serve with --dtype bfloat16");
   CHECK(r->finding.path == "/text_config/dtype");
   RuleOptions o;

@@ -53,3 +53,10 @@ TEST_CASE("is_printable_line is the oracle printable() satisfies", "[text]") {
     CHECK(is_printable_line(quoted(s, 300)));
   }
 }
+
+TEST_CASE("printable_lines keeps the lines and escapes inside each", "[text]") {
+  CHECK(mlaplan::printable_lines("a\nb\n") == "a\nb\n");
+  CHECK(mlaplan::printable_lines("x\x1b[31m\ny\r\n") == "x\\x1b[31m\ny\\r\n");
+  CHECK(mlaplan::printable_lines("") == "");
+  CHECK(mlaplan::printable_lines("\n\n") == "\n\n");
+}

@@ -22,8 +22,13 @@ inline constexpr std::size_t kQuotedMaxBytes = 80;
 std::string printable(std::string_view s, std::size_t max_bytes = std::string_view::npos);
 
 /// printable(s, max_bytes) between single quotes, with ' and \ inside escaped as \' and \\, so
-/// the value's start and end are unambiguous: 'bf\x00\x1b[31mRED\n::error::x'.
+/// the value's start and end are unambiguous: 'bf\x00\x1b[31mRED\n::error::x'. Call it as
+/// mlaplan::quoted(): for a std::string argument, argument-dependent lookup also finds std::quoted.
 std::string quoted(std::string_view s, std::size_t max_bytes = kQuotedMaxBytes);
+
+/// printable() of every line of `text`, the newlines kept: the last guard of a text output, so
+/// that no line of it can hold a control character whatever an input string put into it.
+std::string printable_lines(std::string_view text);
 
 /// True when `s` is valid UTF-8 without a control character, a line or paragraph separator, a
 /// bidirectional control or a byte-order mark: what printable() returns. The oracle of the
