@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "mlaplan/text.hpp"
+
 namespace mlaplan::fuzz {
 
 [[noreturn]] inline void fail(const std::string& why) {
@@ -42,8 +44,11 @@ struct CliOutcome {
 };
 
 /// The bug oracle of the CLI targets: runs `stage` (int(std::ostream& out, std::ostream& err), a
-/// stage of the CLI on fixed arguments) with string streams. An exception escaping it, exit 70
-/// (internal error) or an exit code outside 0-6 is a bug; `name` names the stage in the message.
+/// stage of the CLI on fixed arguments) with string streams. A bug, named with the stage `name`:
+/// an exception escaping it, exit 70 (internal error), an exit code outside 0-7; a line of stdout
+/// or stderr that is not printable UTF-8 (a control character, ESC, NUL, invalid UTF-8: text from
+/// the input that reached the output unescaped); a line of stderr that does not start with
+/// "mla-plan" (every message is one line of its own).
 template <typename Stage>
 CliOutcome check_cli_stage(std::string_view name, Stage&& stage) {
   std::ostringstream out, err;
@@ -58,7 +63,22 @@ CliOutcome check_cli_stage(std::string_view name, Stage&& stage) {
   o.out = out.str();
   o.err = err.str();
   if (o.code == 70) fail("exit 70 (internal error): " + o.err);
-  if (o.code < 0 || o.code > 6) fail("exit code " + std::to_string(o.code) + " outside 0-6: " + o.err);
+  if (o.code < 0 || o.code > 7) fail("exit code " + std::to_string(o.code) + " outside 0-7: " + o.err);
+  for (const auto* stream : {&o.out, &o.err}) {
+    std::size_t start = 0;
+    while (start < stream->size()) {
+      std::size_t end = stream->find('\n', start);
+      if (end == std::string::npos) end = stream->size();
+      const std::string_view line(stream->data() + start, end - start);
+      if (!is_printable_line(line)) {
+        fail(std::string(stream == &o.out ? "stdout" : "stderr") + " line is not printable UTF-8: " + printable(line));
+      }
+      if (stream == &o.err && line.rfind("mla-plan", 0) != 0) {
+        fail("stderr line that is not a message of its own: " + printable(line) + " in " + printable(o.err));
+      }
+      start = end + 1;
+    }
+  }
   return o;
 }
 

@@ -3,7 +3,8 @@
 //
 // The input is one argument per line ('\n' separates arguments; a final '\n' ends the last one).
 // Exit code 70 (internal error) is a bug, as is an exception escaping run_cli, a crash, a sanitizer
-// report or a leak; any other exit code (0-6) is an accepted outcome.
+// report, a leak, or output that is not lines of printable UTF-8 with every message on one line
+// of its own (fuzz_check.hpp); any other exit code (0-7) is an accepted outcome.
 //
 // Arguments are rewritten before the run so that a run touches only the bundled files:
 // - tokens name the bundled configs (and one result file for --verify-json / --bench-json), as a

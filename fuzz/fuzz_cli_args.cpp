@@ -13,7 +13,8 @@
 // App::parse_order() (unused by mla-plan) as it is, so it grows by an entry per option parsed.
 //
 // The input is one argument per line, as for fuzz_cli. The bug oracle is fuzz_cli's (an exception
-// escaping, exit 70, an exit code outside 0-6, a crash, a sanitizer report or a leak), plus what
+// escaping, exit 70, an exit code outside 0-7, output that is not lines of printable UTF-8, a stderr
+// line that is not a message of its own, a crash, a sanitizer report or a leak), plus what
 // the parse stage promises:
 // - it ends with exit 0 (a command ready to run, --help, --version) or exit 1 (a usage error);
 // - a usage error is a message on stderr starting "mla-plan: error: ", with nothing on stdout;
