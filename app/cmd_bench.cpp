@@ -148,7 +148,7 @@ int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& e
     j["exit_code"] = report.exit_code;
     out << dump_json(j);
   } else {
-    out << "mla-plan bench: " << printable(opt.config) << " on " << gpu.info.name << " (" << gpu.target.cc.sm() << ", "
+    out << "mla-plan bench: " << printable(opt.config, kQuotedPathMaxBytes) << " on " << gpu.info.name << " (" << gpu.target.cc.sm() << ", "
         << gpu.info.sm_count << " SMs), kv " << report.kv_cache_dtype << (report.forced ? " (forced)" : "") << ", "
         << bo.run.replays << " replays\n";
     for (const auto& r : report.rules) {

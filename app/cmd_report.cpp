@@ -227,7 +227,7 @@ int run_report(const ReportOptions& opt, std::ostream& out, std::ostream& err) {
   const std::string text = kind == ReportKind::svg ? render_report_svg(r, extras) : render_report_html(r, extras);
 
   write_file_whole(opt.output, text, "-o");
-  out << "mla-plan: wrote " << printable(opt.output) << " (" << (kind == ReportKind::svg ? "SVG" : "HTML") << ", "
+  out << "mla-plan: wrote " << printable(opt.output, kQuotedPathMaxBytes) << " (" << (kind == ReportKind::svg ? "SVG" : "HTML") << ", "
       << text.size() << " bytes)\n";
   if (r.exit_code != 0) err << "mla-plan: error: " << printable(r.exit_message) << "\n";
   return r.exit_code;

@@ -164,7 +164,7 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
     j["exit_code"] = report.exit_code;
     out << dump_json(j);
   } else {
-    out << "mla-plan verify: " << printable(opt.config) << " on " << info.name << " (" << target.cc.sm() << ", "
+    out << "mla-plan verify: " << printable(opt.config, kQuotedPathMaxBytes) << " on " << info.name << " (" << target.cc.sm() << ", "
         << info.sm_count << " SMs)\n";
     for (const auto& r : report.rules) {
       if (r.finding.severity == Severity::info) continue;

@@ -82,7 +82,7 @@ std::string render_plan_text(const PlanResult& r, bool show_records) {
   const auto& t = r.topology;
   std::ostringstream o;
   o.imbue(std::locale::classic());  // no digit grouping from the global locale
-  o << "mla-plan: " << printable(c.source) << "\n";
+  o << "mla-plan: " << printable(c.source, kQuotedPathMaxBytes) << "\n";
   o << "model: " << family_title(c.family) << " (" << to_string(c.family)
     << (c.composite ? ", composite: attention fields under text_config" : "") << ")\n";
   o << "  " << c.num_hidden_layers << " layers + " << c.num_draft_layers << " draft, "

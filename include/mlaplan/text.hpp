@@ -10,8 +10,11 @@
 
 namespace mlaplan {
 
-/// The default bound of quoted(): bytes of the input shown before it is cut.
+/// The default bound of quoted(): bytes of a value from the input shown before it is cut.
 inline constexpr std::size_t kQuotedMaxBytes = 80;
+/// The bound for a file name: a path is shown whole up to this length (PATH_MAX is 4096; a real
+/// one is rarely over 200 bytes).
+inline constexpr std::size_t kQuotedPathMaxBytes = 1024;
 
 /// `s` as printable text: printable ASCII and valid UTF-8 characters stay as they are; a
 /// newline, carriage return and tab become \n, \r, \t; any other C0 control (NUL, ESC, ...) and
