@@ -3,7 +3,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +13,8 @@
 
 #include "commands.hpp"
 #include "mlaplan/error.hpp"
+#include "mlaplan/input_file.hpp"
+#include "mlaplan/text.hpp"
 #include "report.hpp"
 
 namespace mlaplan::cli {
@@ -156,12 +157,15 @@ ResultFile parse_result_json(std::string_view text, const std::string& flag, con
   f.flag = flag;
   f.title = title;
   f.path = path;
+  const std::string expected = "expected the output of mla-plan " +
+                               std::string(flag == "--bench-json" ? "bench" : "verify") + " --json";
   ojson j;
   // Depth first, then a plain parse: nlohmann's parse with a callback scans the parent container
   // at every closing brace, quadratic in the rows of a large file.
   if (const auto line = line_past_depth(text, ResultLimits::max_nesting_depth)) {
-    throw_usage(flag + ": '" + path + "' nests deeper than " + std::to_string(ResultLimits::max_nesting_depth) +
-                " levels (line " + std::to_string(*line) + "); expected the JSON output of mla-plan");
+    throw_config(flag + ": " + mlaplan::quoted(path) + " nests deeper than " +
+                 std::to_string(ResultLimits::max_nesting_depth) + " levels (line " + std::to_string(*line) +
+                 "); expected the JSON output of mla-plan");
   }
   try {
     j = ojson::parse(text.begin(), text.end());
@@ -170,8 +174,7 @@ ResultFile parse_result_json(std::string_view text, const std::string& flag, con
     if (auto pos = what.find("] "); what.rfind("[json.exception", 0) == 0 && pos != std::string::npos) {
       what = what.substr(pos + 2);
     }
-    throw_usage(flag + ": '" + path + "' is not JSON (" + what + "); expected the output of mla-plan " +
-                (flag == "--bench-json" ? "bench" : "verify") + " --json");
+    throw_config(flag + ": " + mlaplan::quoted(path) + " is not JSON (" + what + "); " + expected);
   }
   if (j.is_object()) {
     for (const auto& [k, v] : j.items()) {
@@ -184,33 +187,9 @@ ResultFile parse_result_json(std::string_view text, const std::string& flag, con
 }
 
 ResultFile read_result_json(const std::string& flag, const std::string& title, const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw_usage(flag + ": cannot read '" + path + "': it is a directory");
-  std::FILE* in = std::fopen(path.c_str(), "rb");
-  if (in == nullptr) throw_usage(flag + ": cannot read '" + path + "': " + std::strerror(errno));
-  std::string text;
-  std::array<char, 65536> buf{};
-  bool too_large = false, failed = false;
-  while (true) {
-    const std::size_t n = std::fread(buf.data(), 1, buf.size(), in);
-    text.append(buf.data(), n);
-    if (static_cast<std::int64_t>(text.size()) > ResultLimits::max_file_bytes) {
-      too_large = true;
-      break;
-    }
-    if (n < buf.size()) {
-      failed = std::ferror(in) != 0;
-      break;
-    }
-  }
-  std::fclose(in);
-  if (too_large) {
-    throw_usage(flag + ": '" + path + "' is larger than " + std::to_string(ResultLimits::max_file_bytes >> 20) +
-                " MiB (" + std::to_string(ResultLimits::max_file_bytes) +
-                " bytes, the limit for result files); expected the JSON output of mla-plan");
-  }
-  if (failed) throw_usage(flag + ": cannot read '" + path + "': read error");
-  return parse_result_json(text, flag, title, path);
+  const InputFileRules rules{flag + ": ", ResultLimits::max_file_bytes, "the limit for result files",
+                             "expected the JSON output of mla-plan"};
+  return parse_result_json(read_input_file(path, rules), flag, title, path);
 }
 
 void validate_report(const ReportOptions& opt) { (void)report_kind(opt.output); }

@@ -5,17 +5,15 @@
 #include "mlaplan/config.hpp"
 
 #include <algorithm>
-#include <array>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
 #include "mlaplan/error.hpp"
+#include "mlaplan/input_file.hpp"
+#include "mlaplan/text.hpp"
 
 namespace mlaplan {
 
@@ -712,31 +710,10 @@ Family detect_family(const json& top, ModelConfig& cfg, const json*& section, st
                std::string(kSupportedFamilies) + hint);
 }
 
-std::string read_file_limited(const std::string& file) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(file, ec);
-  if (ec || !std::filesystem::exists(status)) {
-    throw_config("cannot read '" + file + "': no such file or directory");
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    throw_config("cannot read '" + file + "': " + std::strerror(errno));
-  }
-  std::string text;
-  std::array<char, 65536> buf{};
-  while (in) {
-    in.read(buf.data(), buf.size());
-    text.append(buf.data(), static_cast<std::size_t>(in.gcount()));
-    if (static_cast<std::int64_t>(text.size()) > ConfigLimits::max_file_bytes) {
-      throw_config("'" + file + "' is larger than " + std::to_string(ConfigLimits::max_file_bytes >> 20) + " MiB (" +
-                   std::to_string(ConfigLimits::max_file_bytes) +
-                   " bytes, ConfigLimits::max_file_bytes); a model config.json is a few KiB");
-    }
-  }
-  if (in.bad()) {
-    throw_config("cannot read '" + file + "': read error");
-  }
-  return text;
+const InputFileRules& config_file_rules() {
+  static const InputFileRules rules{"", ConfigLimits::max_file_bytes, "ConfigLimits::max_file_bytes",
+                                    "a model config.json is a few KiB"};
+  return rules;
 }
 
 }  // namespace
@@ -777,19 +754,17 @@ ModelConfig parse_config(std::string_view text, const std::string& source) {
 }
 
 ModelConfig load_config(const std::string& path) {
+  if (path.empty()) throw_config("no config given: pass a config.json or a directory holding one");
   std::error_code ec;
   std::string file = path;
-  if (path.empty()) throw_config("no config given: pass a config.json or a directory holding one");
   if (std::filesystem::is_directory(path, ec)) {
     file = (std::filesystem::path(path) / "config.json").string();
-    if (!std::filesystem::exists(file, ec)) {
-      throw_config("directory '" + path + "' holds no config.json");
+    // Absent: not even a dangling link. Anything else there is read_input_file's to judge.
+    if (std::filesystem::symlink_status(file, ec).type() == std::filesystem::file_type::not_found) {
+      throw_config("directory " + mlaplan::quoted(path) + " holds no config.json");
     }
   }
-  if (std::filesystem::is_directory(file, ec)) {
-    throw_config("cannot read '" + file + "': it is a directory");
-  }
-  const std::string text = read_file_limited(file);
+  const std::string text = read_input_file(file, config_file_rules());
   ModelConfig cfg = parse_config(text, file);
   cfg.source = path;
   return cfg;

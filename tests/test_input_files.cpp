@@ -1,3 +1,296 @@
 // Input files: only regular files are read, every failure to open has its own cause, the whole file is JSON (no NUL), two spellings that disagree are an error.
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "mlaplan/config.hpp"
+#include "mlaplan/error.hpp"
+#include "mlaplan/input_file.hpp"
+#include "mlaplan/limits.hpp"
+#include "mlaplan/text.hpp"
+#include "report.hpp"
+
+using namespace mlaplan;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("mlaplan-input-files-" + std::to_string(::getpid()));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::permissions(path / "locked", fs::perms::owner_all, ec);
+    fs::remove_all(path, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    const auto p = path / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
+  std::string fifo(const std::string& name) const {
+    const auto p = (path / name).string();
+    REQUIRE(::mkfifo(p.c_str(), 0600) == 0);
+    return p;
+  }
+};
+
+/// A bound AF_UNIX socket at `path` (a socket file), closed with the object.
+struct UnixSocket {
+  int fd = -1;
+  explicit UnixSocket(const std::string& path) {
+    fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    REQUIRE(path.size() < sizeof(addr.sun_path));
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0);
+  }
+  ~UnixSocket() { ::close(fd); }
+};
+
+/// A reader that blocks must not hang the test run: SIGALRM (default action) ends the process,
+/// which fails the run, after `seconds`.
+struct Deadline {
+  explicit Deadline(unsigned seconds) { ::alarm(seconds); }
+  ~Deadline() { ::alarm(0); }
+};
+
+/// A block device to stat (never opened): one of /dev, or none on this machine.
+std::string find_block_device() {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/dev", ec)) {
+    struct stat st {};
+    if (::stat(e.path().c_str(), &st) == 0 && S_ISBLK(st.st_mode)) return e.path().string();
+  }
+  return {};
+}
+
+std::string load_error(const std::string& path) {
+  try {
+    (void)load_config(path);
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::invalid_config);
+    return e.what();
+  }
+  FAIL("accepted " << path);
+  return {};
+}
+
+std::string result_error(const std::string& path, const std::string& flag = "--verify-json") {
+  try {
+    (void)cli::read_result_json(flag, "V", path);
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::invalid_config);
+    return e.what();
+  }
+  FAIL("accepted " << path);
+  return {};
+}
+
+struct CliRun {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+CliRun run(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int code = cli::run_cli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string src(const std::string& rel) { return std::string(MLAPLAN_SOURCE_DIR) + "/" + rel; }
+
+const std::string kConfigText = R"({"model_type": "deepseek_v41"})";
+
+const InputFileRules kRules{"", ConfigLimits::max_file_bytes, "ConfigLimits::max_file_bytes", "a few KiB"};
+
+}  // namespace
+
+// ------------------------------------------------------------------ only regular files
+
+TEST_CASE("input files: a FIFO, a socket or a device is refused before it is opened", "[input-files]") {
+  TempDir dir;
+  const Deadline deadline(30);
+  const auto fifo = dir.fifo("fifo.json");
+  CHECK(load_error(fifo) == "cannot read '" + fifo + "': it is a FIFO (named pipe); only a regular file is read");
+
+  const auto sock_path = (dir.path / "sock.json").string();
+  const UnixSocket sock(sock_path);
+  CHECK(load_error(sock_path) == "cannot read '" + sock_path + "': it is a socket; only a regular file is read");
+
+  CHECK(load_error("/dev/null") == "cannot read '/dev/null': it is a character device; only a regular file is read");
+  CHECK(load_error("/dev/zero") == "cannot read '/dev/zero': it is a character device; only a regular file is read");
+
+  const auto block = find_block_device();
+  if (block.empty()) {
+    WARN("no block device under /dev here; the block-device case is not checked");
+  } else {
+    CHECK(load_error(block) == "cannot read '" + block + "': it is a block device; only a regular file is read");
+  }
+
+  // Through a symbolic link: stat() follows it, the target is what counts.
+  const auto link = (dir.path / "link.json").string();
+  fs::create_symlink(fifo, link);
+  CHECK(load_error(link) == "cannot read '" + link + "': it is a FIFO (named pipe); only a regular file is read");
+
+  // DIR/config.json that is a FIFO.
+  fs::create_directories(dir.path / "model");
+  const auto inner = dir.fifo("model/config.json");
+  CHECK(load_error((dir.path / "model").string()) ==
+        "cannot read '" + inner + "': it is a FIFO (named pipe); only a regular file is read");
+
+  // The same for report's result files.
+  CHECK(result_error(fifo) ==
+        "--verify-json: cannot read '" + fifo + "': it is a FIFO (named pipe); only a regular file is read");
+  CHECK(result_error(sock_path, "--bench-json") ==
+        "--bench-json: cannot read '" + sock_path + "': it is a socket; only a regular file is read");
+  CHECK(result_error("/dev/zero", "--bench-json") ==
+        "--bench-json: cannot read '/dev/zero': it is a character device; only a regular file is read");
+}
+
+TEST_CASE("input files: a descriptor that is not a regular file is refused after open", "[input-files]") {
+  // The path swapped between stat() and open(): read_input_fd() checks the descriptor again.
+  TempDir dir;
+  const Deadline deadline(30);
+  const auto fifo = dir.fifo("swapped.json");
+  const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  try {
+    (void)read_input_fd(fd, "config.json", kRules);
+    FAIL("a FIFO descriptor was read");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::invalid_config);
+    CHECK(std::string(e.what()) == "cannot read 'config.json': it is a FIFO (named pipe); only a regular file is read");
+  }
+  ::close(fd);
+
+  const int dev = ::open("/dev/zero", O_RDONLY | O_CLOEXEC);
+  REQUIRE(dev >= 0);
+  CHECK_THROWS_WITH(read_input_fd(dev, "z", kRules), "cannot read 'z': it is a character device; only a regular file is read");
+  ::close(dev);
+
+  // A read error has its cause: a descriptor open for writing only.
+  const auto file = dir.write("w.json", kConfigText);
+  const int wfd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+  REQUIRE(wfd >= 0);
+  CHECK_THROWS_WITH(read_input_fd(wfd, "w.json", kRules),
+                    "cannot read 'w.json': read failed: the file is not open for reading");
+  ::close(wfd);
+
+  // A regular file is read whole.
+  const int rfd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(rfd >= 0);
+  CHECK(read_input_fd(rfd, "w.json", kRules) == kConfigText);
+  ::close(rfd);
+}
+
+TEST_CASE("input files: every failure to open names its cause", "[input-files]") {
+  TempDir dir;
+  const auto missing = (dir.path / "nope.json").string();
+  CHECK(load_error(missing) == "cannot read '" + missing + "': no such file or directory");
+
+  const auto a = (dir.path / "a.json").string(), b = (dir.path / "b.json").string();
+  fs::create_symlink(b, a);
+  fs::create_symlink(a, b);
+  CHECK(load_error(a) == "cannot read '" + a + "': too many levels of symbolic links (a symbolic-link loop)");
+
+  const auto dangling = (dir.path / "dangling.json").string();
+  fs::create_symlink(dir.path / "gone.json", dangling);
+  CHECK(load_error(dangling) ==
+        "cannot read '" + dangling + "': no such file or directory (a symbolic link to a missing file)");
+
+  const auto file = dir.write("file.json", kConfigText);
+  CHECK(load_error(file + "/config.json") ==
+        "cannot read '" + file + "/config.json': a component of the path is not a directory");
+
+  // A path of 5000 bytes: the message shows its start, its length, and why.
+  const std::string long_path = "/" + std::string(4999, 'x');
+  const auto long_msg = load_error(long_path);
+  CHECK(long_msg == "cannot read '/" + std::string(79, 'x') +
+                        "'... (5000 bytes): the path is too long (5000 bytes; at most 4095 are allowed)");
+  // One name of 300 bytes in a short path.
+  const auto long_name = (dir.path / std::string(300, 'n')).string();
+  CHECK_THAT(load_error(long_name),
+             Catch::EndsWith(" bytes): a name in the path is too long (300 bytes; at most 255 are allowed)"));
+
+  if (::geteuid() != 0) {
+    const auto locked = dir.write("locked", kConfigText);
+    fs::permissions(locked, fs::perms::none);
+    CHECK(load_error(locked) == "cannot read '" + locked + "': permission denied");
+  } else {
+    WARN("running as root: mode 000 does not deny reading, the permission case is not checked");
+  }
+  // A path with a NUL would be read only up to it, which names another file.
+  CHECK(result_error(file + std::string("\0.bak", 5)) ==
+        "--verify-json: cannot read '" + file + "\\x00.bak': the path holds a NUL byte");
+  CHECK(result_error("") == "--verify-json: cannot read '': the path is empty");
+  CHECK(file_error_cause(EACCES, "x") == "permission denied");
+  CHECK(file_error_cause(EIO, "x") == "input/output error");
+  CHECK(file_error_cause(EISDIR, "x") == "it is a directory");
+
+  // Directories: a config directory without config.json, a directory as a config.json, a result
+  // file that is a directory.
+  CHECK(load_error(dir.path.string()) == "directory '" + dir.path.string() + "' holds no config.json");
+  fs::create_directories(dir.path / "nested" / "config.json");
+  CHECK(load_error((dir.path / "nested").string()) ==
+        "cannot read '" + (dir.path / "nested" / "config.json").string() + "': it is a directory");
+  CHECK(result_error(dir.path.string()) == "--verify-json: cannot read '" + dir.path.string() + "': it is a directory");
+  CHECK(result_error(a) == "--verify-json: cannot read '" + a + "': too many levels of symbolic links (a symbolic-link loop)");
+  CHECK(result_error(missing) == "--verify-json: cannot read '" + missing + "': no such file or directory");
+}
+
+TEST_CASE("input files: the kind of every file type is named", "[input-files]") {
+  CHECK(file_type_name(S_IFREG | 0644) == "a regular file");
+  CHECK(file_type_name(S_IFDIR | 0755) == "a directory");
+  CHECK(file_type_name(S_IFIFO | 0600) == "a FIFO (named pipe)");
+  CHECK(file_type_name(S_IFSOCK | 0600) == "a socket");
+  CHECK(file_type_name(S_IFCHR | 0600) == "a character device");
+  CHECK(file_type_name(S_IFBLK | 0600) == "a block device");
+  CHECK(file_type_name(S_IFLNK | 0777) == "a symbolic link");
+  CHECK(file_type_name(0) == "not a regular file");
+}
+
+TEST_CASE("input files: result files that cannot be read exit 2, a bad flag exits 1", "[input-files]") {
+  TempDir dir;
+  const Deadline deadline(60);
+  const auto config = src("configs/deepseek-v4.1-flash.json");
+  const auto out = (dir.path / "r.svg").string();
+  const auto fifo = dir.fifo("v.json");
+  auto f = run({"report", config, "-o", out, "--verify-json", fifo});
+  CHECK(f.code == 2);
+  CHECK(f.err == "mla-plan: error: --verify-json: cannot read '" + fifo +
+                     "': it is a FIFO (named pipe); only a regular file is read\n");
+  CHECK(f.out.empty());
+  CHECK(!fs::exists(out));
+  auto z = run({"report", config, "-o", out, "--bench-json", "/dev/zero"});
+  CHECK(z.code == 2);
+  CHECK_THAT(z.err, Catch::Contains("it is a character device"));
+  auto bad_flag = run({"report", config, "-o", (dir.path / "r.pdf").string(), "--verify-json", fifo});
+  CHECK(bad_flag.code == 1);
+  // A config that is a FIFO, through the whole CLI.
+  auto c = run({"plan", fifo});
+  CHECK(c.code == 2);
+  CHECK(c.err == "mla-plan: error: cannot read '" + fifo + "': it is a FIFO (named pipe); only a regular file is read\n");
+}
