@@ -159,6 +159,12 @@ ResultFile parse_result_json(std::string_view text, const std::string& flag, con
   f.path = path;
   const std::string expected = "expected the output of mla-plan " +
                                std::string(flag == "--bench-json" ? "bench" : "verify") + " --json";
+  // Any NUL is invalid input: nlohmann's lexer takes a NUL for the end of the input, so the bytes
+  // after it would never be looked at.
+  if (const auto nul = find_nul_byte(text)) {
+    throw_config(flag + ": " + mlaplan::quoted(path) + " holds a " + describe_nul_byte(*nul) + "; " + expected +
+                 ", which is JSON text");
+  }
   ojson j;
   // Depth first, then a plain parse: nlohmann's parse with a callback scans the parent container
   // at every closing brace, quadratic in the rows of a large file.
@@ -168,13 +174,15 @@ ResultFile parse_result_json(std::string_view text, const std::string& flag, con
                  "); expected the JSON output of mla-plan");
   }
   try {
+    // The whole text is one JSON value: anything but whitespace after it is a parse error.
     j = ojson::parse(text.begin(), text.end());
   } catch (const ojson::exception& e) {
     std::string what = e.what();
     if (auto pos = what.find("] "); what.rfind("[json.exception", 0) == 0 && pos != std::string::npos) {
       what = what.substr(pos + 2);
     }
-    throw_config(flag + ": " + mlaplan::quoted(path) + " is not JSON (" + what + "); " + expected);
+    // The parser quotes the bytes it last read, which may be anything.
+    throw_config(flag + ": " + mlaplan::quoted(path) + " is not JSON (" + printable(what, 240) + "); " + expected);
   }
   if (j.is_object()) {
     for (const auto& [k, v] : j.items()) {

@@ -57,9 +57,15 @@ std::string join_ints(const std::vector<std::int64_t>& v, std::size_t max_items 
 
 /// A short, printable description of a JSON value for messages ("the string \"2\"", "2.5", "null").
 std::string describe(const json& v) {
+  // At most 40 bytes, cut at a character; then made printable (json::dump escapes the C0
+  // controls but leaves line separators, bidirectional controls and the like as they are).
   auto clip = [](std::string s) {
-    if (s.size() > 40) s = s.substr(0, 37) + "...";
-    return s;
+    if (s.size() > 40) {
+      std::size_t cut = 37;
+      while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+      s = s.substr(0, cut) + "...";
+    }
+    return printable(s);
   };
   switch (v.type()) {
     case json::value_t::null: return "null";
@@ -73,6 +79,8 @@ std::string describe(const json& v) {
   }
 }
 
+/// A key as a JSON pointer token (RFC 6901: ~ and / escaped), printable: a key from the input
+/// may hold any bytes, and a pointer is printed in messages.
 std::string escape_pointer_token(std::string_view key) {
   std::string out;
   for (char c : key) {
@@ -80,7 +88,7 @@ std::string escape_pointer_token(std::string_view key) {
     else if (c == '/') out += "~1";
     else out += c;
   }
-  return out;
+  return printable(out);
 }
 
 /// Rejects nesting deeper than the limit before the parser sees it (a 100,000-deep file must not
@@ -122,7 +130,7 @@ class Section {
   std::string ptr(std::string_view key) const { return prefix_ + "/" + escape_pointer_token(key); }
 
   [[noreturn]] void fail(const std::string& pointer, const std::string& message) const {
-    throw_config(cfg_.file + ": " + (pointer.empty() ? std::string("/") : pointer) + ": " + message);
+    throw_config(printable(cfg_.file) + ": " + (pointer.empty() ? std::string("/") : pointer) + ": " + message);
   }
 
   void note(std::string id, Severity sev, std::string message, std::string pointer = {}) {
@@ -645,7 +653,7 @@ Family detect_family(const json& top, ModelConfig& cfg, const json*& section, st
     // DeepSeek's own inference/config.json carries no model_type.
     const bool inference_names = top.contains("n_layers") || top.contains("n_heads") || top.contains("dim");
     if (!inference_names) {
-      throw_config(cfg.file + ": /model_type: missing; supported families: " + std::string(kSupportedFamilies));
+      throw_config(printable(cfg.file) + ": /model_type: missing; supported families: " + std::string(kSupportedFamilies));
     }
     Family f = Family::deepseek_v32;
     if (top.contains("kv_source_layers") || top.contains("kv_source_layer_ids") ||
@@ -669,21 +677,21 @@ Family detect_family(const json& top, ModelConfig& cfg, const json*& section, st
     return f;
   }
   if (!mt->is_string()) {
-    throw_config(cfg.file + ": /model_type: must be a string, got " + describe(*mt) +
+    throw_config(printable(cfg.file) + ": /model_type: must be a string, got " + describe(*mt) +
                  "; supported families: " + std::string(kSupportedFamilies));
   }
   cfg.model_type = mt->get<std::string>();
   if (cfg.model_type == "deepseek_v41") {
     if (auto tc = top.find("text_config"); tc != top.end()) {
       if (!tc->is_object()) {
-        throw_config(cfg.file + ": /text_config: must be an object, got " + describe(*tc));
+        throw_config(printable(cfg.file) + ": /text_config: must be an object, got " + describe(*tc));
       }
       cfg.composite = true;
       section = &*tc;
       prefix = "/text_config";
       if (auto tmt = tc->find("model_type"); tmt != tc->end()) {
         if (!tmt->is_string() || tmt->get<std::string>() != "deepseek_v41_text") {
-          throw_config(cfg.file + ": /text_config/model_type: " + describe(*tmt) +
+          throw_config(printable(cfg.file) + ": /text_config/model_type: " + describe(*tmt) +
                        " inside a deepseek_v41 config; expected \"deepseek_v41_text\"");
         }
       }
@@ -706,7 +714,7 @@ Family detect_family(const json& top, ModelConfig& cfg, const json*& section, st
     };
     if (squash(known) == squash(cfg.model_type)) hint = "; did you mean \"" + std::string(known) + "\"?";
   }
-  throw_config(cfg.file + ": /model_type: " + describe(*mt) + " is not a supported model family; supported: " +
+  throw_config(printable(cfg.file) + ": /model_type: " + describe(*mt) + " is not a supported model family; supported: " +
                std::string(kSupportedFamilies) + hint);
 }
 
@@ -722,23 +730,32 @@ ModelConfig parse_config(std::string_view text, const std::string& source) {
   ModelConfig cfg;
   cfg.source = source;
   cfg.file = source;
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    throw_config(source + ": the file is empty; expected a JSON object (a model config.json)");
+  const std::string where = printable(source);
+  // Any NUL is invalid input: nlohmann's lexer takes a NUL for the end of the input (for C
+  // strings), so "{...}\0garbage" would parse as "{...}" and the rest would never be looked at.
+  if (const auto nul = find_nul_byte(text)) {
+    throw_config(where + ": " + describe_nul_byte(*nul) +
+                 "; a config.json is JSON text, which never holds a NUL byte (the whole file is read as JSON)");
   }
-  check_nesting(text, source);
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    throw_config(where + ": the file is empty; expected a JSON object (a model config.json)");
+  }
+  check_nesting(text, where);
   json top;
   try {
-    top = json::parse(text.begin(), text.end());
+    // The whole text is one JSON value: anything but whitespace after it is a parse error.
+    top = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/false);
   } catch (const json::exception& e) {
     // parse_error, and out_of_range for a number too large for a double ("1e309")
     std::string what = e.what();
     if (auto pos = what.find("] "); what.rfind("[json.exception", 0) == 0 && pos != std::string::npos) {
       what = what.substr(pos + 2);
     }
-    throw_config(source + ": not valid JSON: " + what);
+    // The parser quotes the bytes it last read, which may be anything.
+    throw_config(where + ": not valid JSON: " + printable(what, 240));
   }
   if (!top.is_object()) {
-    throw_config(source + ": the top level is " + describe(top) + "; expected a JSON object (a model config.json)");
+    throw_config(where + ": the top level is " + describe(top) + "; expected a JSON object (a model config.json)");
   }
   const json* section = nullptr;
   std::string prefix;

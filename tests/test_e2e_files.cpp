@@ -150,3 +150,30 @@ TEST_CASE("e2e: every failure to open an input file names its own cause", "[e2e]
   require_invalid_file({"report", config, "-o", out, "--bench-json", (dir.path / "missing.json").string()},
                        "': no such file or directory");
 }
+
+TEST_CASE("e2e: a NUL byte in an input file is invalid input, not its end", "[e2e][files]") {
+  Scratch dir("nul");
+  const std::string config_text = e2e::slurp(cfg("small/v41-8layer-flat.json"));
+  std::size_t lines = 1;
+  for (char c : config_text) lines += c == '\n' ? 1 : 0;
+  const auto tail = dir.file("tail.json", config_text + std::string("\0\x1b[31m garbage", 14));
+  require_invalid_file({tail}, tail + ": NUL byte at byte offset " + std::to_string(config_text.size()) + " (line " +
+                                   std::to_string(lines) + "); a config.json is JSON text");
+  require_check_fails({"check", tail}, "NUL byte at byte offset");
+  const auto result = dir.file("bench.json", std::string("[{\"us\": 1}]\0", 12));
+  require_invalid_file({"report", cfg("deepseek-v4.1-flash.json"), "-o", (dir.path / "r.svg").string(), "--bench-json", result},
+                       "--bench-json: '" + result + "' holds a NUL byte at byte offset 11 (line 1)");
+  // Trailing bytes after the top value, without a NUL: not JSON either.
+  const auto junk = dir.file("junk.json", config_text + " x");
+  require_invalid_file({junk}, "not valid JSON");
+}
+
+TEST_CASE("e2e: control characters and bad UTF-8 in file names and values stay on one line", "[e2e][files]") {
+  Scratch dir("text");
+  const std::string name = "\x1b[31m\n::error::\xff.json";
+  const auto f = dir.file(name, R"({"model_type": "\u001b[31m\n::error::\u2028"})");
+  require_invalid_file({f}, "\\x1b[31m\\n::error::\\xff.json: /model_type: the string ");
+  require_invalid_file({(dir.path / ("missing" + name)).string()}, "missing\\x1b[31m\\n::error::\\xff.json': no such file");
+  const auto raw = dir.file("raw.json", std::string(R"({"model_type": "deepseek_v41"})") + "\xff\x1b[2J");
+  require_invalid_file({raw}, "not valid JSON");
+}

@@ -97,6 +97,17 @@ std::string load_error(const std::string& path) {
   return {};
 }
 
+std::string parse_error(const std::string& text, const std::string& source = "t.json") {
+  try {
+    (void)parse_config(text, source);
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::invalid_config);
+    return e.what();
+  }
+  FAIL("accepted: " << text);
+  return {};
+}
+
 std::string result_error(const std::string& path, const std::string& flag = "--verify-json") {
   try {
     (void)cli::read_result_json(flag, "V", path);
@@ -105,6 +116,17 @@ std::string result_error(const std::string& path, const std::string& flag = "--v
     return e.what();
   }
   FAIL("accepted " << path);
+  return {};
+}
+
+std::string result_text_error(const std::string& text, const std::string& flag = "--bench-json") {
+  try {
+    (void)cli::parse_result_json(text, flag, "B", "b.json");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::invalid_config);
+    return e.what();
+  }
+  FAIL("accepted: " << text);
   return {};
 }
 
@@ -287,10 +309,119 @@ TEST_CASE("input files: result files that cannot be read exit 2, a bad flag exit
   auto z = run({"report", config, "-o", out, "--bench-json", "/dev/zero"});
   CHECK(z.code == 2);
   CHECK_THAT(z.err, Catch::Contains("it is a character device"));
+  const auto nul = dir.write("nul.json", std::string("{}\0{}", 5));
+  auto n = run({"report", config, "-o", out, "--bench-json", nul});
+  CHECK(n.code == 2);
+  CHECK(n.err == "mla-plan: error: --bench-json: '" + nul +
+                     "' holds a NUL byte at byte offset 2 (line 1); expected the output of mla-plan bench --json, "
+                     "which is JSON text\n");
   auto bad_flag = run({"report", config, "-o", (dir.path / "r.pdf").string(), "--verify-json", fifo});
   CHECK(bad_flag.code == 1);
   // A config that is a FIFO, through the whole CLI.
   auto c = run({"plan", fifo});
   CHECK(c.code == 2);
   CHECK(c.err == "mla-plan: error: cannot read '" + fifo + "': it is a FIFO (named pipe); only a regular file is read\n");
+}
+
+// ------------------------------------------------------------------ the whole file is JSON
+
+TEST_CASE("input files: nlohmann's lexer takes a NUL for the end of the input", "[input-files]") {
+  // Why a NUL needs its own check: the parser stops at it as at the end, so what follows is never
+  // looked at. If this ever throws, the pre-scan is still right, only no longer needed.
+  const std::string text = kConfigText + std::string("\0garbage", 8);
+  CHECK_NOTHROW(nlohmann::json::parse(text.begin(), text.end()));
+}
+
+TEST_CASE("input files: a NUL byte anywhere in a config is invalid", "[input-files]") {
+  const std::string tail = kConfigText + "\n" + std::string("\0{\"x\": garbage", 14);
+  CHECK(parse_error(tail) ==
+        "t.json: NUL byte at byte offset " + std::to_string(kConfigText.size() + 1) +
+            " (line 2); a config.json is JSON text, which never holds a NUL byte (the whole file is read as JSON)");
+  CHECK_THAT(parse_error(std::string("{\"model_type\": \"deep\0seek_v41\"}", 31)),
+             Catch::StartsWith("t.json: NUL byte at byte offset 20 (line 1); "));
+  CHECK_THAT(parse_error(std::string("\0", 1)), Catch::StartsWith("t.json: NUL byte at byte offset 0 (line 1); "));
+  CHECK_THAT(parse_error(std::string("\n\n \0", 4)), Catch::StartsWith("t.json: NUL byte at byte offset 3 (line 3); "));
+
+  // Nothing else ends the parse early: anything after the top value but whitespace is an error.
+  CHECK_THAT(parse_error(kConfigText + " x"), Catch::Contains("not valid JSON: ") &&
+                                                   Catch::Contains("expected end of input"));
+  CHECK_THAT(parse_error(kConfigText + " {}"), Catch::Contains("not valid JSON: ") &&
+                                                    Catch::Contains("expected end of input"));
+  CHECK_THAT(parse_error(kConfigText + "\x1a"), Catch::Contains("not valid JSON: "));
+  CHECK_THAT(parse_error(kConfigText + "\xff"), Catch::Contains("not valid JSON: "));
+  CHECK_THAT(parse_error(kConfigText + "/* c */"), Catch::Contains("not valid JSON: "));
+  CHECK(parse_config(kConfigText + " \t\r\n ", "t.json").family == Family::deepseek_v41);
+
+  // From a file: the same, exit 2 through the CLI, nothing on stdout.
+  TempDir dir;
+  const auto file = dir.write("nul.json", tail);
+  CHECK_THAT(load_error(file), Catch::StartsWith(file + ": NUL byte at byte offset 31 (line 2); "));
+  const auto r = run({file});
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::StartsWith("mla-plan: error: " + file + ": NUL byte at byte offset 31 (line 2)"));
+}
+
+TEST_CASE("input files: a NUL byte anywhere in a result file is invalid", "[input-files]") {
+  CHECK(result_text_error(std::string("[{\"a\": 1}]\n\n\0tail", 17)) ==
+        "--bench-json: 'b.json' holds a NUL byte at byte offset 12 (line 3); expected the output of mla-plan bench "
+        "--json, which is JSON text");
+  CHECK_THAT(result_text_error(std::string("{\"rows\": \"\0\"}", 13), "--verify-json"),
+             Catch::StartsWith("--verify-json: 'b.json' holds a NUL byte at byte offset 10 (line 1); ") &&
+                 Catch::EndsWith("mla-plan verify --json, which is JSON text"));
+  CHECK_THAT(result_text_error("[] []"), Catch::StartsWith("--bench-json: 'b.json' is not JSON (") &&
+                                             Catch::Contains("expected end of input"));
+  CHECK_THAT(result_text_error("{} x"), Catch::Contains("is not JSON ("));
+  CHECK(cli::parse_result_json("[{\"a\": 1}]  \n", "--bench-json", "B", "b.json").tables.size() == 1);
+}
+
+// ------------------------------------------------------------------ messages are one printable line
+
+TEST_CASE("input files: text from the config is printed inert", "[input-files][text]") {
+  // JSON escapes of NUL, ESC, a newline and a fake CI annotation, a right-to-left override, and
+  // raw bytes that are not UTF-8.
+  const std::string evil = R"(\u0000\u001b[31m\n::error::\u202e)";
+  const std::string raw = "\xff\xfe\xc3(";
+  const std::string evil_key = "\"" + evil + "\": 1, ";
+  std::vector<std::string> messages;
+
+  // model_type: a string value printed by the "not a supported family" message.
+  messages.push_back(parse_error("{" + evil_key + R"("model_type": ")" + evil + "\"}"));
+  CHECK_THAT(messages.back(), Catch::Contains("\\u0000") && Catch::Contains("\\u{202e}"));
+  // A layer type name.
+  messages.push_back(
+      parse_error(R"({"model_type": "deepseek_v4", "num_hidden_layers": 1, )" + evil_key + R"("layer_types": [")" + evil + "\"]}"));
+  CHECK_THAT(messages.back(), Catch::Contains("is not a V4 layer type"));
+  // text_config/model_type.
+  messages.push_back(parse_error(R"({"model_type": "deepseek_v41", "text_config": {"model_type": ")" + evil + "\"}}"));
+  // Raw invalid UTF-8 in a string and after the top value: the parser quotes the bytes it read.
+  messages.push_back(parse_error(R"({"model_type": ")" + raw + "\"}"));
+  CHECK_THAT(messages.back(), Catch::Contains("not valid JSON") && Catch::Contains("\\xff"));
+  messages.push_back(parse_error(kConfigText + raw));
+  CHECK_THAT(messages.back(), Catch::Contains("last read: '\"deepseek_v41\"}\\xff'"));
+  messages.push_back(parse_error(std::string("{\"a\": \x1b[31m}")));
+  // A file name with the same bytes.
+  const std::string name = "dir/\x1b[31m\n::error::\xff.json";
+  messages.push_back(parse_error(R"({"model_type": 3})", name));
+  CHECK_THAT(messages.back(), Catch::StartsWith("dir/\\x1b[31m\\n::error::\\xff.json: /model_type: "));
+  messages.push_back(parse_error(std::string("{}\0", 3), name));
+  messages.push_back(parse_error(std::string(200, '['), name));
+  messages.push_back(load_error(name));
+  CHECK(messages.back() == "cannot read 'dir/\\x1b[31m\\n::error::\\xff.json': no such file or directory");
+
+  TempDir dir;
+  const auto file = dir.write("\x1b[31m\n::error::\xff.json", "{" + evil_key + R"("model_type": "x)" + evil + "\"}");
+  messages.push_back(load_error(file));
+  CHECK_THAT(messages.back(), Catch::Contains("\\x1b[31m\\n::error::\\xff.json: /model_type: "));
+  fs::create_directories(dir.path / "d\n");
+  messages.push_back(load_error((dir.path / "d\n").string()));
+  CHECK_THAT(messages.back(), Catch::EndsWith("/d\\n' holds no config.json"));
+  const auto bad_result = dir.write("r\x1b[31m\n.json", "{" + evil_key + raw);
+  messages.push_back(result_error(bad_result));
+  CHECK_THAT(messages.back(), Catch::Contains("r\\x1b[31m\\n.json' is not JSON ("));
+  messages.push_back(result_text_error("{" + evil_key + "\x1b[31m" + raw));
+  for (const auto& m : messages) {
+    INFO(m);
+    CHECK(is_printable_line(m));
+  }
 }
