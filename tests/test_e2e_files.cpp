@@ -168,6 +168,20 @@ TEST_CASE("e2e: a NUL byte in an input file is invalid input, not its end", "[e2
   require_invalid_file({junk}, "not valid JSON");
 }
 
+TEST_CASE("e2e: layer_types that contradict compress_ratios exit 2", "[e2e][files]") {
+  Scratch dir("layer-types");
+  const std::string head = R"({"model_type": "deepseek_v4", "num_hidden_layers": 2, "num_nextn_predict_layers": 0, )";
+  const auto agree = dir.file("agree.json", head + R"("compress_ratios": [128, 4], "layer_types": ["heavily_compressed_attention", "compressed_sparse_attention"]})");
+  const auto ok = run({agree});
+  CHECK(ok.code == 0);
+  CHECK_THAT(ok.out, Catch::Contains("c128a"));
+  const auto disagree = dir.file("disagree.json", head + R"("compress_ratios": [4, 128], "layer_types": ["heavily_compressed_attention", "compressed_sparse_attention"]})");
+  require_invalid_file({disagree}, disagree + ": /layer_types/0: layer_types[0] = 'heavily_compressed_attention' (ratio 128) "
+                                              "disagrees with compress_ratios[0] = 4 (/compress_ratios/0)");
+  const auto unknown = dir.file("unknown.json", head + R"("compress_ratios": [4, 128], "layer_types": ["full_attention", "x"]})");
+  require_invalid_file({unknown}, "allowed: sliding_attention, compressed_sparse_attention, heavily_compressed_attention");
+}
+
 TEST_CASE("e2e: control characters and bad UTF-8 in file names and values stay on one line", "[e2e][files]") {
   Scratch dir("text");
   const std::string name = "\x1b[31m\n::error::\xff.json";

@@ -375,6 +375,131 @@ TEST_CASE("input files: a NUL byte anywhere in a result file is invalid", "[inpu
   CHECK(cli::parse_result_json("[{\"a\": 1}]  \n", "--bench-json", "B", "b.json").tables.size() == 1);
 }
 
+// ------------------------------------------------------------------ two spellings that disagree
+
+namespace {
+
+const std::string kV4 = R"({"model_type": "deepseek_v4", "num_hidden_layers": 4, "num_nextn_predict_layers": 1, )";
+
+std::string v4(const std::string& fields) { return kV4 + fields + "}"; }
+
+}  // namespace
+
+TEST_CASE("layer_types: V4 compress_ratios and layer_types must agree", "[input-files][config]") {
+  SECTION("agreeing: accepted (0 and 1 are both sliding_attention)") {
+    const auto c = parse_config(
+        v4(R"("compress_ratios": [1, 4, 128, 4, 0], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention", "sliding_attention"])"),
+        "t.json");
+    CHECK(c.compress_ratios == std::vector<int>{1, 4, 128, 4, 0});
+    const auto r = parse_config(
+        v4(R"("compress_rates": [0, 4, 128, 4], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention"])"),
+        "t.json");
+    CHECK(r.compress_ratios == std::vector<int>{0, 4, 128, 4, 0});
+  }
+  SECTION("disagreeing: both pointers, the index, both values, what would agree") {
+    CHECK(parse_error(v4(R"("compress_ratios": [0, 4, 128, 4, 0], "layer_types": ["sliding_attention", "heavily_compressed_attention", "heavily_compressed_attention", "compressed_sparse_attention"])")) ==
+          "t.json: /layer_types/1: layer_types[1] = 'heavily_compressed_attention' (ratio 128) disagrees with "
+          "compress_ratios[1] = 4 (/compress_ratios/1); they are two spellings of one schedule: "
+          "'compressed_sparse_attention' would agree with compress_ratios[1] = 4");
+    CHECK(parse_error(v4(R"("compress_rates": [4, 4, 128, 4, 0], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention"])")) ==
+          "t.json: /layer_types/0: layer_types[0] = 'sliding_attention' (ratio 0) disagrees with compress_rates[0] = 4 "
+          "(/compress_rates/0); they are two spellings of one schedule: 'compressed_sparse_attention' would agree "
+          "with compress_rates[0] = 4");
+  }
+  SECTION("unknown type names and wrong types, also next to compress_ratios") {
+    CHECK(parse_error(v4(R"("compress_ratios": [0, 4, 128, 4, 0], "layer_types": ["sliding_attention", "full_attention"])")) ==
+          "t.json: /layer_types/1: layer_types[1] = the string \"full_attention\" is not a V4 layer type; allowed: "
+          "sliding_attention, compressed_sparse_attention, heavily_compressed_attention");
+    CHECK(parse_error(v4(R"("compress_ratios": [0, 4, 128, 4, 0], "layer_types": "sliding_attention")")) ==
+          "t.json: /layer_types: layer_types must be a list of strings, got the string \"sliding_attention\"");
+    CHECK(parse_error(v4(R"("compress_ratios": [0, 4, 128, 4, 0], "layer_types": [0, 4])")) ==
+          "t.json: /layer_types/0: layer_types[0] must be a string, got 0");
+  }
+  SECTION("lengths that differ") {
+    // layer_types for the backbone only, compress_ratios with the MTP layer: accepted.
+    CHECK(parse_config(v4(R"("compress_ratios": [0, 4, 128, 4, 0], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention"])"),
+                       "t.json")
+              .compress_ratios == std::vector<int>{0, 4, 128, 4, 0});
+    // layer_types shorter than the backbone.
+    CHECK(parse_error(v4(R"("compress_ratios": [0, 4, 128, 4, 0], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"])")) ==
+          "t.json: /layer_types: layer_types has 3 entries and compress_ratios has 5; both need one per layer, at "
+          "least num_hidden_layers = 4 (layer 3 has compress_ratios[3] = 4 and no layer_types entry)");
+    // compress_ratios compresses a layer that layer_types leaves out (window only).
+    CHECK(parse_error(v4(R"("compress_ratios": [0, 4, 128, 4, 4], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention"])")) ==
+          "t.json: /compress_ratios/4: compress_ratios[4] = 4 has no layer_types entry (/layer_types has 4 entries; "
+          "one missing past num_hidden_layers = 4 means 'sliding_attention', ratio 0): give layer_types[4] = "
+          "'compressed_sparse_attention' or compress_ratios[4] = 0");
+    // ... and the other way round.
+    CHECK(parse_error(v4(R"("compress_ratios": [0, 4, 128, 4], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention", "heavily_compressed_attention"])")) ==
+          "t.json: /layer_types/4: layer_types[4] = 'heavily_compressed_attention' has no compress_ratios entry "
+          "(/compress_ratios has 4 entries; one missing past num_hidden_layers = 4 means ratio 0, "
+          "'sliding_attention'): give compress_ratios[4] = 128 or layer_types[4] = 'sliding_attention'");
+    // compress_ratios shorter than the backbone: its own message.
+    CHECK(parse_error(v4(R"("compress_ratios": [0, 4, 128], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention"])")) ==
+          "t.json: /compress_ratios: compress_ratios has 3 entries; it needs one per layer, at least "
+          "num_hidden_layers = 4");
+  }
+}
+
+namespace {
+
+std::string v41_6(const std::string& fields) {
+  return R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 6, "num_nextn_predict_layers": 0, )" + fields + "}";
+}
+
+}  // namespace
+
+TEST_CASE("layer_types: V4.1 layer_types must agree with the KV sources", "[input-files][config]") {
+  // 6 layers: ratios [0, 0, 2, 2, 1, 1], KV sources [2, 4] (the defaults).
+  const std::string agree =
+      R"(["sliding_attention", "sliding_attention", "shared_compressed_attention", "sliding_attention", "shared_compressed_attention", "sliding_attention"])";
+  SECTION("agreeing: accepted") {
+    const auto c = parse_config(v41_6(R"("layer_types": )" + agree), "t.json");
+    CHECK(c.kv_source_layer_ids == std::vector<std::int64_t>{2, 4});
+    const auto e = parse_config(v41_6(R"("kv_source_layer_ids": [2, 4], "layer_types": )" + agree), "t.json");
+    CHECK(e.kv_source_layer_ids == std::vector<std::int64_t>{2, 4});
+    const auto composite = parse_config(
+        R"({"model_type": "deepseek_v41", "text_config": {"num_hidden_layers": 6, "num_nextn_predict_layers": 1, "layer_types": )" +
+            agree + "}}",
+        "t.json");
+    CHECK(composite.composite);
+  }
+  SECTION("disagreeing") {
+    CHECK(parse_error(v41_6(
+              R"("layer_types": ["sliding_attention", "sliding_attention", "shared_compressed_attention", "shared_compressed_attention", "shared_compressed_attention", "sliding_attention"])")) ==
+          "t.json: /layer_types/3: layer_types[3] = 'shared_compressed_attention' disagrees with kv_source_layer_ids "
+          "= [2, 4] (/kv_source_layer_ids): layer 3 (compress_ratio 2) is not a KV source; 'sliding_attention' would "
+          "agree (shared_compressed_attention at each KV source, sliding_attention elsewhere)");
+    CHECK(parse_error(v41_6(
+              R"("kv_source_layers": [2, 4], "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "shared_compressed_attention", "sliding_attention"])")) ==
+          "t.json: /layer_types/2: layer_types[2] = 'sliding_attention' disagrees with kv_source_layers = [2, 4] "
+          "(/kv_source_layers): layer 2 (compress_ratio 2) is a KV source; 'shared_compressed_attention' would "
+          "agree (shared_compressed_attention at each KV source, sliding_attention elsewhere)");
+  }
+  SECTION("unknown names, wrong lengths") {
+    CHECK(parse_error(v41_6(
+              R"("layer_types": ["sliding_attention", "sliding_attention", "compressed_sparse_attention", "sliding_attention", "shared_compressed_attention", "sliding_attention"])")) ==
+          "t.json: /layer_types/2: layer_types[2] = the string \"compressed_sparse_attention\" is not a V4.1 layer "
+          "type; allowed: shared_compressed_attention (a KV source), sliding_attention (every other layer)");
+    CHECK(parse_error(v41_6(
+              R"("layer_types": ["sliding_attention", "sliding_attention", "shared_compressed_attention", "sliding_attention", "shared_compressed_attention"])")) ==
+          "t.json: /layer_types: layer_types has 5 entries; it needs one per layer: num_hidden_layers = 6");
+    CHECK(parse_error(R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 6, "num_nextn_predict_layers": 1, "layer_types": )" +
+                      agree.substr(0, agree.size() - 1) + R"(, "sliding_attention", "sliding_attention"]})") ==
+          "t.json: /layer_types: layer_types has 8 entries; it needs one per layer: num_hidden_layers = 6 (or up to 7 "
+          "with the draft layers)");
+    // A draft layer is window only.
+    CHECK(parse_error(R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 6, "num_nextn_predict_layers": 1, "layer_types": )" +
+                      agree.substr(0, agree.size() - 1) + R"(, "shared_compressed_attention"]})") ==
+          "t.json: /layer_types/6: layer_types[6] = 'shared_compressed_attention' disagrees with kv_source_layer_ids "
+          "= [2, 4] (/kv_source_layer_ids): layer 6 (a draft layer) (compress_ratio 0) is not a KV source; "
+          "'sliding_attention' would agree (shared_compressed_attention at each KV source, sliding_attention "
+          "elsewhere)");
+    CHECK(parse_error(v41_6(R"("layer_types": {})")) ==
+          "t.json: /layer_types: layer_types must be a list of strings, got an object");
+  }
+}
+
 // ------------------------------------------------------------------ messages are one printable line
 
 TEST_CASE("input files: text from the config is printed inert", "[input-files][text]") {
