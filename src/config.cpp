@@ -391,16 +391,17 @@ void check_v41_layer_types(Section& s, const ModelConfig& cfg, const std::string
       s.fail(p, at + " = " + describe(e) + " is not a V4.1 layer type; allowed: " + std::string(kShared) +
                     " (a KV source), " + std::string(kSliding) + " (every other layer)");
     }
-    const bool source = i < n && std::binary_search(cfg.kv_source_layer_ids.begin(), cfg.kv_source_layer_ids.end(), i);
+    const bool source =
+        i < n && std::binary_search(cfg.kv_source_layer_ids.begin(), cfg.kv_source_layer_ids.end(), i);
     const std::string_view agrees = source ? kShared : kSliding;
     if (name == agrees) continue;
     const int ratio = cfg.compress_ratios[static_cast<std::size_t>(i)];
-    const std::string layer = "layer " + std::to_string(i) + (i >= n ? " (a draft layer)" : std::string()) +
-                              " (compress_ratio " + std::to_string(ratio) + ")";
-    s.fail(p, at + " = " + mlaplan::quoted(name) + " disagrees with " + kkey + " = " + join_ints(cfg.kv_source_layer_ids) +
-                  " (" + kptr + "): " + layer + (source ? " is" : " is not") + " a KV source; " + mlaplan::quoted(agrees) +
-                  " would agree (" + std::string(kShared) + " at each KV source, " + std::string(kSliding) +
-                  " elsewhere)");
+    const std::string layer = "layer " + std::to_string(i) + " (" + (i >= n ? "a draft layer, " : "") +
+                              "compress_ratio " + std::to_string(ratio) + ")";
+    s.fail(p, at + " = " + mlaplan::quoted(name) + " disagrees with " + kkey + " = " +
+                  join_ints(cfg.kv_source_layer_ids) + " (" + kptr + "): " + layer + (source ? " is" : " is not") +
+                  " a KV source; " + mlaplan::quoted(agrees) + " would agree (" + std::string(kShared) +
+                  " at each KV source, " + std::string(kSliding) + " elsewhere)");
   }
 }
 
@@ -671,7 +672,8 @@ void check_v4_layer_types_agree(Section& s, const Section::Found& rf, const std:
            rf.key + "[" + std::to_string(i) + "] = " + std::to_string(ratios[i]) + " has no layer_types entry (" +
                lf.pointer + " has " + std::to_string(lt_len) + " entries; one missing past num_hidden_layers = " +
                std::to_string(n) + " means 'sliding_attention', ratio 0): give layer_types[" + std::to_string(i) +
-               "] = " + mlaplan::quoted(v4_layer_type_of(ratios[i])) + " or " + rf.key + "[" + std::to_string(i) + "] = 0");
+               "] = " + mlaplan::quoted(v4_layer_type_of(ratios[i])) + " or " + rf.key + "[" + std::to_string(i) +
+               "] = 0");
   }
   for (std::size_t i = common; i < typed.size(); ++i) {
     if (typed[i] == 0) continue;
@@ -777,7 +779,8 @@ Family detect_family(const json& top, ModelConfig& cfg, const json*& section, st
     // DeepSeek's own inference/config.json carries no model_type.
     const bool inference_names = top.contains("n_layers") || top.contains("n_heads") || top.contains("dim");
     if (!inference_names) {
-      throw_config(printable(cfg.file) + ": /model_type: missing; supported families: " + std::string(kSupportedFamilies));
+      throw_config(printable(cfg.file) + ": /model_type: missing; supported families: " +
+                   std::string(kSupportedFamilies));
     }
     Family f = Family::deepseek_v32;
     if (top.contains("kv_source_layers") || top.contains("kv_source_layer_ids") ||
@@ -838,7 +841,8 @@ Family detect_family(const json& top, ModelConfig& cfg, const json*& section, st
     };
     if (squash(known) == squash(cfg.model_type)) hint = "; did you mean \"" + std::string(known) + "\"?";
   }
-  throw_config(printable(cfg.file) + ": /model_type: " + describe(*mt) + " is not a supported model family; supported: " +
+  throw_config(printable(cfg.file) + ": /model_type: " + describe(*mt) +
+               " is not a supported model family; supported: " +
                std::string(kSupportedFamilies) + hint);
 }
 

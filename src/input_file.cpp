@@ -46,8 +46,8 @@ void require_regular(unsigned mode, const InputFileRules& rules, const std::stri
 }
 
 [[noreturn]] void too_large(const InputFileRules& rules, const std::string& path) {
-  throw_config(rules.label + mlaplan::quoted(path) + " is larger than " + std::to_string(rules.max_bytes >> 20) + " MiB (" +
-               std::to_string(rules.max_bytes) + " bytes, " + rules.limit_name + "); " + rules.size_hint);
+  throw_config(rules.label + mlaplan::quoted(path) + " is larger than " + std::to_string(rules.max_bytes >> 20) +
+               " MiB (" + std::to_string(rules.max_bytes) + " bytes, " + rules.limit_name + "); " + rules.size_hint);
 }
 
 /// The longest name (path component) of a path, in bytes.

@@ -492,7 +492,7 @@ TEST_CASE("layer_types: V4.1 layer_types must agree with the KV sources", "[inpu
     CHECK(parse_error(R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 6, "num_nextn_predict_layers": 1, "layer_types": )" +
                       agree.substr(0, agree.size() - 1) + R"(, "shared_compressed_attention"]})") ==
           "t.json: /layer_types/6: layer_types[6] = 'shared_compressed_attention' disagrees with kv_source_layer_ids "
-          "= [2, 4] (/kv_source_layer_ids): layer 6 (a draft layer) (compress_ratio 0) is not a KV source; "
+          "= [2, 4] (/kv_source_layer_ids): layer 6 (a draft layer, compress_ratio 0) is not a KV source; "
           "'sliding_attention' would agree (shared_compressed_attention at each KV source, sliding_attention "
           "elsewhere)");
     CHECK(parse_error(v41_6(R"("layer_types": {})")) ==
