@@ -3,7 +3,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +13,7 @@
 
 #include "commands.hpp"
 #include "mlaplan/error.hpp"
+#include "mlaplan/input_file.hpp"
 #include "mlaplan/text.hpp"
 #include "output.hpp"
 #include "report.hpp"
@@ -158,22 +158,32 @@ ResultFile parse_result_json(std::string_view text, const std::string& flag, con
   f.flag = flag;
   f.title = title;
   f.path = path;
+  const std::string expected = "expected the output of mla-plan " +
+                               std::string(flag == "--bench-json" ? "bench" : "verify") + " --json";
+  // Any NUL is invalid input: nlohmann's lexer takes a NUL for the end of the input, so the bytes
+  // after it would never be looked at.
+  if (const auto nul = find_nul_byte(text)) {
+    throw_config(flag + ": " + mlaplan::quoted(path) + " holds a " + describe_nul_byte(*nul) + "; " + expected +
+                 ", which is JSON text");
+  }
   ojson j;
   // Depth first, then a plain parse: nlohmann's parse with a callback scans the parent container
   // at every closing brace, quadratic in the rows of a large file.
   if (const auto line = line_past_depth(text, ResultLimits::max_nesting_depth)) {
-    throw_usage(flag + ": '" + path + "' nests deeper than " + std::to_string(ResultLimits::max_nesting_depth) +
-                " levels (line " + std::to_string(*line) + "); expected the JSON output of mla-plan");
+    throw_config(flag + ": " + mlaplan::quoted(path) + " nests deeper than " +
+                 std::to_string(ResultLimits::max_nesting_depth) + " levels (line " + std::to_string(*line) +
+                 "); expected the JSON output of mla-plan");
   }
   try {
+    // The whole text is one JSON value: anything but whitespace after it is a parse error.
     j = ojson::parse(text.begin(), text.end());
   } catch (const ojson::exception& e) {
     std::string what = e.what();
     if (auto pos = what.find("] "); what.rfind("[json.exception", 0) == 0 && pos != std::string::npos) {
       what = what.substr(pos + 2);
     }
-    throw_usage(flag + ": '" + path + "' is not JSON (" + what + "); expected the output of mla-plan " +
-                (flag == "--bench-json" ? "bench" : "verify") + " --json");
+    // The parser quotes the bytes it last read, which may be anything.
+    throw_config(flag + ": " + mlaplan::quoted(path) + " is not JSON (" + printable(what, 240) + "); " + expected);
   }
   if (j.is_object()) {
     for (const auto& [k, v] : j.items()) {
@@ -186,33 +196,9 @@ ResultFile parse_result_json(std::string_view text, const std::string& flag, con
 }
 
 ResultFile read_result_json(const std::string& flag, const std::string& title, const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw_usage(flag + ": cannot read '" + path + "': it is a directory");
-  std::FILE* in = std::fopen(path.c_str(), "rb");
-  if (in == nullptr) throw_usage(flag + ": cannot read '" + path + "': " + std::strerror(errno));
-  std::string text;
-  std::array<char, 65536> buf{};
-  bool too_large = false, failed = false;
-  while (true) {
-    const std::size_t n = std::fread(buf.data(), 1, buf.size(), in);
-    text.append(buf.data(), n);
-    if (static_cast<std::int64_t>(text.size()) > ResultLimits::max_file_bytes) {
-      too_large = true;
-      break;
-    }
-    if (n < buf.size()) {
-      failed = std::ferror(in) != 0;
-      break;
-    }
-  }
-  std::fclose(in);
-  if (too_large) {
-    throw_usage(flag + ": '" + path + "' is larger than " + std::to_string(ResultLimits::max_file_bytes >> 20) +
-                " MiB (" + std::to_string(ResultLimits::max_file_bytes) +
-                " bytes, the limit for result files); expected the JSON output of mla-plan");
-  }
-  if (failed) throw_usage(flag + ": cannot read '" + path + "': read error");
-  return parse_result_json(text, flag, title, path);
+  const InputFileRules rules{flag + ": ", ResultLimits::max_file_bytes, "the limit for result files",
+                             "expected the JSON output of mla-plan"};
+  return parse_result_json(read_input_file(path, rules), flag, title, path);
 }
 
 void validate_report(const ReportOptions& opt) { (void)report_kind(opt.output); }

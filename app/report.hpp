@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "mlaplan/limits.hpp"  // ResultLimits: beyond them a result file is Error usage
+#include "mlaplan/limits.hpp"  // ResultLimits: beyond them a result file is Error(invalid_config), exit 2
 
 namespace mlaplan::cli {
 
@@ -30,11 +30,13 @@ struct ResultFile {
   std::vector<ResultTable> tables;   ///< every array of objects under "results", "matrix" or "rows"
 };
 
-/// Parses result JSON text. Error(usage) naming `flag` and `path` when it is not JSON.
+/// Parses result JSON text. Error(invalid_config) (exit 2) naming `flag` and `path` when it is not
+/// JSON (a NUL byte anywhere, nesting past ResultLimits::max_nesting_depth, a syntax error).
 ResultFile parse_result_json(std::string_view text, const std::string& flag, const std::string& title,
                              const std::string& path);
-/// Reads and parses a result file. Error(usage) naming `flag`, the file and the OS error when it
-/// cannot be read.
+/// Reads and parses a result file (read_input_file: a regular file of at most
+/// ResultLimits::max_file_bytes). Error(invalid_config) (exit 2) naming `flag`, the file and the
+/// cause when it cannot be read or is not a regular file.
 ResultFile read_result_json(const std::string& flag, const std::string& title, const std::string& path);
 
 /// The report as a standalone SVG document.

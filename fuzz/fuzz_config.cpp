@@ -7,7 +7,8 @@
 // Two targets per input: h200 (sm90, fp8 caches) and b200 (sm100, nvfp4 + fp4 caches), so both
 // decode-kernel families and both cache dtypes are planned. mlaplan::Error is the expected way to
 // reject input, except Error(internal), which is a bug; so is any other exception, a crash, a
-// sanitizer report or a leak. parse_config must reject with Error(invalid_config) naming the file.
+// sanitizer report or a leak. parse_config must reject with Error(invalid_config) naming the file,
+// in one line of printable UTF-8 (is_printable_line) whatever bytes the input held.
 //
 // The same entry point runs under libFuzzer (MLAPLAN_FUZZ=ON) and under the replay driver of the
 // normal build (fuzz/replay_main.cpp), which feeds it the committed corpus as a CTest test.
@@ -26,6 +27,7 @@
 #include "mlaplan/layout.hpp"
 #include "mlaplan/rules.hpp"
 #include "mlaplan/target.hpp"
+#include "mlaplan/text.hpp"
 #include "mlaplan/topology.hpp"
 
 namespace {
@@ -111,6 +113,9 @@ void run_pipeline(std::string_view text) {
     }
     if (std::string_view(e.what()).substr(0, kSource.size()) != kSource) {
       fuzz::fail(std::string("parse_config message does not name the file: ") + e.what());
+    }
+    if (!is_printable_line(e.what())) {
+      fuzz::fail("parse_config message is not one line of printable UTF-8: " + printable(e.what()));
     }
     return;
   }

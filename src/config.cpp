@@ -6,16 +6,15 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
 #include "mlaplan/error.hpp"
+#include "mlaplan/input_file.hpp"
+#include "mlaplan/text.hpp"
 
 namespace mlaplan {
 
@@ -59,9 +58,15 @@ std::string join_ints(const std::vector<std::int64_t>& v, std::size_t max_items 
 
 /// A short, printable description of a JSON value for messages ("the string \"2\"", "2.5", "null").
 std::string describe(const json& v) {
+  // At most 40 bytes, cut at a character; then made printable (json::dump escapes the C0
+  // controls but leaves line separators, bidirectional controls and the like as they are).
   auto clip = [](std::string s) {
-    if (s.size() > 40) s = s.substr(0, 37) + "...";
-    return s;
+    if (s.size() > 40) {
+      std::size_t cut = 37;
+      while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+      s = s.substr(0, cut) + "...";
+    }
+    return printable(s);
   };
   switch (v.type()) {
     case json::value_t::null: return "null";
@@ -75,6 +80,8 @@ std::string describe(const json& v) {
   }
 }
 
+/// A key as a JSON pointer token (RFC 6901: ~ and / escaped), printable: a key from the input
+/// may hold any bytes, and a pointer is printed in messages.
 std::string escape_pointer_token(std::string_view key) {
   std::string out;
   for (char c : key) {
@@ -82,7 +89,7 @@ std::string escape_pointer_token(std::string_view key) {
     else if (c == '/') out += "~1";
     else out += c;
   }
-  return out;
+  return printable(out);
 }
 
 /// Rejects nesting deeper than the limit before the parser sees it (a 100,000-deep file must not
@@ -124,7 +131,7 @@ class Section {
   std::string ptr(std::string_view key) const { return prefix_ + "/" + escape_pointer_token(key); }
 
   [[noreturn]] void fail(const std::string& pointer, const std::string& message) const {
-    throw_config(cfg_.file + ": " + (pointer.empty() ? std::string("/") : pointer) + ": " + message);
+    throw_config(printable(cfg_.file) + ": " + (pointer.empty() ? std::string("/") : pointer) + ": " + message);
   }
 
   void note(std::string id, Severity sev, std::string message, std::string pointer = {}) {
@@ -355,6 +362,49 @@ std::int64_t nearest_at_or_before(const std::vector<std::int64_t>& ids, std::int
   return it == ids.begin() ? -1 : *std::prev(it);
 }
 
+/// V4.1's layer_types (transformers derives it, and a saved config may hold it): per backbone
+/// layer "shared_compressed_attention" at a KV source (the layer that owns the compressor and the
+/// shared cache), "sliding_attention" elsewhere. It must agree with kv_source_layer_ids (given or
+/// assumed); entries past num_hidden_layers (draft layers, window only) are "sliding_attention".
+void check_v41_layer_types(Section& s, const ModelConfig& cfg, const std::string& kkey, const std::string& kptr) {
+  auto lf = s.find("layer_types");
+  if (!lf.value) return;
+  constexpr std::string_view kShared = "shared_compressed_attention";
+  constexpr std::string_view kSliding = "sliding_attention";
+  if (!lf.value->is_array()) s.fail(lf.pointer, "layer_types must be a list of strings, got " + describe(*lf.value));
+  const auto n = cfg.num_hidden_layers;
+  const auto len = static_cast<std::int64_t>(lf.value->size());
+  if (len < n || len > cfg.total_layers()) {
+    s.fail(lf.pointer, "layer_types has " + std::to_string(len) +
+                           " entries; it needs one per layer: num_hidden_layers = " + std::to_string(n) +
+                           (cfg.num_draft_layers > 0 ? " (or up to " + std::to_string(cfg.total_layers()) +
+                                                           " with the draft layers)"
+                                                     : std::string()));
+  }
+  for (std::int64_t i = 0; i < len; ++i) {
+    const json& e = (*lf.value)[static_cast<std::size_t>(i)];
+    const std::string p = lf.pointer + "/" + std::to_string(i);
+    const std::string at = "layer_types[" + std::to_string(i) + "]";
+    if (!e.is_string()) s.fail(p, at + " must be a string, got " + describe(e));
+    const auto& name = e.get_ref<const std::string&>();
+    if (name != kShared && name != kSliding) {
+      s.fail(p, at + " = " + describe(e) + " is not a V4.1 layer type; allowed: " + std::string(kShared) +
+                    " (a KV source), " + std::string(kSliding) + " (every other layer)");
+    }
+    const bool source =
+        i < n && std::binary_search(cfg.kv_source_layer_ids.begin(), cfg.kv_source_layer_ids.end(), i);
+    const std::string_view agrees = source ? kShared : kSliding;
+    if (name == agrees) continue;
+    const int ratio = cfg.compress_ratios[static_cast<std::size_t>(i)];
+    const std::string layer = "layer " + std::to_string(i) + " (" + (i >= n ? "a draft layer, " : "") +
+                              "compress_ratio " + std::to_string(ratio) + ")";
+    s.fail(p, at + " = " + mlaplan::quoted(name) + " disagrees with " + kkey + " = " +
+                  join_ints(cfg.kv_source_layer_ids) + " (" + kptr + "): " + layer + (source ? " is" : " is not") +
+                  " a KV source; " + mlaplan::quoted(agrees) + " would agree (" + std::string(kShared) +
+                  " at each KV source, " + std::string(kSliding) + " elsewhere)");
+  }
+}
+
 void read_v41(Section& s, const json& top, ModelConfig& cfg) {
   cfg.num_hidden_layers = s.int_field("num_hidden_layers", {"n_layers"}, 1, ConfigLimits::max_layers, 40,
                                       "the transformers default");
@@ -471,6 +521,8 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
     }
   }
 
+  check_v41_layer_types(s, cfg, kf.value ? kf.key : std::string("kv_source_layer_ids"), kptr);
+
   // index_source_layer_ids
   auto xf = s.find("index_source_layer_ids", {"index_source_layers"});
   const std::string xptr = xf.value ? xf.pointer : s.ptr("index_source_layer_ids");
@@ -539,6 +591,101 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
 // ------------------------------------------------------------------------------------------
 // V4.0
 
+/// transformers' newer spelling of V4's compress_ratios: one attention type per layer.
+struct V4LayerType {
+  std::string_view name;
+  std::int64_t ratio;
+};
+constexpr std::array<V4LayerType, 3> kV4LayerTypes = {{
+    {"sliding_attention", 0},
+    {"compressed_sparse_attention", 4},
+    {"heavily_compressed_attention", 128},
+}};
+constexpr std::string_view kV4LayerTypeNames =
+    "sliding_attention, compressed_sparse_attention, heavily_compressed_attention";
+
+/// The layer_types name of a V4 compress ratio: 0 and 1 are both window only (vLLM clamps to 1).
+std::string_view v4_layer_type_of(std::int64_t ratio) {
+  if (ratio == 0 || ratio == 1) return kV4LayerTypes[0].name;
+  for (const auto& t : kV4LayerTypes) {
+    if (t.ratio == ratio) return t.name;
+  }
+  return {};
+}
+
+/// A V4 layer_types list as compress ratios: a list of strings, each a known type.
+std::vector<std::int64_t> v4_layer_type_ratios(Section& s, const Section::Found& lf) {
+  if (!lf.value->is_array()) s.fail(lf.pointer, "layer_types must be a list of strings, got " + describe(*lf.value));
+  if (static_cast<std::int64_t>(lf.value->size()) > ConfigLimits::max_list_entries) {
+    s.fail(lf.pointer, "layer_types has " + std::to_string(lf.value->size()) + " entries; at most " +
+                           std::to_string(ConfigLimits::max_list_entries) + " are accepted");
+  }
+  std::vector<std::int64_t> ratios;
+  ratios.reserve(lf.value->size());
+  for (std::size_t i = 0; i < lf.value->size(); ++i) {
+    const json& e = (*lf.value)[i];
+    const std::string p = lf.pointer + "/" + std::to_string(i);
+    if (!e.is_string()) s.fail(p, "layer_types[" + std::to_string(i) + "] must be a string, got " + describe(e));
+    const auto& name = e.get_ref<const std::string&>();
+    const auto it = std::find_if(kV4LayerTypes.begin(), kV4LayerTypes.end(),
+                                 [&](const V4LayerType& t) { return t.name == name; });
+    if (it == kV4LayerTypes.end()) {
+      s.fail(p, "layer_types[" + std::to_string(i) + "] = " + describe(e) +
+                    " is not a V4 layer type; allowed: " + std::string(kV4LayerTypeNames));
+    }
+    ratios.push_back(it->ratio);
+  }
+  return ratios;
+}
+
+/// compress_ratios (or compress_rates) and layer_types are two spellings of one schedule: entry
+/// by entry they must name the same attention. Both cover the backbone; past num_hidden_layers
+/// a missing entry means window only (fit_ratio_list pads with 0), so there an entry of the
+/// longer list must be window only too.
+void check_v4_layer_types_agree(Section& s, const Section::Found& rf, const std::vector<std::int64_t>& ratios,
+                                const Section::Found& lf, const std::vector<std::int64_t>& typed, std::int64_t n) {
+  const auto& names = *lf.value;
+  const std::size_t common = std::min(ratios.size(), typed.size());
+  for (std::size_t i = 0; i < common; ++i) {
+    const std::string_view agrees = v4_layer_type_of(ratios[i]);
+    if (agrees == names[i].get_ref<const std::string&>()) continue;
+    const std::string idx = "[" + std::to_string(i) + "]";
+    s.fail(lf.pointer + "/" + std::to_string(i),
+           "layer_types" + idx + " = " + mlaplan::quoted(names[i].get_ref<const std::string&>()) + " (ratio " +
+               std::to_string(typed[i]) + ") disagrees with " + rf.key + idx + " = " + std::to_string(ratios[i]) +
+               " (" + rf.pointer + "/" + std::to_string(i) + "); they are two spellings of one schedule: " +
+               mlaplan::quoted(agrees) + " would agree with " + rf.key + idx + " = " + std::to_string(ratios[i]));
+  }
+  const auto lt_len = static_cast<std::int64_t>(typed.size());
+  const auto r_len = static_cast<std::int64_t>(ratios.size());
+  if (r_len < n) return;  // fit_ratio_list says that compress_ratios is too short
+  if (lt_len < n) {
+    s.fail(lf.pointer, "layer_types has " + std::to_string(lt_len) + " entries and " + rf.key + " has " +
+                           std::to_string(r_len) + "; both need one per layer, at least num_hidden_layers = " +
+                           std::to_string(n) + " (layer " + std::to_string(lt_len) + " has " + rf.key + "[" +
+                           std::to_string(lt_len) + "] = " + std::to_string(ratios[static_cast<std::size_t>(lt_len)]) +
+                           " and no layer_types entry)");
+  }
+  for (std::size_t i = common; i < ratios.size(); ++i) {
+    if (ratios[i] == 0 || ratios[i] == 1) continue;
+    s.fail(rf.pointer + "/" + std::to_string(i),
+           rf.key + "[" + std::to_string(i) + "] = " + std::to_string(ratios[i]) + " has no layer_types entry (" +
+               lf.pointer + " has " + std::to_string(lt_len) + " entries; one missing past num_hidden_layers = " +
+               std::to_string(n) + " means 'sliding_attention', ratio 0): give layer_types[" + std::to_string(i) +
+               "] = " + mlaplan::quoted(v4_layer_type_of(ratios[i])) + " or " + rf.key + "[" + std::to_string(i) +
+               "] = 0");
+  }
+  for (std::size_t i = common; i < typed.size(); ++i) {
+    if (typed[i] == 0) continue;
+    s.fail(lf.pointer + "/" + std::to_string(i),
+           "layer_types[" + std::to_string(i) + "] = " + mlaplan::quoted(names[i].get_ref<const std::string&>()) +
+               " has no " + rf.key + " entry (" + rf.pointer + " has " + std::to_string(r_len) +
+               " entries; one missing past num_hidden_layers = " + std::to_string(n) +
+               " means ratio 0, 'sliding_attention'): give " + rf.key + "[" + std::to_string(i) + "] = " +
+               std::to_string(typed[i]) + " or layer_types[" + std::to_string(i) + "] = 'sliding_attention'");
+  }
+}
+
 void read_v4(Section& s, const json& top, ModelConfig& cfg) {
   cfg.num_hidden_layers = s.int_field("num_hidden_layers", {"n_layers"}, 1, ConfigLimits::max_layers,
                                       std::nullopt, "");
@@ -567,39 +714,23 @@ void read_v4(Section& s, const json& top, ModelConfig& cfg) {
   }
 
   auto rf = find_ratios(s);
+  auto lf = s.find("layer_types");
+  // layer_types is read (and checked) whenever it is there, also next to compress_ratios.
+  std::optional<std::vector<std::int64_t>> typed;
+  if (lf.value) typed = v4_layer_type_ratios(s, lf);
   std::vector<std::int64_t> ratios;
   std::string rptr = rf.pointer;
   if (auto list = s.int_list(rf, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max())) {
     ratios = *list;
-  } else {
-    auto lf = s.find("layer_types");
-    if (!lf.value) {
-      s.fail(s.ptr("compress_ratios"),
-             "missing; a deepseek_v4 config needs compress_ratios (or layer_types) to say which layers compress");
-    }
+  } else if (typed) {
+    ratios = *typed;
     rptr = lf.pointer;
-    if (!lf.value->is_array()) s.fail(lf.pointer, "layer_types must be a list of strings, got " + describe(*lf.value));
-    if (static_cast<std::int64_t>(lf.value->size()) > ConfigLimits::max_list_entries) {
-      s.fail(lf.pointer, "layer_types has " + std::to_string(lf.value->size()) + " entries; at most " +
-                             std::to_string(ConfigLimits::max_list_entries) + " are accepted");
-    }
-    for (std::size_t i = 0; i < lf.value->size(); ++i) {
-      const json& e = (*lf.value)[i];
-      const std::string p = lf.pointer + "/" + std::to_string(i);
-      if (!e.is_string()) s.fail(p, "layer_types[" + std::to_string(i) + "] must be a string, got " + describe(e));
-      const auto name = e.get<std::string>();
-      if (name == "sliding_attention") ratios.push_back(0);
-      else if (name == "compressed_sparse_attention") ratios.push_back(4);
-      else if (name == "heavily_compressed_attention") ratios.push_back(128);
-      else {
-        s.fail(p, "layer_types[" + std::to_string(i) + "] = " + describe(e) +
-                      " is not a V4 layer type; allowed: sliding_attention, compressed_sparse_attention, "
-                      "heavily_compressed_attention");
-      }
-    }
     s.note("config.normalised", Severity::info,
            "read layer_types as compress_ratios (sliding 0, compressed_sparse 4, heavily_compressed 128)",
            lf.pointer);
+  } else {
+    s.fail(s.ptr("compress_ratios"),
+           "missing; a deepseek_v4 config needs compress_ratios (or layer_types) to say which layers compress");
   }
   for (std::size_t i = 0; i < ratios.size(); ++i) {
     const auto r = ratios[i];
@@ -608,6 +739,7 @@ void read_v4(Section& s, const json& top, ModelConfig& cfg) {
                  ": Unsupported DeepseekV4 compress_ratio=" + std::to_string(r) + "; expected 1, 4, or 128.");
     }
   }
+  if (rf.value && typed) check_v4_layer_types_agree(s, rf, ratios, lf, *typed, cfg.num_hidden_layers);
   fit_ratio_list(s, rptr, ratios, cfg, /*allow_zero_tail=*/true);
   cfg.compress_ratios.assign(ratios.begin(), ratios.end());
 }
@@ -647,7 +779,8 @@ Family detect_family(const json& top, ModelConfig& cfg, const json*& section, st
     // DeepSeek's own inference/config.json carries no model_type.
     const bool inference_names = top.contains("n_layers") || top.contains("n_heads") || top.contains("dim");
     if (!inference_names) {
-      throw_config(cfg.file + ": /model_type: missing; supported families: " + std::string(kSupportedFamilies));
+      throw_config(printable(cfg.file) + ": /model_type: missing; supported families: " +
+                   std::string(kSupportedFamilies));
     }
     Family f = Family::deepseek_v32;
     if (top.contains("kv_source_layers") || top.contains("kv_source_layer_ids") ||
@@ -671,21 +804,21 @@ Family detect_family(const json& top, ModelConfig& cfg, const json*& section, st
     return f;
   }
   if (!mt->is_string()) {
-    throw_config(cfg.file + ": /model_type: must be a string, got " + describe(*mt) +
+    throw_config(printable(cfg.file) + ": /model_type: must be a string, got " + describe(*mt) +
                  "; supported families: " + std::string(kSupportedFamilies));
   }
   cfg.model_type = mt->get<std::string>();
   if (cfg.model_type == "deepseek_v41") {
     if (auto tc = top.find("text_config"); tc != top.end()) {
       if (!tc->is_object()) {
-        throw_config(cfg.file + ": /text_config: must be an object, got " + describe(*tc));
+        throw_config(printable(cfg.file) + ": /text_config: must be an object, got " + describe(*tc));
       }
       cfg.composite = true;
       section = &*tc;
       prefix = "/text_config";
       if (auto tmt = tc->find("model_type"); tmt != tc->end()) {
         if (!tmt->is_string() || tmt->get<std::string>() != "deepseek_v41_text") {
-          throw_config(cfg.file + ": /text_config/model_type: " + describe(*tmt) +
+          throw_config(printable(cfg.file) + ": /text_config/model_type: " + describe(*tmt) +
                        " inside a deepseek_v41 config; expected \"deepseek_v41_text\"");
         }
       }
@@ -708,35 +841,15 @@ Family detect_family(const json& top, ModelConfig& cfg, const json*& section, st
     };
     if (squash(known) == squash(cfg.model_type)) hint = "; did you mean \"" + std::string(known) + "\"?";
   }
-  throw_config(cfg.file + ": /model_type: " + describe(*mt) + " is not a supported model family; supported: " +
+  throw_config(printable(cfg.file) + ": /model_type: " + describe(*mt) +
+               " is not a supported model family; supported: " +
                std::string(kSupportedFamilies) + hint);
 }
 
-std::string read_file_limited(const std::string& file) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(file, ec);
-  if (ec || !std::filesystem::exists(status)) {
-    throw_config("cannot read '" + file + "': no such file or directory");
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    throw_config("cannot read '" + file + "': " + std::strerror(errno));
-  }
-  std::string text;
-  std::array<char, 65536> buf{};
-  while (in) {
-    in.read(buf.data(), buf.size());
-    text.append(buf.data(), static_cast<std::size_t>(in.gcount()));
-    if (static_cast<std::int64_t>(text.size()) > ConfigLimits::max_file_bytes) {
-      throw_config("'" + file + "' is larger than " + std::to_string(ConfigLimits::max_file_bytes >> 20) + " MiB (" +
-                   std::to_string(ConfigLimits::max_file_bytes) +
-                   " bytes, ConfigLimits::max_file_bytes); a model config.json is a few KiB");
-    }
-  }
-  if (in.bad()) {
-    throw_config("cannot read '" + file + "': read error");
-  }
-  return text;
+const InputFileRules& config_file_rules() {
+  static const InputFileRules rules{"", ConfigLimits::max_file_bytes, "ConfigLimits::max_file_bytes",
+                                    "a model config.json is a few KiB"};
+  return rules;
 }
 
 }  // namespace
@@ -745,23 +858,32 @@ ModelConfig parse_config(std::string_view text, const std::string& source) {
   ModelConfig cfg;
   cfg.source = source;
   cfg.file = source;
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    throw_config(source + ": the file is empty; expected a JSON object (a model config.json)");
+  const std::string where = printable(source);
+  // Any NUL is invalid input: nlohmann's lexer takes a NUL for the end of the input (for C
+  // strings), so "{...}\0garbage" would parse as "{...}" and the rest would never be looked at.
+  if (const auto nul = find_nul_byte(text)) {
+    throw_config(where + ": " + describe_nul_byte(*nul) +
+                 "; a config.json is JSON text, which never holds a NUL byte (the whole file is read as JSON)");
   }
-  check_nesting(text, source);
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    throw_config(where + ": the file is empty; expected a JSON object (a model config.json)");
+  }
+  check_nesting(text, where);
   json top;
   try {
-    top = json::parse(text.begin(), text.end());
+    // The whole text is one JSON value: anything but whitespace after it is a parse error.
+    top = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/false);
   } catch (const json::exception& e) {
     // parse_error, and out_of_range for a number too large for a double ("1e309")
     std::string what = e.what();
     if (auto pos = what.find("] "); what.rfind("[json.exception", 0) == 0 && pos != std::string::npos) {
       what = what.substr(pos + 2);
     }
-    throw_config(source + ": not valid JSON: " + what);
+    // The parser quotes the bytes it last read, which may be anything.
+    throw_config(where + ": not valid JSON: " + printable(what, 240));
   }
   if (!top.is_object()) {
-    throw_config(source + ": the top level is " + describe(top) + "; expected a JSON object (a model config.json)");
+    throw_config(where + ": the top level is " + describe(top) + "; expected a JSON object (a model config.json)");
   }
   const json* section = nullptr;
   std::string prefix;
@@ -777,19 +899,17 @@ ModelConfig parse_config(std::string_view text, const std::string& source) {
 }
 
 ModelConfig load_config(const std::string& path) {
+  if (path.empty()) throw_config("no config given: pass a config.json or a directory holding one");
   std::error_code ec;
   std::string file = path;
-  if (path.empty()) throw_config("no config given: pass a config.json or a directory holding one");
   if (std::filesystem::is_directory(path, ec)) {
     file = (std::filesystem::path(path) / "config.json").string();
-    if (!std::filesystem::exists(file, ec)) {
-      throw_config("directory '" + path + "' holds no config.json");
+    // Absent: not even a dangling link. Anything else there is read_input_file's to judge.
+    if (std::filesystem::symlink_status(file, ec).type() == std::filesystem::file_type::not_found) {
+      throw_config("directory " + mlaplan::quoted(path) + " holds no config.json");
     }
   }
-  if (std::filesystem::is_directory(file, ec)) {
-    throw_config("cannot read '" + file + "': it is a directory");
-  }
-  const std::string text = read_file_limited(file);
+  const std::string text = read_input_file(file, config_file_rules());
   ModelConfig cfg = parse_config(text, file);
   cfg.source = path;
   return cfg;

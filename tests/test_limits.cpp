@@ -608,7 +608,7 @@ TEST_CASE("limits: verify problem sizes", "[limits][verify]") {
         "verify: b = 257 decode tokens; allowed 1..256");
 }
 
-// ------------------------------------------------------------------ report result files (exit 1)
+// ------------------------------------------------------------------ report result files (exit 2)
 
 TEST_CASE("limits: report result files and what the report shows of them", "[limits][report]") {
   TempDir dir;
@@ -620,7 +620,7 @@ TEST_CASE("limits: report result files and what the report shows of them", "[lim
   const auto out = (dir.path / "r.svg").string();
   require_accepted(run({"report", c, "-o", out, "--verify-json", at}));
   const auto past = dir.write("past.json", small + std::string(max - small.size() + 1, ' '));
-  require_rejected(run({"report", c, "-o", out, "--verify-json", past}), 1,
+  require_rejected(run({"report", c, "-o", out, "--verify-json", past}), 2,
                    "--verify-json: '" + past + "' is larger than 4 MiB (4194304 bytes, the limit for result files)");
 
   // Nesting: 64 levels read, 65 rejected.
@@ -630,7 +630,7 @@ TEST_CASE("limits: report result files and what the report shows of them", "[lim
   };
   CHECK(cli::parse_result_json(nested(ResultLimits::max_nesting_depth), "--bench-json", "B", "b.json").tables.empty());
   CHECK(error_of([&] { (void)cli::parse_result_json(nested(ResultLimits::max_nesting_depth + 1), "--bench-json", "B", "b.json"); },
-                 ErrorKind::usage) ==
+                 ErrorKind::invalid_config) ==
         "--bench-json: 'b.json' nests deeper than 64 levels (line 1); expected the JSON output of mla-plan");
 
   // A dense file at the size limit, a row with more keys than the column limit first: read

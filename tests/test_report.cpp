@@ -683,29 +683,34 @@ TEST_CASE("report CLI: verify and bench results as tables", "[report]") {
   CHECK_THAT(slurp(tmp().file("e.svg")), Catch::Contains("No array of row objects"));
 }
 
-TEST_CASE("report CLI: unreadable or malformed result files are usage errors", "[report]") {
+TEST_CASE("report CLI: unreadable or malformed result files are invalid input files (exit 2)", "[report]") {
   const std::string out = tmp().file("x.svg");
   const std::string missing = tmp().file("missing.json");
   auto m = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", out, "--verify-json", missing});
-  CHECK(m.code == 1);
-  CHECK(m.err == "mla-plan: error: --verify-json: cannot read '" + missing + "': No such file or directory\n");
+  CHECK(m.code == 2);
+  CHECK(m.err == "mla-plan: error: --verify-json: cannot read '" + missing + "': no such file or directory\n");
 
   const std::string junk = tmp().file("junk.json");
   write_file(junk, "not json at all");
   auto j = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", out, "--bench-json", junk});
-  CHECK(j.code == 1);
+  CHECK(j.code == 2);
   CHECK_THAT(j.err, Catch::StartsWith("mla-plan: error: --bench-json: '" + junk + "' is not JSON ("));
   CHECK_THAT(j.err, Catch::Contains("expected the output of mla-plan bench --json"));
 
   auto d = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", out, "--verify-json", tmp().path.string()});
-  CHECK(d.code == 1);
+  CHECK(d.code == 2);
   CHECK_THAT(d.err, Catch::Contains("--verify-json: cannot read '" + tmp().path.string() + "': it is a directory"));
 
   const std::string deep = tmp().file("deep.json");
   write_file(deep, std::string(200, '[') + std::string(200, ']'));
   auto dp = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", out, "--verify-json", deep});
-  CHECK(dp.code == 1);
+  CHECK(dp.code == 2);
   CHECK_THAT(dp.err, Catch::Contains("--verify-json: '" + deep + "' nests deeper than 64 levels"));
+
+  // A bad flag value stays a usage error, also next to a bad result file.
+  auto o = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", tmp().file("x.txt"), "--verify-json", junk});
+  CHECK(o.code == 1);
+  CHECK_THAT(o.err, Catch::Contains("-o: '"));
 }
 
 // ------------------------------------------------------------------ Markdown

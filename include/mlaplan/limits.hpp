@@ -75,7 +75,7 @@ struct VerifyLimits {
   static constexpr std::int64_t max_iterations = 10000;      ///< --iterations (exit 1)
 };
 
-/// --verify-json / --bench-json files of `mla-plan report` (app/cmd_report.cpp; exit 1).
+/// --verify-json / --bench-json files of `mla-plan report` (app/cmd_report.cpp; exit 2, an invalid input file).
 struct ResultLimits {
   static constexpr std::int64_t max_file_bytes = 4LL << 20;   ///< 4 MiB (a verify --json file is a few KiB)
   static constexpr int max_nesting_depth = 64;
