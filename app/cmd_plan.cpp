@@ -37,7 +37,9 @@ PlanResult compute_plan_for(ModelConfig config, const PlanOptions& opt) {
 
   r.layout = plan_layout(r.config, r.topology, r.target, layout_options, Strictness::lenient);
   r.capacity = plan_capacity(*r.layout, opt.capacity.options);
-  r.batch = make_decode_batch(opt.batch.options, r.layout->max_model_len);
+  r.batch = make_decode_batch(opt.batch.options, r.layout->max_model_len,
+                              r.layout->max_model_len_default ? MaxModelLenSource::config_default
+                                                              : MaxModelLenSource::flag);
   r.schedules = plan_decode_schedules(r.config, r.topology, *r.layout, r.batch);
 
   r.exit_code = rules_exit_code(r.rules);
