@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -25,15 +26,20 @@ void setup_bench(CLI::App& app, BenchCliOptions& opt) {
       "bench", "Time the project's sparse decode on the local GPU for each layer type of a config: us per call, "
                "TFLOPS, GB/s and the fraction of the floor (measured copy and matmul ceilings)");
   sub->add_option("CONFIG", opt.config, "config.json, or a directory holding one")->required();
-  sub->add_option("--device", opt.device, "CUDA device index (default 0)");
+  add_int_option(*sub, "--device", opt.device, "CUDA device index (default 0)",
+                 IntRange{0, std::numeric_limits<int>::max(), {}});
   sub->add_option("--kv-cache-dtype", opt.kv_cache_dtype, "auto|fp8|fp8_ds_mla|nvfp4_ds_mla (default auto)");
-  sub->add_option("--batch", opt.batches, "requests per timed shape, comma-separated (default 1,8,32,64,128,256)")
-      ->delimiter(',');
-  sub->add_option("--layer-type", opt.layer_types, "time only these layer types, comma-separated")->delimiter(',');
-  sub->add_option("--replays", opt.replays, "timed CUDA-graph replays per shape (median reported, default 60)");
-  sub->add_option("--warmup", opt.warmup, "untimed replays first (default 5)");
-  sub->add_option("--seed", opt.seed, "random seed of the inputs");
-  sub->add_option("--tensor-parallel-size,--tp", opt.tensor_parallel_size, "TP size (sets h_q per rank)")
+  add_int_list_option(*sub, "--batch", opt.batches,
+                      "requests per timed shape, comma-separated (default 1,8,32,64,128,256)",
+                      IntRange{1, BenchLimits::max_batch, {}});
+  add_list_option(*sub, "--layer-type", opt.layer_types, "time only these layer types, comma-separated");
+  add_int_option(*sub, "--replays", opt.replays, "timed CUDA-graph replays per shape (median reported, default 60)",
+                 IntRange{1, BenchLimits::max_replays, {}});
+  add_int_option(*sub, "--warmup", opt.warmup, "untimed replays first (default 5)",
+                 IntRange{0, BenchLimits::max_warmup, {}});
+  add_seed_option(*sub, "--seed", opt.seed, "random seed of the inputs");
+  add_int_option(*sub, "--tensor-parallel-size,--tp", opt.tensor_parallel_size, "TP size (sets h_q per rank)",
+                 parallel_size_range())
       ->group("Parallelism");
   sub->add_option("--dtype", opt.dtype, "model dtype the engine runs (default: the config's)");
   sub->add_flag("--force", opt.force, "also time combinations the backend rules reject (labelled as such)");

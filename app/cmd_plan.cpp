@@ -12,7 +12,7 @@ void setup_plan(CLI::App& app, PlanOptions& opt) {
   sub->add_option("CONFIG", opt.config, "config.json, or a directory holding one")->required();
   sub->add_flag("--json", opt.json, "Print the machine-readable plan (docs/cli.md); same as --format json");
   sub->add_option("--format", opt.format, "text | json | markdown (a summary for a pull-request comment)")
-      ->check(CLI::IsMember({"text", "json", "markdown"}));
+      ->check(one_of({"text", "json", "markdown"}));
   sub->add_flag("--show-records", opt.show_records, "Print every tile-scheduler record in the text output");
   sub->add_option("--dtype", opt.dtype, "model dtype the engine runs (default: the config's)");
   bind_target_flags(*sub, opt.target);

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -29,16 +30,18 @@ void setup_verify(CLI::App& app, VerifyCliOptions& opt) {
       "verify", "Run the project's sparse-MLA kernels on the local GPU over the planned layout and schedules, "
                 "and check them against the host quantizer, scheduler and reference");
   sub->add_option("CONFIG", opt.config, "config.json, or a directory holding one")->required();
-  sub->add_option("--device", opt.device, "CUDA device index (default 0)");
-  sub->add_option("--kv-cache-dtype", opt.kv_dtypes,
-                  "kv dtypes to verify, comma-separated (default: every dtype the backend lists)")
-      ->delimiter(',');
+  add_int_option(*sub, "--device", opt.device, "CUDA device index (default 0)",
+                 IntRange{0, std::numeric_limits<int>::max(), {}});
+  add_list_option(*sub, "--kv-cache-dtype", opt.kv_dtypes,
+                  "kv dtypes to verify, comma-separated (default: every dtype the backend lists)");
   sub->add_flag("--force", opt.force, "also run combinations the backend rules reject (labelled as such)");
   sub->add_flag("--json", opt.json, "machine-readable matrix");
   sub->add_option("--dtype", opt.dtype, "model dtype the engine runs (default: the config's)");
-  sub->add_option("--seed", opt.seed, "random seed of the inputs");
-  sub->add_option("--iterations", opt.iterations, "timed runs per cell (median reported, default 20)");
-  sub->add_option("--tensor-parallel-size,--tp", opt.tensor_parallel_size, "TP size (sets h_q per rank)")
+  add_seed_option(*sub, "--seed", opt.seed, "random seed of the inputs");
+  add_int_option(*sub, "--iterations", opt.iterations, "timed runs per cell (median reported, default 20)",
+                 IntRange{1, VerifyLimits::max_iterations, {}});
+  add_int_option(*sub, "--tensor-parallel-size,--tp", opt.tensor_parallel_size, "TP size (sets h_q per rank)",
+                 parallel_size_range())
       ->group("Parallelism");
   bind_batch_flags(*sub, opt.batch);
 }
