@@ -11,6 +11,7 @@
 #include "json_out.hpp"
 #include "mlaplan/bench.hpp"
 #include "mlaplan/error.hpp"
+#include "mlaplan/text.hpp"
 
 #ifdef MLAPLAN_HAVE_CUDA
 #include "local_gpu.hpp"
@@ -97,15 +98,20 @@ int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& e
   BenchOptions bo;
   bo.kv_cache_dtype = std::string(to_string(parse_kv_cache_dtype(opt.kv_cache_dtype)));
   if (!opt.batches.empty()) bo.batches = opt.batches;
-  for (const auto& name : opt.layer_types) {
-    const auto t = parse_layer_type(name);
-    if (!t) throw_usage("--layer-type '" + name + "' is not a layer type; allowed swaonly, c1a, c2a, c4a, c128a, dsa");
+  for (std::size_t i = 0; i < opt.layer_types.size(); ++i) {
+    const auto t = parse_layer_type(opt.layer_types[i]);
+    if (!t) {
+      throw_usage("--layer-type[" + std::to_string(i) + "]: " + mlaplan::quoted(opt.layer_types[i]) +
+                  " is not a layer type; allowed: swaonly, c1a, c2a, c4a, c128a, dsa");
+    }
     bo.types.push_back(*t);
   }
-  if (opt.replays < 1 || opt.replays > BenchLimits::max_replays || opt.warmup < 0 ||
-      opt.warmup > BenchLimits::max_warmup) {
-    throw_usage("--replays " + std::to_string(opt.replays) + " / --warmup " + std::to_string(opt.warmup) +
-                " out of range; allowed --replays 1.." + std::to_string(BenchLimits::max_replays) + ", --warmup 0.." +
+  if (opt.replays < 1 || opt.replays > BenchLimits::max_replays) {
+    throw_usage("--replays: '" + std::to_string(opt.replays) + "' is out of range; allowed 1.." +
+                std::to_string(BenchLimits::max_replays));
+  }
+  if (opt.warmup < 0 || opt.warmup > BenchLimits::max_warmup) {
+    throw_usage("--warmup: '" + std::to_string(opt.warmup) + "' is out of range; allowed 0.." +
                 std::to_string(BenchLimits::max_warmup));
   }
   bo.run.replays = static_cast<std::int32_t>(opt.replays);
@@ -114,7 +120,7 @@ int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& e
   bo.layout.tensor_parallel_size = opt.tensor_parallel_size;
   bo.dtype = opt.dtype;
   bo.force = opt.force;
-  check_bench_options(bo);
+  check_bench_flags(cfg, topo, bo);  // every flag before any GPU is looked for
 #ifndef MLAPLAN_HAVE_CUDA
   (void)out;
   (void)err;

@@ -90,9 +90,9 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   // Read the config first: an invalid config is exit 2 whatever the machine.
   ModelConfig cfg = load_config(opt.config);
   const Topology topo = build_topology(cfg);
-  // Then the flag values that need no device: a bad one is exit 1 whatever the machine.
+  // Then every flag value, before any GPU is looked for: a bad one is exit 1 whatever the machine.
   if (opt.iterations < 1 || opt.iterations > VerifyLimits::max_iterations) {
-    throw_usage("--iterations " + std::to_string(opt.iterations) + " is out of range; allowed 1.." +
+    throw_usage("--iterations: '" + std::to_string(opt.iterations) + "' is out of range; allowed 1.." +
                 std::to_string(VerifyLimits::max_iterations));
   }
   std::vector<std::string> kv_dtypes;
@@ -100,19 +100,6 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
     const auto resolved = std::string(to_string(parse_kv_cache_dtype(d)));  // usage error for unknown values
     if (std::find(kv_dtypes.begin(), kv_dtypes.end(), resolved) == kv_dtypes.end()) kv_dtypes.push_back(resolved);
   }
-#ifndef MLAPLAN_HAVE_CUDA
-  (void)out;
-  (void)err;
-  (void)topo;
-  (void)kv_dtypes;
-  throw Error(ErrorKind::no_gpu,
-              "this mla-plan was built without CUDA: verify needs the project's kernels (install the CUDA toolkit "
-              "and rebuild; see README)");
-#else
-  const LocalGpu gpu = open_local_gpu(opt.device, "verify", err);
-  const auto& info = gpu.info;
-  const Target& target = gpu.target;
-
   VerifyOptions vo;
   vo.kv_cache_dtypes = kv_dtypes;
   vo.batch = opt.batch.options;
@@ -122,6 +109,17 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   vo.force = opt.force;
   vo.seed = opt.seed;
   vo.timing_iterations = static_cast<std::int32_t>(opt.iterations);
+  check_verify_options(cfg, topo, vo);  // TP, --spec-tokens, the batch and its decode tokens
+#ifndef MLAPLAN_HAVE_CUDA
+  (void)out;
+  (void)err;
+  throw Error(ErrorKind::no_gpu,
+              "this mla-plan was built without CUDA: verify needs the project's kernels (install the CUDA toolkit "
+              "and rebuild; see README)");
+#else
+  const LocalGpu gpu = open_local_gpu(opt.device, "verify", err);
+  const auto& info = gpu.info;
+  const Target& target = gpu.target;
   vo.progress = [&err](const std::string& s) { err << s << "\n" << std::flush; };
 
   std::unique_ptr<VerifyDevice> device;

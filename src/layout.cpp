@@ -697,6 +697,13 @@ std::vector<LayoutCheck> check_layout(const ModelConfig& cfg, const Topology& to
   return checks;
 }
 
+void check_layout_flags(const ModelConfig& cfg, const Topology& topo, const LayoutOptions& options) {
+  // The flag checks of check_layout() do not look at the target: any one will do.
+  for (const auto& c : check_layout(cfg, topo, resolve_target(TargetRequest{}), options)) {
+    if (c.finding.severity == Severity::error && c.kind == ErrorKind::usage) throw Error(c.kind, c.finding.message);
+  }
+}
+
 void throw_on_error(const std::vector<LayoutCheck>& checks) {
   for (const auto& c : checks) {
     if (c.finding.severity == Severity::error) throw Error(c.kind, c.finding.message);
