@@ -13,6 +13,7 @@
 #include <locale.h>  // newlocale, uselocale, freelocale (POSIX)
 
 #include "commands.hpp"
+#include "parse_errors.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan/text.hpp"
 #include "mlaplan/version.hpp"
@@ -142,10 +143,9 @@ int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCl
                std::ostream& err) {
   // `mla-plan CONFIG ...` means `mla-plan plan CONFIG ...`.
   std::vector<std::string> args = raw_args;
-  if (!args.empty() && !is_subcommand(app, args.front()) && args.front() != "--help" && args.front() != "-h" &&
-      args.front() != "--version") {
-    args.insert(args.begin(), "plan");
-  }
+  const bool implicit_plan = !args.empty() && !is_subcommand(app, args.front()) && args.front() != "--help" &&
+                             args.front() != "-h" && args.front() != "--version";
+  if (implicit_plan) args.insert(args.begin(), "plan");
   std::reverse(args.begin(), args.end());
   try {
     app.parse(args);
@@ -156,7 +156,8 @@ int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCl
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
-    err << "mla-plan: error: " << e.what() << "\nRun 'mla-plan --help' for usage.\n";
+    // One line: what is wrong and what is allowed (parse_errors.hpp).
+    err << "mla-plan: error: " << parse_error_message(app, e, ParseErrorContext{raw_args, implicit_plan}) << "\n";
     return exit_code(ErrorKind::usage);
   }
 

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -26,15 +27,20 @@ void setup_bench(CLI::App& app, BenchCliOptions& opt) {
       "bench", "Time the project's sparse decode on the local GPU for each layer type of a config: us per call, "
                "TFLOPS, GB/s and the fraction of the floor (measured copy and matmul ceilings)");
   sub->add_option("CONFIG", opt.config, "config.json, or a directory holding one")->required();
-  sub->add_option("--device", opt.device, "CUDA device index (default 0)");
+  add_int_option(*sub, "--device", opt.device, "CUDA device index (default 0)",
+                 IntRange{0, std::numeric_limits<int>::max(), {}});
   sub->add_option("--kv-cache-dtype", opt.kv_cache_dtype, "auto|fp8|fp8_ds_mla|nvfp4_ds_mla (default auto)");
-  sub->add_option("--batch", opt.batches, "requests per timed shape, comma-separated (default 1,8,32,64,128,256)")
-      ->delimiter(',');
-  sub->add_option("--layer-type", opt.layer_types, "time only these layer types, comma-separated")->delimiter(',');
-  sub->add_option("--replays", opt.replays, "timed CUDA-graph replays per shape (median reported, default 60)");
-  sub->add_option("--warmup", opt.warmup, "untimed replays first (default 5)");
-  sub->add_option("--seed", opt.seed, "random seed of the inputs");
-  sub->add_option("--tensor-parallel-size,--tp", opt.tensor_parallel_size, "TP size (sets h_q per rank)")
+  add_int_list_option(*sub, "--batch", opt.batches,
+                      "requests per timed shape, comma-separated (default 1,8,32,64,128,256)",
+                      IntRange{1, BenchLimits::max_batch, {}});
+  add_list_option(*sub, "--layer-type", opt.layer_types, "time only these layer types, comma-separated");
+  add_int_option(*sub, "--replays", opt.replays, "timed CUDA-graph replays per shape (median reported, default 60)",
+                 IntRange{1, BenchLimits::max_replays, {}});
+  add_int_option(*sub, "--warmup", opt.warmup, "untimed replays first (default 5)",
+                 IntRange{0, BenchLimits::max_warmup, {}});
+  add_seed_option(*sub, "--seed", opt.seed, "random seed of the inputs");
+  add_int_option(*sub, "--tensor-parallel-size,--tp", opt.tensor_parallel_size, "TP size (sets h_q per rank)",
+                 parallel_size_range())
       ->group("Parallelism");
   sub->add_option("--dtype", opt.dtype, "model dtype the engine runs (default: the config's)");
   sub->add_flag("--force", opt.force, "also time combinations the backend rules reject (labelled as such)");
@@ -92,15 +98,20 @@ int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& e
   BenchOptions bo;
   bo.kv_cache_dtype = std::string(to_string(parse_kv_cache_dtype(opt.kv_cache_dtype)));
   if (!opt.batches.empty()) bo.batches = opt.batches;
-  for (const auto& name : opt.layer_types) {
-    const auto t = parse_layer_type(name);
-    if (!t) throw_usage("--layer-type '" + name + "' is not a layer type; allowed swaonly, c1a, c2a, c4a, c128a, dsa");
+  for (std::size_t i = 0; i < opt.layer_types.size(); ++i) {
+    const auto t = parse_layer_type(opt.layer_types[i]);
+    if (!t) {
+      throw_usage("--layer-type[" + std::to_string(i) + "]: " + mlaplan::quoted(opt.layer_types[i]) +
+                  " is not a layer type; allowed: swaonly, c1a, c2a, c4a, c128a, dsa");
+    }
     bo.types.push_back(*t);
   }
-  if (opt.replays < 1 || opt.replays > BenchLimits::max_replays || opt.warmup < 0 ||
-      opt.warmup > BenchLimits::max_warmup) {
-    throw_usage("--replays " + std::to_string(opt.replays) + " / --warmup " + std::to_string(opt.warmup) +
-                " out of range; allowed --replays 1.." + std::to_string(BenchLimits::max_replays) + ", --warmup 0.." +
+  if (opt.replays < 1 || opt.replays > BenchLimits::max_replays) {
+    throw_usage("--replays: '" + std::to_string(opt.replays) + "' is out of range; allowed 1.." +
+                std::to_string(BenchLimits::max_replays));
+  }
+  if (opt.warmup < 0 || opt.warmup > BenchLimits::max_warmup) {
+    throw_usage("--warmup: '" + std::to_string(opt.warmup) + "' is out of range; allowed 0.." +
                 std::to_string(BenchLimits::max_warmup));
   }
   bo.run.replays = static_cast<std::int32_t>(opt.replays);
@@ -109,7 +120,7 @@ int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& e
   bo.layout.tensor_parallel_size = opt.tensor_parallel_size;
   bo.dtype = opt.dtype;
   bo.force = opt.force;
-  check_bench_options(bo);
+  check_bench_flags(cfg, topo, bo);  // every flag before any GPU is looked for
 #ifndef MLAPLAN_HAVE_CUDA
   (void)out;
   (void)err;

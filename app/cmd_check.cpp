@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <limits>
 #include <locale>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -18,31 +19,37 @@ namespace mlaplan::cli {
 
 using ojson = nlohmann::ordered_json;
 
+namespace {
+const RealRange kGlobalBytesRange{0.0, CheckLimits::max_global_bytes_per_token, false, {}};
+}  // namespace
+
 void setup_check(CLI::App& app, CheckOptions& opt) {
   auto* sub = app.add_subcommand("check", "Check configs against the sparse-MLA backend's rules on a target (for CI)");
   sub->add_option("CONFIG", opt.configs, "config.json files or directories holding one")->required();
   sub->add_option("--format", opt.format, "text | json | github (workflow annotations) | markdown (a PR comment)")
-      ->check(CLI::IsMember({"text", "json", "github", "markdown"}));
+      ->check(one_of({"text", "json", "github", "markdown"}));
   sub->add_flag("--json", opt.json, "same as --format json");
   sub->add_flag("--matrix", opt.matrix,
                 "for each config: every GPU preset x kv dtype (x TP size) supported, or why not");
   sub->add_option("--dtype", opt.plan.dtype, "model dtype the engine runs (default: the config's)");
-  sub->add_option("--max-global-bytes-per-token", opt.max_global_bytes_per_token,
-                  "fail (exit 4) when the global bytes per token exceed this")
+  add_real_option(*sub, "--max-global-bytes-per-token", opt.max_global_bytes_per_token,
+                  "fail (exit 4) when the global bytes per token exceed this",
+                  kGlobalBytesRange)
       ->group("Guards");
   sub->add_option("--guard-accounting", opt.guard_accounting,
                   "accounting the bytes guard compares: pages (the engine's, default) | rows (DeepSeek's)")
-      ->check(CLI::IsMember({"rows", "pages"}))
+      ->check(one_of({"rows", "pages"}))
       ->group("Guards");
-  sub->add_option("--min-concurrency", opt.min_concurrency,
-                  "fail (exit 4) when fewer requests at max_model_len fit on the target")
+  add_int_option(*sub, "--min-concurrency", opt.min_concurrency,
+                 "fail (exit 4) when fewer requests at max_model_len fit on the target",
+                 IntRange{0, std::numeric_limits<std::int64_t>::max(), {}})
       ->group("Guards");
   bind_target_flags(*sub, opt.plan.target);
   bind_layout_flags(*sub, opt.plan.layout);
   // For the matrix, --tensor-parallel-size takes a list; the layout flag keeps the first value.
   sub->remove_option(sub->get_option("--tensor-parallel-size"));
-  sub->add_option("--tensor-parallel-size,--tp", opt.tp_sizes, "TP size; with --matrix a comma-separated list")
-      ->delimiter(',')
+  add_int_list_option(*sub, "--tensor-parallel-size,--tp", opt.tp_sizes,
+                      "TP size; with --matrix a comma-separated list", parallel_size_range())
       ->group("Parallelism");
   bind_capacity_flags(*sub, opt.plan.capacity);
 }
@@ -227,7 +234,8 @@ void validate_check(const CheckOptions& opt) {
   }
   for (std::size_t i = 0; i < tps.size(); ++i) {
     if (tps[i] < 1 || tps[i] > LayoutLimits::max_parallel_size) {
-      throw_usage("--tensor-parallel-size: " + std::to_string(tps[i]) + " is out of range; use an integer from 1 to " +
+      throw_usage("--tensor-parallel-size[" + std::to_string(i) + "]: '" + std::to_string(tps[i]) +
+                  "' is out of range; allowed 1.." +
                   std::to_string(LayoutLimits::max_parallel_size));
     }
   }
@@ -236,10 +244,10 @@ void validate_check(const CheckOptions& opt) {
                 std::to_string(n * ntp) + " rows; allowed 1.." + std::to_string(CheckLimits::max_matrix_rows) +
                 " (each row plans every GPU preset and kv dtype)");
   }
-  if (opt.max_global_bytes_per_token &&
-      !(*opt.max_global_bytes_per_token >= 0 && *opt.max_global_bytes_per_token <= 1e18)) {
-    throw_usage("--max-global-bytes-per-token: " + format_general(*opt.max_global_bytes_per_token) +
-                " is out of range; use a number of bytes from 0 up to 1e18");
+  if (opt.max_global_bytes_per_token && !(*opt.max_global_bytes_per_token >= 0 &&
+                                          *opt.max_global_bytes_per_token <= CheckLimits::max_global_bytes_per_token)) {
+    throw_usage("--max-global-bytes-per-token: '" + format_general(*opt.max_global_bytes_per_token) +
+                "' is out of range; allowed " + kGlobalBytesRange.text());
   }
   if (!opt.matrix && tps.size() > 1) throw_usage("--tensor-parallel-size takes several values only with --matrix");
 }

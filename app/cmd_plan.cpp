@@ -13,7 +13,7 @@ void setup_plan(CLI::App& app, PlanOptions& opt) {
   sub->add_option("CONFIG", opt.config, "config.json, or a directory holding one")->required();
   sub->add_flag("--json", opt.json, "Print the machine-readable plan (docs/cli.md); same as --format json");
   sub->add_option("--format", opt.format, "text | json | markdown (a summary for a pull-request comment)")
-      ->check(CLI::IsMember({"text", "json", "markdown"}));
+      ->check(one_of({"text", "json", "markdown"}));
   sub->add_flag("--show-records", opt.show_records, "Print every tile-scheduler record in the text output");
   sub->add_option("--dtype", opt.dtype, "model dtype the engine runs (default: the config's)");
   bind_target_flags(*sub, opt.target);
@@ -38,7 +38,9 @@ PlanResult compute_plan_for(ModelConfig config, const PlanOptions& opt) {
 
   r.layout = plan_layout(r.config, r.topology, r.target, layout_options, Strictness::lenient);
   r.capacity = plan_capacity(*r.layout, opt.capacity.options);
-  r.batch = make_decode_batch(opt.batch.options, r.layout->max_model_len);
+  r.batch = make_decode_batch(opt.batch.options, r.layout->max_model_len,
+                              r.layout->max_model_len_default ? MaxModelLenSource::config_default
+                                                              : MaxModelLenSource::flag);
   r.schedules = plan_decode_schedules(r.config, r.topology, *r.layout, r.batch);
 
   r.exit_code = rules_exit_code(r.rules);

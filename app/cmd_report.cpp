@@ -47,7 +47,8 @@ ReportKind report_kind(const std::string& output) {
                  [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
   if (ext == ".svg") return ReportKind::svg;
   if (ext == ".html") return ReportKind::html;
-  throw_usage("-o: '" + output + "' has " + (ext.empty() ? std::string("no extension") : "the extension '" + ext + "'") +
+  throw_usage("-o: " + mlaplan::quoted(output) + " has " +
+              (ext.empty() ? std::string("no extension") : "the extension " + mlaplan::quoted(ext)) +
               "; the report is written as .svg or .html (e.g. -o report.svg)");
 }
 

@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan/limits.hpp"
+#include "mlaplan/text.hpp"
 
 namespace mlaplan::cli {
 
@@ -15,18 +16,23 @@ void setup_schedule(CLI::App& app, ScheduleOptions& opt) {
       "schedule", "Compute FlashMLA's decode tile-scheduler plan for explicit per-request lengths");
   sub->add_option("--kernel", opt.kernel, "sm90-sparse | sm100-head64 | sm100-head128 | sm90-dense")
       ->required();
-  sub->add_option("--num-sms", opt.num_sms, "number of SMs of the GPU (H100/H200/H800: 132, B200: 148)")
+  add_int_option(*sub, "--num-sms", opt.num_sms, "number of SMs of the GPU (H100/H200/H800: 132, B200: 148)",
+                 IntRange{1, ScheduleLimits::max_num_sms, {}})
       ->required();
-  sub->add_option("--h-q", opt.h_q, "query heads per rank (sparse kernels: 64 or 128)")->required();
-  sub->add_option("--s-q", opt.s_q, "query tokens per request row (default 1)");
-  sub->add_option("--h-k", opt.h_k, "KV heads (dense kernel only, default 1)");
-  sub->add_option("--lengths", opt.lengths,
-                  "per-request main lengths: topk_length (sparse) or sequence length (dense), comma-separated")
-      ->required()
-      ->delimiter(',');
-  sub->add_option("--extra-lengths", opt.extra_lengths,
-                  "per-request extra_topk_length; giving it means an extra (compressed) cache is present")
-      ->delimiter(',');
+  add_int_option(*sub, "--h-q", opt.h_q, "query heads per rank (sparse kernels: 64 or 128)",
+                 IntRange{1, ScheduleLimits::max_heads, {}})
+      ->required();
+  add_int_option(*sub, "--s-q", opt.s_q, "query tokens per request row (default 1)",
+                 IntRange{1, ScheduleLimits::max_s_q, {}});
+  add_int_option(*sub, "--h-k", opt.h_k, "KV heads (dense kernel only, default 1)",
+                 IntRange{1, ScheduleLimits::max_heads, {}});
+  const IntRange length{0, ScheduleLimits::max_length, {}};
+  add_int_list_option(*sub, "--lengths", opt.lengths,
+                      "per-request main lengths: topk_length (sparse) or sequence length (dense), comma-separated",
+                      length)
+      ->required();
+  add_int_list_option(*sub, "--extra-lengths", opt.extra_lengths,
+                      "per-request extra_topk_length; giving it means an extra (compressed) cache is present", length);
   sub->add_flag("--json", opt.json, "Print {\"schema\", \"schedules\": [...]} (docs/cli.md)");
   sub->add_flag("--show-records", opt.show_records, "Print every partition's record in the text output");
 }
@@ -35,7 +41,7 @@ namespace {
 
 std::int32_t to_i32(std::int64_t v, const std::string& flag, std::int64_t lo, std::int64_t hi) {
   if (v < lo || v > hi) {
-    throw_usage(flag + " = " + std::to_string(v) + " is out of range; allowed " + std::to_string(lo) + ".." +
+    throw_usage(flag + ": '" + std::to_string(v) + "' is out of range; allowed " + std::to_string(lo) + ".." +
                 std::to_string(hi));
   }
   return static_cast<std::int32_t>(v);
@@ -56,8 +62,8 @@ SchedInput schedule_input(const ScheduleOptions& opt) {
   SchedInput in;
   const auto k = parse_sched_kernel(opt.kernel);
   if (!k) {
-    throw_usage("--kernel \"" + opt.kernel + "\" is not a known decode kernel; allowed: sm90-sparse, sm100-head64, "
-                "sm100-head128, sm90-dense");
+    throw_usage("--kernel: " + mlaplan::quoted(opt.kernel) + " is not a known decode kernel; allowed: sm90-sparse, "
+                "sm100-head64, sm100-head128, sm90-dense");
   }
   in.kernel = *k;
   in.num_sms = to_i32(opt.num_sms, "--num-sms", 1, ScheduleLimits::max_num_sms);

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -30,16 +31,18 @@ void setup_verify(CLI::App& app, VerifyCliOptions& opt) {
       "verify", "Run the project's sparse-MLA kernels on the local GPU over the planned layout and schedules, "
                 "and check them against the host quantizer, scheduler and reference");
   sub->add_option("CONFIG", opt.config, "config.json, or a directory holding one")->required();
-  sub->add_option("--device", opt.device, "CUDA device index (default 0)");
-  sub->add_option("--kv-cache-dtype", opt.kv_dtypes,
-                  "kv dtypes to verify, comma-separated (default: every dtype the backend lists)")
-      ->delimiter(',');
+  add_int_option(*sub, "--device", opt.device, "CUDA device index (default 0)",
+                 IntRange{0, std::numeric_limits<int>::max(), {}});
+  add_list_option(*sub, "--kv-cache-dtype", opt.kv_dtypes,
+                  "kv dtypes to verify, comma-separated (default: every dtype the backend lists)");
   sub->add_flag("--force", opt.force, "also run combinations the backend rules reject (labelled as such)");
   sub->add_flag("--json", opt.json, "machine-readable matrix");
   sub->add_option("--dtype", opt.dtype, "model dtype the engine runs (default: the config's)");
-  sub->add_option("--seed", opt.seed, "random seed of the inputs");
-  sub->add_option("--iterations", opt.iterations, "timed runs per cell (median reported, default 20)");
-  sub->add_option("--tensor-parallel-size,--tp", opt.tensor_parallel_size, "TP size (sets h_q per rank)")
+  add_seed_option(*sub, "--seed", opt.seed, "random seed of the inputs");
+  add_int_option(*sub, "--iterations", opt.iterations, "timed runs per cell (median reported, default 20)",
+                 IntRange{1, VerifyLimits::max_iterations, {}});
+  add_int_option(*sub, "--tensor-parallel-size,--tp", opt.tensor_parallel_size, "TP size (sets h_q per rank)",
+                 parallel_size_range())
       ->group("Parallelism");
   bind_batch_flags(*sub, opt.batch);
 }
@@ -88,9 +91,9 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   // Read the config first: an invalid config is exit 2 whatever the machine.
   ModelConfig cfg = load_config(opt.config);
   const Topology topo = build_topology(cfg);
-  // Then the flag values that need no device: a bad one is exit 1 whatever the machine.
+  // Then every flag value, before any GPU is looked for: a bad one is exit 1 whatever the machine.
   if (opt.iterations < 1 || opt.iterations > VerifyLimits::max_iterations) {
-    throw_usage("--iterations " + std::to_string(opt.iterations) + " is out of range; allowed 1.." +
+    throw_usage("--iterations: '" + std::to_string(opt.iterations) + "' is out of range; allowed 1.." +
                 std::to_string(VerifyLimits::max_iterations));
   }
   std::vector<std::string> kv_dtypes;
@@ -98,19 +101,6 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
     const auto resolved = std::string(to_string(parse_kv_cache_dtype(d)));  // usage error for unknown values
     if (std::find(kv_dtypes.begin(), kv_dtypes.end(), resolved) == kv_dtypes.end()) kv_dtypes.push_back(resolved);
   }
-#ifndef MLAPLAN_HAVE_CUDA
-  (void)out;
-  (void)err;
-  (void)topo;
-  (void)kv_dtypes;
-  throw Error(ErrorKind::no_gpu,
-              "this mla-plan was built without CUDA: verify needs the project's kernels (install the CUDA toolkit "
-              "and rebuild; see README)");
-#else
-  const LocalGpu gpu = open_local_gpu(opt.device, "verify", err);
-  const auto& info = gpu.info;
-  const Target& target = gpu.target;
-
   VerifyOptions vo;
   vo.kv_cache_dtypes = kv_dtypes;
   vo.batch = opt.batch.options;
@@ -120,6 +110,17 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   vo.force = opt.force;
   vo.seed = opt.seed;
   vo.timing_iterations = static_cast<std::int32_t>(opt.iterations);
+  check_verify_options(cfg, topo, vo);  // TP, --spec-tokens, the batch and its decode tokens
+#ifndef MLAPLAN_HAVE_CUDA
+  (void)out;
+  (void)err;
+  throw Error(ErrorKind::no_gpu,
+              "this mla-plan was built without CUDA: verify needs the project's kernels (install the CUDA toolkit "
+              "and rebuild; see README)");
+#else
+  const LocalGpu gpu = open_local_gpu(opt.device, "verify", err);
+  const auto& info = gpu.info;
+  const Target& target = gpu.target;
   vo.progress = [&err](const std::string& s) { err << s << "\n" << std::flush; };
 
   std::unique_ptr<VerifyDevice> device;

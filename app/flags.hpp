@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "flag_values.hpp"
 #include "mlaplan/decode.hpp"
 #include "mlaplan/layout.hpp"
 #include "mlaplan/target.hpp"
@@ -16,6 +17,9 @@ class App;
 }
 
 namespace mlaplan::cli {
+
+/// 1..LayoutLimits::max_parallel_size: --tensor/pipeline/data-parallel-size of every subcommand.
+IntRange parallel_size_range();
 
 /// --gpu, --arch, --num-sms, --gpu-memory-gib
 struct TargetFlags {

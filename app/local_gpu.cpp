@@ -15,8 +15,8 @@ LocalGpu open_local_gpu(int index, const std::string& command, std::ostream& err
                                        (why.empty() ? std::string("cudaGetDeviceCount found none") : why) + ")");
   }
   if (index < 0 || index >= count) {
-    throw_usage("--device " + std::to_string(index) + " does not exist; this machine has " + std::to_string(count) +
-                " CUDA device(s): 0.." + std::to_string(count - 1));
+    throw_usage("--device: '" + std::to_string(index) + "' does not exist; allowed 0.." + std::to_string(count - 1) +
+                " (this machine has " + std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s") + ")");
   }
   LocalGpu g;
   g.info = kernels::device_info(index);

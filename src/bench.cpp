@@ -31,13 +31,13 @@ std::int32_t narrow(std::int64_t v, const char* what) {
 void check_bench_batches(const std::vector<std::int64_t>& batches) {
   if (batches.empty()) throw_usage("--batch: give at least one batch size");
   if (static_cast<std::int64_t>(batches.size()) > BenchLimits::max_batch_sizes) {
-    throw_usage("--batch: " + std::to_string(batches.size()) + " batch sizes; at most " +
-                std::to_string(BenchLimits::max_batch_sizes) + " allowed");
+    throw_usage("--batch: " + std::to_string(batches.size()) + " batch sizes; allowed 1.." +
+                std::to_string(BenchLimits::max_batch_sizes));
   }
-  for (auto b : batches) {
-    if (b < 1 || b > BenchLimits::max_batch) {
-      throw_usage("--batch " + std::to_string(b) + " is out of range; allowed 1.." +
-                  std::to_string(BenchLimits::max_batch));
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    if (batches[i] < 1 || batches[i] > BenchLimits::max_batch) {
+      throw_usage("--batch[" + std::to_string(i) + "]: '" + std::to_string(batches[i]) +
+                  "' is out of range; allowed 1.." + std::to_string(BenchLimits::max_batch));
     }
   }
 }
@@ -45,25 +45,38 @@ void check_bench_batches(const std::vector<std::int64_t>& batches) {
 void check_bench_options(const BenchOptions& options) {
   check_bench_batches(options.batches);
   if (options.run.replays < 1 || options.run.replays > BenchLimits::max_replays) {
-    throw_usage("--replays " + std::to_string(options.run.replays) + " is out of range; allowed 1.." +
+    throw_usage("--replays: '" + std::to_string(options.run.replays) + "' is out of range; allowed 1.." +
                 std::to_string(BenchLimits::max_replays));
   }
   if (options.run.warmup < 0 || options.run.warmup > BenchLimits::max_warmup) {
-    throw_usage("--warmup " + std::to_string(options.run.warmup) + " is out of range; allowed 0.." +
+    throw_usage("--warmup: '" + std::to_string(options.run.warmup) + "' is out of range; allowed 0.." +
                 std::to_string(BenchLimits::max_warmup));
   }
+}
+
+void check_bench_layer_types(const Topology& topo, const std::vector<LayerType>& types) {
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    if (std::find(topo.types_present.begin(), topo.types_present.end(), types[i]) == topo.types_present.end()) {
+      std::string present;
+      for (auto p : topo.types_present) present += (present.empty() ? "" : ", ") + std::string(to_string(p));
+      throw_usage("--layer-type[" + std::to_string(i) + "]: the config has no " + std::string(to_string(types[i])) +
+                  " layer; allowed: " + present + " (the types it has)");
+    }
+  }
+}
+
+void check_bench_flags(const ModelConfig& cfg, const Topology& topo, const BenchOptions& options) {
+  check_bench_options(options);
+  check_bench_layer_types(topo, options.types);
+  LayoutOptions lo = options.layout;
+  lo.kv_cache_dtype = options.kv_cache_dtype;
+  check_layout_flags(cfg, topo, lo);
 }
 
 std::vector<BenchShape> bench_shapes(const ModelConfig& cfg, const Topology& topo, const Layout& layout,
                                      const std::vector<std::int64_t>& batches, const std::vector<LayerType>& types) {
   check_bench_batches(batches);
-  for (auto t : types) {
-    if (std::find(topo.types_present.begin(), topo.types_present.end(), t) == topo.types_present.end()) {
-      std::string present;
-      for (auto p : topo.types_present) present += (present.empty() ? "" : ", ") + std::string(to_string(p));
-      throw_usage("--layer-type " + std::string(to_string(t)) + ": the config has no such layer; it has " + present);
-    }
-  }
+  check_bench_layer_types(topo, types);
   // The index widths and pages of each type: the plan's own derivation (one request suffices).
   const DecodeBatch one = make_decode_batch(BatchOptions{1, std::min<std::int64_t>(layout.max_model_len, 4096), {}, 0},
                                             layout.max_model_len);
@@ -146,7 +159,7 @@ void finish_bench_row(BenchRow& r, const BenchCeilings& c) {
 
 BenchReport run_bench(const ModelConfig& cfg, const Topology& topo, const Target& target, BenchDevice& device,
                       const BenchOptions& options) {
-  check_bench_options(options);
+  check_bench_flags(cfg, topo, options);
   BenchReport report;
   report.target = target;
   LayoutOptions lo = options.layout;

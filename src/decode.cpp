@@ -13,13 +13,33 @@ std::int32_t as_i32(std::int64_t v) {
   return static_cast<std::int32_t>(v);
 }
 
+/// "max_model_len 100", "--max-model-len 100", "the default max_model_len 1048576, the config's
+/// max_position_embeddings".
+std::string max_model_len_text(std::int64_t max_model_len, MaxModelLenSource source) {
+  const std::string n = std::to_string(max_model_len);
+  switch (source) {
+    case MaxModelLenSource::flag: return "--max-model-len " + n;
+    case MaxModelLenSource::config_default:
+      return "the default max_model_len " + n + ", the config's max_position_embeddings";
+    case MaxModelLenSource::value: break;
+  }
+  return "max_model_len " + n;
+}
+
 }  // namespace
 
-DecodeBatch make_decode_batch(const BatchOptions& o, std::int64_t max_model_len) {
+DecodeBatch make_decode_batch(const BatchOptions& o, std::int64_t max_model_len, MaxModelLenSource source) {
   DecodeBatch b;
   if (o.spec_tokens < 0 || o.spec_tokens > BatchLimits::max_spec_tokens) {
-    throw_usage("--spec-tokens = " + std::to_string(o.spec_tokens) + " is out of range; allowed 0.." +
+    throw_usage("--spec-tokens: '" + std::to_string(o.spec_tokens) + "' is out of range; allowed 0.." +
                 std::to_string(BatchLimits::max_spec_tokens));
+  }
+  const std::string mml = max_model_len_text(max_model_len, source);
+  // A request's decode positions L - 1 .. L - 1 + K lie below max_model_len with L >= 1: K < max_model_len.
+  if (o.spec_tokens >= max_model_len) {
+    throw_usage("--spec-tokens: '" + std::to_string(o.spec_tokens) + "' is out of range for " + mml +
+                "; allowed 0.." + std::to_string(std::max<std::int64_t>(0, max_model_len - 1)) +
+                " (a request's context token and its speculative tokens lie within max_model_len)");
   }
   b.spec_tokens = o.spec_tokens;
   if (!o.context_lens.empty()) {
@@ -32,7 +52,7 @@ DecodeBatch make_decode_batch(const BatchOptions& o, std::int64_t max_model_len)
     const std::int64_t len = o.context_len.value_or(std::min(kDefaultContextLen, max_model_len - o.spec_tokens));
     b.defaulted = !o.batch && !o.context_len;
     if (n < 1 || n > BatchLimits::max_requests) {
-      throw_usage("--batch = " + std::to_string(n) + " is out of range; allowed 1.." +
+      throw_usage("--batch: '" + std::to_string(n) + "' is out of range; allowed 1.." +
                   std::to_string(BatchLimits::max_requests));
     }
     b.context_lens.assign(static_cast<std::size_t>(n), len);
@@ -46,9 +66,11 @@ DecodeBatch make_decode_batch(const BatchOptions& o, std::int64_t max_model_len)
     const auto len = b.context_lens[i];
     const std::string what = o.context_lens.empty() ? flag : flag + "[" + std::to_string(i) + "]";
     if (len < 1 || checked_add(len, o.spec_tokens, "context length") > max_model_len) {
-      throw_usage(what + " = " + std::to_string(len) + " is out of range; allowed 1.." +
-                  std::to_string(max_model_len - o.spec_tokens) + " (max_model_len " + std::to_string(max_model_len) +
-                  (o.spec_tokens ? " minus " + std::to_string(o.spec_tokens) + " speculative tokens" : "") + ")");
+      const std::string spec = source == MaxModelLenSource::value
+                                   ? " minus " + std::to_string(o.spec_tokens) + " speculative tokens"
+                                   : ", minus --spec-tokens " + std::to_string(o.spec_tokens);
+      throw_usage(what + ": '" + std::to_string(len) + "' is out of range; allowed 1.." +
+                  std::to_string(max_model_len - o.spec_tokens) + " (" + mml + (o.spec_tokens ? spec : "") + ")");
     }
   }
   const auto tokens = checked_mul(static_cast<std::int64_t>(b.context_lens.size()), 1 + o.spec_tokens, "decode tokens",

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "mlaplan/number_format.hpp"
+#include "mlaplan/text.hpp"
 
 namespace mlaplan {
 namespace {
@@ -94,8 +95,8 @@ BytesPerToken add(const BytesPerToken& a, const BytesPerToken& b) {
 bool in_range(std::vector<LayoutCheck>& checks, std::string_view flag, std::int64_t v, std::int64_t lo,
               std::int64_t hi, std::string_view why = {}) {
   if (v >= lo && v <= hi) return true;
-  std::string msg = std::string(flag) + ": " + std::to_string(v) + " is out of range; use an integer from " +
-                    std::to_string(lo) + " to " + std::to_string(hi);
+  std::string msg = std::string(flag) + ": '" + std::to_string(v) + "' is out of range; allowed " +
+                    std::to_string(lo) + ".." + std::to_string(hi);
   if (!why.empty()) msg += " (" + std::string(why) + ")";
   std::string id = "layout." + std::string(flag.substr(2));
   std::replace(id.begin(), id.end(), '-', '_');
@@ -609,8 +610,8 @@ std::string_view to_string(CacheScope s) {
 KvCacheDtype parse_kv_cache_dtype(std::string_view value) {
   if (value == "auto" || value == "fp8" || value == "fp8_ds_mla") return KvCacheDtype::fp8_ds_mla;
   if (value == "nvfp4_ds_mla") return KvCacheDtype::nvfp4_ds_mla;
-  std::string msg = "--kv-cache-dtype: '" + std::string(value) +
-                    "' is not a kv-cache dtype of the sparse-MLA backend; supported: auto, fp8, fp8_ds_mla, "
+  std::string msg = "--kv-cache-dtype: " + mlaplan::quoted(value) +
+                    " is not a kv-cache dtype of the sparse-MLA backend; supported: auto, fp8, fp8_ds_mla, "
                     "nvfp4_ds_mla";
   if (value == "bfloat16" || value == "fp8_e5m2" || value == "fp8_e4m3" || value == "float16") {
     msg += " (FlashMLA doesn't support " + std::string(value) + ")";
@@ -621,7 +622,7 @@ KvCacheDtype parse_kv_cache_dtype(std::string_view value) {
 IndexerCacheDtype parse_indexer_cache_dtype(std::string_view value) {
   if (value == "fp8") return IndexerCacheDtype::fp8;
   if (value == "fp4") return IndexerCacheDtype::fp4;
-  throw_usage("--indexer-cache-dtype: '" + std::string(value) + "' is not an indexer-cache dtype; supported: fp8, fp4");
+  throw_usage("--indexer-cache-dtype: " + mlaplan::quoted(value) + " is not an indexer-cache dtype; supported: fp8, fp4");
 }
 
 std::vector<std::int64_t> backend_block_sizes(Family family, const ComputeCapability& cc) {
@@ -694,6 +695,13 @@ std::vector<LayoutCheck> check_layout(const ModelConfig& cfg, const Topology& to
   std::vector<LayoutCheck> checks;
   (void)resolve(cfg, topo, target, options, checks);
   return checks;
+}
+
+void check_layout_flags(const ModelConfig& cfg, const Topology& topo, const LayoutOptions& options) {
+  // The flag checks of check_layout() do not look at the target: any one will do.
+  for (const auto& c : check_layout(cfg, topo, resolve_target(TargetRequest{}), options)) {
+    if (c.finding.severity == Severity::error && c.kind == ErrorKind::usage) throw Error(c.kind, c.finding.message);
+  }
 }
 
 void throw_on_error(const std::vector<LayoutCheck>& checks) {
@@ -783,8 +791,7 @@ Capacity plan_capacity(const Layout& L, const CapacityOptions& o) {
   } else {
     const double util = o.gpu_memory_utilization.value_or(kDefaultGpuMemoryUtilization);
     if (!(util > 0.0) || !(util <= 1.0)) {
-      throw_usage("--gpu-memory-utilization: " + num_str(util) +
-                  " is out of range; use a fraction above 0 up to 1 (default 0.9)");
+      throw_usage("--gpu-memory-utilization: '" + num_str(util) + "' is out of range; allowed above 0 up to 1");
     }
     c.gpu_memory_utilization = util;
     c.weights_bytes = gib_to_bytes(o.weights_gib.value_or(0.0), "--weights-gib", max_gib, true);

@@ -9,6 +9,7 @@
 
 #include "mlaplan/error.hpp"
 #include "mlaplan/number_format.hpp"
+#include "mlaplan/text.hpp"
 
 namespace mlaplan {
 namespace {
@@ -97,8 +98,8 @@ std::string format_gib(double gib) {
 
 void check_num_sms(std::int64_t sms, std::string_view flag) {
   if (sms < 1 || sms > TargetLimits::max_num_sms) {
-    throw_usage(std::string(flag) + ": " + std::to_string(sms) +
-                " is out of range; use an integer from 1 to " + std::to_string(TargetLimits::max_num_sms));
+    throw_usage(std::string(flag) + ": '" + std::to_string(sms) + "' is out of range; allowed 1.." +
+                std::to_string(TargetLimits::max_num_sms));
   }
 }
 
@@ -162,7 +163,7 @@ const GpuPreset& find_gpu_preset(std::string_view id) {
       best_d = d;
     }
   }
-  std::string msg = "--gpu: unknown GPU '" + std::string(id) + "'";
+  std::string msg = "--gpu: unknown GPU " + mlaplan::quoted(id);
   const std::size_t near = std::max<std::size_t>(1, std::min<std::size_t>(3, key.size() / 3));
   msg += (best != nullptr && best_d <= near) ? "; did you mean '" + std::string(best->id) + "'?" : std::string(".");
   msg += " Known ids: " + preset_id_list() +
@@ -172,7 +173,7 @@ const GpuPreset& find_gpu_preset(std::string_view id) {
 
 ComputeCapability parse_arch(std::string_view text) {
   auto fail = [&]() -> ComputeCapability {
-    throw_usage("--arch: '" + std::string(text) + "' is not a known GPU architecture; allowed: " + arch_list() +
+    throw_usage("--arch: " + mlaplan::quoted(text) + " is not a known GPU architecture; allowed: " + arch_list() +
                 " (also written as 9.0, sm_90 or sm90a)");
   };
   std::string s = lower_dashed(text);
@@ -212,8 +213,8 @@ std::vector<std::string> Target::overridden_fields() const {
 std::int64_t gib_to_bytes(double gib, std::string_view flag, double max_gib, bool allow_zero) {
   const bool low = allow_zero ? !(gib >= 0.0) : !(gib > 0.0);  // also catches NaN
   if (low || !std::isfinite(gib) || gib > max_gib) {
-    throw_usage(std::string(flag) + ": " + format_gib(gib) + " is out of range; use a number of GiB " +
-                (allow_zero ? "from 0" : "above 0") + " up to " + format_gib(max_gib));
+    throw_usage(std::string(flag) + ": '" + format_gib(gib) + "' is out of range; allowed " +
+                (allow_zero ? "0" : "above 0") + " up to " + format_gib(max_gib) + " GiB");
   }
   return static_cast<std::int64_t>(std::llround(gib * 1073741824.0));
 }

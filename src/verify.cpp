@@ -36,13 +36,25 @@ std::vector<std::uint16_t> random_latents(std::mt19937_64& rng, std::int64_t row
   return v;
 }
 
-/// The decode tokens of a verification batch (VerifyLimits): Error(usage) naming the batch flags.
-void check_verify_batch(const DecodeBatch& batch) {
+bool batch_given(const BatchOptions& o) { return o.batch || o.context_len || !o.context_lens.empty(); }
+
+/// The batch of a verification: the flags', or the default mix.
+BatchOptions verify_batch_options(const BatchOptions& given, std::int64_t max_model_len) {
+  return batch_given(given) ? given : default_verify_batch(max_model_len);
+}
+
+/// The decode tokens of a verification batch (VerifyLimits): Error(usage) naming the batch flags
+/// given (`given`) and saying what was the default.
+void check_verify_batch(const DecodeBatch& batch, const BatchOptions& given) {
   const auto b = static_cast<std::int64_t>(batch.positions.size());
   if (b > VerifyLimits::max_decode_tokens) {
-    throw_usage("verify: the batch has " + std::to_string(b) + " decode tokens (" +
-                std::to_string(batch.context_lens.size()) + " requests x (1 + --spec-tokens " +
-                std::to_string(batch.spec_tokens) + ")); allowed 1.." + std::to_string(VerifyLimits::max_decode_tokens) +
+    const std::string requests = std::to_string(batch.context_lens.size());
+    std::string from = given.batch             ? "--batch " + requests
+                       : !given.context_lens.empty() ? requests + " requests of --context-lens"
+                                                     : "the default mix of " + requests + " requests";
+    if (batch.spec_tokens) from += " x (1 + --spec-tokens " + std::to_string(batch.spec_tokens) + ")";
+    throw_usage("verify: the batch has " + std::to_string(b) + " decode tokens (" + from + "); allowed 1.." +
+                std::to_string(VerifyLimits::max_decode_tokens) +
                 " for verification (the host reference recomputes every one)");
   }
 }
@@ -323,8 +335,26 @@ void judge_verify_run(const VerifyProblem& p, const VerifyRun& run, VerifyCell& 
   for (const auto& x : problems) cell.reason += (cell.reason.empty() ? "" : "; ") + x;
 }
 
+void check_verify_options(const ModelConfig& cfg, const Topology& topo, const VerifyOptions& options) {
+  if (options.timing_iterations < 1 || options.timing_iterations > VerifyLimits::max_iterations) {
+    throw_usage("--iterations: '" + std::to_string(options.timing_iterations) + "' is out of range; allowed 1.." +
+                std::to_string(VerifyLimits::max_iterations));
+  }
+  LayoutOptions lo = options.layout;
+  lo.kv_cache_dtype = "auto";
+  check_layout_flags(cfg, topo, lo);
+  for (const auto& dtype : options.kv_cache_dtypes) (void)parse_kv_cache_dtype(dtype);
+  // As run_verify() makes the batch of every cell: max_model_len as the layout resolves it.
+  const std::int64_t mml = lo.max_model_len.value_or(cfg.max_position_embeddings);
+  const DecodeBatch batch =
+      make_decode_batch(verify_batch_options(options.batch, mml), mml,
+                        lo.max_model_len ? MaxModelLenSource::flag : MaxModelLenSource::config_default);
+  check_verify_batch(batch, options.batch);
+}
+
 VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Target& target, VerifyDevice& device,
                         const VerifyOptions& options) {
+  check_verify_options(cfg, topo, options);
   VerifyReport report;
   report.target = target;
   auto say = [&](const std::string& s) {
@@ -374,12 +404,10 @@ VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Targ
     std::vector<LayerTypeSchedule> schedules;
     try {
       layout = plan_layout(cfg, topo, target, lo, Strictness::lenient);
-      const BatchOptions batch_options =
-          options.batch.batch || options.batch.context_len || !options.batch.context_lens.empty()
-              ? options.batch
-              : default_verify_batch(layout.max_model_len);
-      report.batch = make_decode_batch(batch_options, layout.max_model_len);
-      check_verify_batch(report.batch);
+      report.batch = make_decode_batch(verify_batch_options(options.batch, layout.max_model_len), layout.max_model_len,
+                                       layout.max_model_len_default ? MaxModelLenSource::config_default
+                                                                    : MaxModelLenSource::flag);
+      check_verify_batch(report.batch, options.batch);
       schedules = plan_decode_schedules(cfg, topo, layout, report.batch);
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::usage) throw;

@@ -92,7 +92,7 @@ TEST_CASE("the parse stage checks flags before any file and runs nothing", "[cli
   auto [sched, sched_out, sched_err] =
       parse({"schedule", "--kernel", "sm90-sparse", "--num-sms", "0", "--h-q", "64", "--lengths", "4"});
   CHECK((sched.command == Command::none && sched.exit_code == 1 && sched_out.empty()));
-  CHECK(sched_err == "mla-plan: error: --num-sms = 0 is out of range; allowed 1..4096\n");
+  CHECK(sched_err == "mla-plan: error: --num-sms: '0' is out of range; allowed 1..4096\n");
   auto [sched_ok, sched_ok_out, sched_ok_err] =
       parse({"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "64", "--lengths", "4,5"});
   CHECK(sched_ok.command == Command::schedule);
@@ -197,7 +197,7 @@ TEST_CASE("schedule direct mode: text output and rejections", "[cli][schedule]")
 
   auto bad_kernel = run({"schedule", "--kernel", "sm80", "--num-sms", "132", "--h-q", "64", "--lengths", "1"});
   CHECK(bad_kernel.code == 1);
-  CHECK(bad_kernel.err == "mla-plan: error: --kernel \"sm80\" is not a known decode kernel; allowed: sm90-sparse, "
+  CHECK(bad_kernel.err == "mla-plan: error: --kernel: 'sm80' is not a known decode kernel; allowed: sm90-sparse, "
                           "sm100-head64, sm100-head128, sm90-dense\n");
   auto mismatch = run({"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "64", "--lengths", "1,2",
                        "--extra-lengths", "3"});
@@ -206,10 +206,10 @@ TEST_CASE("schedule direct mode: text output and rejections", "[cli][schedule]")
         "mla-plan: error: --extra-lengths has 1 entries but --lengths has 2; give one per request\n");
   auto negative = run({"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "64", "--lengths", "4,-1"});
   CHECK(negative.code == 1);
-  CHECK(negative.err == "mla-plan: error: --lengths[1] = -1 is out of range; allowed 0..268435456\n");
+  CHECK(negative.err == "mla-plan: error: --lengths[1]: '-1' is out of range; allowed 0..268435456\n");
   auto sms = run({"schedule", "--kernel", "sm90-sparse", "--num-sms", "0", "--h-q", "64", "--lengths", "4"});
   CHECK(sms.code == 1);
-  CHECK(sms.err == "mla-plan: error: --num-sms = 0 is out of range; allowed 1..4096\n");
+  CHECK(sms.err == "mla-plan: error: --num-sms: '0' is out of range; allowed 1..4096\n");
   auto not_number = run({"schedule", "--kernel", "sm90-sparse", "--num-sms", "many", "--h-q", "64", "--lengths", "4"});
   CHECK(not_number.code == 1);
   CHECK_THAT(not_number.err, Catch::StartsWith("mla-plan: error: "));

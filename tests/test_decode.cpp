@@ -63,21 +63,21 @@ TEST_CASE("decode batches", "[decode]") {
   SECTION("rejections") {
     BatchOptions o;
     o.batch = 0;
-    CHECK(usage_message(o, 100) == "--batch = 0 is out of range; allowed 1..65536");
+    CHECK(usage_message(o, 100) == "--batch: '0' is out of range; allowed 1..65536");
     o = {};
     o.context_len = 101;
-    CHECK(usage_message(o, 100) == "--context-len = 101 is out of range; allowed 1..100 (max_model_len 100)");
+    CHECK(usage_message(o, 100) == "--context-len: '101' is out of range; allowed 1..100 (max_model_len 100)");
     o = {};
     o.context_lens = {5, 0};
-    CHECK(usage_message(o, 100) == "--context-lens[1] = 0 is out of range; allowed 1..100 (max_model_len 100)");
+    CHECK(usage_message(o, 100) == "--context-lens[1]: '0' is out of range; allowed 1..100 (max_model_len 100)");
     o = {};
     o.context_lens = {99};
     o.spec_tokens = 3;
     CHECK(usage_message(o, 100) ==
-          "--context-lens[0] = 99 is out of range; allowed 1..97 (max_model_len 100 minus 3 speculative tokens)");
+          "--context-lens[0]: '99' is out of range; allowed 1..97 (max_model_len 100 minus 3 speculative tokens)");
     o = {};
     o.spec_tokens = 65;
-    CHECK(usage_message(o, 100) == "--spec-tokens = 65 is out of range; allowed 0..64");
+    CHECK(usage_message(o, 100) == "--spec-tokens: '65' is out of range; allowed 0..64");
     o = {};
     o.batch = 2;
     o.context_lens = {3};

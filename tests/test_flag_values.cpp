@@ -1,3 +1,488 @@
 // Flag values read as the user wrote them: decimal integers, no empty value or list item, the value quoted and the flag named in every message, CLI11's parse errors as one line.
 
 #include <catch2/catch.hpp>
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "cli.hpp"
+#include "flag_values.hpp"
+#include "mlaplan/bench.hpp"
+#include "mlaplan/config.hpp"
+#include "mlaplan/error.hpp"
+#include "mlaplan/layout.hpp"
+#include "mlaplan/limits.hpp"
+#include "mlaplan/text.hpp"
+#include "mlaplan/topology.hpp"
+#include "mlaplan/verify.hpp"
+
+namespace {
+
+struct Run {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Run run(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int code = mlaplan::cli::run_cli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string cfg(const std::string& rel) { return std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + rel; }
+const std::string kV41 = cfg("deepseek-v4.1-flash.json");
+const std::string kMissing = cfg("does-not-exist.json");
+
+/// The one line a usage error prints.
+std::string error_line(const std::string& message) { return "mla-plan: error: " + message + "\n"; }
+
+/// A usage error: exit 1, nothing on stdout, exactly `message` as the one line on stderr.
+void require_usage(const std::vector<std::string>& args, const std::string& message) {
+  std::string shown;
+  for (const auto& a : args) shown += "[" + a + "] ";
+  INFO(shown);
+  const Run r = run(args);
+  CHECK(r.code == 1);
+  CHECK(r.out.empty());
+  CHECK(r.err == error_line(message));
+}
+
+/// The parse stage alone (no file is read): the command it chose and its options.
+std::tuple<mlaplan::cli::ParsedCli, std::string> parse(const std::vector<std::string>& args) {
+  mlaplan::cli::CommandLine command_line;
+  std::ostringstream out, err;
+  mlaplan::cli::ParsedCli p = command_line.parse(args, out, err);
+  CHECK(out.str().empty());
+  return {std::move(p), err.str()};
+}
+
+std::vector<std::string> schedule_with(const std::vector<std::string>& more) {
+  std::vector<std::string> a = {"schedule", "--kernel", "sm90-sparse"};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+}  // namespace
+
+using mlaplan::cli::Command;
+
+// ------------------------------------------------------------------ A: numbers mean what they say
+
+TEST_CASE("flag values: integers are decimal", "[cli][flag-values]") {
+  // Leading zeros are decimal (CLI11 2.1 read "010" as octal 8).
+  const Run r = run({kV41, "--batch", "010", "--context-len", "0100", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("batch").at("context_lens") == nlohmann::json(std::vector<int>(10, 100)));
+
+  auto [sched, sched_err] = parse({"schedule", "--kernel", "sm90-sparse", "--num-sms", "0132", "--h-q", "064",
+                                   "--lengths", "010,0,-0", "--s-q", "02"});
+  CHECK(sched_err.empty());
+  REQUIRE(sched.command == Command::schedule);
+  CHECK(sched.schedule_input.num_sms == 132);
+  CHECK(sched.schedule_input.h_q == 64);
+  CHECK(sched.schedule_input.s_q == 2);
+  CHECK(sched.schedule_input.lengths == std::vector<std::int32_t>{10, 0, 0});
+
+  // Every other spelling is rejected, quoted as given, with the allowed range.
+  for (const std::string bad : {"0x40", "0X40", "", " 8", "8 ", "+8", "1e3", "8.0", "8,", "0b101", "1_000", "8k", "-",
+                                "\xd9\xa3", "8\n"}) {
+    require_usage({kV41, "--batch", bad},
+                  "--batch: " + mlaplan::quoted(bad) + " is not a decimal integer; allowed 1..65536");
+  }
+  require_usage({kV41, "--batch", "8\n"}, "--batch: '8\\n' is not a decimal integer; allowed 1..65536");
+  // Past int64, either way: the value as typed, not a clamped one.
+  require_usage({kV41, "--batch", "18446744073709551616"},
+                "--batch: '18446744073709551616' is out of range; allowed 1..65536");
+  require_usage({kV41, "--batch", "9223372036854775808"},
+                "--batch: '9223372036854775808' is out of range; allowed 1..65536");
+  require_usage({kV41, "--batch", "-9223372036854775809"},
+                "--batch: '-9223372036854775809' is out of range; allowed 1..65536");
+  // A '-' is read, so a negative value gets the range.
+  require_usage({kV41, "--spec-tokens", "-1"}, "--spec-tokens: '-1' is out of range; allowed 0..64");
+  require_usage({kV41, "--batch=-5"}, "--batch: '-5' is out of range; allowed 1..65536");
+  // In range after leading zeros, out of range as typed.
+  require_usage({kV41, "--batch", "000000"}, "--batch: '000000' is out of range; allowed 1..65536");
+  // Control bytes are escaped, long values cut.
+  require_usage({kV41, "--batch", "1\x1b[31m"}, "--batch: '1\\x1b[31m' is not a decimal integer; allowed 1..65536");
+  const std::string digits(200, '9');
+  require_usage({kV41, "--batch", digits},
+                "--batch: '" + digits.substr(0, 80) + "'... (200 bytes) is out of range; allowed 1..65536");
+}
+
+TEST_CASE("flag values: every integer flag of every subcommand", "[cli][flag-values]") {
+  struct Flag {
+    std::vector<std::string> command;  ///< the subcommand and what it needs before the flag
+    std::string flag;                  ///< as given
+    std::string name;                  ///< as the message names it
+    std::string allowed;
+  };
+  const std::string positions = "1..max_model_len minus --spec-tokens";
+  const std::string i64 = std::to_string(std::numeric_limits<std::int64_t>::max());
+  const std::string u64 = std::to_string(std::numeric_limits<std::uint64_t>::max());
+  const std::string i32 = std::to_string(std::numeric_limits<int>::max());
+  std::vector<Flag> flags;
+  for (const std::string sub : {"plan", "report", "check"}) {
+    std::vector<std::string> c = {sub, kMissing};
+    if (sub == "report") c.insert(c.end(), {"-o", "x.svg"});
+    flags.push_back({c, "--num-sms", "--num-sms", "1..1024"});
+    flags.push_back({c, "--block-size", "--block-size", "1..1048576"});
+    flags.push_back({c, "--max-model-len", "--max-model-len",
+                     "1..the config's max_position_embeddings, at most 17179869184"});
+    flags.push_back({c, "--max-num-batched-tokens", "--max-num-batched-tokens", "1..16777216"});
+    flags.push_back({c, "--pp", "--pipeline-parallel-size", "1..4096, at most the config's backbone layers"});
+    flags.push_back({c, "--data-parallel-size", "--data-parallel-size", "1..4096"});
+    if (sub == "check") {
+      flags.push_back({c, "--tensor-parallel-size", "--tensor-parallel-size[0]", "1..4096"});
+      flags.push_back({c, "--min-concurrency", "--min-concurrency", "0.." + i64});
+    } else {
+      flags.push_back({c, "--tp", "--tensor-parallel-size", "1..4096"});
+      flags.push_back({c, "--batch", "--batch", "1..65536"});
+      flags.push_back({c, "--context-len", "--context-len", positions});
+      flags.push_back({c, "--context-lens", "--context-lens[0]", positions});
+      flags.push_back({c, "--spec-tokens", "--spec-tokens", "0..64"});
+    }
+  }
+  const std::vector<std::string> verify = {"verify", kMissing};
+  flags.push_back({verify, "--device", "--device", "0.." + i32});
+  flags.push_back({verify, "--seed", "--seed", "0.." + u64});
+  flags.push_back({verify, "--iterations", "--iterations", "1..10000"});
+  flags.push_back({verify, "--tp", "--tensor-parallel-size", "1..4096"});
+  flags.push_back({verify, "--batch", "--batch", "1..65536"});
+  flags.push_back({verify, "--context-lens", "--context-lens[0]", positions});
+  flags.push_back({verify, "--spec-tokens", "--spec-tokens", "0..64"});
+  const std::vector<std::string> bench = {"bench", kMissing};
+  flags.push_back({bench, "--device", "--device", "0.." + i32});
+  flags.push_back({bench, "--seed", "--seed", "0.." + u64});
+  flags.push_back({bench, "--replays", "--replays", "1..10000"});
+  flags.push_back({bench, "--warmup", "--warmup", "0..1000"});
+  flags.push_back({bench, "--tensor-parallel-size", "--tensor-parallel-size", "1..4096"});
+  flags.push_back({bench, "--batch", "--batch[0]", "1..4096"});
+  const std::vector<std::string> sched = {"schedule", "--kernel", "sm90-sparse"};
+  flags.push_back({sched, "--num-sms", "--num-sms", "1..4096"});
+  flags.push_back({sched, "--h-q", "--h-q", "1..4096"});
+  flags.push_back({sched, "--s-q", "--s-q", "1..4096"});
+  flags.push_back({sched, "--h-k", "--h-k", "1..4096"});
+  flags.push_back({sched, "--lengths", "--lengths[0]", "0..268435456"});
+  flags.push_back({sched, "--extra-lengths", "--extra-lengths[0]", "0..268435456"});
+
+  for (const auto& f : flags) {
+    INFO(f.command.front() << " " << f.flag);
+    // Checked while parsing, before any file is opened (the config does not exist) or any
+    // required flag is missed.
+    for (const std::string bad : {"0x10", "", "+1", "1 "}) {
+      auto a = f.command;
+      a.insert(a.end(), {f.flag, bad});
+      const bool list = f.name.back() == ']';
+      require_usage(a, bad.empty() && list
+                           ? f.name + ": empty item in ''; every item is a decimal integer, allowed " + f.allowed
+                           : f.name + ": " + mlaplan::quoted(bad) + " is not a decimal integer; allowed " + f.allowed);
+    }
+    auto a = f.command;
+    a.insert(a.end(), {f.flag, "99999999999999999999"});
+    require_usage(a, f.name + ": '99999999999999999999' is out of range; allowed " + f.allowed);
+  }
+}
+
+TEST_CASE("flag values: numbers are decimal, empty values are errors", "[cli][flag-values]") {
+  // Accepted: the forms std::from_chars reads as decimal.
+  for (const std::string ok : {"0.5", ".5", "5e-1", "0.50", "5E-1", "1"}) {
+    INFO(ok);
+    auto [p, err] = parse({kMissing, "--gpu-memory-utilization", ok});
+    CHECK(err.empty());
+    REQUIRE(p.command == Command::plan);
+    CHECK(p.plan.capacity.options.gpu_memory_utilization == Approx(std::stod(ok)));
+  }
+  struct Flag {
+    std::vector<std::string> command;
+    std::string flag, allowed;
+  };
+  const std::vector<Flag> flags = {
+      {{kMissing}, "--gpu-memory-utilization", "above 0 up to 1"},
+      {{kMissing}, "--gpu-memory-gib", "above 0 up to 1048576 GiB"},
+      {{"report", kMissing, "-o", "x.html"}, "--weights-gib", "0 up to 1048576 GiB"},
+      {{"check", kMissing}, "--reserved-gib", "0 up to 1048576 GiB"},
+      {{kMissing}, "--kv-budget-gib", "above 0 up to 1048576 GiB"},
+      {{"check", kMissing}, "--max-global-bytes-per-token", "0 up to 1e18"},
+  };
+  for (const auto& f : flags) {
+    INFO(f.flag);
+    for (const std::string bad : {"", "0x1p-1", "0X1P-1", "+0.5", " 0.5", "0.5 ", "0,5", "1/2", "0.5GiB", "e5"}) {
+      auto a = f.command;
+      a.insert(a.end(), {f.flag, bad});
+      require_usage(a, f.flag + ": " + mlaplan::quoted(bad) + " is not a decimal number; allowed " + f.allowed);
+    }
+    // Infinity, NaN and what does not fit a double are outside every range.
+    for (const std::string bad : {"inf", "-inf", "nan", "NaN", "infinity", "1e400", "-1"}) {
+      auto a = f.command;
+      a.insert(a.end(), {f.flag, bad});
+      require_usage(a, f.flag + ": '" + bad + "' is out of range; allowed " + f.allowed);
+    }
+  }
+  // The empty value is an error, never the default.
+  require_usage({kV41, "--context-len", ""}, "--context-len: '' is not a decimal integer; allowed 1..max_model_len "
+                                             "minus --spec-tokens");
+  require_usage({kV41, "--batch="}, "plan: --batch needs a value (a decimal integer); run 'mla-plan plan --help' for "
+                                    "the flags");
+}
+
+TEST_CASE("flag values: an empty list item is an error naming the item", "[cli][flag-values]") {
+  const std::string ctx = "every item is a decimal integer, allowed 1..max_model_len minus --spec-tokens";
+  require_usage({kV41, "--context-lens", "1,,3"}, "--context-lens[1]: empty item in '1,,3'; " + ctx);
+  require_usage({kV41, "--context-lens", "1,2,"}, "--context-lens[2]: empty item in '1,2,'; " + ctx);
+  require_usage({kV41, "--context-lens", ",1"}, "--context-lens[0]: empty item in ',1'; " + ctx);
+  require_usage({kV41, "--context-lens", ""}, "--context-lens[0]: empty item in ''; " + ctx);
+  require_usage({kV41, "--context-lens", "1,0x2"},
+                "--context-lens[1]: '0x2' is not a decimal integer; allowed 1..max_model_len minus --spec-tokens");
+  require_usage({kV41, "--context-lens", "1, 2"},
+                "--context-lens[1]: ' 2' is not a decimal integer; allowed 1..max_model_len minus --spec-tokens");
+  require_usage({"check", kMissing, "--matrix", "--tp", "1,,2"},
+                "--tensor-parallel-size[1]: empty item in '1,,2'; every item is a decimal integer, allowed 1..4096");
+  require_usage({"check", kMissing, "--matrix", "--tp", "1,8192"},
+                "--tensor-parallel-size[1]: '8192' is out of range; allowed 1..4096");
+  require_usage(schedule_with({"--num-sms", "132", "--h-q", "64", "--lengths", "4,x"}),
+                "--lengths[1]: 'x' is not a decimal integer; allowed 0..268435456");
+  require_usage(schedule_with({"--num-sms", "132", "--h-q", "64", "--lengths", "4,5", "--extra-lengths", "4,"}),
+                "--extra-lengths[1]: empty item in '4,'; every item is a decimal integer, allowed 0..268435456");
+  require_usage({"bench", kV41, "--batch", "1,,8"},
+                "--batch[1]: empty item in '1,,8'; every item is a decimal integer, allowed 1..4096");
+  require_usage({"bench", kV41, "--layer-type", "c1a,"},
+                "--layer-type[1]: empty item in 'c1a,'; give the items separated by single commas, none empty");
+  require_usage({"verify", kV41, "--kv-cache-dtype", ",fp8"},
+                "--kv-cache-dtype[0]: empty item in ',fp8'; give the items separated by single commas, none empty");
+  // A list is one argument; its items are all kept.
+  auto [p, err] = parse({kMissing, "--context-lens", "1,2,3"});
+  CHECK(err.empty());
+  CHECK(p.plan.batch.options.context_lens == std::vector<std::int64_t>{1, 2, 3});
+}
+
+TEST_CASE("flag values: the helpers", "[cli][flag-values]") {
+  using namespace mlaplan::cli;
+  const IntRange r{1, 10, {}};
+  CHECK(parse_int_value("--x", "007", r) == 7);
+  CHECK(parse_int_value("--x", "-0", IntRange{0, 1, {}}) == 0);
+  CHECK_THROWS_WITH(parse_int_value("--x", "11", r), "--x: '11' is out of range; allowed 1..10");
+  CHECK_THROWS_WITH(parse_int_value("--x", "1.", r), "--x: '1.' is not a decimal integer; allowed 1..10");
+  CHECK(parse_uint64_value("--seed", "18446744073709551615") == std::numeric_limits<std::uint64_t>::max());
+  CHECK(parse_uint64_value("--seed", "-0") == 0);
+  CHECK_THROWS_WITH(parse_uint64_value("--seed", "-1"),
+                    "--seed: '-1' is out of range; allowed 0..18446744073709551615");
+  CHECK(parse_real_value("--u", "1e-3", RealRange{0, 1, true, {}}) == Approx(0.001));
+  CHECK_THROWS_WITH(parse_real_value("--u", "0", RealRange{0, 1, true, {}}), "--u: '0' is out of range; allowed above 0 up to 1");
+  CHECK(parse_real_value("--w", "0", RealRange{0, 1, false, "GiB"}) == 0.0);
+  CHECK(split_list_value("--l", "a,b") == std::vector<std::string>{"a", "b"});
+  CHECK_THROWS_WITH(split_list_value("--l", "a,,b"),
+                    "--l[1]: empty item in 'a,,b'; give the items separated by single commas, none empty");
+  CHECK(parse_int_list_value("--l", "3,01", r) == std::vector<std::int64_t>{3, 1});
+  CHECK_THROWS_AS(parse_int_list_value("--l", "3,", r), mlaplan::Error);
+  CHECK(IntRange{1, 4, "1..N"}.text() == "1..N");
+}
+
+TEST_CASE("flag values: a check that fails on a default names the flags given", "[cli][flag-values]") {
+  // --context-len was not given; --spec-tokens cannot fit --max-model-len, and the range is never empty.
+  require_usage({kV41, "--max-model-len", "1", "--spec-tokens", "1"},
+                "--spec-tokens: '1' is out of range for --max-model-len 1; allowed 0..0 (a request's context token "
+                "and its speculative tokens lie within max_model_len)");
+  require_usage({kV41, "--max-model-len", "4", "--spec-tokens", "7", "--batch", "2"},
+                "--spec-tokens: '7' is out of range for --max-model-len 4; allowed 0..3 (a request's context token "
+                "and its speculative tokens lie within max_model_len)");
+  // max_model_len defaulted: said so.
+  require_usage({kV41, "--context-len", "1048576", "--spec-tokens", "2"},
+                "--context-len: '1048576' is out of range; allowed 1..1048574 (the default max_model_len 1048576, "
+                "the config's max_position_embeddings, minus --spec-tokens 2)");
+  require_usage({kV41, "--context-lens", "5,101", "--max-model-len", "100"},
+                "--context-lens[1]: '101' is out of range; allowed 1..100 (--max-model-len 100)");
+  // The defaulted --context-len adapts to --max-model-len and --spec-tokens: no error.
+  const Run ok = run({kV41, "--max-model-len", "2", "--spec-tokens", "1", "--batch", "3", "--json"});
+  CHECK(ok.code == 0);
+  CHECK(nlohmann::json::parse(ok.out).at("batch").at("context_lens") == nlohmann::json({1, 1, 1}));
+}
+
+// ------------------------------------------------------------------ B: flags before the GPU
+
+TEST_CASE("flag values: verify and bench check every flag before looking for a GPU", "[cli][flag-values][gpu]") {
+  // This suite runs without CUDA or a GPU (exit 6); on a GPU machine the valid runs exit 0 or run.
+  const auto valid = [](const std::vector<std::string>& args) {
+    const Run r = run(args);
+    INFO(r.err);
+    CHECK(r.code != 1);
+    if (r.code != 0) CHECK(r.code == 6);
+  };
+  require_usage({"bench", kV41, "--layer-type", "dsa"},
+                "--layer-type[0]: the config has no dsa layer; allowed: c1a, c2a, swaonly (the types it has)");
+  require_usage({"bench", cfg("deepseek-v3.2.json"), "--layer-type", "dsa,c1a"},
+                "--layer-type[1]: the config has no c1a layer; allowed: dsa (the types it has)");
+  require_usage({"bench", kV41, "--layer-type", "c9a"},
+                "--layer-type[0]: 'c9a' is not a layer type; allowed: swaonly, c1a, c2a, c4a, c128a, dsa");
+  require_usage({"bench", kV41, "--batch", "1,4097"}, "--batch[1]: '4097' is out of range; allowed 1..4096");
+  require_usage({"bench", kV41, "--kv-cache-dtype", "int4"},
+                "--kv-cache-dtype: 'int4' is not a kv-cache dtype of the sparse-MLA backend; supported: auto, fp8, "
+                "fp8_ds_mla, nvfp4_ds_mla");
+  valid({"bench", kV41, "--layer-type", "c1a,swaonly", "--batch", "1"});
+
+  require_usage({"verify", kV41, "--batch", "257"},
+                "verify: the batch has 257 decode tokens (--batch 257); allowed 1..256 for verification (the host "
+                "reference recomputes every one)");
+  require_usage({"verify", kV41, "--batch", "129", "--spec-tokens", "1"},
+                "verify: the batch has 258 decode tokens (--batch 129 x (1 + --spec-tokens 1)); allowed 1..256 for "
+                "verification (the host reference recomputes every one)");
+  require_usage({"verify", kV41, "--context-lens", "1,2000000"},
+                "--context-lens[1]: '2000000' is out of range; allowed 1..1048576 (the default max_model_len "
+                "1048576, the config's max_position_embeddings)");
+  require_usage({"verify", kV41, "--kv-cache-dtype", "fp8,bf16"},
+                "--kv-cache-dtype: 'bf16' is not a kv-cache dtype of the sparse-MLA backend; supported: auto, fp8, "
+                "fp8_ds_mla, nvfp4_ds_mla");
+  valid({"verify", kV41, "--batch", "128", "--spec-tokens", "1"});
+  valid({"verify", kV41, "--batch", "256"});
+  // An invalid config is still exit 2 first.
+  CHECK(run({"verify", kMissing, "--batch", "257"}).code == 2);
+  CHECK(run({"bench", kMissing, "--layer-type", "dsa"}).code == 2);
+}
+
+// ------------------------------------------------------------------ C: one line per parse error
+
+TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong", "[cli][flag-values][parse]") {
+  // Unknown flags: the subcommand, the flag, a near name or the command that has it.
+  require_usage({kV41, "--foo"}, "plan: unknown flag '--foo'; run 'mla-plan plan --help' for the flags");
+  require_usage({kV41, "--tensor-parallel", "8"},
+                "plan: unknown flag '--tensor-parallel' (did you mean '--tensor-parallel-size'?); run 'mla-plan plan "
+                "--help' for the flags");
+  require_usage({"check", kV41, "--tp", "8", "--tensor-paralel-size", "4"},
+                "check: unknown flag '--tensor-paralel-size' (did you mean '--tensor-parallel-size'?); run 'mla-plan "
+                "check --help' for the flags");
+  require_usage({kV41, "--lengths", "3"},
+                "plan: unknown flag '--lengths' (a flag of schedule); run 'mla-plan plan --help' for the flags");
+  require_usage({kV41, "-o", "x.svg"}, "plan: unknown flag '-o' (a flag of report); run 'mla-plan plan --help' for the flags");
+  require_usage({"gpus", "--foo=1"}, "gpus: unknown flag '--foo=1'; run 'mla-plan gpus --help' for the flags");
+  // A misspelt required flag is reported as unknown, not as missing.
+  require_usage(schedule_with({"--num-sm", "132", "--h-q", "64", "--lengths", "1"}),
+                "schedule: unknown flag '--num-sm' (did you mean '--num-sms'?); run 'mla-plan schedule --help' for "
+                "the flags");
+  // Unexpected positional arguments.
+  require_usage({kV41, "b.json"}, "plan: unexpected argument 'b.json': CONFIG is already '" + kV41 +
+                                      "' and plan takes one; run 'mla-plan plan --help' for the flags");
+  require_usage({kV41, "--context-lens", "1", "2"},
+                "plan: unexpected argument '2': CONFIG is already '" + kV41 +
+                    "' and plan takes one (--context-lens takes one argument, its items separated by commas); run "
+                    "'mla-plan plan --help' for the flags");
+  require_usage({"formats", "x"}, "formats: unexpected argument 'x': formats takes flags only; run 'mla-plan formats "
+                                  "--help' for the flags");
+  require_usage(schedule_with({"--num-sms", "132", "--h-q", "64", "--lengths", "1", "7"}),
+                "schedule: unexpected argument '7': schedule takes flags only (--lengths takes one argument, its "
+                "items separated by commas); run 'mla-plan schedule --help' for the flags");
+  // A flag without its value.
+  require_usage({kV41, "--batch"}, "plan: --batch needs a value (a decimal integer); run 'mla-plan plan --help' for "
+                                   "the flags");
+  require_usage({kV41, "--gpu-memory-utilization"},
+                "plan: --gpu-memory-utilization needs a value (a decimal number); run 'mla-plan plan --help' for the "
+                "flags");
+  // The argument after a flag is its value, whatever it looks like.
+  require_usage({kV41, "--gpu-memory-utilization", "--json"},
+                "--gpu-memory-utilization: '--json' is not a decimal number; allowed above 0 up to 1");
+  require_usage({"check", kV41, "--format"},
+                "check: --format needs a value (one of text, json, github, markdown); run 'mla-plan check --help' for "
+                "the flags");
+  require_usage({"bench", kV41, "--batch"},
+                "bench: --batch needs a value (decimal integers separated by commas); run 'mla-plan bench --help' for "
+                "the flags");
+  require_usage({"report", kV41, "-o"}, "report: --output needs a value; run 'mla-plan report --help' for the flags");
+  // Given twice: named with both values, whatever their kind.
+  require_usage({kV41, "--batch", "8", "--batch", "16"}, "--batch given twice ('8' and '16'); give it once");
+  require_usage({kV41, "--gpu", "h200", "--gpu", "b200", "--gpu", "h100"},
+                "--gpu given 3 times ('h200', 'b200' and 'h100'); give it once");
+  require_usage({"check", kV41, "--matrix", "--tp", "1,2", "--tp", "4"},
+                "--tensor-parallel-size given twice ('1,2' and '4'); give it once");
+  require_usage({"verify", kV41, "--tp", "1", "--tensor-parallel-size", "2"},
+                "--tensor-parallel-size given twice ('1' and '2'); give it once");
+  require_usage(schedule_with({"--num-sms", "132", "--h-q", "64", "--lengths", "1", "--lengths", "2"}),
+                "--lengths given twice ('1' and '2'); give it once");
+  // Required arguments.
+  require_usage({"plan"}, "plan: CONFIG is required (config.json, or a directory holding one); run 'mla-plan plan "
+                          "--help' for the flags");
+  require_usage({"schedule", "--kernel", "sm90-sparse"},
+                "schedule: --num-sms, --h-q and --lengths are required; run 'mla-plan schedule --help' for the flags");
+  require_usage({"report", kV41}, "report: --output is required; run 'mla-plan report --help' for the flags");
+  require_usage({}, "a command or a CONFIG is required: mla-plan CONFIG [flags], or mla-plan COMMAND with COMMAND "
+                    "one of plan, check, schedule, verify, bench, report, gpus, formats; run 'mla-plan --help' for "
+                    "usage");
+  // Values outside a set.
+  require_usage({kV41, "--format", "xml"}, "--format: 'xml' is not allowed; allowed: text, json, markdown");
+  require_usage({"check", kV41, "--format", "xml"}, "--format: 'xml' is not allowed; allowed: text, json, github, markdown");
+  require_usage({"check", kV41, "--guard-accounting", "Rows\x1b"},
+                "--guard-accounting: 'Rows\\x1b' is not allowed; allowed: rows, pages");
+  // A switch given a value.
+  require_usage({kV41, "--json=maybe"}, "plan: --json takes no value ('maybe' given); give --json alone");
+  // Unknown commands, where `mla-plan CONFIG` would not make sense of them.
+  require_usage({"chek", kV41},
+                "unknown command 'chek' (did you mean 'check'?); the commands: plan, check, schedule, verify, bench, "
+                "report, gpus, formats, or mla-plan CONFIG for plan; run 'mla-plan --help' for usage");
+  require_usage({"schedul", "--kernel", "sm90-sparse"},
+                "unknown command 'schedul' (did you mean 'schedule'?); the commands: plan, check, schedule, verify, "
+                "bench, report, gpus, formats, or mla-plan CONFIG for plan; run 'mla-plan --help' for usage");
+  // ... but a word that may be a config, with a flag the near command lacks, is a config.
+  require_usage({"plan1", "--foo"}, "plan: unknown flag '--foo'; run 'mla-plan plan --help' for the flags");
+  // ... and a config path is still a config.
+  CHECK(run({kMissing}).code == 2);
+}
+
+TEST_CASE("flag values: a parse that fails leaves a kept command line as a new one", "[cli][flag-values][parse]") {
+  mlaplan::cli::CommandLine kept;
+  const std::vector<std::vector<std::string>> inputs = {
+      {kV41, "--batch", "8", "--batch", "9"}, {kV41, "--batch", "0x8"}, {kV41, "--foo"}, {"schedule"},
+      {kV41, "--batch", "8"},                 {kV41, "--context-lens", "1,,2"}};
+  for (const auto& args : inputs) {
+    std::ostringstream kept_out, kept_err, new_out, new_err;
+    const auto& a = kept.parse(args, kept_out, kept_err);
+    const int kept_code = a.exit_code;
+    const auto kept_command = a.command;
+    mlaplan::cli::CommandLine fresh;
+    const auto& b = fresh.parse(args, new_out, new_err);
+    CHECK(kept_code == b.exit_code);
+    CHECK(kept_command == b.command);
+    CHECK(kept_err.str() == new_err.str());
+  }
+}
+
+TEST_CASE("flag values: the checks verify and bench run before a device", "[cli][flag-values][gpu]") {
+  const auto c = mlaplan::load_config(kV41);
+  const auto topo = mlaplan::build_topology(c);
+  mlaplan::LayoutOptions lo;
+  CHECK_NOTHROW(mlaplan::check_layout_flags(c, topo, lo));
+  lo.tensor_parallel_size = 0;
+  CHECK_THROWS_WITH(mlaplan::check_layout_flags(c, topo, lo),
+                    "--tensor-parallel-size: '0' is out of range; allowed 1..4096");
+  lo.tensor_parallel_size = 1;
+  lo.kv_cache_dtype = "int8";
+  CHECK_THROWS_WITH(mlaplan::check_layout_flags(c, topo, lo),
+                    Catch::StartsWith("--kv-cache-dtype: 'int8' is not a kv-cache dtype"));
+
+  mlaplan::VerifyOptions vo;
+  CHECK_NOTHROW(mlaplan::check_verify_options(c, topo, vo));  // the default mix of 37 requests
+  vo.layout.pipeline_parallel_size = 41;
+  CHECK_THROWS_WITH(mlaplan::check_verify_options(c, topo, vo),
+                    "--pipeline-parallel-size: '41' is out of range; allowed 1..40 (a stage needs at least one of the "
+                    "40 backbone layers)");
+  vo.layout.pipeline_parallel_size = 1;
+  vo.batch.context_lens.assign(300, 5);
+  CHECK_THROWS_WITH(mlaplan::check_verify_options(c, topo, vo),
+                    "verify: the batch has 300 decode tokens (300 requests of --context-lens); allowed 1..256 for "
+                    "verification (the host reference recomputes every one)");
+  vo.batch.context_lens.clear();
+  vo.timing_iterations = 0;
+  CHECK_THROWS_WITH(mlaplan::check_verify_options(c, topo, vo), "--iterations: '0' is out of range; allowed 1..10000");
+
+  mlaplan::BenchOptions bo;
+  CHECK_NOTHROW(mlaplan::check_bench_flags(c, topo, bo));
+  bo.types = {mlaplan::LayerType::c1a, mlaplan::LayerType::c128a};
+  CHECK_THROWS_WITH(mlaplan::check_bench_flags(c, topo, bo),
+                    "--layer-type[1]: the config has no c128a layer; allowed: c1a, c2a, swaonly (the types it has)");
+  bo.types.clear();
+  bo.layout.tensor_parallel_size = 5000;
+  CHECK_THROWS_WITH(mlaplan::check_bench_flags(c, topo, bo),
+                    "--tensor-parallel-size: '5000' is out of range; allowed 1..4096");
+}

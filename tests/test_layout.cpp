@@ -277,7 +277,7 @@ TEST_CASE("resolve_target: custom --arch, overrides, bad values", "[target]") {
           r.num_sms = sms;
           resolve_target(r);
         },
-        ErrorKind::usage, "--num-sms: " + std::to_string(sms) + " is out of range; use an integer from 1 to 1024");
+        ErrorKind::usage, "--num-sms: '" + std::to_string(sms) + "' is out of range; allowed 1..1024");
   }
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
@@ -291,13 +291,13 @@ TEST_CASE("resolve_target: custom --arch, overrides, bad values", "[target]") {
           r.memory_gib = v;
           resolve_target(r);
         },
-        ErrorKind::usage, "--gpu-memory-gib: " + text + " is out of range; use a number of GiB above 0 up to 1048576");
+        ErrorKind::usage, "--gpu-memory-gib: '" + text + "' is out of range; allowed above 0 up to 1048576 GiB");
   }
   const Target det = detected_target("NVIDIA H200", {9, 0}, 132, 150 * kGiB);
   CHECK(det.source == TargetSource::detected);
   CHECK(to_string(det.source) == "detected");
   require_error([] { detected_target("x", {9, 0}, 0, kGiB); }, ErrorKind::usage,
-                "detected device SM count: 0 is out of range; use an integer from 1 to 1024");
+                "detected device SM count: '0' is out of range; allowed 1..1024");
 }
 
 // =============================================================== dtypes, defaults
@@ -780,21 +780,21 @@ TEST_CASE("capacity: bad budget values", "[layout]") {
     set(o);
     return [&L, o] { plan_capacity(L, o); };
   };
-  const std::string util = " is out of range; use a fraction above 0 up to 1 (default 0.9)";
+  const std::string util = "' is out of range; allowed above 0 up to 1";
   require_error(with([](CapacityOptions& o) { o.gpu_memory_utilization = 0.0; }), ErrorKind::usage,
-                "--gpu-memory-utilization: 0" + util);
+                "--gpu-memory-utilization: '0" + util);
   require_error(with([](CapacityOptions& o) { o.gpu_memory_utilization = 1.5; }), ErrorKind::usage,
-                "--gpu-memory-utilization: 1.5" + util);
+                "--gpu-memory-utilization: '1.5" + util);
   require_error(with([](CapacityOptions& o) { o.gpu_memory_utilization = std::nan(""); }), ErrorKind::usage,
-                "--gpu-memory-utilization: nan" + util);
+                "--gpu-memory-utilization: 'nan" + util);
   require_error(with([](CapacityOptions& o) { o.weights_gib = -1; }), ErrorKind::usage,
-                "--weights-gib: -1 is out of range; use a number of GiB from 0 up to 1048576");
+                "--weights-gib: '-1' is out of range; allowed 0 up to 1048576 GiB");
   require_error(with([](CapacityOptions& o) { o.reserved_gib = 1e30; }), ErrorKind::usage,
-                "--reserved-gib: 1e+30 is out of range; use a number of GiB from 0 up to 1048576");
+                "--reserved-gib: '1e+30' is out of range; allowed 0 up to 1048576 GiB");
   require_error(with([](CapacityOptions& o) { o.kv_budget_gib = 0; }), ErrorKind::usage,
-                "--kv-budget-gib: 0 is out of range; use a number of GiB above 0 up to 1048576");
+                "--kv-budget-gib: '0' is out of range; allowed above 0 up to 1048576 GiB");
   require_error(with([](CapacityOptions& o) { o.kv_budget_gib = std::numeric_limits<double>::infinity(); }),
-                ErrorKind::usage, "--kv-budget-gib: inf is out of range; use a number of GiB above 0 up to 1048576");
+                ErrorKind::usage, "--kv-budget-gib: 'inf' is out of range; allowed above 0 up to 1048576 GiB");
   require_error(
       with([](CapacityOptions& o) {
         o.kv_budget_gib = 10;
@@ -859,7 +859,7 @@ TEST_CASE("backend rules reject with their messages", "[layout]") {
                   "sparse-MLA backend for deepseek_v4 on sm90 uses 256)");
     o.block_size = 0;
     require_error([&] { plan(v41(), "h200", o); }, ErrorKind::usage,
-                  "--block-size: 0 is out of range; use an integer from 1 to 1048576");
+                  "--block-size: '0' is out of range; allowed 1..1048576");
   }
   SECTION("tensor parallelism: heads must divide and fit the decode kernel") {
     LayoutOptions o;
@@ -902,19 +902,19 @@ TEST_CASE("backend rules reject with their messages", "[layout]") {
     struct Bad { LayoutOptions o; std::string msg; };
     std::vector<Bad> bad(6);
     bad[0].o.tensor_parallel_size = 0;
-    bad[0].msg = "--tensor-parallel-size: 0 is out of range; use an integer from 1 to 4096";
+    bad[0].msg = "--tensor-parallel-size: '0' is out of range; allowed 1..4096";
     bad[1].o.data_parallel_size = 5000;
-    bad[1].msg = "--data-parallel-size: 5000 is out of range; use an integer from 1 to 4096";
+    bad[1].msg = "--data-parallel-size: '5000' is out of range; allowed 1..4096";
     bad[2].o.pipeline_parallel_size = 41;
-    bad[2].msg = "--pipeline-parallel-size: 41 is out of range; use an integer from 1 to 40 (a stage needs at least "
+    bad[2].msg = "--pipeline-parallel-size: '41' is out of range; allowed 1..40 (a stage needs at least "
                  "one of the 40 backbone layers)";
     bad[3].o.max_model_len = 2000000;
-    bad[3].msg = "--max-model-len: 2000000 is out of range; use an integer from 1 to 1048576 (the model's "
+    bad[3].msg = "--max-model-len: '2000000' is out of range; allowed 1..1048576 (the model's "
                  "max_position_embeddings is 1048576)";
     bad[4].o.num_speculative_tokens = -1;
-    bad[4].msg = "--spec-tokens: -1 is out of range; use an integer from 0 to 64";
+    bad[4].msg = "--spec-tokens: '-1' is out of range; allowed 0..64";
     bad[5].o.in_flight_tokens = 0;
-    bad[5].msg = "--max-num-batched-tokens: 0 is out of range; use an integer from 1 to 16777216";
+    bad[5].msg = "--max-num-batched-tokens: '0' is out of range; allowed 1..16777216";
     for (const auto& b : bad) require_error([&] { plan(v41(), "h200", b.o); }, ErrorKind::usage, b.msg);
   }
 }
@@ -1026,7 +1026,7 @@ TEST_CASE("findings instead of exceptions: check_layout and lenient plans", "[la
   // Usage errors still throw in lenient mode; check_layout reports them.
   o.tensor_parallel_size = -2;
   require_error([&] { plan(v41(), "h200", o, Strictness::lenient); }, ErrorKind::usage,
-                "--tensor-parallel-size: -2 is out of range; use an integer from 1 to 4096");
+                "--tensor-parallel-size: '-2' is out of range; allowed 1..4096");
   const auto c2 = check_layout(v41().cfg, v41().topo, gpu("h200"), o);
   REQUIRE_FALSE(c2.empty());
   CHECK(c2.front().finding.id == "layout.tensor_parallel_size");

@@ -116,6 +116,12 @@ struct BenchReport {
 void check_bench_batches(const std::vector<std::int64_t>& batches);
 /// check_bench_batches, plus --replays and --warmup in range.
 void check_bench_options(const BenchOptions& options);
+/// Error(usage) for a --layer-type the config lacks, naming the types it has.
+void check_bench_layer_types(const Topology& topo, const std::vector<LayerType>& types);
+/// Every flag value of bench that needs no device: check_bench_options(), the layer types
+/// (check_bench_layer_types()), the kv dtype and the layout flags (check_layout_flags()). The CLI
+/// runs it before it looks for a GPU; run_bench() runs it first too.
+void check_bench_flags(const ModelConfig& cfg, const Topology& topo, const BenchOptions& options);
 
 /// The shapes of every layer type present (or of `types`) x `batches` over a planned layout.
 /// Error(usage) for batch sizes outside 1..BenchLimits::max_batch or a type the config lacks.

@@ -40,9 +40,18 @@ struct DecodeBatch {
   std::string description;                 ///< for people: "64 requests x 4096 tokens"
 };
 
+/// Where the max_model_len given to make_decode_batch() came from: its messages say so.
+enum class MaxModelLenSource {
+  value,           ///< a value of the caller: "max_model_len 100"
+  flag,            ///< --max-model-len: "--max-model-len 100"
+  config_default,  ///< no --max-model-len: the config's max_position_embeddings
+};
+
 /// Validates the flags against max_model_len (the last position must be < max_model_len) and
-/// expands the batch. Error(usage) naming the flag, the value and what is allowed.
-DecodeBatch make_decode_batch(const BatchOptions& options, std::int64_t max_model_len);
+/// expands the batch. Error(usage) naming the flag, the value and what is allowed, and where
+/// max_model_len came from (`source`).
+DecodeBatch make_decode_batch(const BatchOptions& options, std::int64_t max_model_len,
+                              MaxModelLenSource source = MaxModelLenSource::value);
 
 /// The plan of one layer type for one decode step, with the inputs it was made from.
 struct LayerTypeSchedule {

@@ -83,6 +83,11 @@ struct LayoutCheck {
 std::vector<LayoutCheck> check_layout(const ModelConfig& cfg, const Topology& topo, const Target& target,
                                       const LayoutOptions& options);
 
+/// The flag values among check_layout()'s checks, which need no target (kv and indexer dtypes, TP,
+/// PP, DP, speculative tokens, block size, max_model_len, in-flight tokens): Error(usage) for the
+/// first bad one. verify and bench check them before they look for a GPU.
+void check_layout_flags(const ModelConfig& cfg, const Topology& topo, const LayoutOptions& options);
+
 /// Throws Error(kind, message) for the first error-severity check; does nothing otherwise.
 void throw_on_error(const std::vector<LayoutCheck>& checks);
 

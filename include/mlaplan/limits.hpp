@@ -63,6 +63,7 @@ struct CheckLimits {
   static constexpr std::int64_t max_configs = 4096;       ///< CONFIG arguments of one run
   static constexpr std::int64_t max_tp_sizes = 16;        ///< values of --tensor-parallel-size with --matrix
   static constexpr std::int64_t max_matrix_rows = 1024;   ///< configs x TP sizes with --matrix
+  static constexpr double max_global_bytes_per_token = 1e18;  ///< --max-global-bytes-per-token (0 up to this)
 };
 
 /// `mla-plan verify` (src/verify.cpp, app/cmd_verify.cpp). A verification problem lives in host

@@ -152,6 +152,12 @@ VerifyProblem build_verify_problem(const ModelConfig& cfg, const Topology& topo,
 /// Judges a device's run against the problem's host expectations.
 void judge_verify_run(const VerifyProblem& problem, const VerifyRun& run, VerifyCell& cell);
 
+/// Every option of run_verify() that needs no device: timing_iterations, the layout flags
+/// (check_layout_flags()), the kv dtypes, the batch against max_model_len (make_decode_batch())
+/// and VerifyLimits' decode tokens. Error(usage) naming the flag. The CLI runs it before it looks
+/// for a GPU; run_verify() runs it first too.
+void check_verify_options(const ModelConfig& cfg, const Topology& topo, const VerifyOptions& options);
+
 /// Runs the whole verification on `target` with `device`.
 VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Target& target, VerifyDevice& device,
                         const VerifyOptions& options);

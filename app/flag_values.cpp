@@ -1,0 +1,237 @@
+#include "flag_values.hpp"
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <system_error>
+
+#include "mlaplan/error.hpp"
+#include "mlaplan/number_format.hpp"
+#include "mlaplan/text.hpp"
+
+namespace mlaplan::cli {
+
+namespace {
+
+bool decimal_integer_syntax(std::string_view s) {
+  const std::size_t start = !s.empty() && s.front() == '-' ? 1 : 0;
+  if (start == s.size()) return false;
+  for (std::size_t i = start; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+  }
+  return true;
+}
+
+std::string real_text(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) return format_fixed(v, 0);
+  std::string s = format_general(v);  // "1e+18": written "1e18"
+  const auto plus = s.find("e+");
+  if (plus != std::string::npos) s.erase(plus + 1, 1);
+  return s;
+}
+
+/// The first long name of CLI11's "--tensor-parallel-size,--tp" (or the first name).
+std::string flag_name(const std::string& names) {
+  std::string first;
+  std::size_t start = 0;
+  while (start <= names.size()) {
+    const auto comma = names.find(',', start);
+    const std::string name = names.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (first.empty()) first = name;
+    if (name.rfind("--", 0) == 0) return name;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return first;
+}
+
+/// An option of exactly one value per occurrence, converted by `convert` when the parse reaches
+/// its callback. Given twice, CLI11 throws ArgumentMismatch before `convert` runs.
+template <typename Convert>
+CLI::Option* add_converted(CLI::App& sub, const std::string& names, const std::string& help,
+                           const std::string& type_name, Convert convert) {
+  const std::string flag = flag_name(names);
+  auto* opt = sub.add_option(
+      names,
+      [flag, convert](const CLI::results_t& values) {
+        // One value: the multi-option policy (Throw) rejected more before this runs.
+        convert(flag, values.empty() ? std::string() : values.front());
+        return true;
+      },
+      help);
+  opt->type_name(type_name);
+  opt->expected(1);
+  opt->allow_extra_args(false);
+  opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  return opt;
+}
+
+}  // namespace
+
+std::string IntRange::text() const {
+  return shown.empty() ? std::to_string(lo) + ".." + std::to_string(hi) : shown;
+}
+
+std::string RealRange::text() const {
+  return (lo_open ? "above " : "") + real_text(lo) + " up to " + real_text(hi) + (unit.empty() ? "" : " " + unit);
+}
+
+std::int64_t parse_int_value(std::string_view flag, std::string_view text, const IntRange& range) {
+  if (!decimal_integer_syntax(text)) {
+    throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is not a decimal integer; allowed " + range.text());
+  }
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 10);
+  if (ec == std::errc::result_out_of_range || (ec == std::errc() && (v < range.lo || v > range.hi))) {
+    throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is out of range; allowed " + range.text());
+  }
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is not a decimal integer; allowed " + range.text());
+  }
+  return v;
+}
+
+std::uint64_t parse_uint64_value(std::string_view flag, std::string_view text) {
+  const std::string allowed = "0.." + std::to_string(std::numeric_limits<std::uint64_t>::max());
+  if (!decimal_integer_syntax(text)) {
+    throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is not a decimal integer; allowed " + allowed);
+  }
+  if (text.front() == '-') {
+    // "-0" is 0; any other negative value is out of range.
+    if (text.find_first_not_of('0', 1) != std::string_view::npos) {
+      throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is out of range; allowed " + allowed);
+    }
+    return 0;
+  }
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 10);
+  if (ec == std::errc::result_out_of_range) {
+    throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is out of range; allowed " + allowed);
+  }
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is not a decimal integer; allowed " + allowed);
+  }
+  return v;
+}
+
+double parse_real_value(std::string_view flag, std::string_view text, const RealRange& range) {
+  double v = 0;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  // from_chars takes no leading '+' or space and, with `general`, no hex float; an empty value
+  // fails as well.
+  const auto [end, ec] = std::from_chars(first, last, v, std::chars_format::general);
+  if ((ec != std::errc() && ec != std::errc::result_out_of_range) || end != last) {
+    throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is not a decimal number; allowed " + range.text());
+  }
+  const bool low = range.lo_open ? !(v > range.lo) : !(v >= range.lo);  // NaN is low
+  if (ec == std::errc::result_out_of_range || low || !std::isfinite(v) || v > range.hi) {
+    throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is out of range; allowed " + range.text());
+  }
+  return v;
+}
+
+std::vector<std::string> split_list_value(std::string_view flag, std::string_view text) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = text.find(',', start);
+    const auto item = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    if (item.empty()) {
+      throw_usage(std::string(flag) + "[" + std::to_string(items.size()) + "]: empty item in " + mlaplan::quoted(text) +
+                  "; give the items separated by single commas, none empty");
+    }
+    items.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+std::vector<std::int64_t> parse_int_list_value(std::string_view flag, std::string_view text, const IntRange& item) {
+  std::vector<std::int64_t> values;
+  std::size_t start = 0;
+  const std::string name(flag);
+  while (true) {
+    const auto comma = text.find(',', start);
+    const auto part = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    const std::string at = name + "[" + std::to_string(values.size()) + "]";
+    if (part.empty()) {
+      throw_usage(at + ": empty item in " + mlaplan::quoted(text) + "; every item is a decimal integer, allowed " +
+                  item.text());
+    }
+    values.push_back(parse_int_value(at, part, item));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return values;
+}
+
+CLI::Option* add_int_option(CLI::App& sub, const std::string& names, std::int64_t& into, const std::string& help,
+                            IntRange range) {
+  return add_converted(sub, names, help, "INT", [&into, range](const std::string& flag, const std::string& v) {
+    into = parse_int_value(flag, v, range);
+  });
+}
+
+CLI::Option* add_int_option(CLI::App& sub, const std::string& names, std::optional<std::int64_t>& into,
+                            const std::string& help, IntRange range) {
+  return add_converted(sub, names, help, "INT", [&into, range](const std::string& flag, const std::string& v) {
+    into = parse_int_value(flag, v, range);
+  });
+}
+
+CLI::Option* add_int_option(CLI::App& sub, const std::string& names, int& into, const std::string& help,
+                            IntRange range) {
+  range.lo = std::max<std::int64_t>(range.lo, std::numeric_limits<int>::min());
+  range.hi = std::min<std::int64_t>(range.hi, std::numeric_limits<int>::max());
+  return add_converted(sub, names, help, "INT", [&into, range](const std::string& flag, const std::string& v) {
+    into = static_cast<int>(parse_int_value(flag, v, range));
+  });
+}
+
+CLI::Option* add_seed_option(CLI::App& sub, const std::string& names, std::uint64_t& into, const std::string& help) {
+  return add_converted(sub, names, help, "INT", [&into](const std::string& flag, const std::string& v) {
+    into = parse_uint64_value(flag, v);
+  });
+}
+
+CLI::Option* add_real_option(CLI::App& sub, const std::string& names, std::optional<double>& into,
+                             const std::string& help, RealRange range) {
+  return add_converted(sub, names, help, "NUMBER", [&into, range](const std::string& flag, const std::string& v) {
+    into = parse_real_value(flag, v, range);
+  });
+}
+
+CLI::Option* add_int_list_option(CLI::App& sub, const std::string& names, std::vector<std::int64_t>& into,
+                                 const std::string& help, IntRange item) {
+  return add_converted(sub, names, help, "INT,...", [&into, item](const std::string& flag, const std::string& v) {
+    into = parse_int_list_value(flag, v, item);
+  });
+}
+
+CLI::Option* add_list_option(CLI::App& sub, const std::string& names, std::vector<std::string>& into,
+                             const std::string& help) {
+  return add_converted(sub, names, help, "TEXT,...", [&into](const std::string& flag, const std::string& v) {
+    into = split_list_value(flag, v);
+  });
+}
+
+CLI::Validator one_of(std::vector<std::string> allowed) {
+  std::string list, set;
+  for (const auto& a : allowed) {
+    list += (list.empty() ? "" : ", ") + a;
+    set += (set.empty() ? "" : ",") + a;
+  }
+  return CLI::Validator(
+      [allowed, list](std::string& value) -> std::string {
+        for (const auto& a : allowed) {
+          if (value == a) return {};
+        }
+        return mlaplan::quoted(value) + " is not allowed; allowed: " + list;
+      },
+      "{" + set + "}", "one_of");
+}
+
+}  // namespace mlaplan::cli

@@ -1,0 +1,87 @@
+#pragma once
+// Numbers and lists on the command line, read as the user wrote them (docs/cli.md, "Flag values").
+//
+// - An integer is plain decimal: an optional leading '-' and the digits 0-9, nothing else (no
+//   '+', no space, no "0x", no exponent, no digit separator); leading zeros are decimal ("010" is
+//   10). The '-' is accepted on every integer flag so that a negative value gets the flag's range
+//   in the message; no integer flag allows one.
+// - A number (a float flag) is a decimal number as std::from_chars reads it (chars_format::general:
+//   "0.9", ".5", "1e3", "inf", "nan"); no hex float, no '+', no space. Infinity and NaN are then
+//   outside every flag's range.
+// - A list is its items separated by ','; an empty item (a doubled or trailing comma) is an error
+//   naming the item, --flag[i] with i counted from 0.
+// - An empty value is an error, never the default.
+//
+// Each value is converted once, whole, with std::from_chars, and checked against the flag's
+// static range (the bounds of include/mlaplan/limits.hpp) while the command line is parsed; a bad
+// value is Error(usage) with one line: `--batch: '0x40' is not a decimal integer; allowed
+// 1..65536`, `--batch: '18446744073709551616' is out of range; allowed 1..65536`. The library's
+// own range checks (src/decode.cpp, src/layout.cpp, src/target.cpp) still run, for the bounds
+// that depend on the config.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace CLI {
+class App;
+class Option;
+class Validator;
+}  // namespace CLI
+
+namespace mlaplan::cli {
+
+/// The values an integer flag allows: lo..hi. Where the flag's real bound depends on the config
+/// (checked once it is read), `shown` says it in words ("1..max_model_len minus --spec-tokens")
+/// and lo..hi is the widest that bound can be.
+struct IntRange {
+  std::int64_t lo = 0;
+  std::int64_t hi = 0;
+  std::string shown;
+  std::string text() const;  ///< `shown`, or "1..65536"
+};
+
+/// The values a float flag allows: lo..hi, lo excluded when `lo_open`; `unit` follows the bounds.
+struct RealRange {
+  double lo = 0;
+  double hi = 0;
+  bool lo_open = false;
+  std::string unit;
+  std::string text() const;  ///< "above 0 up to 1", "0 up to 1048576 GiB"
+};
+
+/// The whole of `text` as a decimal integer in `range`, or Error(usage) naming `flag`.
+std::int64_t parse_int_value(std::string_view flag, std::string_view text, const IntRange& range);
+/// The whole of `text` as a decimal integer in 0..2^64-1 (--seed), or Error(usage) naming `flag`.
+std::uint64_t parse_uint64_value(std::string_view flag, std::string_view text);
+/// The whole of `text` as a decimal number in `range`, or Error(usage) naming `flag`.
+double parse_real_value(std::string_view flag, std::string_view text, const RealRange& range);
+/// The items of a comma-separated list; an empty list or item is Error(usage) naming `flag`[i].
+std::vector<std::string> split_list_value(std::string_view flag, std::string_view text);
+/// split_list_value(), each item a decimal integer in `item`: Error(usage) naming `flag`[i].
+std::vector<std::int64_t> parse_int_list_value(std::string_view flag, std::string_view text, const IntRange& item);
+
+// Options bound through these take exactly one value (a list is one comma-separated argument);
+// given twice, the parse fails (parse_errors.hpp names the flag and both values). `names` is
+// CLI11's ("--tensor-parallel-size,--tp"); messages name the first long name.
+CLI::Option* add_int_option(CLI::App& sub, const std::string& names, std::int64_t& into, const std::string& help,
+                            IntRange range);
+CLI::Option* add_int_option(CLI::App& sub, const std::string& names, std::optional<std::int64_t>& into,
+                            const std::string& help, IntRange range);
+CLI::Option* add_int_option(CLI::App& sub, const std::string& names, int& into, const std::string& help,
+                            IntRange range);
+CLI::Option* add_seed_option(CLI::App& sub, const std::string& names, std::uint64_t& into, const std::string& help);
+CLI::Option* add_real_option(CLI::App& sub, const std::string& names, std::optional<double>& into,
+                             const std::string& help, RealRange range);
+CLI::Option* add_int_list_option(CLI::App& sub, const std::string& names, std::vector<std::int64_t>& into,
+                                 const std::string& help, IntRange item);
+CLI::Option* add_list_option(CLI::App& sub, const std::string& names, std::vector<std::string>& into,
+                             const std::string& help);
+
+/// A CLI11 check that the value is one of `allowed`: "--format: 'xml' is not allowed; allowed:
+/// text, json, markdown".
+CLI::Validator one_of(std::vector<std::string> allowed);
+
+}  // namespace mlaplan::cli

@@ -1,0 +1,272 @@
+#include "parse_errors.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstddef>
+#include <string_view>
+
+#include "mlaplan/text.hpp"
+
+namespace mlaplan::cli {
+
+namespace {
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+/// The nearest of `candidates` to `word`: an edit distance of at most 2 (1 for short words), or
+/// `word` a start of the candidate; "" when none is near, or `word` is too short ("-o") or too long
+/// to tell.
+std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
+  if (word.size() < 4 || word.size() > 64) return {};
+  std::string best;
+  std::size_t best_d = 0;
+  const std::size_t near = word.size() >= 6 ? 2 : 1;
+  for (const auto& c : candidates) {
+    std::size_t d = edit_distance(word, c);
+    if (word.size() >= 4 && c.size() > word.size() && c.compare(0, word.size(), word) == 0) d = std::min<std::size_t>(d, 1);
+    if (d <= near && (best.empty() || d < best_d)) {
+      best = c;
+      best_d = d;
+    }
+  }
+  return best;
+}
+
+bool looks_like_flag(std::string_view arg) {
+  if (arg.size() < 2 || arg.front() != '-') return false;
+  const char c = arg[1];
+  return !(c >= '0' && c <= '9') && c != '.';  // "-5", "-.5": a negative number, not a flag
+}
+
+std::vector<std::string> flag_names(const CLI::App& sub) {
+  std::vector<std::string> names;
+  for (const auto* opt : sub.get_options()) {
+    for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
+    for (const auto& s : opt->get_snames()) names.push_back("-" + s);
+  }
+  return names;
+}
+
+std::string help_hint(const CLI::App* sub) {
+  if (sub == nullptr) return "run 'mla-plan --help' for usage";
+  return "run 'mla-plan " + sub->get_name() + " --help' for the flags";
+}
+
+std::string prefix(const CLI::App* sub) { return sub == nullptr ? std::string() : sub->get_name() + ": "; }
+
+const char* const kCommands = "plan, check, schedule, verify, bench, report, gpus, formats";
+
+/// "'a'", "'a' and 'b'", "'a', 'b' and 'c'", at most four shown.
+std::string quoted_values(const std::vector<std::string>& values) {
+  std::string s;
+  const std::size_t shown = std::min<std::size_t>(values.size(), 4);
+  for (std::size_t i = 0; i < shown; ++i) {
+    if (i > 0) s += i + 1 == shown && shown == values.size() ? " and " : ", ";
+    s += mlaplan::quoted(values[i]);
+  }
+  if (shown < values.size()) s += ", ... (" + std::to_string(values.size()) + " values)";
+  return s;
+}
+
+std::string times(std::size_t n) { return n == 2 ? "twice" : std::to_string(n) + " times"; }
+
+/// What an option takes, in words, from its CLI11 type name: "a decimal integer", "one of a, b".
+std::string takes(const CLI::Option& opt) {
+  const std::string type = opt.get_type_name();
+  const auto brace = type.find('{');
+  if (brace != std::string::npos && type.back() == '}') {
+    std::string list = type.substr(brace + 1, type.size() - brace - 2);
+    std::string words;
+    for (char c : list) words += c == ',' ? std::string(", ") : std::string(1, c);
+    return "one of " + words;
+  }
+  if (type == "INT") return "a decimal integer";
+  if (type == "NUMBER") return "a decimal number";
+  if (type == "INT,...") return "decimal integers separated by commas";
+  if (type == "TEXT,...") return "a list separated by commas";
+  return {};
+}
+
+/// The option of `sub` that a CLI11 message names ("--batch: 1 required INT missing", "Could not
+/// convert: --json = x"), the longest name that matches.
+const CLI::Option* option_named_in(const CLI::App& sub, std::string_view what) {
+  const CLI::Option* found = nullptr;
+  std::size_t found_len = 0;
+  for (const auto* opt : sub.get_options()) {
+    const std::string name = opt->get_name();
+    if (name.empty()) continue;
+    const bool at_start = what.substr(0, name.size() + 1) == name + ":";
+    const bool converted = what.find(": " + name + " =") != std::string_view::npos;
+    if ((at_start || converted) && name.size() > found_len) {
+      found = opt;
+      found_len = name.size();
+    }
+  }
+  return found;
+}
+
+/// The subcommand the parse chose, or null.
+const CLI::App* chosen(const CLI::App& app) {
+  const auto subs = app.get_subcommands();
+  return subs.empty() ? nullptr : subs.front();
+}
+
+std::string unknown_flag(const CLI::App& app, const CLI::App* sub, const std::string& arg) {
+  const std::string name = arg.substr(0, arg.find('='));
+  std::string msg = prefix(sub) + "unknown flag " + mlaplan::quoted(arg);
+  if (sub != nullptr) {
+    const std::string near = nearest(name, flag_names(*sub));
+    if (!near.empty()) {
+      msg += " (did you mean '" + near + "'?)";
+    } else {
+      std::string others;
+      for (const auto* other : app.get_subcommands([](const CLI::App*) { return true; })) {
+        if (other == sub || other->get_option_no_throw(name) == nullptr) continue;
+        others += (others.empty() ? "" : ", ") + other->get_name();
+      }
+      if (!others.empty()) msg += " (a flag of " + others + ")";
+    }
+  }
+  return msg + "; " + help_hint(sub);
+}
+
+std::string unexpected_argument(const CLI::App* sub, const std::string& arg) {
+  std::string msg = prefix(sub) + "unexpected argument " + mlaplan::quoted(arg);
+  if (sub == nullptr) return msg + "; " + help_hint(sub);
+  const auto positionals = sub->get_options([](const CLI::Option* o) { return o->get_positional(); });
+  if (positionals.empty()) {
+    msg += ": " + sub->get_name() + " takes flags only";
+  } else {
+    const CLI::Option* p = positionals.back();
+    const std::string name = p->get_name();
+    if (p->count() > 0) {
+      msg += ": " + name + " is already " + mlaplan::quoted(p->results().front()) + " and " + sub->get_name() + " takes one";
+    }
+  }
+  const auto lists = sub->get_options([](const CLI::Option* o) {
+    const std::string type = o->get_type_name();
+    return o->count() > 0 && type.size() > 4 && type.compare(type.size() - 4, 4, ",...") == 0;
+  });
+  if (!lists.empty()) msg += " (" + lists.front()->get_name() + " takes one argument, its items separated by commas)";
+  return msg + "; " + help_hint(sub);
+}
+
+/// The first argument left over, a flag one first.
+const std::string* first_extra(const std::vector<std::string>& extras, bool flag) {
+  for (const auto& a : extras) {
+    if (looks_like_flag(a) == flag) return &a;
+  }
+  return nullptr;
+}
+
+std::string required_missing(const CLI::App* sub) {
+  std::vector<const CLI::Option*> missing;
+  for (const auto* opt : sub->get_options()) {
+    if (opt->get_required() && opt->count() == 0) missing.push_back(opt);
+  }
+  if (missing.empty()) return {};
+  std::string names;
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    if (i > 0) names += i + 1 == missing.size() ? " and " : ", ";
+    names += missing[i]->get_name();
+  }
+  std::string msg = prefix(sub) + names + (missing.size() == 1 ? " is" : " are") + " required";
+  if (missing.size() == 1 && missing.front()->get_positional()) {
+    msg += " (" + missing.front()->get_description() + ")";
+  }
+  return msg + "; " + help_hint(sub);
+}
+
+/// A first word near a command name, where `mla-plan CONFIG` read it as a config and then failed:
+/// the message for it, or "" when the word is not near one or a flag given is not one of the near
+/// command's (`plan1 --foo` is a config and an unknown flag).
+std::string unknown_command(const CLI::App& app, const ParseErrorContext& context,
+                            const std::vector<std::string>& extras) {
+  if (!context.implicit_plan || context.args.empty()) return {};
+  const std::string& word = context.args.front();
+  if (word.empty() || !std::all_of(word.begin(), word.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+      })) {
+    return {};  // a path, most likely
+  }
+  const std::string near =
+      nearest(word, {"plan", "check", "schedule", "verify", "bench", "report", "gpus", "formats"});
+  if (near.empty()) return {};
+  const auto subs = app.get_subcommands([&near](const CLI::App* s) { return s->get_name() == near; });
+  for (const auto& arg : extras) {
+    if (!looks_like_flag(arg)) continue;
+    const std::string name = arg.substr(0, arg.find('='));
+    if (subs.empty() || subs.front()->get_option_no_throw(name) == nullptr) return {};
+  }
+  return "unknown command " + mlaplan::quoted(word) + " (did you mean '" + near + "'?); the commands: " + kCommands +
+         ", or mla-plan CONFIG for plan; run 'mla-plan --help' for usage";
+}
+
+}  // namespace
+
+std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e, const ParseErrorContext& context) {
+  const std::string what = e.what();
+  const std::vector<std::string> extras = app.remaining(true);
+  if (const std::string cmd = unknown_command(app, context, extras); !cmd.empty()) return cmd;
+  const CLI::App* sub = chosen(app);
+
+  // An unknown flag is the likeliest cause of whatever else failed (a required flag misspelled).
+  if (const std::string* flag = first_extra(extras, true)) return unknown_flag(app, sub, *flag);
+
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    if (const std::string* arg = first_extra(extras, false)) return unexpected_argument(sub, *arg);
+  }
+  if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
+    if (sub == nullptr) {
+      return std::string("a command or a CONFIG is required: mla-plan CONFIG [flags], or mla-plan COMMAND with "
+                         "COMMAND one of ") +
+             kCommands + "; run 'mla-plan --help' for usage";
+    }
+    if (const std::string msg = required_missing(sub); !msg.empty()) return msg;
+  }
+  if (sub != nullptr && dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) {
+    // Given more than once: a single-value option (a list takes its items in one argument).
+    for (const auto* opt : sub->get_options()) {
+      if (opt->get_multi_option_policy() == CLI::MultiOptionPolicy::Throw && opt->get_items_expected_max() >= 1 &&
+          opt->count() > static_cast<std::size_t>(opt->get_items_expected_max()) && !opt->get_positional()) {
+        return opt->get_name() + " given " + times(opt->count()) + " (" + quoted_values(opt->results()) +
+               "); give it once";
+      }
+    }
+    // No value after the flag.
+    if (const CLI::Option* opt = option_named_in(*sub, what)) {
+      if (opt->count() == 0) {
+        const std::string kind = takes(*opt);
+        return prefix(sub) + opt->get_name() + " needs a value" + (kind.empty() ? "" : " (" + kind + ")") + "; " +
+               help_hint(sub);
+      }
+    }
+  }
+  if (sub != nullptr && dynamic_cast<const CLI::ConversionError*>(&e) != nullptr) {
+    if (const CLI::Option* opt = option_named_in(*sub, what)) {
+      if (opt->get_items_expected_max() == 0) {
+        return prefix(sub) + opt->get_name() + " takes no value (" + quoted_values(opt->results()) +
+               " given); give " + opt->get_name() + " alone";
+      }
+      return opt->get_name() + ": " + quoted_values(opt->results()) + " is not allowed; " + help_hint(sub);
+    }
+  }
+  if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr) {
+    return printable(what, 400);  // "--format: 'xml' is not allowed; allowed: ..." (one_of)
+  }
+  return prefix(sub) + printable(what, 400) + "; " + help_hint(sub);
+}
+
+}  // namespace mlaplan::cli
