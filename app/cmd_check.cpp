@@ -271,16 +271,32 @@ struct MatrixInput {
 };
 
 /// Reads every config of the matrix, holding each parsed config (a few bytes per layer) until
-/// it is planned.
-std::vector<MatrixInput> read_matrix_inputs(const CheckOptions& opt) {
+/// it is planned, and counts the layer rows (layers x TP sizes) the run would plan: past
+/// CheckLimits::max_matrix_layer_rows it stops with a usage error before anything is printed.
+std::vector<MatrixInput> read_matrix_inputs(const CheckOptions& opt, std::int64_t tp_sizes) {
   std::vector<MatrixInput> inputs;
   inputs.reserve(opt.configs.size());
+  std::int64_t layers = 0;
   for (const auto& path : opt.configs) {
     MatrixInput in{path, std::nullopt, std::nullopt};
     try {
       in.config = load_config(path);
     } catch (const Error& e) {
       in.error = e;
+    }
+    if (in.config) {
+      layers += in.config->total_layers();
+      if (layers * tp_sizes > CheckLimits::max_matrix_layer_rows) {
+        const std::size_t n = inputs.size() + 1;
+        const std::string where = mlaplan::quoted(path, std::string::npos);
+        throw_usage("--matrix: " + std::to_string(layers) + " layers (backbone + draft) in " +
+                    (n == 1 ? where : "the first " + std::to_string(n) + " configs (up to " + where + ")") +
+                    " x " + std::to_string(tp_sizes) + " TP size" +
+                    (tp_sizes == 1 ? "" : "s") + " = " + std::to_string(layers * tp_sizes) +
+                    " layer rows; allowed up to " + std::to_string(CheckLimits::max_matrix_layer_rows) +
+                    " in one run (each layer row is planned on every GPU preset and kv dtype): split the configs "
+                    "over several runs or give fewer TP sizes");
+      }
     }
     inputs.push_back(std::move(in));
   }
@@ -366,9 +382,10 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
   return 0;
 }
 
-/// check --matrix: every config read, then each config's matrix printed as it is done.
+/// check --matrix: every config read (and the layer rows counted), then each config's matrix
+/// printed as it is done.
 int run_matrix(const CheckOptions& opt, const std::vector<std::int64_t>& tps, std::ostream& out) {
-  std::vector<MatrixInput> inputs = read_matrix_inputs(opt);
+  std::vector<MatrixInput> inputs = read_matrix_inputs(opt, static_cast<std::int64_t>(tps.size()));
   const std::string format = opt.effective_format();
   const bool as_json = format == "json";
   JsonFilesStream json(out);

@@ -524,6 +524,29 @@ TEST_CASE("limits: check", "[limits][check]") {
     a.insert(a.begin() + 1, missing);
     require_rejected(run(a), 1, "--matrix: 65 configs x 16 TP sizes = 1040 rows; allowed 1..1024");
   }
+  SECTION("matrix layer rows") {
+    // The layers of the configs x TP sizes: 4032 + 64 layers at 16 TP sizes is exactly the limit.
+    TempDir dir;
+    const auto at = dir.write("at.json", flat_config("deepseek_v41", 4032, 64));
+    const auto past = dir.write("past.json", flat_config("deepseek_v41", 4033, 64));
+    const std::string tps16 = "1,2,4,8,16,32,64,128,256,512,1024,2048,4096,1,2,4";
+    REQUIRE(4096 * 16 == CheckLimits::max_matrix_layer_rows);
+    const auto r = run({"check", at, missing, "--matrix", "--tensor-parallel-size", tps16, "--json"});
+    CHECK(r.code == 2);  // the missing file, which has no layers to plan
+    CHECK(r.seconds < kQuickSeconds);
+    CHECK(json::parse(r.out).at("files")[0].at("matrix").size() == 11 * 2 * 16);
+    require_rejected(
+        run({"check", past, "--matrix", "--tensor-parallel-size", tps16}), 1,
+        "--matrix: 4097 layers (backbone + draft) in '" + past +
+            "' x 16 TP sizes = 65552 layer rows; allowed up to 65536 in one run (each layer row is planned on every "
+            "GPU preset and kv dtype): split the configs over several runs or give fewer TP sizes");
+    // Over several configs, the message names the first config past the limit; nothing is printed.
+    const auto half = dir.write("half.json", flat_config("deepseek_v41", 2048, 0));
+    require_rejected(run({"check", half, missing, half, half, "--matrix", "--tensor-parallel-size", tps16}), 1,
+                     "--matrix: 6144 layers (backbone + draft) in the first 4 configs (up to '" + half +
+                            "') x 16 TP sizes = 98304 layer rows; allowed up to 65536");
+    require_accepted(run({"check", half, half, "--matrix", "--tensor-parallel-size", tps16}));
+  }
   SECTION("--max-global-bytes-per-token") {
     require_accepted(run({"check", real, "--max-global-bytes-per-token", "1e18"}));
     for (const std::string bad : {"1.5e18", "-1", "nan", "inf"}) {
