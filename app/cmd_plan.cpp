@@ -3,6 +3,7 @@
 
 #include "commands.hpp"
 #include "mlaplan/error.hpp"
+#include "mlaplan/text.hpp"
 
 namespace mlaplan::cli {
 
@@ -78,7 +79,7 @@ int run_plan(const PlanOptions& opt, std::ostream& out, std::ostream& err) {
   out << (format == "json"       ? render_plan_json(r)
           : format == "markdown" ? render_plan_markdown(r)
                                  : render_plan_text(r, opt.show_records));
-  if (r.exit_code != 0) err << "mla-plan: error: " << r.exit_message << "\n";
+  if (r.exit_code != 0) err << "mla-plan: error: " << printable(r.exit_message) << "\n";
   return r.exit_code;
 }
 
