@@ -371,6 +371,18 @@ std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& t
   // At most 4 (V4.1), 5 (V4.0) or 2 (V3.2) objects per layer: no reallocation on the way.
   const std::size_t per_layer = cfg.family == Family::deepseek_v4 ? 5 : cfg.family == Family::deepseek_v41 ? 4 : 2;
   objs.reserve(topo.layers.size() * per_layer);
+  // The notes of V4.0's compressor states (attention, indexer) for coff 1 and 2, made once.
+  std::string v40_state_notes[2][2];
+  if (cfg.family == Family::deepseek_v4) {
+    const std::int64_t dims[2] = {geometry(RowFormatId::compressor_state).dims, geometry(idx_fmt).dims};
+    const char* what[2] = {"attention", "indexer"};
+    for (std::int64_t coff = 1; coff <= 2; ++coff) {
+      for (int k = 0; k < 2; ++k) {
+        v40_state_notes[coff - 1][k] = std::string(what[k]) + " compressor state: fp32 kv + score, " +
+                                       std::to_string(coff) + " x " + std::to_string(dims[k]) + " each";
+      }
+    }
+  }
 
   for (const Layer& l : topo.layers) {
     if (l.draft && !include_draft) continue;
@@ -383,7 +395,7 @@ std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& t
         CacheObject w = make_object(l.index, CacheKind::swa, CacheScope::per_request, win_fmt, 1, wg.row_bytes,
                                     kV41WindowBlock, kV41WindowBlock, wg.page_alignment);
         w.window_tokens = window;
-        objs.push_back(w);
+        objs.push_back(std::move(w));
         if (l.is_kv_source) {
           const std::int64_t ratio = l.compress_ratio;
           const std::int64_t rows = r.block / ratio;
@@ -402,7 +414,7 @@ std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& t
             s.window_tokens = ring;
             s.ring = true;
             s.note = "ring of max(8, next_pow2(speculative tokens + 2)) rows";
-            objs.push_back(s);
+            objs.push_back(std::move(s));
           }
         }
         break;
@@ -413,7 +425,7 @@ std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& t
         CacheObject w = make_object(l.index, CacheKind::swa, CacheScope::per_request, f, 1, g.row_bytes,
                                     kV40WindowBlock, kV40WindowBlock, g.page_alignment);
         w.window_tokens = window;
-        objs.push_back(w);
+        objs.push_back(std::move(w));
         if (l.is_kv_source) {
           const std::int64_t ratio = l.compress_ratio;
           const std::int64_t rows = r.block / ratio;
@@ -432,17 +444,15 @@ std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& t
             CacheObject s = make_object(l.index, CacheKind::compressor_state, CacheScope::per_request,
                                         RowFormatId::compressor_state, 1, main_row, block, block, g.page_alignment);
             s.window_tokens = coff * ratio;
-            s.note = "attention compressor state: fp32 kv + score, " + std::to_string(coff) + " x " +
-                     std::to_string(sg.dims) + " each";
-            objs.push_back(s);
+            s.note = v40_state_notes[coff - 1][0];
+            objs.push_back(std::move(s));
             if (l.owns_indexer_cache) {
               const std::int64_t idx_row = 2 * coff * geometry(idx_fmt).dims * 4;
               CacheObject si = make_object(l.index, CacheKind::compressor_state, CacheScope::per_request,
                                            RowFormatId::compressor_state, 1, idx_row, block, block, g.page_alignment);
               si.window_tokens = coff * ratio;
-              si.note = "indexer compressor state: fp32 kv + score, " + std::to_string(coff) + " x " +
-                        std::to_string(geometry(idx_fmt).dims) + " each";
-              objs.push_back(si);
+              si.note = v40_state_notes[coff - 1][1];
+              objs.push_back(std::move(si));
             }
           }
         }
@@ -454,7 +464,7 @@ std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& t
         CacheObject m = make_object(l.index, CacheKind::compressed, CacheScope::global, f, 1, g.row_bytes, r.block,
                                     r.block, g.page_alignment);
         m.note = "MLA latent cache (every token, ratio 1)";
-        objs.push_back(m);
+        objs.push_back(std::move(m));
         objs.push_back(make_object(l.index, CacheKind::indexer, CacheScope::global, idx_fmt, 1,
                                    geometry(idx_fmt).row_bytes, r.block, r.block, indexer_page_alignment(f)));
         break;
