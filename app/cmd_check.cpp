@@ -14,6 +14,7 @@
 #include "mlaplan/error.hpp"
 #include "mlaplan/limits.hpp"
 #include "mlaplan/number_format.hpp"
+#include "mlaplan/text.hpp"
 
 namespace mlaplan::cli {
 
@@ -56,11 +57,21 @@ void setup_check(CLI::App& app, CheckOptions& opt) {
 
 namespace {
 
+/// What check prints of one file. The file's plan is dropped as soon as this is taken from it,
+/// and this as soon as it is printed: a run over thousands of large configs holds one plan at a
+/// time.
 struct FileResult {
   std::string path;
   int code = 0;
   std::vector<Finding> findings;  ///< errors and warnings (infos are not repeated here)
-  std::optional<PlanResult> plan;
+  bool planned = false;           ///< a layout was made: family .. global_pages are set
+  std::string family;
+  std::string target;
+  std::string kv_cache_dtype;
+  double global_rows = 0;         ///< global bytes per token, DeepSeek's accounting
+  double global_pages = 0;        ///< the same, the engine's
+  std::optional<std::int64_t> concurrency;    ///< with a capacity
+  std::optional<std::int64_t> max_model_len;  ///< with a capacity
 };
 
 std::string gh_escape_data(const std::string& s) {
@@ -84,9 +95,9 @@ std::string gh_escape_property(const std::string& s) {
   return o;
 }
 
-void apply_guards(const CheckOptions& opt, FileResult& fr) {
-  if (!fr.plan || !fr.plan->layout || !fr.plan->capacity) return;
-  const auto& a = fr.plan->layout->accounting;
+void apply_guards(const CheckOptions& opt, const PlanResult& plan, FileResult& fr) {
+  if (!plan.layout || !plan.capacity) return;
+  const auto& a = plan.layout->accounting;
   if (opt.max_global_bytes_per_token) {
     const bool rows = opt.guard_accounting == "rows";
     const auto& measured = rows ? a.global_rows : a.global_pages;
@@ -100,11 +111,11 @@ void apply_guards(const CheckOptions& opt, FileResult& fr) {
     }
   }
   if (opt.min_concurrency) {
-    const auto& c = *fr.plan->capacity;
+    const auto& c = *plan.capacity;
     if (c.concurrency_total < *opt.min_concurrency) {
       fr.findings.push_back(Finding{"guard.concurrency", Severity::error,
                                     "concurrency at max_model_len " + std::to_string(c.max_model_len) + " on " +
-                                        fr.plan->target.id + " is " + std::to_string(c.concurrency_total) +
+                                        plan.target.id + " is " + std::to_string(c.concurrency_total) +
                                         ", below the minimum " + std::to_string(*opt.min_concurrency),
                                     {}, {}});
       fr.code = combine_exit_codes(fr.code, exit_code(ErrorKind::does_not_fit));
@@ -117,17 +128,29 @@ FileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptio
   fr.path = path;
   plan_opt.config = path;
   try {
-    fr.plan = compute_plan(plan_opt);
-    fr.code = fr.plan->exit_code;
-    for (const auto& f : fr.plan->findings) {
+    const PlanResult plan = compute_plan(plan_opt);
+    fr.code = plan.exit_code;
+    for (const auto& f : plan.findings) {
       if (f.severity != Severity::info) fr.findings.push_back(f);
     }
-    if (fr.plan->exit_code == exit_code(ErrorKind::does_not_fit)) {
-      fr.findings.push_back(Finding{"capacity.does_not_fit", Severity::error, fr.plan->exit_message, {}, {}});
+    if (plan.exit_code == exit_code(ErrorKind::does_not_fit)) {
+      fr.findings.push_back(Finding{"capacity.does_not_fit", Severity::error, plan.exit_message, {}, {}});
     }
-    apply_guards(opt, fr);
+    if (plan.layout) {
+      fr.planned = true;
+      fr.family = std::string(to_string(plan.config.family));
+      fr.target = plan.target.id;
+      fr.kv_cache_dtype = std::string(to_string(plan.layout->kv_cache_dtype));
+      fr.global_rows = plan.layout->accounting.global_rows.value();
+      fr.global_pages = plan.layout->accounting.global_pages.value();
+      if (plan.capacity) {
+        fr.concurrency = plan.capacity->concurrency_total;
+        fr.max_model_len = plan.capacity->max_model_len;
+      }
+    }
+    apply_guards(opt, plan, fr);
   } catch (const Error& e) {
-    if (e.kind() == ErrorKind::usage) throw;  // a bad flag is wrong for every file
+    if (e.kind() == ErrorKind::usage) throw;  // a bad flag value: the run stops (files before it are printed)
     fr.code = exit_code(e.kind());
     fr.findings.push_back(Finding{e.kind() == ErrorKind::invalid_config ? "config.invalid" : "error", Severity::error,
                                   e.what(), {}, {}});
@@ -138,54 +161,213 @@ FileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptio
   return fr;
 }
 
-int run_matrix(const CheckOptions& opt, const std::vector<std::int64_t>& tps, std::ostream& out) {
-  int overall = 0;
-  ojson files = ojson::array();
-  for (const auto& path : opt.configs) {
-    ModelConfig cfg;
-    try {
-      cfg = load_config(path);
-    } catch (const Error& e) {
-      if (opt.effective_format() == "json") {
-        files.push_back({{"config", path}, {"exit_code", exit_code(e.kind())}, {"error", e.what()}});
-      } else {
-        out << path << ": " << e.what() << "\n";
+/// {"schema": "mla-plan/1", "files": [...], "exit_code": N} written one file at a time, with the
+/// bytes dump_json() gives for the whole object. Nothing is written before the first file.
+class JsonFilesStream {
+ public:
+  explicit JsonFilesStream(std::ostream& out) : out_(out) {}
+  void file(const ojson& f) {
+    out_ << (files_ == 0 ? "{\n  \"schema\": \"mla-plan/1\",\n  \"files\": [\n    " : ",\n    ")
+         << dump_json_nested(f, 2);
+    ++files_;
+  }
+  void close(int exit_code) {
+    if (files_ == 0) out_ << "{\n  \"schema\": \"mla-plan/1\",\n  \"files\": [],\n";
+    else out_ << "\n  ],\n";
+    out_ << "  \"exit_code\": " << exit_code << "\n}\n";
+  }
+
+ private:
+  std::ostream& out_;
+  std::size_t files_ = 0;
+};
+
+/// The output of check (without --matrix) in one format, written file by file.
+class CheckPrinter {
+ public:
+  CheckPrinter(std::string format, std::ostream& out, std::ostream& err)
+      : format_(std::move(format)), out_(out), err_(err), json_(out) {}
+
+  void file(const FileResult& r) {
+    ++files_;
+    failed_ += r.code != 0;
+    if (format_ == "json") {
+      json_.file(file_json(r));
+    } else if (format_ == "markdown") {
+      if (files_ == 1) out_ << render_check_markdown_head();
+      out_ << render_check_markdown_row(
+          {r.path, r.code, r.planned ? r.family + " on " + r.target + ", " + r.kv_cache_dtype : "", r.findings});
+    } else if (format_ == "github") {
+      for (const auto& f : r.findings) {
+        out_ << "::" << (f.severity == Severity::error ? "error" : "warning")
+             << " file=" << gh_escape_property(printable(r.path))
+             << ",title=" << gh_escape_property("mla-plan " + printable(f.id))
+             << "::" << gh_escape_data(printable(f.message))
+             << (f.fix.empty() ? "" : gh_escape_data(" (fix: " + printable(f.fix) + ")")) << "\n";
       }
-      overall = combine_exit_codes(overall, exit_code(e.kind()));
-      continue;
+    } else {
+      out_ << (r.code == 0 ? "PASS " : "FAIL ") << printable(r.path);
+      if (r.code != 0) out_ << " (exit " << r.code << ")";
+      if (r.planned) {
+        out_ << "  [" << printable(r.family) << " on " << printable(r.target) << ", " << printable(r.kv_cache_dtype)
+             << "]";
+      }
+      out_ << "\n";
+      for (const auto& f : r.findings) {
+        out_ << "  " << to_string(f.severity) << " [" << printable(f.id) << "]: " << printable(f.message) << "\n";
+        if (!f.fix.empty()) out_ << "    fix: " << printable(f.fix) << "\n";
+      }
     }
-    ojson cells = ojson::array();
-    std::ostringstream table;
-    table.imbue(std::locale::classic());  // no digit grouping from the global locale
-    table << path << "\n";
+  }
+
+  void finish(int overall) {
+    if (format_ == "json") {
+      json_.close(overall);
+    } else if (format_ == "markdown") {
+      if (files_ == 0) out_ << render_check_markdown_head();
+      out_ << render_check_markdown_tail(files_ - failed_, files_);
+    } else if (format_ == "github") {
+      err_ << "mla-plan check: " << files_ - failed_ << " passed, " << failed_ << " failed\n";
+    } else {
+      out_ << files_ - failed_ << " of " << files_ << " configs passed\n";
+    }
+  }
+
+ private:
+  static ojson file_json(const FileResult& r) {
+    ojson f = {{"config", r.path}, {"status", r.code == 0 ? "pass" : "fail"}, {"exit_code", r.code}};
+    ojson fs = ojson::array();
+    for (const auto& x : r.findings) fs.push_back(finding_json(x));
+    f["findings"] = std::move(fs);
+    if (r.planned) {
+      f["family"] = r.family;
+      f["target"] = r.target;
+      f["kv_cache_dtype"] = r.kv_cache_dtype;
+      f["global_bytes_per_token"] = {{"rows", r.global_rows}, {"pages", r.global_pages}};
+      if (r.concurrency) {
+        f["concurrency"] = *r.concurrency;
+        f["max_model_len"] = *r.max_model_len;
+      }
+    }
+    return f;
+  }
+
+  std::string format_;
+  std::ostream& out_;
+  std::ostream& err_;
+  JsonFilesStream json_;
+  std::size_t files_ = 0;
+  std::size_t failed_ = 0;
+};
+
+/// The line of one matrix cell (without its newline).
+std::string matrix_line(std::string_view gpu, const std::string& dtype, std::int64_t tp, bool supported,
+                        const std::string& result) {
+  char line[512];
+  std::snprintf(line, sizeof line, "  %-14s %-14s %4lld  %s ", std::string(gpu).c_str(), dtype.c_str(),
+                static_cast<long long>(tp), supported ? "yes" : "no ");
+  return line + printable(result);
+}
+
+/// A config of the matrix as read before anything is planned: the config, or why it could not
+/// be read.
+struct MatrixInput {
+  std::string path;
+  std::optional<ModelConfig> config;
+  std::optional<Error> error;
+};
+
+/// Reads every config of the matrix, holding each parsed config (a few bytes per layer) until
+/// it is planned, and counts the layer rows (layers x TP sizes) the run would plan: past
+/// CheckLimits::max_matrix_layer_rows it stops with a usage error before anything is printed.
+std::vector<MatrixInput> read_matrix_inputs(const CheckOptions& opt, std::int64_t tp_sizes) {
+  std::vector<MatrixInput> inputs;
+  inputs.reserve(opt.configs.size());
+  std::int64_t layers = 0;
+  for (const auto& path : opt.configs) {
+    MatrixInput in{path, std::nullopt, std::nullopt};
+    try {
+      in.config = load_config(path);
+    } catch (const Error& e) {
+      in.error = e;
+    }
+    if (in.config) {
+      layers += in.config->total_layers();
+      if (layers * tp_sizes > CheckLimits::max_matrix_layer_rows) {
+        const std::size_t n = inputs.size() + 1;
+        const std::string where = mlaplan::quoted(path, std::string::npos);
+        throw_usage("--matrix: " + std::to_string(layers) + " layers (backbone + draft) in " +
+                    (n == 1 ? where : "the first " + std::to_string(n) + " configs (up to " + where + ")") +
+                    " x " + std::to_string(tp_sizes) + " TP size" +
+                    (tp_sizes == 1 ? "" : "s") + " = " + std::to_string(layers * tp_sizes) +
+                    " layer rows; allowed up to " + std::to_string(CheckLimits::max_matrix_layer_rows) +
+                    " in one run (each layer row is planned on every GPU preset and kv dtype): split the configs "
+                    "over several runs or give fewer TP sizes");
+      }
+    }
+    inputs.push_back(std::move(in));
+  }
+  return inputs;
+}
+
+/// One config's matrix: every GPU preset x kv dtype x TP size. Prints it (text) or adds it to
+/// `json` as it is done.
+int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<std::int64_t>& tps,
+              std::ostream& out, JsonFilesStream* json) {
+  const std::string& path = in.path;
+  if (in.error) {
+    const Error& e = *in.error;
+    if (json) {
+      json->file({{"config", path}, {"exit_code", exit_code(e.kind())}, {"error", e.what()}});
+    } else {
+      out << printable(path) << ": " << printable(e.what()) << "\n";
+    }
+    return exit_code(e.kind());
+  }
+  const ModelConfig& cfg = *in.config;
+  // The topology depends on the config alone: built once for every cell (an error in it is
+  // each cell's result, as when every cell built its own).
+  std::optional<Topology> topology;
+  std::optional<Error> topology_error;
+  try {
+    topology = build_topology(cfg);
+  } catch (const Error& e) {
+    topology_error = e;
+  }
+  ojson cells = ojson::array();
+  std::string table;
+  if (!json) {
     char line[512];
     std::snprintf(line, sizeof line, "  %-14s %-14s %4s  %s\n", "gpu", "kv dtype", "TP", "result");
-    table << line;
-    for (const auto& g : gpu_presets()) {
-      for (const std::string dtype : {"fp8_ds_mla", "nvfp4_ds_mla"}) {
-        if (dtype == "nvfp4_ds_mla" && cfg.family != Family::deepseek_v41) continue;
-        for (auto tp : tps) {
-          PlanOptions po = opt.plan;
-          po.target = TargetFlags{};
-          po.target.gpu = std::string(g.id);
-          po.layout.options.kv_cache_dtype = dtype;
-          po.layout.options.tensor_parallel_size = tp;
-          std::string result;
-          bool supported = false;
-          std::int64_t concurrency = 0;
-          int code = 0;
-          try {
-            const auto r = compute_plan_for(cfg, po);
-            code = r.exit_code;
-            supported = r.exit_code == 0;
-            concurrency = r.capacity ? r.capacity->concurrency_total : 0;
-            result = supported ? "supported, " + std::to_string(concurrency) + " requests at max_model_len " +
-                                     std::to_string(r.layout->max_model_len)
-                               : r.exit_message;
-          } catch (const Error& e) {
-            code = exit_code(e.kind());
-            result = e.what();
-          }
+    table = printable(path) + "\n" + line;
+  }
+  for (const auto& g : gpu_presets()) {
+    for (const std::string dtype : {"fp8_ds_mla", "nvfp4_ds_mla"}) {
+      if (dtype == "nvfp4_ds_mla" && cfg.family != Family::deepseek_v41) continue;
+      for (auto tp : tps) {
+        PlanOptions po = opt.plan;
+        po.target = TargetFlags{};
+        po.target.gpu = std::string(g.id);
+        po.layout.options.kv_cache_dtype = dtype;
+        po.layout.options.tensor_parallel_size = tp;
+        std::string result;
+        bool supported = false;
+        std::int64_t concurrency = 0;
+        int code = 0;
+        try {
+          if (topology_error) throw *topology_error;
+          const auto r = compute_plan_on(cfg, *topology, po);
+          code = r.exit_code;
+          supported = r.exit_code == 0;
+          concurrency = r.capacity ? r.capacity->concurrency_total : 0;
+          result = supported ? "supported, " + std::to_string(concurrency) + " requests at max_model_len " +
+                                   std::to_string(r.layout->max_model_len)
+                             : r.exit_message;
+        } catch (const Error& e) {
+          code = exit_code(e.kind());
+          result = e.what();
+        }
+        if (json) {
           cells.push_back({{"gpu", g.id},
                            {"kv_cache_dtype", dtype},
                            {"tensor_parallel_size", tp},
@@ -193,22 +375,37 @@ int run_matrix(const CheckOptions& opt, const std::vector<std::int64_t>& tps, st
                            {"exit_code", code},
                            {"concurrency", concurrency},
                            {"reason", supported ? "" : result}});
-          std::snprintf(line, sizeof line, "  %-14s %-14s %4lld  %s %s\n", std::string(g.id).c_str(), dtype.c_str(),
-                        static_cast<long long>(tp), supported ? "yes" : "no ", result.c_str());
-          table << line;
+        } else {
+          table += matrix_line(g.id, dtype, tp, supported, result) + "\n";
         }
       }
     }
-    if (opt.effective_format() == "json") {
-      files.push_back({{"config", path}, {"exit_code", 0}, {"matrix", std::move(cells)}});
-    } else {
-      out << table.str() << "\n";
-    }
   }
-  if (opt.effective_format() == "json") {
-    ojson j = {{"schema", "mla-plan/1"}, {"files", std::move(files)}, {"exit_code", overall}};
-    out << dump_json(j);
+  if (json) {
+    json->file({{"config", path}, {"exit_code", 0}, {"matrix", std::move(cells)}});
+  } else {
+    out << table << "\n";
   }
+  return 0;
+}
+
+/// check --matrix: every config read (and the layer rows counted), then each config's matrix
+/// printed as it is done.
+int run_matrix(const CheckOptions& opt, const std::vector<std::int64_t>& tps, std::ostream& out) {
+  std::vector<MatrixInput> inputs = read_matrix_inputs(opt, static_cast<std::int64_t>(tps.size()));
+  const std::string format = opt.effective_format();
+  const bool as_json = format == "json";
+  JsonFilesStream json(out);
+  if (format == "markdown") out << "```text\n";  // the text tables in a code block
+  int overall = 0;
+  for (auto& in : inputs) {
+    overall = combine_exit_codes(overall, matrix_of(in, opt, tps, out, as_json ? &json : nullptr));
+    in.config.reset();  // planned: its memory goes back
+    out.flush();
+    if (!out) return overall;  // the output is gone: plan nothing more (the caller reports it)
+  }
+  if (as_json) json.close(overall);
+  if (format == "markdown") out << "```\n";
   return overall;
 }
 
@@ -254,85 +451,21 @@ void validate_check(const CheckOptions& opt) {
 
 int run_check(const CheckOptions& opt, std::ostream& out, std::ostream& err) {
   const std::vector<std::int64_t> tps = opt.effective_tp_sizes();
-  if (opt.matrix && opt.effective_format() == "markdown") {
-    out << "```text\n";
-    const int code = run_matrix(opt, tps, out);
-    out << "```\n";
-    return code;
-  }
   if (opt.matrix) return run_matrix(opt, tps, out);
   PlanOptions plan_opt = opt.plan;
   plan_opt.layout.options.tensor_parallel_size = tps.front();
 
+  // Each file's result is printed as soon as it is checked, in every format.
+  CheckPrinter printer(opt.effective_format(), out, err);
   int overall = 0;
-  std::vector<FileResult> results;
   for (const auto& path : opt.configs) {
-    results.push_back(check_one(path, opt, plan_opt));
-    overall = combine_exit_codes(overall, results.back().code);
+    const FileResult r = check_one(path, opt, plan_opt);
+    overall = combine_exit_codes(overall, r.code);
+    printer.file(r);
+    out.flush();
+    if (!out) return overall;  // the output is gone: check nothing more (the caller reports it)
   }
-  const std::string format = opt.effective_format();
-  if (format == "json") {
-    ojson files = ojson::array();
-    for (const auto& r : results) {
-      ojson f = {{"config", r.path}, {"status", r.code == 0 ? "pass" : "fail"}, {"exit_code", r.code}};
-      ojson fs = ojson::array();
-      for (const auto& x : r.findings) fs.push_back(finding_json(x));
-      f["findings"] = std::move(fs);
-      if (r.plan && r.plan->layout) {
-        f["family"] = std::string(to_string(r.plan->config.family));
-        f["target"] = r.plan->target.id;
-        f["kv_cache_dtype"] = std::string(to_string(r.plan->layout->kv_cache_dtype));
-        f["global_bytes_per_token"] = {{"rows", r.plan->layout->accounting.global_rows.value()},
-                                       {"pages", r.plan->layout->accounting.global_pages.value()}};
-        if (r.plan->capacity) {
-          f["concurrency"] = r.plan->capacity->concurrency_total;
-          f["max_model_len"] = r.plan->capacity->max_model_len;
-        }
-      }
-      files.push_back(std::move(f));
-    }
-    ojson j = {{"schema", "mla-plan/1"}, {"files", std::move(files)}, {"exit_code", overall}};
-    out << dump_json(j);
-  } else if (format == "markdown") {
-    std::vector<CheckSummaryRow> rows;
-    for (const auto& r : results) {
-      std::string detail;
-      if (r.plan && r.plan->layout) {
-        detail = std::string(to_string(r.plan->config.family)) + " on " + r.plan->target.id + ", " +
-                 std::string(to_string(r.plan->layout->kv_cache_dtype));
-      }
-      rows.push_back({r.path, r.code, detail, r.findings});
-    }
-    out << render_check_markdown(rows);
-  } else if (format == "github") {
-    for (const auto& r : results) {
-      for (const auto& f : r.findings) {
-        out << "::" << (f.severity == Severity::error ? "error" : "warning") << " file=" << gh_escape_property(r.path)
-            << ",title=" << gh_escape_property("mla-plan " + f.id) << "::" << gh_escape_data(f.message)
-            << (f.fix.empty() ? "" : gh_escape_data(" (fix: " + f.fix + ")")) << "\n";
-      }
-    }
-    std::size_t failed = 0;
-    for (const auto& r : results) failed += r.code != 0;
-    err << "mla-plan check: " << results.size() - failed << " passed, " << failed << " failed\n";
-  } else {
-    std::size_t failed = 0;
-    for (const auto& r : results) {
-      failed += r.code != 0;
-      out << (r.code == 0 ? "PASS " : "FAIL ") << r.path;
-      if (r.code != 0) out << " (exit " << r.code << ")";
-      if (r.plan && r.plan->layout) {
-        out << "  [" << to_string(r.plan->config.family) << " on " << r.plan->target.id << ", "
-            << to_string(r.plan->layout->kv_cache_dtype) << "]";
-      }
-      out << "\n";
-      for (const auto& f : r.findings) {
-        out << "  " << to_string(f.severity) << " [" << f.id << "]: " << f.message << "\n";
-        if (!f.fix.empty()) out << "    fix: " << f.fix << "\n";
-      }
-    }
-    out << results.size() - failed << " of " << results.size() << " configs passed\n";
-  }
+  printer.finish(overall);
   return overall;
 }
 

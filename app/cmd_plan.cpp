@@ -22,26 +22,27 @@ void setup_plan(CLI::App& app, PlanOptions& opt) {
   bind_batch_flags(*sub, opt.batch);
 }
 
-PlanResult compute_plan_for(ModelConfig config, const PlanOptions& opt) {
-  PlanResult r;
-  r.config = std::move(config);
-  r.topology = build_topology(r.config);
+namespace {
+
+/// Everything of a plan but r.config and r.topology, from `config` and `topology` (which may be
+/// r's own).
+void plan_into(PlanResult& r, const ModelConfig& config, const Topology& topology, const PlanOptions& opt) {
   r.target = resolve_target(opt.target.request());
 
   const LayoutOptions layout_options = opt.layout.resolved(opt.batch.options.spec_tokens);
-  r.rules = evaluate_rules(r.config, r.topology, r.target, RuleOptions{opt.dtype, layout_options});
+  r.rules = evaluate_rules(config, topology, r.target, RuleOptions{opt.dtype, layout_options});
   for (const auto& rr : r.rules) {
     if (rr.finding.severity == Severity::error && rr.kind == ErrorKind::usage) throw_usage(rr.finding.message);
   }
-  r.findings = r.config.findings;
+  r.findings = config.findings;
   for (const auto& rr : r.rules) r.findings.push_back(rr.finding);
 
-  r.layout = plan_layout(r.config, r.topology, r.target, layout_options, Strictness::lenient);
+  r.layout = plan_layout(config, topology, r.target, layout_options, Strictness::lenient);
   r.capacity = plan_capacity(*r.layout, opt.capacity.options);
   r.batch = make_decode_batch(opt.batch.options, r.layout->max_model_len,
                               r.layout->max_model_len_default ? MaxModelLenSource::config_default
                                                               : MaxModelLenSource::flag);
-  r.schedules = plan_decode_schedules(r.config, r.topology, *r.layout, r.batch);
+  r.schedules = plan_decode_schedules(config, topology, *r.layout, r.batch);
 
   r.exit_code = rules_exit_code(r.rules);
   for (const auto& rr : r.rules) {
@@ -54,6 +55,21 @@ PlanResult compute_plan_for(ModelConfig config, const PlanOptions& opt) {
     r.exit_code = exit_code(ErrorKind::does_not_fit);
     r.exit_message = r.capacity->message;
   }
+}
+
+}  // namespace
+
+PlanResult compute_plan_for(ModelConfig config, const PlanOptions& opt) {
+  PlanResult r;
+  r.config = std::move(config);
+  r.topology = build_topology(r.config);
+  plan_into(r, r.config, r.topology, opt);
+  return r;
+}
+
+PlanResult compute_plan_on(const ModelConfig& config, const Topology& topology, const PlanOptions& opt) {
+  PlanResult r;
+  plan_into(r, config, topology, opt);
   return r;
 }
 

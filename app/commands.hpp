@@ -61,6 +61,10 @@ int run_plan(const PlanOptions& opt, std::ostream& out, std::ostream& err);
 PlanResult compute_plan(const PlanOptions& opt);
 /// compute_plan() for an already loaded config (check runs many files with one option set).
 PlanResult compute_plan_for(ModelConfig config, const PlanOptions& opt);
+/// compute_plan_for() of `config` whose topology is `topology` (build_topology(config)), without
+/// copying either: the result's config and topology are left empty (check --matrix plans one
+/// config on many targets).
+PlanResult compute_plan_on(const ModelConfig& config, const Topology& topology, const PlanOptions& opt);
 
 // ---- schedule (direct mode) ----
 struct ScheduleOptions {
@@ -176,6 +180,10 @@ struct CheckSummaryRow {
   std::vector<Finding> findings;   ///< errors and warnings
 };
 std::string render_plan_markdown(const PlanResult& r);
-std::string render_check_markdown(const std::vector<CheckSummaryRow>& rows);
+/// `check --format markdown`, written as the files are checked: the heading and the table's
+/// header, then one row per file, then the line with the counts.
+std::string render_check_markdown_head();
+std::string render_check_markdown_row(const CheckSummaryRow& row);
+std::string render_check_markdown_tail(std::size_t passed, std::size_t total);
 
 }  // namespace mlaplan::cli

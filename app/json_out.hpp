@@ -17,5 +17,10 @@ nlohmann::ordered_json findings_json(const std::vector<Finding>& findings);
 /// UTF-8 (file names and flag values as given, and messages quoting them) are written with U+FFFD
 /// in place of each bad byte sequence, never an error.
 std::string dump_json(const nlohmann::ordered_json& j);
+/// `j` as dump_json() writes it where it is a value `depth` levels deep in a larger document
+/// (an element of a top-level array: depth 2): every line after the first indented by 2 x depth
+/// spaces, no final newline. The caller writes what precedes the first line. A document written
+/// piece by piece with this has the bytes dump_json() gives for the whole.
+std::string dump_json_nested(const nlohmann::ordered_json& j, int depth);
 
 }  // namespace mlaplan::cli

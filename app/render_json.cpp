@@ -179,6 +179,19 @@ json finding_json(const Finding& f) {
 
 std::string dump_json(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"; }
 
+std::string dump_json_nested(const json& j, int depth) {
+  // JSON strings hold no raw newline, so every newline of the dump is one between lines.
+  const std::string text = j.dump(2, ' ', false, json::error_handler_t::replace);
+  const std::string indent(static_cast<std::size_t>(2 * depth), ' ');
+  std::string o;
+  o.reserve(text.size() + text.size() / 8);
+  for (char c : text) {
+    o += c;
+    if (c == '\n') o += indent;
+  }
+  return o;
+}
+
 json findings_json(const std::vector<Finding>& findings) {
   json arr = json::array();
   for (const auto& f : findings) arr.push_back(finding_json(f));

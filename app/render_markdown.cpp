@@ -1,22 +1,24 @@
 // `--format markdown` of `plan` and `check`: a compact summary for a pull-request comment.
-// GitHub-flavoured Markdown; every value from a config or a message is escaped for tables.
+// GitHub-flavoured Markdown; every value from a config or a message is made printable (one line,
+// no control characters, valid UTF-8: mlaplan::printable()) and then escaped for tables.
 
 #include <locale>
 #include <sstream>
 
 #include "commands.hpp"
 #include "mlaplan/number_format.hpp"
+#include "mlaplan/text.hpp"
 #include "palette.hpp"
 
 namespace mlaplan::cli {
 
 namespace {
 
-/// Text for a table cell or a line: | escaped, HTML-significant characters as entities,
-/// newlines as spaces.
+/// Text for a table cell or a line: printable() (control characters, newlines and invalid UTF-8
+/// as escapes), then | escaped, HTML-significant characters as entities.
 std::string md(const std::string& s) {
   std::string o;
-  for (char c : s) {
+  for (char c : printable(s)) {
     switch (c) {
       case '|': o += "\\|"; break;
       case '<': o += "&lt;"; break;
@@ -36,10 +38,10 @@ std::string md(const std::string& s) {
   return o;
 }
 
-/// A code span holding `s` (backticks in `s` become single quotes; | escaped for tables).
+/// A code span holding printable(s) (backticks become single quotes; | escaped for tables).
 std::string code(const std::string& s) {
   std::string o = "`";
-  for (char c : s) {
+  for (char c : printable(s)) {
     if (c == '`') o += '\'';
     else if (c == '|') o += "\\|";
     else if (c == '\n' || c == '\r') o += ' ';
@@ -181,28 +183,28 @@ std::string render_plan_markdown(const PlanResult& r) {
   return o.str();
 }
 
-std::string render_check_markdown(const std::vector<CheckSummaryRow>& rows) {
+std::string render_check_markdown_head() { return "### mla-plan check\n\n| file | status | exit | findings |\n|---|---|---:|---|\n"; }
+
+std::string render_check_markdown_row(const CheckSummaryRow& r) {
   std::ostringstream o;
   o.imbue(std::locale::classic());  // no digit grouping from the global locale
-  std::size_t failed = 0;
-  for (const auto& r : rows) failed += r.code != 0;
-  o << "### mla-plan check: " << (rows.size() - failed) << " of " << rows.size() << " configs passed\n\n";
-  o << "| file | status | exit | findings |\n|---|---|---:|---|\n";
-  for (const auto& r : rows) {
-    o << "| " << code(r.path);
-    if (!r.detail.empty()) o << "<br>" << md(r.detail);
-    o << " | " << (r.code == 0 ? "pass" : "**FAIL**") << " | " << r.code << " | ";
-    if (r.findings.empty()) o << "none";
-    for (std::size_t i = 0; i < r.findings.size(); ++i) {
-      const auto& f = r.findings[i];
-      if (i) o << "<br>";
-      o << (f.severity == Severity::error ? "**error**" : std::string(to_string(f.severity))) << " " << code(f.id)
-        << ": " << md(f.message);
-      if (!f.fix.empty()) o << " (fix: " << md(f.fix) << ")";
-    }
-    o << " |\n";
+  o << "| " << code(r.path);
+  if (!r.detail.empty()) o << "<br>" << md(r.detail);
+  o << " | " << (r.code == 0 ? "pass" : "**FAIL**") << " | " << r.code << " | ";
+  if (r.findings.empty()) o << "none";
+  for (std::size_t i = 0; i < r.findings.size(); ++i) {
+    const auto& f = r.findings[i];
+    if (i) o << "<br>";
+    o << (f.severity == Severity::error ? "**error**" : std::string(to_string(f.severity))) << " " << code(f.id)
+      << ": " << md(f.message);
+    if (!f.fix.empty()) o << " (fix: " << md(f.fix) << ")";
   }
+  o << " |\n";
   return o.str();
+}
+
+std::string render_check_markdown_tail(std::size_t passed, std::size_t total) {
+  return "\n**" + std::to_string(passed) + " of " + std::to_string(total) + " configs passed**\n";
 }
 
 }  // namespace mlaplan::cli

@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "mlaplan/number_format.hpp"
@@ -368,6 +369,21 @@ std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& t
   const bool fp8 = r.kv == KvCacheDtype::fp8_ds_mla;
   const RowFormatId idx_fmt = r.idx == IndexerCacheDtype::fp8 ? RowFormatId::indexer_fp8 : RowFormatId::indexer_fp4;
   const std::int64_t window = std::max<std::int64_t>(cfg.sliding_window, 1);
+  // At most 4 (V4.1), 5 (V4.0) or 2 (V3.2) objects per layer: no reallocation on the way.
+  const std::size_t per_layer = cfg.family == Family::deepseek_v4 ? 5 : cfg.family == Family::deepseek_v41 ? 4 : 2;
+  objs.reserve(topo.layers.size() * per_layer);
+  // The notes of V4.0's compressor states (attention, indexer) for coff 1 and 2, made once.
+  std::string v40_state_notes[2][2];
+  if (cfg.family == Family::deepseek_v4) {
+    const std::int64_t dims[2] = {geometry(RowFormatId::compressor_state).dims, geometry(idx_fmt).dims};
+    const char* what[2] = {"attention", "indexer"};
+    for (std::int64_t coff = 1; coff <= 2; ++coff) {
+      for (int k = 0; k < 2; ++k) {
+        v40_state_notes[coff - 1][k] = std::string(what[k]) + " compressor state: fp32 kv + score, " +
+                                       std::to_string(coff) + " x " + std::to_string(dims[k]) + " each";
+      }
+    }
+  }
 
   for (const Layer& l : topo.layers) {
     if (l.draft && !include_draft) continue;
@@ -380,7 +396,7 @@ std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& t
         CacheObject w = make_object(l.index, CacheKind::swa, CacheScope::per_request, win_fmt, 1, wg.row_bytes,
                                     kV41WindowBlock, kV41WindowBlock, wg.page_alignment);
         w.window_tokens = window;
-        objs.push_back(w);
+        objs.push_back(std::move(w));
         if (l.is_kv_source) {
           const std::int64_t ratio = l.compress_ratio;
           const std::int64_t rows = r.block / ratio;
@@ -399,7 +415,7 @@ std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& t
             s.window_tokens = ring;
             s.ring = true;
             s.note = "ring of max(8, next_pow2(speculative tokens + 2)) rows";
-            objs.push_back(s);
+            objs.push_back(std::move(s));
           }
         }
         break;
@@ -410,7 +426,7 @@ std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& t
         CacheObject w = make_object(l.index, CacheKind::swa, CacheScope::per_request, f, 1, g.row_bytes,
                                     kV40WindowBlock, kV40WindowBlock, g.page_alignment);
         w.window_tokens = window;
-        objs.push_back(w);
+        objs.push_back(std::move(w));
         if (l.is_kv_source) {
           const std::int64_t ratio = l.compress_ratio;
           const std::int64_t rows = r.block / ratio;
@@ -429,17 +445,15 @@ std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& t
             CacheObject s = make_object(l.index, CacheKind::compressor_state, CacheScope::per_request,
                                         RowFormatId::compressor_state, 1, main_row, block, block, g.page_alignment);
             s.window_tokens = coff * ratio;
-            s.note = "attention compressor state: fp32 kv + score, " + std::to_string(coff) + " x " +
-                     std::to_string(sg.dims) + " each";
-            objs.push_back(s);
+            s.note = v40_state_notes[coff - 1][0];
+            objs.push_back(std::move(s));
             if (l.owns_indexer_cache) {
               const std::int64_t idx_row = 2 * coff * geometry(idx_fmt).dims * 4;
               CacheObject si = make_object(l.index, CacheKind::compressor_state, CacheScope::per_request,
                                            RowFormatId::compressor_state, 1, idx_row, block, block, g.page_alignment);
               si.window_tokens = coff * ratio;
-              si.note = "indexer compressor state: fp32 kv + score, " + std::to_string(coff) + " x " +
-                        std::to_string(geometry(idx_fmt).dims) + " each";
-              objs.push_back(si);
+              si.note = v40_state_notes[coff - 1][1];
+              objs.push_back(std::move(si));
             }
           }
         }
@@ -451,7 +465,7 @@ std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& t
         CacheObject m = make_object(l.index, CacheKind::compressed, CacheScope::global, f, 1, g.row_bytes, r.block,
                                     r.block, g.page_alignment);
         m.note = "MLA latent cache (every token, ratio 1)";
-        objs.push_back(m);
+        objs.push_back(std::move(m));
         objs.push_back(make_object(l.index, CacheKind::indexer, CacheScope::global, idx_fmt, 1,
                                    geometry(idx_fmt).row_bytes, r.block, r.block, indexer_page_alignment(f)));
         break;
@@ -498,32 +512,114 @@ std::int64_t cost(const Objects& objs, std::int64_t stage, std::int64_t tokens, 
   return sum;
 }
 
+// Objects that count the same in a sum, with how many there are. A layout's objects take a
+// handful of distinct shapes (one per kind and format), so sums over the groups cost O(shapes)
+// instead of O(objects): plan_capacity's searches evaluate cost() about a hundred times per
+// stage, and check --matrix plans one config 22 times per TP size.
+template <class Key>
+struct Counted {
+  Key key;
+  std::int64_t count = 0;
+};
+
+// `keys` grouped: equal keys once, with their count. Groups are found by a linear search while
+// they are few (always, for the layouts planned here); past 32 groups, by sorting.
+template <class Key>
+std::vector<Counted<Key>> group_counted(std::vector<Key> keys) {
+  std::vector<Counted<Key>> groups;
+  for (const auto& k : keys) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const Counted<Key>& g) { return g.key == k; });
+    if (it != groups.end()) {
+      ++it->count;
+      continue;
+    }
+    if (groups.size() == 32) {
+      groups.clear();
+      std::sort(keys.begin(), keys.end());
+      for (const auto& x : keys) {
+        if (!groups.empty() && groups.back().key == x) ++groups.back().count;
+        else groups.push_back(Counted<Key>{x, 1});
+      }
+      return groups;
+    }
+    groups.push_back(Counted<Key>{k, 1});
+  }
+  return groups;
+}
+
+// What cost() reads of an object: scope, tokens_per_page, page_bytes, window_tokens, ring.
+using CostKey = std::tuple<CacheScope, std::int64_t, std::int64_t, std::int64_t, bool>;
+using CostTerms = std::vector<Counted<CostKey>>;
+
+CostTerms cost_terms(const ObjectRefs& objs) {
+  std::vector<CostKey> keys;
+  keys.reserve(objs.size());
+  for (const CacheObject* o : objs) keys.emplace_back(o->scope, o->tokens_per_page, o->page_bytes, o->window_tokens, o->ring);
+  return group_counted(std::move(keys));
+}
+
+// cost() over cost_terms(): every term is a non-negative saturating sum, so neither the
+// grouping nor the order changes it.
+std::int64_t cost(const CostTerms& terms, std::int64_t tokens, std::int64_t in_flight, bool global, bool per_request) {
+  std::int64_t sum = 0;
+  for (const auto& t : terms) {
+    const auto& [scope, tokens_per_page, page_bytes, window_tokens, ring] = t.key;
+    std::int64_t one = 0;
+    if (scope == CacheScope::global && global) {
+      one = sat_mul(ceil_div(tokens, tokens_per_page), page_bytes);
+    } else if (scope == CacheScope::per_request && per_request) {
+      const std::int64_t pages =
+          ring ? 1 : ceil_div(std::min(sat_add(window_tokens - 1, in_flight), tokens), tokens_per_page) + 1;
+      one = sat_mul(pages, page_bytes);
+    } else {
+      continue;
+    }
+    sum = sat_add(sum, sat_mul(one, t.count));
+  }
+  return sum;
+}
+
+// What account() reads of an object: scope, draft, row_bytes, compress_ratio, page_bytes,
+// tokens_per_page, ring, rows_per_page, window_tokens.
+using AccountKey = std::tuple<CacheScope, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool,
+                              std::int64_t, std::int64_t>;
+
+// The two accountings over `objs` (CacheObjects or pointers to them), summed over groups of
+// equal objects: the fractions are exact and the integers checked sums of non-negative terms,
+// so the result is the one a sum object by object gives.
 template <class Objects>
-Accounting account(const Objects& objs, std::int64_t stage, std::int64_t mml, std::int64_t in_flight) {
-  Accounting a;
-  std::int64_t global_page_bytes = 0;
+Accounting account(const Objects& objs, std::int64_t mml, std::int64_t in_flight) {
+  std::vector<AccountKey> keys;
+  keys.reserve(objs.size());
   for (const auto& ref : objs) {
     const CacheObject& o = object_of(ref);
-    if (!on_stage(o, stage)) continue;
-    if (o.scope == CacheScope::global) {
-      if (!o.draft) a.global_rows = add(a.global_rows, reduced(o.row_bytes, o.compress_ratio));
-      a.global_pages = add(a.global_pages, reduced(o.page_bytes, o.tokens_per_page));
-      global_page_bytes = checked_add(global_page_bytes,
-                                      checked_mul(ceil_div(mml, o.tokens_per_page), o.page_bytes, "KV-cache bytes",
-                                                  ErrorKind::usage),
-                                      "KV-cache bytes", ErrorKind::usage);
+    keys.emplace_back(o.scope, o.draft, o.row_bytes, o.compress_ratio, o.page_bytes, o.tokens_per_page, o.ring,
+                      o.rows_per_page, o.window_tokens);
+  }
+  auto bytes = [](std::int64_t a, std::int64_t b) { return checked_mul(a, b, "KV-cache bytes", ErrorKind::usage); };
+  auto sum = [](std::int64_t a, std::int64_t b) { return checked_add(a, b, "KV-cache bytes", ErrorKind::usage); };
+  Accounting a;
+  std::int64_t global_page_bytes = 0;
+  for (const auto& g : group_counted(std::move(keys))) {
+    const auto& [scope, draft, row_bytes, compress_ratio, page_bytes, tokens_per_page, ring, rows_per_page,
+                 window_tokens] = g.key;
+    const std::int64_t n = g.count;
+    if (scope == CacheScope::global) {
+      if (!draft) {
+        a.global_rows = add(a.global_rows, reduced(checked_mul(row_bytes, n, "bytes per token"), compress_ratio));
+      }
+      a.global_pages = add(a.global_pages, reduced(checked_mul(page_bytes, n, "bytes per token"), tokens_per_page));
+      global_page_bytes = sum(global_page_bytes, bytes(bytes(ceil_div(mml, tokens_per_page), page_bytes), n));
     } else {
-      const std::int64_t rows = o.ring ? o.rows_per_page : std::min(o.window_tokens, mml);
-      a.per_request_rows = checked_add(a.per_request_rows, checked_mul(rows, o.row_bytes, "KV-cache bytes", ErrorKind::usage),
-                                       "KV-cache bytes", ErrorKind::usage);
-      a.per_request_pages = checked_add(
-          a.per_request_pages,
-          checked_mul(request_pages(o, mml, in_flight), o.page_bytes, "KV-cache bytes", ErrorKind::usage),
-          "KV-cache bytes", ErrorKind::usage);
+      const std::int64_t rows = ring ? rows_per_page : std::min(window_tokens, mml);
+      a.per_request_rows = sum(a.per_request_rows, bytes(bytes(rows, row_bytes), n));
+      const std::int64_t pages =
+          ring ? 1 : ceil_div(std::min(sat_add(window_tokens - 1, in_flight), mml), tokens_per_page) + 1;
+      a.per_request_pages = sum(a.per_request_pages, bytes(bytes(pages, page_bytes), n));
     }
   }
-  a.total_rows = checked_add(a.global_rows.times_ceil(mml), a.per_request_rows, "KV-cache bytes", ErrorKind::usage);
-  a.total_pages = checked_add(global_page_bytes, a.per_request_pages, "KV-cache bytes", ErrorKind::usage);
+  a.total_rows = sum(a.global_rows.times_ceil(mml), a.per_request_rows);
+  a.total_pages = sum(global_page_bytes, a.per_request_pages);
   return a;
 }
 
@@ -743,7 +839,7 @@ Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& t
   for (std::size_t i = 0; i < L.objects.size(); ++i) by_page[L.objects[i].page_bytes].push_back(i);
   for (auto& [bytes, idx] : by_page) L.groups.push_back(PageGroup{bytes, std::move(idx)});
 
-  L.accounting = account(L.objects, -1, r.mml, r.in_flight);
+  L.accounting = account(L.objects, r.mml, r.in_flight);
   L.parallel.tensor_parallel_size = r.tp;
   L.parallel.pipeline_parallel_size = r.pp;
   L.parallel.data_parallel_size = r.dp;
@@ -758,7 +854,7 @@ Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& t
     st.last_layer = first + r.partition[s] - 1;
     first += r.partition[s];
     if (s + 1 == r.partition.size() && options.include_draft_layers) st.num_draft_layers = cfg.num_draft_layers;
-    st.accounting = account(by_stage[s], -1, r.mml, r.in_flight);
+    st.accounting = account(by_stage[s], r.mml, r.in_flight);
     L.parallel.stages.push_back(st);
   }
   L.checks = std::move(checks);
@@ -807,6 +903,12 @@ Capacity plan_capacity(const Layout& L, const CapacityOptions& o) {
   const std::int64_t ns = static_cast<std::int64_t>(stages.size());
   const auto by_stage = objects_by_stage(L.objects, stages.size());
   auto objs_of = [&](std::int64_t s) -> const ObjectRefs& { return by_stage[static_cast<std::size_t>(s)]; };
+  std::vector<CostTerms> terms_by_stage;
+  terms_by_stage.reserve(by_stage.size());
+  for (const auto& objs : by_stage) terms_by_stage.push_back(cost_terms(objs));
+  auto terms_of = [&](std::int64_t s) -> const CostTerms& {
+    return terms_by_stage[static_cast<std::size_t>(s)];
+  };
 
   // One request at max_model_len on every stage: the largest is the limit.
   for (std::int64_t s = 0; s < ns; ++s) {
@@ -828,12 +930,13 @@ Capacity plan_capacity(const Layout& L, const CapacityOptions& o) {
     const bool has_global =
         std::any_of(objs.begin(), objs.end(), [](const CacheObject* ob) { return ob->scope == CacheScope::global; });
     if (!has_global) continue;
-    const std::int64_t side = cost(objs, -1, L.max_model_len, L.in_flight_tokens, false, true);
+    const auto& terms = terms_of(s);
+    const std::int64_t side = cost(terms, L.max_model_len, L.in_flight_tokens, false, true);
     std::int64_t t = 0;
     if (B > 0 && side < B) {
       const std::int64_t avail = B - side;
       t = last_true(0, std::int64_t{1} << 62, [&](std::int64_t x) {
-        return cost(objs, -1, x, L.in_flight_tokens, true, false) <= avail;
+        return cost(terms, x, L.in_flight_tokens, true, false) <= avail;
       });
     }
     c.tokens_that_fit = c.tokens_unbounded ? t : std::min(c.tokens_that_fit, t);
@@ -843,7 +946,7 @@ Capacity plan_capacity(const Layout& L, const CapacityOptions& o) {
   // Longest max_model_len one request can have.
   auto fits_len = [&](std::int64_t len) {
     for (std::int64_t s = 0; s < ns; ++s) {
-      if (cost(objs_of(s), -1, len, L.in_flight_tokens, true, true) > B) return false;
+      if (cost(terms_of(s), len, L.in_flight_tokens, true, true) > B) return false;
     }
     return true;
   };

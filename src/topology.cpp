@@ -92,9 +92,17 @@ Topology build_topology(const ModelConfig& cfg) {
                    std::to_string(total) + " layers");
   }
   topo.layers.reserve(static_cast<std::size_t>(total));
-  auto contains = [](const std::vector<std::int64_t>& v, std::int64_t x) {
-    return std::find(v.begin(), v.end(), x) != v.end();
+  // Membership of the source lists by layer, so that the walk below is linear in the layers
+  // (a search of each list per layer was quadratic: 4096 layers, 4096 sources).
+  auto members = [total](const std::vector<std::int64_t>& ids) {
+    std::vector<bool> m(static_cast<std::size_t>(total), false);
+    for (auto id : ids) {
+      if (id >= 0 && id < total) m[static_cast<std::size_t>(id)] = true;
+    }
+    return m;
   };
+  const std::vector<bool> is_kv_listed = members(cfg.kv_source_layer_ids);
+  const std::vector<bool> is_index_listed = members(cfg.index_source_layer_ids);
   std::int64_t kv_src = -1;
   std::int64_t idx_src = -1;
   for (std::int64_t i = 0; i < total; ++i) {
@@ -106,8 +114,8 @@ Topology build_topology(const ModelConfig& cfg) {
     switch (cfg.family) {
       case Family::deepseek_v41:
         if (l.compress_ratio > 0 && !l.draft) {
-          if (contains(cfg.kv_source_layer_ids, i)) kv_src = i;
-          if (contains(cfg.index_source_layer_ids, i)) idx_src = i;
+          if (is_kv_listed[static_cast<std::size_t>(i)]) kv_src = i;
+          if (is_index_listed[static_cast<std::size_t>(i)]) idx_src = i;
           l.is_kv_source = kv_src == i;
           l.is_index_source = idx_src == i;
           l.is_reindex = l.is_index_source && !l.is_kv_source;

@@ -527,6 +527,34 @@ TEST_CASE("limits: check", "[limits][check]") {
     a.insert(a.begin() + 1, missing);
     require_rejected(run(a), 1, "--matrix: 65 configs x 16 TP sizes = 1040 rows; allowed 1..1024");
   }
+  SECTION("matrix layer rows") {
+    // The layers of the configs x TP sizes: two configs of 4032 + 64 layers at 16 TP sizes are
+    // exactly the limit. One config never reaches it (4160 layers x 16 TP sizes = 66560).
+    TempDir dir;
+    const auto at = dir.write("at.json", flat_config("deepseek_v41", 4032, 64));
+    const auto past = dir.write("past.json", flat_config("deepseek_v41", 4033, 64));
+    const std::string tps16 = "1,2,4,8,16,32,64,128,256,512,1024,2048,4096,1,2,4";
+    REQUIRE(2 * 4096 * 16 == CheckLimits::max_matrix_layer_rows);
+    REQUIRE((ConfigLimits::max_layers + ConfigLimits::max_draft_layers) * CheckLimits::max_tp_sizes <
+            CheckLimits::max_matrix_layer_rows);
+    const auto r = run({"check", at, missing, at, "--matrix", "--tensor-parallel-size", tps16, "--json"});
+    CHECK(r.code == 2);  // the missing file, which has no layers to plan
+    CHECK(r.seconds < kQuickSeconds);
+    const auto files = json::parse(r.out).at("files");
+    REQUIRE(files.size() == 3);
+    CHECK(files[2].at("matrix").size() == 11 * 2 * 16);
+    // Past it: rejected before anything is printed, naming the configs, the total and what to split.
+    require_rejected(run({"check", at, missing, past, "--matrix", "--tensor-parallel-size", tps16}), 1,
+                     "--matrix: 8193 layers (backbone + draft) in the first 3 configs (up to '" + past +
+                         "') x 16 TP sizes = 131088 layer rows; allowed up to 131072 in one run (each layer row is "
+                         "planned on every GPU preset and kv dtype): split the configs over several runs or give "
+                         "fewer TP sizes");
+    std::vector<std::string> many = {"check"};
+    many.insert(many.end(), 33, at);
+    many.push_back("--matrix");
+    require_rejected(run(many), 1, "--matrix: 135168 layers (backbone + draft) in the first 33 configs (up to '" +
+                                       at + "') x 1 TP size = 135168 layer rows; allowed up to 131072");
+  }
   SECTION("--max-global-bytes-per-token") {
     require_accepted(run({"check", real, "--max-global-bytes-per-token", "1e18"}));
     for (const std::string bad : {"1.5e18", "-1", "nan", "inf"}) {

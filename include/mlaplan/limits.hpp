@@ -64,6 +64,12 @@ struct CheckLimits {
   static constexpr std::int64_t max_tp_sizes = 16;        ///< values of --tensor-parallel-size with --matrix
   static constexpr std::int64_t max_matrix_rows = 1024;   ///< configs x TP sizes with --matrix
   static constexpr double max_global_bytes_per_token = 1e18;  ///< --max-global-bytes-per-token (0 up to this)
+  /// With --matrix, the layers (backbone + draft) of the configs x TP sizes: each layer row is
+  /// planned on 11 GPU presets x up to 2 kv dtypes, about 7 us of work for the costliest configs
+  /// (every V4.1 layer its own cache source, every V4.0 layer c4a), so a run takes under a
+  /// second. The largest config (4096 + 64 layers) at 16 TP sizes fits, and so do 1024 rows of
+  /// the released configs (at most 62 layers).
+  static constexpr std::int64_t max_matrix_layer_rows = 131072;
 };
 
 /// `mla-plan verify` (src/verify.cpp, app/cmd_verify.cpp). A verification problem lives in host
