@@ -123,7 +123,11 @@ void apply_guards(const CheckOptions& opt, const PlanResult& plan, FileResult& f
   }
 }
 
-FileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptions plan_opt) {
+/// One file's result. A flag value that is wrong for this file (a bound from its config, such as
+/// --max-model-len past its max_position_embeddings) stops the run when `first` (nothing is printed
+/// yet: a flag wrong for every file is one error line), and is this file's failure (exit 1)
+/// otherwise, so that the results already printed stay a whole document.
+FileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptions plan_opt, bool first) {
   FileResult fr;
   fr.path = path;
   plan_opt.config = path;
@@ -150,10 +154,12 @@ FileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptio
     }
     apply_guards(opt, plan, fr);
   } catch (const Error& e) {
-    if (e.kind() == ErrorKind::usage) throw;  // a bad flag value: the run stops (files before it are printed)
+    if (e.kind() == ErrorKind::usage && first) throw;
     fr.code = exit_code(e.kind());
-    fr.findings.push_back(Finding{e.kind() == ErrorKind::invalid_config ? "config.invalid" : "error", Severity::error,
-                                  e.what(), {}, {}});
+    const char* id = e.kind() == ErrorKind::invalid_config ? "config.invalid"
+                     : e.kind() == ErrorKind::usage        ? "flag.invalid"
+                                                           : "error";
+    fr.findings.push_back(Finding{id, Severity::error, e.what(), {}, {}});
   } catch (const std::exception& e) {
     fr.code = exit_code(ErrorKind::internal);
     fr.findings.push_back(Finding{"internal", Severity::error, std::string("internal error: ") + e.what(), {}, {}});
@@ -458,8 +464,10 @@ int run_check(const CheckOptions& opt, std::ostream& out, std::ostream& err) {
   // Each file's result is printed as soon as it is checked, in every format.
   CheckPrinter printer(opt.effective_format(), out, err);
   int overall = 0;
+  bool first = true;
   for (const auto& path : opt.configs) {
-    const FileResult r = check_one(path, opt, plan_opt);
+    const FileResult r = check_one(path, opt, plan_opt, first);
+    first = false;
     overall = combine_exit_codes(overall, r.code);
     printer.file(r);
     out.flush();

@@ -189,9 +189,10 @@ TEST_CASE("check prints each file's result as soon as it is checked", "[check][s
   }
 }
 
-TEST_CASE("check: a flag that is wrong for a later file stops the run after the files before it", "[check][stream]") {
+TEST_CASE("check: a flag that is wrong for a later file is that file's failure; for the first, the run's", "[check][stream]") {
   // --max-model-len 1048576 is past V3.2's max_position_embeddings (163840): a usage error, found
-  // when the third file is planned. The first two files' results are already out.
+  // when the third file is planned. The first two files' results are already out, so the third
+  // fails (exit 1) and the output stays whole.
   const std::vector<std::string> files = {cfg("deepseek-v4.1-flash.json"), cfg("deepseek-v4-flash.json"),
                                           cfg("deepseek-v3.2.json")};
   std::vector<std::string> args = {"check"};
@@ -199,13 +200,25 @@ TEST_CASE("check: a flag that is wrong for a later file stops the run after the 
   args.insert(args.end(), {"--max-model-len", "1048576"});
   const auto r = run(args);
   CHECK(r.code == 1);
-  CHECK_THAT(r.err, Catch::StartsWith("mla-plan: error: --max-model-len: 1048576 is out of range"));
+  CHECK(r.err.empty());
+  const std::string message = "--max-model-len: '1048576' is out of range; allowed 1..163840 (the model's "
+                              "max_position_embeddings is 163840)";
   CHECK(r.out == "PASS " + files[0] + "  [deepseek_v41 on h200, fp8_ds_mla]\nPASS " + files[1] +
-                     "  [deepseek_v4 on h200, fp8_ds_mla]\n");
-  // The first file alone is wrong for the flag: nothing was printed.
+                     "  [deepseek_v4 on h200, fp8_ds_mla]\nFAIL " + files[2] + " (exit 1)\n  error [flag.invalid]: " +
+                     message + "\n2 of 3 configs passed\n");
+  auto json = args;
+  json.push_back("--json");
+  const auto j = run(json);
+  CHECK(j.code == 1);
+  const auto doc = nlohmann::json::parse(j.out);
+  CHECK(doc.at("exit_code") == 1);
+  CHECK(doc.at("files").size() == 3);
+  CHECK(doc.at("files").at(2).at("findings").at(0).at("id") == "flag.invalid");
+  // The first file is wrong for the flag: the run stops there, one error line, nothing printed.
   const auto only = run({"check", files[2], files[0], "--max-model-len", "1048576", "--json"});
   CHECK(only.code == 1);
   CHECK(only.out.empty());
+  CHECK(only.err == "mla-plan: error: " + message + "\n");
 }
 
 TEST_CASE("check --format json written file by file has the bytes of one dump", "[check][stream][json]") {
@@ -245,8 +258,10 @@ TEST_CASE("dump_json_nested: a value written inside a larger document", "[check]
 }
 
 TEST_CASE("check stops once its output has failed", "[check][stream]") {
-  // Two good files, then one the flags are wrong for: planning it throws a usage error. A run
-  // that stops after its output failed never gets there.
+  // Two good files, then one the flags are wrong for: it fails with exit 1, which decides the exit
+  // code of a healthy run (github: the guard's 4 for every file hides it; there the stream's
+  // state and the missing summary are what is checked). A run that stops after its output failed
+  // never gets there.
   const std::vector<std::string> args = {"check", cfg("deepseek-v4.1-flash.json"), cfg("deepseek-v4-flash.json"),
                                          cfg("deepseek-v3.2.json"), "--max-model-len", "1048576"};
   for (const std::string format : {"text", "json", "github", "markdown"}) {
@@ -260,7 +275,8 @@ TEST_CASE("check stops once its output has failed", "[check][stream]") {
     REQUIRE(parsed.command == cli::Command::check);
     {
       std::ostringstream out, err;
-      CHECK_THROWS_AS(cli::run_check(parsed.check, out, err), Error);  // a healthy stream reaches the third file
+      CHECK(cli::run_check(parsed.check, out, err) == (format == "github" ? 4 : 1));  // it reaches the third file
+      CHECK_THAT(out.str(), Catch::Contains("flag.invalid"));
     }
     FailingBuf buf(8);
     std::ostream out(&buf);
