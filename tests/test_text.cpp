@@ -60,3 +60,12 @@ TEST_CASE("printable_lines keeps the lines and escapes inside each", "[text]") {
   CHECK(mlaplan::printable_lines("") == "");
   CHECK(mlaplan::printable_lines("\n\n") == "\n\n");
 }
+
+TEST_CASE("edit_distance counts single-byte edits", "[text]") {
+  CHECK(mlaplan::edit_distance("", "") == 0);
+  CHECK(mlaplan::edit_distance("plan", "plan") == 0);
+  CHECK(mlaplan::edit_distance("plna", "plan") == 2);
+  CHECK(mlaplan::edit_distance("chek", "check") == 1);
+  CHECK(mlaplan::edit_distance("h200", "") == 4);
+  CHECK(mlaplan::edit_distance("kitten", "sitting") == 3);
+}

@@ -38,4 +38,8 @@ std::string printable_lines(std::string_view text);
 /// tests and the fuzz targets for "one line of printable UTF-8".
 bool is_printable_line(std::string_view s);
 
+/// The Levenshtein distance of `a` and `b` (insertions, deletions, substitutions of one byte): how
+/// the "did you mean" suggestions of flags, commands and GPU presets find the nearest name.
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
 }  // namespace mlaplan
