@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "mlaplan/error.hpp"
+#include "mlaplan/input_file.hpp"
 #include "mlaplan/text.hpp"
 
 namespace mlaplan::cli {
@@ -78,15 +79,6 @@ namespace {
   throw_output(flag + ": cannot write " + mlaplan::quoted(path, kQuotedPathMaxBytes) + ": " + std::strerror(cause) + detail);
 }
 
-std::string describe_file_type(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  return "not a regular file";
-}
-
 /// The temporary file of write_file_whole(): removed on destruction unless released.
 class TempFile {
  public:
@@ -123,7 +115,7 @@ void write_file_whole(const std::string& path, std::string_view bytes, const std
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     if (!S_ISREG(st.st_mode)) {
-      throw_output(flag + ": cannot write " + mlaplan::quoted(path, kQuotedPathMaxBytes) + ": it is " + describe_file_type(st.st_mode) +
+      throw_output(flag + ": cannot write " + mlaplan::quoted(path, kQuotedPathMaxBytes) + ": it is " + std::string(file_type_name(st.st_mode)) +
                    "; give the path of a file");
     }
     mode = st.st_mode & 07777;

@@ -12,9 +12,12 @@
 
 #include "e2e_run.hpp"
 #include "mlaplan/text.hpp"
+#include "special_files.hpp"
 
 using e2e::cfg;
 using e2e::run;
+
+using testing_files::UnixSocket;
 
 namespace {
 
@@ -42,20 +45,6 @@ struct Scratch {
     REQUIRE(::mkfifo(p.c_str(), 0600) == 0);
     return p;
   }
-};
-
-struct UnixSocket {
-  int fd = -1;
-  explicit UnixSocket(const std::string& path) {
-    fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    REQUIRE(path.size() < sizeof(addr.sun_path));
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0);
-  }
-  ~UnixSocket() { ::close(fd); }
 };
 
 /// A run that fails with exit 2 within the time limit: nothing on stdout, one printable line on

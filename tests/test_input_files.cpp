@@ -23,10 +23,13 @@
 #include "mlaplan/input_file.hpp"
 #include "mlaplan/limits.hpp"
 #include "mlaplan/text.hpp"
+#include "special_files.hpp"
 #include "report.hpp"
 
 using namespace mlaplan;
 namespace fs = std::filesystem;
+
+using testing_files::UnixSocket;
 
 namespace {
 
@@ -52,21 +55,6 @@ struct TempDir {
     REQUIRE(::mkfifo(p.c_str(), 0600) == 0);
     return p;
   }
-};
-
-/// A bound AF_UNIX socket at `path` (a socket file), closed with the object.
-struct UnixSocket {
-  int fd = -1;
-  explicit UnixSocket(const std::string& path) {
-    fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    REQUIRE(path.size() < sizeof(addr.sun_path));
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0);
-  }
-  ~UnixSocket() { ::close(fd); }
 };
 
 /// A reader that blocks must not hang the test run: SIGALRM (default action) ends the process,
