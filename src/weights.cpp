@@ -266,7 +266,9 @@ void v4_layer(Builder& b, const ModelConfig& cfg, const std::string& p, std::int
   const std::int64_t H = c.hidden_size, m = c.hc_mult, nh = cfg.num_attention_heads, hd = cfg.head_dim;
   const std::int64_t ql = c.q_lora_rank, og = c.o_groups, ol = c.o_lora_rank, MI = c.moe_intermediate_size;
   const std::int64_t E = experts;
-  const std::int64_t ratio = cfg.compress_ratios[static_cast<std::size_t>(i)];
+  // Draft stages past the ratios the config reader kept are window-only (ratio 0).
+  const std::int64_t ratio =
+      i < static_cast<std::int64_t>(cfg.compress_ratios.size()) ? cfg.compress_ratios[static_cast<std::size_t>(i)] : 0;
   const Kind k8 = b.linear_kind();
   b.add(p + "attn_norm.weight", BF16, {H}, P::norms);
   b.add(p + "ffn_norm.weight", BF16, {H}, P::norms);
@@ -392,8 +394,15 @@ void build_v4(Builder& b, const ModelConfig& cfg, WeightsReport& r) {
   }
   // Draft stages: more compress_ratios entries than layers say how many; else num_nextn_predict_layers.
   std::int64_t stages = cfg.num_draft_layers;
-  if (c.compress_ratios_entries > n) stages = c.compress_ratios_entries - n;
-  stages = std::min<std::int64_t>(stages, static_cast<std::int64_t>(cfg.compress_ratios.size()) - n);
+  if (c.compress_ratios_entries > n && c.compress_ratios_entries - n != stages) {
+    r.findings.push_back(Finding{
+        "weights.draft_stages", Severity::info,
+        "compress_ratios has " + std::to_string(c.compress_ratios_entries) + " entries for " + std::to_string(n) +
+            " layers: the checkpoint holds " + std::to_string(c.compress_ratios_entries - n) +
+            " draft stages (num_nextn_predict_layers says " + std::to_string(stages) + ")",
+        cfg.field_prefix + "/compress_ratios", ""});
+    stages = c.compress_ratios_entries - n;
+  }
   r.draft_stages = stages;
   for (std::int64_t k = 0; k < stages; ++k) {
     const std::int64_t i = n + k;

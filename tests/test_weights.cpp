@@ -183,6 +183,14 @@ TEST_CASE("weights: the rules are general (more layers, experts, stages)", "[wei
   CHECK(none.draft_stages == 0);
   CHECK(none.draft.bytes == 0);
   CHECK(none.main.bytes == 156'015'698'140);
+  // compress_ratios longer than the layers: that many stages (V4-Flash-0731: 3, num_nextn says 1).
+  const auto three = compute_weights(parse_config(v4_with("4, 0]", "4, 0, 0, 0]"), "t"));
+  CHECK(three.draft_stages == 3);
+  CHECK(three.draft.bytes == 3 * 3'593'787'756LL);
+  CHECK(three.draft.tensors == 3 * 1'575);
+  CHECK(find(three, "mtp.2.e_proj.weight"));
+  CHECK(find(three, "mtp.2.ffn.gate.bias"));
+  CHECK(three.main.bytes == 156'015'698'140);
 }
 
 TEST_CASE("weights: unknown schemes are reported, not guessed", "[weights]") {
@@ -280,4 +288,42 @@ TEST_CASE("weights: V4.1-Flash and V3.2 mark what is estimated", "[weights]") {
   CHECK(find(v32, "model.layers.0.mlp.gate_proj.weight"));          // dense layer
   CHECK(find(v32, "model.layers.0.mlp.experts.0.gate_proj.weight") == nullptr);
   CHECK(find(v32, "model.layers.61.shared_head.head.weight"));     // the MTP's own head
+}
+
+TEST_CASE("weights: the config fields are read with the config's rules", "[weights]") {
+  SECTION("a wrong type names its JSON pointer") {
+    try {
+      (void)parse_config(v4_with("\"hc_mult\": 4", "\"hc_mult\": \"4\""), "t.json");
+      FAIL("accepted");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::invalid_config);
+      CHECK_THAT(std::string(e.what()), Catch::Contains("t.json: /hc_mult: hc_mult must be an integer"));
+    }
+    try {
+      (void)parse_config(v4_with("\"weight_block_size\": [", "\"weight_block_size\": [7, "), "t.json");
+      FAIL("accepted");
+    } catch (const Error& e) {
+      CHECK_THAT(std::string(e.what()), Catch::Contains("/quantization_config/weight_block_size"));
+    }
+  }
+  SECTION("a default is recorded with the weights, not in the planner's findings") {
+    const auto with = parse_config(read("configs/deepseek-v4-flash.json"), "t");
+    const auto without = parse_config(v4_with("\"num_hash_layers\": 3,", ""), "t");
+    CHECK(without.findings.size() == with.findings.size());
+    bool noted = false;
+    for (const auto& f : without.checkpoint.findings) noted = noted || f.path == "/num_hash_layers";
+    CHECK(noted);
+    CHECK(without.checkpoint.num_hash_layers == 3);
+    CHECK(compute_weights(without, {false}).total_bytes() == 159'609'485'896);
+  }
+  SECTION("V4.1 reads expert_dtype and 32x32 blocks inside quantization_config") {
+    const auto c = load_config(src("configs/deepseek-v4.1-flash.json"));
+    CHECK(c.checkpoint.expert_dtype == "fp4");
+    CHECK(c.checkpoint.expert_dtype_pointer == "/quantization_config/expert_dtype");
+    CHECK(c.checkpoint.weight_block_size == std::vector<std::int64_t>{32, 32});
+    CHECK(c.checkpoint.num_hash_layers == 0);
+    CHECK(c.checkpoint.hidden_size == 5120);
+    CHECK(c.checkpoint.engram_num_embeddings.size() == 2);
+    CHECK(c.checkpoint.has_vision);
+  }
 }
