@@ -75,7 +75,7 @@ struct WeightsReport {
   bool known = true;
   std::string reason;
   bool listed = false;                 ///< `tensors` holds every tensor
-  std::vector<TensorInfo> tensors;     ///< main model first, then draft stages, in checkpoint order
+  std::vector<TensorInfo> tensors;     ///< main model first, then the draft stages
   std::array<PartTotals, kWeightPartCount> main_parts{};   ///< main model by part
   std::array<PartTotals, kWeightPartCount> draft_parts{};  ///< draft stages by part
   PartTotals main;                     ///< main model
