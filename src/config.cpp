@@ -770,6 +770,125 @@ void read_v32(Section& s, const json& top, ModelConfig& cfg) {
   cfg.compress_ratios.assign(static_cast<std::size_t>(cfg.total_layers()), 0);
 }
 
+// ------------------------------------------------------------------------------------------
+// Checkpoint fields (weights.hpp): what the tensor list follows from
+
+/// Per family: the released model's value for a field, and the words that say so.
+struct CheckpointDefaults {
+  std::int64_t hidden, vocab, moe_inter, inter, experts, shared, top_k, q_lora, o_groups, o_lora, hc, hash,
+      dense, nope, v_dim;
+  const char* why;
+};
+
+CheckpointDefaults checkpoint_defaults(Family f) {
+  switch (f) {
+    case Family::deepseek_v4:
+      return {4096, 129280, 2048, 0, 256, 1, 6, 1024, 8, 1024, 4, 3, 0, 0, 0, "the DeepSeek-V4-Flash value"};
+    case Family::deepseek_v41:
+      return {5120, 129280, 2304, 0, 384, 1, 6, 1280, 8, 1024, 4, 0, 0, 0, 0,
+              "the released DeepSeek-V4.1-Flash value"};
+    case Family::deepseek_v32:
+      return {7168, 129280, 2048, 18432, 256, 1, 8, 1536, 0, 0, 0, 0, 3, 128, 128, "the DeepSeek-V3.2 value"};
+  }
+  return {};
+}
+
+void read_checkpoint_fields(Section& s, const json& top, ModelConfig& cfg) {
+  const std::size_t before = cfg.findings.size();
+  CheckpointFields& c = cfg.checkpoint;
+  const CheckpointDefaults d = checkpoint_defaults(cfg.family);
+  constexpr std::int64_t kDim = 1LL << 26;  // any width or vocabulary
+  constexpr std::int64_t kExperts = 1LL << 20;
+  c.hidden_size = s.int_field("hidden_size", {"dim"}, 1, kDim, d.hidden, d.why);
+  c.vocab_size = s.int_field("vocab_size", {}, 1, kDim, d.vocab, d.why);
+  c.moe_intermediate_size = s.int_field("moe_intermediate_size", {"moe_inter_dim"}, 1, kDim, d.moe_inter, d.why);
+  c.n_routed_experts = s.int_field("n_routed_experts", {}, 1, kExperts, d.experts, d.why);
+  c.n_shared_experts = s.int_field("n_shared_experts", {}, 0, kExperts, d.shared, d.why);
+  c.num_experts_per_tok = s.int_field("num_experts_per_tok", {"n_activated_experts"}, 1, kExperts, d.top_k, d.why);
+  if (c.num_experts_per_tok > c.n_routed_experts) {
+    s.fail(s.ptr("num_experts_per_tok"), "num_experts_per_tok = " + std::to_string(c.num_experts_per_tok) +
+                                             " exceeds n_routed_experts = " + std::to_string(c.n_routed_experts));
+  }
+  c.q_lora_rank = s.int_field("q_lora_rank", {}, 1, kDim, d.q_lora, d.why);
+  if (cfg.family == Family::deepseek_v32) {
+    c.intermediate_size = s.int_field("intermediate_size", {"inter_dim"}, 1, kDim, d.inter, d.why);
+    c.first_k_dense_replace =
+        s.int_field("first_k_dense_replace", {"n_dense_layers"}, 0, ConfigLimits::max_layers, d.dense, d.why);
+    c.qk_nope_head_dim = s.int_field("qk_nope_head_dim", {}, 1, ConfigLimits::max_head_dim, d.nope, d.why);
+    c.v_head_dim = s.int_field("v_head_dim", {}, 1, ConfigLimits::max_head_dim, d.v_dim, d.why);
+  } else {
+    c.o_groups = s.int_field("o_groups", {}, 1, ConfigLimits::max_heads, d.o_groups, d.why);
+    c.o_lora_rank = s.int_field("o_lora_rank", {}, 1, kDim, d.o_lora, d.why);
+    c.hc_mult = s.int_field("hc_mult", {}, 1, 64, d.hc, d.why);
+    c.num_hash_layers = s.int_field("num_hash_layers", {"n_hash_layers"}, 0, ConfigLimits::max_layers, d.hash,
+                                    cfg.family == Family::deepseek_v41 ? "V4.1 has no hash-routed layers" : d.why);
+    if (cfg.num_attention_heads % c.o_groups != 0) {
+      s.fail(s.ptr("o_groups"), "o_groups = " + std::to_string(c.o_groups) + " does not divide num_attention_heads = " +
+                                    std::to_string(cfg.num_attention_heads));
+    }
+    if (auto rf = find_ratios(s); rf.value && rf.value->is_array()) {
+      c.compress_ratios_entries = static_cast<std::int64_t>(rf.value->size());
+    }
+  }
+  if (cfg.family == Family::deepseek_v41) {
+    if (auto ids = s.int_list(s.find("engram_layer_ids"), 0, cfg.num_hidden_layers - 1)) c.engram_layer_ids = *ids;
+    auto nf = s.find("engram_num_embeddings");
+    if (auto rows = s.int_list(nf, 1, 1LL << 40)) c.engram_num_embeddings = *rows;
+    if (c.engram_num_embeddings.size() != c.engram_layer_ids.size()) {
+      s.fail(nf.value ? nf.pointer : s.ptr("engram_num_embeddings"),
+             "engram_num_embeddings has " + std::to_string(c.engram_num_embeddings.size()) +
+                 " entries for " + std::to_string(c.engram_layer_ids.size()) + " engram_layer_ids; one per layer");
+    }
+    if (auto df = s.find("dspark_n_routed_experts"); df.value) {
+      c.dspark_n_routed_experts = s.as_int(*df.value, df.pointer, df.key, 1, kExperts);
+    }
+    if (!c.engram_layer_ids.empty()) {
+      c.engram_head_dim = s.int_field("engram_head_dim", {}, 1, kDim, 256, d.why);
+    }
+    if (auto vit = top.find("vision_config"); vit != top.end() && !vit->is_null()) {
+      if (!vit->is_object()) s.fail("/vision_config", "vision_config must be an object, got " + describe(*vit));
+      Section v(*vit, "/vision_config", cfg);
+      c.has_vision = true;
+      c.vision_layers = v.int_field("num_hidden_layers", {}, 0, ConfigLimits::max_layers, 32, d.why);
+      c.vision_hidden_size = v.int_field("hidden_size", {}, 1, kDim, 1024, d.why);
+      c.vision_intermediate_size = v.int_field("intermediate_size", {}, 1, kDim, 2816, d.why);
+      c.vision_patch_size = v.int_field("patch_size", {}, 1, 4096, 14, d.why);
+      c.vision_downsample_ratio = v.int_field("downsample_ratio", {}, 1, 64, 3, d.why);
+    }
+  }
+  // expert_dtype: top level (V4) or, for V4.1, inside quantization_config
+  if (auto e = s.string_field("expert_dtype")) {
+    c.expert_dtype = *e;
+    c.expert_dtype_pointer = s.ptr("expert_dtype");
+  }
+  if (auto q = top.find("quantization_config"); q != top.end() && !q->is_null()) {
+    if (!q->is_object()) s.fail("/quantization_config", "quantization_config must be an object, got " + describe(*q));
+    Section qs(*q, "/quantization_config", cfg);
+    c.has_quantization_config = true;
+    c.quant_method = qs.string_field("quant_method").value_or("");
+    c.fmt = qs.string_field("fmt").value_or("");
+    c.scale_fmt = qs.string_field("scale_fmt").value_or("");
+    if (auto e = qs.string_field("expert_dtype")) {
+      if (!c.expert_dtype.empty() && c.expert_dtype != *e) {
+        qs.fail(qs.ptr("expert_dtype"), "expert_dtype = \"" + printable(*e) + "\" disagrees with " +
+                                            c.expert_dtype_pointer + " = \"" + printable(c.expert_dtype) + "\"");
+      }
+      c.expert_dtype = *e;
+      c.expert_dtype_pointer = qs.ptr("expert_dtype");
+    }
+    auto bf = qs.find("weight_block_size");
+    if (auto b = qs.int_list(bf, 1, 1LL << 20)) {
+      if (b->size() != 2) {
+        qs.fail(bf.pointer, "weight_block_size has " + std::to_string(b->size()) + " entries; expected [rows, columns]");
+      }
+      c.weight_block_size = *b;
+    }
+  }
+  // The planner's findings stay as they were: these belong to the weights.
+  c.findings.assign(cfg.findings.begin() + static_cast<std::ptrdiff_t>(before), cfg.findings.end());
+  cfg.findings.resize(before);
+}
+
 /// Decides the family from model_type, or from DeepSeek's inference names when model_type is absent.
 Family detect_family(const json& top, ModelConfig& cfg, const json*& section, std::string& prefix) {
   section = &top;
@@ -895,6 +1014,7 @@ ModelConfig parse_config(std::string_view text, const std::string& source) {
     case Family::deepseek_v4: read_v4(s, top, cfg); break;
     case Family::deepseek_v32: read_v32(s, top, cfg); break;
   }
+  read_checkpoint_fields(s, top, cfg);
   return cfg;
 }
 

@@ -36,6 +36,49 @@ struct Finding {
   std::string fix;       ///< a concrete fix, where one exists
 };
 
+/// The fields that say which tensors a checkpoint holds (src/weights.cpp, docs/weights.md). Read
+/// with the same rules as the rest; a default assumed for one of them is recorded in `findings`
+/// here, not in ModelConfig::findings (the planner's output does not change).
+struct CheckpointFields {
+  std::int64_t hidden_size = 0;
+  std::int64_t vocab_size = 0;
+  std::int64_t moe_intermediate_size = 0;
+  std::int64_t intermediate_size = 0;       ///< V3.2 dense layers
+  std::int64_t n_routed_experts = 0;
+  std::int64_t n_shared_experts = 0;
+  std::int64_t num_experts_per_tok = 0;
+  std::int64_t q_lora_rank = 0;
+  std::int64_t o_groups = 0;                ///< V4 / V4.1
+  std::int64_t o_lora_rank = 0;             ///< V4 / V4.1
+  std::int64_t hc_mult = 0;                 ///< V4 / V4.1
+  std::int64_t num_hash_layers = 0;         ///< V4 (V4.1: absent = 0)
+  std::int64_t first_k_dense_replace = 0;   ///< V3.2
+  std::int64_t qk_nope_head_dim = 0;        ///< V3.2
+  std::int64_t v_head_dim = 0;              ///< V3.2
+  std::int64_t compress_ratios_entries = -1;  ///< length of compress_ratios as written (-1: absent)
+  /// V4.1 Engram tables
+  std::vector<std::int64_t> engram_layer_ids;
+  std::vector<std::int64_t> engram_num_embeddings;
+  std::int64_t engram_head_dim = 0;
+  std::int64_t dspark_n_routed_experts = 0;  ///< V4.1 draft stages' routed experts (0: absent)
+  /// V4.1 vision tower (vision_config), when present
+  bool has_vision = false;
+  std::int64_t vision_layers = 0;
+  std::int64_t vision_hidden_size = 0;
+  std::int64_t vision_intermediate_size = 0;
+  std::int64_t vision_patch_size = 0;
+  std::int64_t vision_downsample_ratio = 0;
+  /// quantization_config ("" / empty when absent)
+  bool has_quantization_config = false;
+  std::string quant_method;
+  std::string fmt;
+  std::string scale_fmt;
+  std::string expert_dtype;                 ///< top level (V4) or inside quantization_config (V4.1)
+  std::string expert_dtype_pointer;         ///< where it was read ("" when absent)
+  std::vector<std::int64_t> weight_block_size;
+  std::vector<Finding> findings;            ///< defaults assumed for the fields above
+};
+
 /// A parsed and validated model config. Per-layer lists cover backbone + draft layers.
 struct ModelConfig {
   std::string source;                 ///< the path as the user gave it
@@ -70,6 +113,9 @@ struct ModelConfig {
 
   /// Defaults applied, spellings normalised, warnings: in the order they were found.
   std::vector<Finding> findings;
+
+  /// What the checkpoint's tensors follow from (weights.hpp).
+  CheckpointFields checkpoint;
 
   std::int64_t total_layers() const { return num_hidden_layers + num_draft_layers; }
 };

@@ -1,0 +1,103 @@
+#pragma once
+// The tensors of the checkpoint a config describes, from config.json alone: every tensor's name,
+// safetensors dtype, shape and bytes, the part of the model it belongs to, and totals (bytes,
+// tensor counts, parameter counts). Rules: docs/weights.md (from docs/deployment.md section 1,
+// which cites the released checkpoints' tensor listings). V4 (deepseek_v4) is exact to the byte
+// on DeepSeek-V4-Flash; V4.1 and V3.2 parts that rest on uncertain facts are marked estimated.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mlaplan/config.hpp"
+
+namespace mlaplan {
+
+/// Which part of the model a tensor belongs to. A scale tensor is in the part of its weight.
+enum class WeightPart {
+  embedding,       ///< token embedding (embed.weight / embed_tokens)
+  head,            ///< output head (head.weight / lm_head)
+  attention,       ///< attention projections, their norms and sinks (not compressor, not indexer)
+  shared_experts,  ///< shared expert FFN
+  routed_experts,  ///< routed expert FFNs
+  dense_ffn,       ///< dense FFN layers (V3.2's first_k_dense_replace layers)
+  compressor,      ///< KV compressor (V4 / V4.1)
+  indexer,         ///< sparse-attention indexer, with its own compressor
+  mhc,             ///< manifold hyper-connections (hc_* tensors, V4 / V4.1)
+  router,          ///< expert gate: weight, bias, hash table tid2eid
+  norms,           ///< layer and final RMSNorms outside attention
+  mtp,             ///< what only a draft (MTP) stage holds: e_proj, h_proj, enorm, hnorm, its head norm
+  engram,          ///< V4.1 Engram embedding tables
+  vision,          ///< V4.1 vision tower
+};
+inline constexpr std::size_t kWeightPartCount = 14;
+std::string_view to_string(WeightPart p);
+
+/// safetensors dtype spellings used here.
+enum class WeightDtype { BF16, F32, F8_E4M3, F8_E8M0, I8, I64 };
+std::string_view to_string(WeightDtype d);
+std::int64_t dtype_bytes(WeightDtype d);
+
+struct TensorInfo {
+  std::string name;                 ///< e.g. "layers.3.attn.wq_a.weight", "mtp.0.e_proj.scale"
+  WeightDtype dtype = WeightDtype::BF16;
+  std::vector<std::int64_t> shape;
+  std::int64_t bytes = 0;
+  std::int64_t params = 0;          ///< logical elements (an FP4 byte holds 2); 0 for a scale
+  WeightPart part = WeightPart::attention;
+  std::int64_t layer = -1;          ///< layer index (draft stage k: num_hidden_layers + k); -1 global
+  bool draft = false;               ///< in a draft (MTP) stage
+  bool scale = false;               ///< a quantisation scale
+};
+
+/// Sums over one part (or one group of tensors).
+struct PartTotals {
+  std::int64_t bytes = 0;        ///< weights and scales
+  std::int64_t scale_bytes = 0;  ///< of which scales
+  std::int64_t tensors = 0;
+  std::int64_t params = 0;
+  bool estimated = false;        ///< some rule of this part rests on an uncertain fact (else derived)
+};
+
+struct WeightsOptions {
+  /// List every tensor in WeightsReport::tensors. The totals are computed either way (a routed
+  /// expert is summed as one tensor times n_routed_experts, never listed one by one to sum).
+  bool list_tensors = true;
+  /// Beyond this many tensors the list is left empty (listed = false); the totals stay exact.
+  std::int64_t max_listed_tensors = 4'000'000;
+};
+
+struct WeightsReport {
+  /// false when some scheme is not known (unknown quant_method, expert_dtype, ...): `reason`
+  /// names the field and value; the totals then hold only the tensors that are known.
+  bool known = true;
+  std::string reason;
+  bool listed = false;                 ///< `tensors` holds every tensor
+  std::vector<TensorInfo> tensors;     ///< main model first, then the draft stages
+  std::array<PartTotals, kWeightPartCount> main_parts{};   ///< main model by part
+  std::array<PartTotals, kWeightPartCount> draft_parts{};  ///< draft stages by part
+  PartTotals main;                     ///< main model
+  PartTotals draft;                    ///< all draft (MTP) stages
+  std::int64_t draft_stages = 0;
+  /// Active parameters per token: every parameter of the main model except the embedding and
+  /// Engram tables (a token reads a few rows of them), and of the routed experts of each MoE layer only
+  /// num_experts_per_tok of n_routed_experts (each expert tensor times top_k). Draft stages are
+  /// not counted. On V4-Flash: 13.27 B, DeepSeek's "13B activated".
+  std::int64_t active_params = 0;
+  std::vector<Finding> findings;       ///< defaults assumed, estimates made
+
+  std::int64_t total_bytes() const;    ///< main + draft
+  std::int64_t total_tensors() const;
+  std::int64_t total_params() const;
+  const PartTotals& part(WeightPart p) const { return main_parts[static_cast<std::size_t>(p)]; }
+  /// true when any part of main or draft is estimated
+  bool estimated() const;
+};
+
+/// Lists the checkpoint's tensors and sums them. Throws Error(invalid_config) when a size does not
+/// fit in 64 bits (a config beyond any real checkpoint), never a wrapped number.
+WeightsReport compute_weights(const ModelConfig& cfg, const WeightsOptions& options = {});
+
+}  // namespace mlaplan
