@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "json_out.hpp"
+#include "mlaplan/text.hpp"
 
 namespace mlaplan::cli {
 
@@ -177,11 +178,13 @@ json finding_json(const Finding& f) {
   return j;
 }
 
-std::string dump_json(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"; }
+std::string dump_json(const json& j) {
+  return json_printable(j.dump(2, ' ', false, json::error_handler_t::replace)) + "\n";
+}
 
 std::string dump_json_nested(const json& j, int depth) {
   // JSON strings hold no raw newline, so every newline of the dump is one between lines.
-  const std::string text = j.dump(2, ' ', false, json::error_handler_t::replace);
+  const std::string text = json_printable(j.dump(2, ' ', false, json::error_handler_t::replace));
   const std::string indent(static_cast<std::size_t>(2 * depth), ' ');
   std::string o;
   o.reserve(text.size() + text.size() / 8);

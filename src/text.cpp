@@ -121,6 +121,31 @@ std::string printable_lines(std::string_view text) {
   return out;
 }
 
+std::string json_printable(std::string json_text) {
+  bool clean = true;
+  for (std::size_t i = 0; i < json_text.size() && clean;) {
+    char32_t cp = 0;
+    const std::size_t n = utf8_sequence(json_text, i, cp);
+    if (n == 0 || cp == 0x7F || is_layout_control(cp)) clean = false;
+    i += n == 0 ? 1 : n;
+  }
+  if (clean) return json_text;
+  std::string out;
+  out.reserve(json_text.size() + 64);
+  for (std::size_t i = 0; i < json_text.size();) {
+    char32_t cp = 0;
+    const std::size_t n = utf8_sequence(json_text, i, cp);
+    if (n != 0 && (cp == 0x7F || is_layout_control(cp))) {
+      out += "\\u";
+      for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(cp >> shift) & 0xF];
+    } else {
+      out.append(json_text, i, n == 0 ? 1 : n);
+    }
+    i += n == 0 ? 1 : n;
+  }
+  return out;
+}
+
 bool is_printable_line(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {

@@ -69,3 +69,12 @@ TEST_CASE("edit_distance counts single-byte edits", "[text]") {
   CHECK(mlaplan::edit_distance("h200", "") == 4);
   CHECK(mlaplan::edit_distance("kitten", "sitting") == 3);
 }
+
+TEST_CASE("json_printable escapes what JSON allows raw but a terminal acts on", "[text]") {
+  CHECK(mlaplan::json_printable("{\"a\": \"x\"}") == "{\"a\": \"x\"}");
+  CHECK(mlaplan::json_printable("\"@t4\\u0000\x7f" "1\"") == "\"@t4\\u0000\\u007f1\"");
+  CHECK(mlaplan::json_printable("\"\xc2\x9b|\xe2\x80\xae|\xe2\x80\xa8|caf\xc3\xa9\"") ==
+        "\"\\u009b|\\u202e|\\u2028|caf\xc3\xa9\"");
+  const std::string out = mlaplan::json_printable("\"\x7f\xc2\x85\xef\xbb\xbf\"");
+  CHECK(mlaplan::is_printable_line(out));
+}

@@ -33,6 +33,13 @@ std::string quoted(std::string_view s, std::size_t max_bytes = kQuotedMaxBytes);
 /// that no line of it can hold a control character whatever an input string put into it.
 std::string printable_lines(std::string_view text);
 
+/// A JSON text (as a JSON writer made it: control characters below 0x20 already escaped, valid
+/// UTF-8) with the characters JSON allows raw in a string but printable() escapes (DEL, C1
+/// controls, line and paragraph separators, bidirectional controls, the BOM) written as \uXXXX
+/// escapes: the same JSON value, and every line of it printable. They can only occur inside
+/// strings, where the escape means the same character.
+std::string json_printable(std::string json_text);
+
 /// True when `s` is valid UTF-8 without a control character, a line or paragraph separator, a
 /// bidirectional control or a byte-order mark: what printable() returns. The oracle of the
 /// tests and the fuzz targets for "one line of printable UTF-8".
