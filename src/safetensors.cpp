@@ -78,7 +78,7 @@ void check_nesting(std::string_view text, const std::string& where) {
     if (c == '"') in_string = true;
     else if (c == '[' || c == '{') {
       if (++depth > CheckpointLimits::max_nesting_depth) {
-        throw_config(where + "JSON nested deeper than " + std::to_string(CheckpointLimits::max_nesting_depth) +
+        throw_config(where + "is nested deeper than " + std::to_string(CheckpointLimits::max_nesting_depth) +
                      " levels (byte offset " + std::to_string(i) + "); a safetensors header or index is 3 levels deep");
       }
     } else if (c == ']' || c == '}') {
@@ -90,7 +90,7 @@ void check_nesting(std::string_view text, const std::string& where) {
 /// The JSON of `text` (a header or an index); `where` starts every message ("safetensors 'P': header ").
 json parse_json(std::string_view text, const std::string& where) {
   if (auto nul = find_nul_byte(text)) {
-    throw_config(where + describe_nul_byte(*nul) + "; it is JSON text, which never holds a NUL byte");
+    throw_config(where + "holds a " + describe_nul_byte(*nul) + "; it is JSON text, which never holds a NUL byte");
   }
   check_nesting(text, where);
   try {
@@ -245,9 +245,13 @@ SafetensorsTensor read_tensor(const std::string& name, const json& entry, const 
   }
   t.bytes = t.end - t.begin;
   const auto expected = safetensors_tensor_bytes(*dt, t.elements);
-  if (!expected) {
+  if (!expected && (t.elements % 8) * dt->bits % 8 != 0) {
     throw_config(where + "\"shape\" " + shape_text(t.shape) + " of " + t.dtype + " is " + std::to_string(t.elements) +
                  " x " + std::to_string(dt->bits) + " bits, not a whole number of bytes");
+  }
+  if (!expected) {
+    throw_config(where + range + " holds " + std::to_string(t.bytes) + " bytes; \"shape\" " + shape_text(t.shape) +
+                 " of " + t.dtype + " is more than 2^63-1 bytes");
   }
   if (*expected != t.bytes) {
     throw_config(where + range + " holds " + std::to_string(t.bytes) + " bytes; \"shape\" " + shape_text(t.shape) +
@@ -417,7 +421,7 @@ void read_indexed(CheckpointFiles& out, const std::string& index_path) {
   InputFileRules rules{"", CheckpointLimits::max_index_bytes, "CheckpointLimits::max_index_bytes",
                        "DeepSeek-V3's index (91,000 tensors) is about 9 MB"};
   const std::string text = read_input_file(index_path, rules);
-  const json top = parse_json(text, prefix);
+  const json top = parse_json(text, prefix + "the index ");
   if (!top.is_object()) throw_config(prefix + "the top level is " + describe(top) + "; expected a JSON object");
   if (top.contains("metadata")) {
     const json& meta = top["metadata"];
