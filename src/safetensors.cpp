@@ -181,83 +181,240 @@ std::string read_exact(int fd, std::int64_t offset, std::int64_t n, const std::s
   return buf;
 }
 
-/// One tensor entry of a header; `where` is "safetensors 'P': tensor 'NAME': ".
-SafetensorsTensor read_tensor(const std::string& name, const json& entry, const std::string& where,
-                              std::int64_t data_bytes) {
-  if (!entry.is_object()) throw_config(where + "the entry is " + describe(entry) + "; expected an object");
-  SafetensorsTensor t;
-  t.name = name;
-  for (const char* key : {"dtype", "shape", "data_offsets"}) {
-    if (!entry.contains(key)) throw_config(where + "no \"" + key + "\" (every tensor has dtype, shape and data_offsets)");
-  }
-  const json& dtype = entry["dtype"];
-  if (!dtype.is_string()) throw_config(where + "\"dtype\" is " + describe(dtype) + "; expected a string");
-  const auto dt = find_safetensors_dtype(dtype.get_ref<const std::string&>());
+/// A tensor entry whose fields have the right JSON types, before its values are checked.
+struct RawTensor {
+  std::string name;
+  std::string dtype;
+  std::vector<std::int64_t> shape;  ///< each 0..2^63-1
+  std::int64_t begin = 0;           ///< 0..2^63-1
+  std::int64_t end = 0;
+};
+
+/// Checks the values of a tensor entry: a known dtype, an element count within int64, offsets in
+/// the data area holding exactly elements x dtype size bytes. Messages start
+/// "safetensors 'P': tensor 'NAME': ".
+SafetensorsTensor finish_tensor(RawTensor&& raw, const std::string& prefix, std::int64_t data_bytes) {
+  // Built only for a message: quoting every name of a large header would cost more than the parse.
+  const auto where = [&] { return prefix + "tensor " + mlaplan::quoted(raw.name) + ": "; };
+  const auto dt = find_safetensors_dtype(raw.dtype);
   if (!dt) {
     std::string known;
     for (const auto& d : safetensors_dtypes()) known += (known.empty() ? "" : ", ") + std::string(d.name);
-    throw_config(where + "\"dtype\" " + mlaplan::quoted(dtype.get_ref<const std::string&>()) +
-                 " is not a safetensors dtype (" + known + ")");
+    throw_config(where() + "\"dtype\" " + mlaplan::quoted(raw.dtype) + " is not a safetensors dtype (" + known + ")");
   }
+  SafetensorsTensor t;
   t.dtype = std::string(dt->name);
-
-  const json& shape = entry["shape"];
-  if (!shape.is_array()) throw_config(where + "\"shape\" is " + describe(shape) + "; expected an array of integers");
   t.elements = 1;
   bool overflow = false;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    const auto d = non_negative(shape[i]);
-    if (!d) {
-      throw_config(where + "\"shape\"[" + std::to_string(i) + "] is " + describe(shape[i]) +
-                   "; expected an integer from 0 to 2^63-1");
-    }
-    t.shape.push_back(*d);
-    if (!overflow && __builtin_mul_overflow(t.elements, *d, &t.elements)) overflow = true;
+  for (const std::int64_t d : raw.shape) {
+    if (!overflow && __builtin_mul_overflow(t.elements, d, &t.elements)) overflow = true;
   }
   // A 0 anywhere makes the product 0 even after an overflow of the dimensions before it.
-  if (std::find(t.shape.begin(), t.shape.end(), 0) != t.shape.end()) {
+  if (std::find(raw.shape.begin(), raw.shape.end(), 0) != raw.shape.end()) {
     overflow = false;
     t.elements = 0;
   }
-  if (overflow) {
-    throw_config(where + "\"shape\" " + shape_text(t.shape) + " has more elements than 2^63-1");
-  }
-
-  const json& offsets = entry["data_offsets"];
-  if (!offsets.is_array() || offsets.size() != 2) {
-    throw_config(where + "\"data_offsets\" is " + (offsets.is_array() ? "an array of " + std::to_string(offsets.size()) +
-                                                                         " entries" : describe(offsets)) +
-                 "; expected [begin, end]");
-  }
-  for (std::size_t i = 0; i < 2; ++i) {
-    if (!non_negative(offsets[i])) {
-      throw_config(where + "\"data_offsets\"[" + std::to_string(i) + "] is " + describe(offsets[i]) +
-                   "; expected an integer from 0 to 2^63-1");
-    }
-  }
-  t.begin = *non_negative(offsets[0]);
-  t.end = *non_negative(offsets[1]);
+  if (overflow) throw_config(where() + "\"shape\" " + shape_text(raw.shape) + " has more elements than 2^63-1");
+  t.begin = raw.begin;
+  t.end = raw.end;
   const std::string range = "\"data_offsets\" " + range_text(t.begin, t.end);
-  if (t.end < t.begin) throw_config(where + range + ": end is before begin");
+  if (t.end < t.begin) throw_config(where() + range + ": end is before begin");
   if (t.end > data_bytes) {
-    throw_config(where + range + ": end is past the data area (" + std::to_string(data_bytes) +
+    throw_config(where() + range + ": end is past the data area (" + std::to_string(data_bytes) +
                  " bytes after the header)");
   }
   t.bytes = t.end - t.begin;
   const auto expected = safetensors_tensor_bytes(*dt, t.elements);
   if (!expected && (t.elements % 8) * dt->bits % 8 != 0) {
-    throw_config(where + "\"shape\" " + shape_text(t.shape) + " of " + t.dtype + " is " + std::to_string(t.elements) +
-                 " x " + std::to_string(dt->bits) + " bits, not a whole number of bytes");
+    throw_config(where() + "\"shape\" " + shape_text(raw.shape) + " of " + t.dtype + " is " +
+                 std::to_string(t.elements) + " x " + std::to_string(dt->bits) + " bits, not a whole number of bytes");
   }
   if (!expected) {
-    throw_config(where + range + " holds " + std::to_string(t.bytes) + " bytes; \"shape\" " + shape_text(t.shape) +
+    throw_config(where() + range + " holds " + std::to_string(t.bytes) + " bytes; \"shape\" " + shape_text(raw.shape) +
                  " of " + t.dtype + " is more than 2^63-1 bytes");
   }
   if (*expected != t.bytes) {
-    throw_config(where + range + " holds " + std::to_string(t.bytes) + " bytes; \"shape\" " + shape_text(t.shape) +
+    throw_config(where() + range + " holds " + std::to_string(t.bytes) + " bytes; \"shape\" " + shape_text(raw.shape) +
                  " of " + t.dtype + " is " + std::to_string(*expected) + " bytes");
   }
+  t.name = std::move(raw.name);
+  t.shape = std::move(raw.shape);
   return t;
+}
+
+/// Checks the JSON types of one tensor entry of a parsed header (messages as finish_tensor()).
+RawTensor read_tensor(const std::string& name, const json& entry, const std::string& prefix) {
+  const auto where = [&] { return prefix + "tensor " + mlaplan::quoted(name) + ": "; };
+  if (!entry.is_object()) throw_config(where() + "the entry is " + describe(entry) + "; expected an object");
+  RawTensor t;
+  t.name = name;
+  for (const char* key : {"dtype", "shape", "data_offsets"}) {
+    if (!entry.contains(key)) throw_config(where() + "no \"" + key + "\" (every tensor has dtype, shape and data_offsets)");
+  }
+  const json& dtype = entry["dtype"];
+  if (!dtype.is_string()) throw_config(where() + "\"dtype\" is " + describe(dtype) + "; expected a string");
+  t.dtype = dtype.get<std::string>();
+  const json& shape = entry["shape"];
+  if (!shape.is_array()) throw_config(where() + "\"shape\" is " + describe(shape) + "; expected an array of integers");
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    const auto d = non_negative(shape[i]);
+    if (!d) {
+      throw_config(where() + "\"shape\"[" + std::to_string(i) + "] is " + describe(shape[i]) +
+                   "; expected an integer from 0 to 2^63-1");
+    }
+    t.shape.push_back(*d);
+  }
+  const json& offsets = entry["data_offsets"];
+  if (!offsets.is_array() || offsets.size() != 2) {
+    throw_config(where() + "\"data_offsets\" is " +
+                 (offsets.is_array() ? "an array of " + std::to_string(offsets.size()) + " entries" : describe(offsets)) +
+                 "; expected [begin, end]");
+  }
+  for (std::size_t i = 0; i < 2; ++i) {
+    if (!non_negative(offsets[i])) {
+      throw_config(where() + "\"data_offsets\"[" + std::to_string(i) + "] is " + describe(offsets[i]) +
+                   "; expected an integer from 0 to 2^63-1");
+    }
+  }
+  t.begin = *non_negative(offsets[0]);
+  t.end = *non_negative(offsets[1]);
+  return t;
+}
+
+/// A fast reader of the JSON that safetensors writers produce (json.dumps / serde_json of the
+/// expected shape): a header object of tensors {dtype, shape, data_offsets} and a __metadata__
+/// object of strings, an index {metadata: {total_size}, weight_map: {name: file}}. Strings of
+/// printable ASCII without escapes, integers of at most 18 digits. On anything else (an escape, a
+/// float, an unknown key, a duplicate, a syntax error) it gives up and the caller parses with
+/// nlohmann::json, which accepts all of JSON and words every error: the two agree on what they
+/// both accept. About 10x faster than building the DOM.
+class FastJson {
+ public:
+  explicit FastJson(std::string_view text) : s_(text) {}
+
+  bool ws() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
+    return true;
+  }
+  bool lit(char c) {
+    ws();
+    if (i_ < s_.size() && s_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+  bool peek(char c) {
+    ws();
+    return i_ < s_.size() && s_[i_] == c;
+  }
+  bool at_end() {
+    ws();
+    return i_ == s_.size();
+  }
+  bool str(std::string& out) {
+    if (!lit('"')) return false;
+    const std::size_t start = i_;
+    while (i_ < s_.size()) {
+      const auto c = static_cast<unsigned char>(s_[i_]);
+      if (c == '"') {
+        out.assign(s_.data() + start, i_ - start);
+        ++i_;
+        return true;
+      }
+      if (c < 0x20 || c > 0x7e || c == '\\') return false;
+      ++i_;
+    }
+    return false;
+  }
+  bool uint(std::int64_t& out) {
+    ws();
+    const std::size_t start = i_;
+    std::int64_t v = 0;
+    while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') {
+      if (i_ - start == 18) return false;  // more digits: nlohmann::json decides (and words the error)
+      v = v * 10 + (s_[i_++] - '0');
+    }
+    const std::size_t n = i_ - start;
+    if (n == 0 || n > 18 || (n > 1 && s_[start] == '0')) return false;
+    if (i_ < s_.size() && (s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E')) return false;
+    out = v;
+    return true;
+  }
+  /// {"k": "v", ...} into `out`, refusing a duplicate key.
+  bool string_map(std::map<std::string, std::string>& out) {
+    if (!lit('{')) return false;
+    if (lit('}')) return true;
+    do {
+      std::string k, v;
+      if (!str(k) || !lit(':') || !str(v)) return false;
+      if (!out.emplace(std::move(k), std::move(v)).second) return false;
+    } while (lit(','));
+    return lit('}');
+  }
+  bool tensor(RawTensor& t) {
+    if (!lit('{')) return false;
+    bool dtype = false, shape = false, offsets = false;
+    do {
+      std::string key;
+      if (!str(key) || !lit(':')) return false;
+      if (key == "dtype" && !dtype) {
+        if (!str(t.dtype)) return false;
+        dtype = true;
+      } else if (key == "shape" && !shape) {
+        if (!lit('[')) return false;
+        if (!lit(']')) {
+          do {
+            std::int64_t d = 0;
+            if (!uint(d)) return false;
+            t.shape.push_back(d);
+          } while (lit(','));
+          if (!lit(']')) return false;
+        }
+        shape = true;
+      } else if (key == "data_offsets" && !offsets) {
+        if (!lit('[') || !uint(t.begin) || !lit(',') || !uint(t.end) || !lit(']')) return false;
+        offsets = true;
+      } else {
+        return false;
+      }
+    } while (lit(','));
+    return lit('}') && dtype && shape && offsets;
+  }
+
+ private:
+  std::string_view s_;
+  std::size_t i_ = 0;
+};
+
+/// A header through FastJson, or nullopt when it gives up.
+std::optional<std::vector<RawTensor>> fast_header(std::string_view text, std::map<std::string, std::string>& metadata) {
+  FastJson p(text);
+  std::vector<RawTensor> tensors;
+  bool has_metadata = false;
+  if (!p.lit('{')) return std::nullopt;
+  if (!p.lit('}')) {
+    do {
+      std::string name;
+      if (!p.str(name) || !p.lit(':')) return std::nullopt;
+      if (name == "__metadata__") {
+        if (has_metadata || !p.string_map(metadata)) return std::nullopt;
+        has_metadata = true;
+        continue;
+      }
+      RawTensor t;
+      t.name = std::move(name);
+      if (!p.tensor(t)) return std::nullopt;
+      tensors.push_back(std::move(t));
+    } while (p.lit(','));
+    if (!p.lit('}')) return std::nullopt;
+  }
+  if (!p.at_end()) return std::nullopt;
+  std::sort(tensors.begin(), tensors.end(), [](const RawTensor& a, const RawTensor& b) { return a.name < b.name; });
+  for (std::size_t i = 1; i < tensors.size(); ++i) {
+    if (tensors[i].name == tensors[i - 1].name) return std::nullopt;
+  }
+  return tensors;
 }
 
 /// Plain names only: a shard named by the index is a file of the model directory itself.
@@ -323,6 +480,11 @@ std::optional<std::int64_t> safetensors_tensor_bytes(const SafetensorsDtype& dty
   return r + rem * dtype.bits / 8;
 }
 
+namespace {
+void read_header_json(SafetensorsHeader& h, const std::string& text, const std::string& prefix);
+void check_overlaps(const SafetensorsHeader& h, const std::string& prefix);
+}  // namespace
+
 SafetensorsHeader read_safetensors_header(const std::string& path) {
   const std::string prefix = "safetensors " + qpath(path) + ": ";
   if (path.empty()) throw_config(prefix + "the path is empty");
@@ -347,13 +509,29 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
                  std::to_string(size) + " bytes: at most " + std::to_string(size - 8) + " after the 8-byte length)");
   }
   const std::string text = read_exact(fd.get(), 8, header_bytes, prefix, "header");
-  const json top = parse_json(text, prefix + "the header ");
-  if (!top.is_object()) throw_config(prefix + "the header is " + describe(top) + "; expected a JSON object of tensors");
-
   SafetensorsHeader h;
   h.path = path;
   h.header_bytes = header_bytes;
   h.data_bytes = size - 8 - header_bytes;
+  if (auto raw = fast_header(text, h.metadata)) {
+    h.tensors.reserve(raw->size());
+    for (auto& t : *raw) {
+      h.tensors.push_back(finish_tensor(std::move(t), prefix, h.data_bytes));
+      h.tensor_bytes += h.tensors.back().bytes;
+    }
+  } else {
+    h.metadata.clear();
+    read_header_json(h, text, prefix);
+  }
+  check_overlaps(h, prefix);
+  return h;
+}
+
+namespace {
+
+void read_header_json(SafetensorsHeader& h, const std::string& text, const std::string& prefix) {
+  const json top = parse_json(text, prefix + "the header ");
+  if (!top.is_object()) throw_config(prefix + "the header is " + describe(top) + "; expected a JSON object of tensors");
   h.tensors.reserve(top.size());
   for (const auto& [name, entry] : top.items()) {
     if (name == "__metadata__") {
@@ -369,11 +547,14 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
       }
       continue;
     }
-    h.tensors.push_back(read_tensor(name, entry, prefix + "tensor " + mlaplan::quoted(name) + ": ", h.data_bytes));
-    h.tensor_bytes += h.tensors.back().bytes;  // each at most data_bytes, and no two overlap (below)
+    h.tensors.push_back(finish_tensor(read_tensor(name, entry, prefix), prefix, h.data_bytes));
+    h.tensor_bytes += h.tensors.back().bytes;  // each at most data_bytes, and no two overlap
   }
+}
 
-  // No two tensors' ranges overlap (empty tensors hold no byte and overlap nothing).
+/// No two tensors' ranges overlap (empty tensors hold no byte and overlap nothing).
+void check_overlaps(const SafetensorsHeader& h, const std::string& prefix) {
+
   std::vector<const SafetensorsTensor*> by_offset;
   by_offset.reserve(h.tensors.size());
   for (const auto& t : h.tensors) {
@@ -391,8 +572,9 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
                    " overlap in \"data_offsets\"");
     }
   }
-  return h;
 }
+
+}  // namespace
 
 namespace {
 
@@ -450,11 +632,11 @@ void read_indexed(CheckpointFiles& out, const std::string& index_path) {
   std::unordered_map<std::string, std::string> shard_of;
   shard_of.reserve(map.size());
   for (const auto& [name, file] : map.items()) {
-    const std::string where = prefix + "\"weight_map\"[" + mlaplan::quoted(name) + "] ";
-    if (!file.is_string()) throw_config(where + "is " + describe(file) + "; expected a shard file name");
+    const auto where = [&, &name = name] { return prefix + "\"weight_map\"[" + mlaplan::quoted(name) + "] "; };
+    if (!file.is_string()) throw_config(where() + "is " + describe(file) + "; expected a shard file name");
     const auto& f = file.get_ref<const std::string&>();
     if (!is_plain_name(f)) {
-      throw_config(where + "is " + mlaplan::quoted(f) + "; a shard is a file of the model directory (a name without '/')");
+      throw_config(where() + "is " + mlaplan::quoted(f) + "; a shard is a file of the model directory (a name without '/')");
     }
     by_shard[f].insert(name);
     shard_of.emplace(name, f);
