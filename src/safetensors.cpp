@@ -12,7 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <set>
+#include <type_traits>
 #include <unordered_map>
 
 #include "mlaplan/error.hpp"
@@ -578,14 +578,16 @@ void check_overlaps(const SafetensorsHeader& h, const std::string& prefix) {
 
 namespace {
 
-/// Appends a header's tensors to a checkpoint, refusing a name already there.
+/// Appends a header's tensors to a checkpoint; with `seen`, refusing a name already there.
 void add_tensors(CheckpointFiles& out, const SafetensorsHeader& h, const std::string& file,
-                 std::unordered_map<std::string, std::string>& seen) {
+                 std::unordered_map<std::string, std::string>* seen) {
   for (const auto& t : h.tensors) {
-    auto [it, fresh] = seen.emplace(t.name, file);
-    if (!fresh) {
-      throw_config("checkpoint " + qpath(out.dir) + ": tensor " + mlaplan::quoted(t.name) + " is in both " +
-                   mlaplan::quoted(it->second) + " and " + mlaplan::quoted(file));
+    if (seen) {
+      auto [it, fresh] = seen->emplace(t.name, file);
+      if (!fresh) {
+        throw_config("checkpoint " + qpath(out.dir) + ": tensor " + mlaplan::quoted(t.name) + " is in both " +
+                     mlaplan::quoted(it->second) + " and " + mlaplan::quoted(file));
+      }
     }
     out.tensors.push_back({t.name, t.dtype, t.shape, t.bytes, file});
     out.tensor_bytes = checked_add(out.tensor_bytes, t.bytes, "the checkpoint's tensor bytes");
@@ -598,13 +600,61 @@ void sort_tensors(CheckpointFiles& out) {
             [](const CheckpointTensor& a, const CheckpointTensor& b) { return a.name < b.name; });
 }
 
-void read_indexed(CheckpointFiles& out, const std::string& index_path) {
-  const std::string prefix = qpath(index_path) + ": ";
-  InputFileRules rules{"", CheckpointLimits::max_index_bytes, "CheckpointLimits::max_index_bytes",
-                       "DeepSeek-V3's index (91,000 tensors) is about 9 MB"};
-  const std::string text = read_input_file(index_path, rules);
+/// What an index says: its weight_map entries (tensor, shard) sorted by tensor, and total_size.
+struct IndexEntries {
+  std::vector<std::pair<std::string, std::string>> map;
+  std::optional<std::int64_t> total_size;
+};
+
+/// An index through FastJson ({"metadata": {"total_size": N}, "weight_map": {...}}), or nullopt.
+std::optional<IndexEntries> fast_index(std::string_view text) {
+  FastJson p(text);
+  IndexEntries out;
+  bool has_meta = false, has_map = false;
+  if (!p.lit('{')) return std::nullopt;
+  if (!p.lit('}')) {
+    do {
+      std::string key;
+      if (!p.str(key) || !p.lit(':')) return std::nullopt;
+      if (key == "metadata" && !has_meta) {
+        has_meta = true;
+        if (!p.lit('{')) return std::nullopt;
+        if (!p.lit('}')) {
+          std::string k;
+          std::int64_t v = 0;
+          if (!p.str(k) || k != "total_size" || !p.lit(':') || !p.uint(v) || !p.lit('}')) return std::nullopt;
+          out.total_size = v;
+        }
+      } else if (key == "weight_map" && !has_map) {
+        has_map = true;
+        if (!p.lit('{')) return std::nullopt;
+        if (!p.lit('}')) {
+          do {
+            std::string name, file;
+            if (!p.str(name) || !p.lit(':') || !p.str(file)) return std::nullopt;
+            out.map.emplace_back(std::move(name), std::move(file));
+          } while (p.lit(','));
+          if (!p.lit('}')) return std::nullopt;
+        }
+      } else {
+        return std::nullopt;
+      }
+    } while (p.lit(','));
+    if (!p.lit('}')) return std::nullopt;
+  }
+  if (!p.at_end() || !has_map) return std::nullopt;
+  std::sort(out.map.begin(), out.map.end());
+  for (std::size_t i = 1; i < out.map.size(); ++i) {
+    if (out.map[i].first == out.map[i - 1].first) return std::nullopt;
+  }
+  return out;
+}
+
+/// An index through nlohmann::json, with every message.
+IndexEntries index_json(const std::string& text, const std::string& prefix) {
   const json top = parse_json(text, prefix + "the index ");
   if (!top.is_object()) throw_config(prefix + "the top level is " + describe(top) + "; expected a JSON object");
+  IndexEntries out;
   if (top.contains("metadata")) {
     const json& meta = top["metadata"];
     if (!meta.is_object()) throw_config(prefix + "\"metadata\" is " + describe(meta) + "; expected an object");
@@ -622,61 +672,89 @@ void read_indexed(CheckpointFiles& out, const std::string& index_path) {
         throw_config(prefix + "\"metadata\".\"total_size\" is " + describe(ts) +
                      "; expected an integer from 0 to 2^63-1 (the tensors' bytes)");
       }
-      out.index_total_size = *v;
+      out.total_size = *v;
     }
   }
   if (!top.contains("weight_map")) throw_config(prefix + "no \"weight_map\" (tensor name -> shard file)");
   const json& map = top["weight_map"];
   if (!map.is_object()) throw_config(prefix + "\"weight_map\" is " + describe(map) + "; expected an object");
-  std::map<std::string, std::set<std::string>> by_shard;  // shard -> tensors the map puts there
-  std::unordered_map<std::string, std::string> shard_of;
-  shard_of.reserve(map.size());
-  for (const auto& [name, file] : map.items()) {
-    const auto where = [&, &name = name] { return prefix + "\"weight_map\"[" + mlaplan::quoted(name) + "] "; };
-    if (!file.is_string()) throw_config(where() + "is " + describe(file) + "; expected a shard file name");
-    const auto& f = file.get_ref<const std::string&>();
-    if (!is_plain_name(f)) {
-      throw_config(where() + "is " + mlaplan::quoted(f) + "; a shard is a file of the model directory (a name without '/')");
+  out.map.reserve(map.size());
+  for (const auto& [name, file] : map.items()) {  // ordered by name, each once
+    if (!file.is_string()) {
+      throw_config(prefix + "\"weight_map\"[" + mlaplan::quoted(name) + "] is " + describe(file) +
+                   "; expected a shard file name");
     }
-    by_shard[f].insert(name);
-    shard_of.emplace(name, f);
+    out.map.emplace_back(name, file.get<std::string>());
   }
-  if (static_cast<std::int64_t>(by_shard.size()) > CheckpointLimits::max_files) {
-    throw_config(prefix + "\"weight_map\" names " + std::to_string(by_shard.size()) + " shard files; at most " +
-                 std::to_string(CheckpointLimits::max_files) + " are read (CheckpointLimits::max_files)");
+  return out;
+}
+
+void read_indexed(CheckpointFiles& out, const std::string& index_path) {
+  const std::string prefix = qpath(index_path) + ": ";
+  InputFileRules rules{"", CheckpointLimits::max_index_bytes, "CheckpointLimits::max_index_bytes",
+                       "DeepSeek-V3's index (91,000 tensors) is about 9 MB"};
+  const std::string text = read_input_file(index_path, rules);
+  auto fast = fast_index(text);
+  const IndexEntries index = fast ? std::move(*fast) : index_json(text, prefix);
+  out.index_total_size = index.total_size;
+  const auto& map = index.map;  // sorted by tensor name, each once
+
+  // The shards, each with its first tensor (for a message) and how many tensors the map puts there.
+  std::map<std::string, std::pair<std::string_view, std::size_t>> shards;
+  for (const auto& [name, file] : map) {
+    if (!is_plain_name(file)) {
+      throw_config(prefix + "\"weight_map\"[" + mlaplan::quoted(name) + "] is " + mlaplan::quoted(file) +
+                   "; a shard is a file of the model directory (a name without '/')");
+    }
+    auto [it, fresh] = shards.try_emplace(file, name, 0);
+    ++it->second.second;
+    if (fresh && static_cast<std::int64_t>(shards.size()) > CheckpointLimits::max_files) {
+      throw_config(prefix + "\"weight_map\" names more than " + std::to_string(CheckpointLimits::max_files) +
+                   " shard files (CheckpointLimits::max_files)");
+    }
   }
-  std::unordered_map<std::string, std::string> seen;
-  seen.reserve(map.size());
-  for (const auto& [shard, names] : by_shard) {
+  const auto shard_of = [&](const std::string& name) -> const std::string* {
+    auto it = std::lower_bound(map.begin(), map.end(), name,
+                               [](const auto& entry, const std::string& n) { return entry.first < n; });
+    return it != map.end() && it->first == name ? &it->second : nullptr;
+  };
+  out.tensors.reserve(map.size());
+  for (const auto& [shard, info] : shards) {
     const std::string shard_path = join(out.dir, shard);
     if (!exists(shard_path)) {
-      throw_config(prefix + "shard " + mlaplan::quoted(shard) + " (of tensor " + mlaplan::quoted(*names.begin()) +
+      throw_config(prefix + "shard " + mlaplan::quoted(shard) + " (of tensor " + mlaplan::quoted(info.first) +
                    ") is not in " + qpath(out.dir));
     }
     const SafetensorsHeader h = read_safetensors_header(shard_path);
     for (const auto& t : h.tensors) {
-      auto it = shard_of.find(t.name);
-      if (it == shard_of.end()) {
+      const std::string* file = shard_of(t.name);
+      if (!file) {
         throw_config(prefix + "tensor " + mlaplan::quoted(t.name) + " of shard " + mlaplan::quoted(shard) +
                      " is not in \"weight_map\"");
       }
-      if (it->second != shard) {
+      if (*file != shard) {
         throw_config(prefix + "tensor " + mlaplan::quoted(t.name) + " is in shard " + mlaplan::quoted(shard) +
-                     ", but \"weight_map\" puts it in " + mlaplan::quoted(it->second));
+                     ", but \"weight_map\" puts it in " + mlaplan::quoted(*file));
       }
     }
-    if (h.tensors.size() != names.size()) {
+    if (h.tensors.size() != info.second) {
       // Every tensor of the shard is in the map for this shard (above), so one of the map's is missing.
-      std::set<std::string_view> held;
-      for (const auto& t : h.tensors) held.insert(t.name);
-      for (const auto& name : names) {
-        if (!held.count(name)) {
+      for (const auto& [name, file] : map) {
+        if (file != shard) continue;
+        const bool held = std::binary_search(
+            h.tensors.begin(), h.tensors.end(), name,
+            [](const auto& a, const auto& b) {
+              if constexpr (std::is_same_v<std::decay_t<decltype(a)>, SafetensorsTensor>) return a.name < b;
+              else return a < b.name;
+            });
+        if (!held) {
           throw_config(prefix + "\"weight_map\" puts tensor " + mlaplan::quoted(name) + " in shard " +
                        mlaplan::quoted(shard) + ", which does not hold it");
         }
       }
     }
-    add_tensors(out, h, shard, seen);
+    // Each tensor is in the one shard the map names: no name can come twice.
+    add_tensors(out, h, shard, nullptr);
     out.files.push_back(shard);
   }
   if (out.index_total_size && *out.index_total_size != out.tensor_bytes) {
@@ -723,7 +801,7 @@ CheckpointFiles read_checkpoint_files(const std::string& dir) {
   std::unordered_map<std::string, std::string> seen;
   for (const auto& name : names) {
     const SafetensorsHeader h = read_safetensors_header(join(dir, name));
-    add_tensors(out, h, name, seen);
+    add_tensors(out, h, name, &seen);
     out.files.push_back(name);
   }
   sort_tensors(out);

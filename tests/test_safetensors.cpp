@@ -504,3 +504,44 @@ TEST_CASE("safetensors: a Hugging Face cache resolves through refs/main to a sna
   CHECK_THAT(config_error([&] { read_checkpoint_files(snapshot); }),
              Catch::EndsWith("model.safetensors': no such file or directory (a symbolic link to a missing file)"));
 }
+
+TEST_CASE("safetensors: the usual JSON and any other JSON of the same header read the same", "[safetensors]") {
+  TempDir dir;
+  const std::vector<Tensor> tensors = {{"b", "BF16", {2, 3}, 0, 12}, {"a", "F32", {}, 12, 16}};
+  const std::string usual = dir / "usual.safetensors";
+  const std::string pretty = dir / "pretty.safetensors";
+  const std::string other = dir / "other.safetensors";
+  write_raw(usual, header_of(tensors, {{"format", "pt"}}).dump(), 16);
+  write_raw(pretty, header_of(tensors, {{"format", "pt"}}).dump(2), 16);
+  // A unicode escape and an unknown key (holding a float): the fast reader leaves them to
+  // nlohmann::json, which reads the same tensors.
+  write_raw(other,
+            R"({"__metadata__": {"format": "p\u0074"}, "\u0062": {"data_offsets": [0, 12], "dtype": "BF16", )"
+            R"("shape": [2, 3], "extra": {"x": [1.5]}}, "a": {"dtype": "F32", "shape": [], "data_offsets": [12, 16]}})",
+            16);
+  const auto same = [](const SafetensorsHeader& x, const SafetensorsHeader& y) {
+    REQUIRE(x.tensors.size() == y.tensors.size());
+    for (std::size_t i = 0; i < x.tensors.size(); ++i) {
+      CHECK(x.tensors[i].name == y.tensors[i].name);
+      CHECK(x.tensors[i].dtype == y.tensors[i].dtype);
+      CHECK(x.tensors[i].shape == y.tensors[i].shape);
+      CHECK(x.tensors[i].begin == y.tensors[i].begin);
+      CHECK(x.tensors[i].end == y.tensors[i].end);
+    }
+    CHECK(x.metadata == y.metadata);
+    CHECK(x.tensor_bytes == y.tensor_bytes);
+  };
+  const SafetensorsHeader u = read_safetensors_header(usual);
+  REQUIRE(u.tensors.size() == 2);
+  CHECK(u.tensors[0].name == "a");
+  same(u, read_safetensors_header(pretty));
+  same(u, read_safetensors_header(other));
+  // A shape entry of 19 digits goes to nlohmann::json, which reads it (and the sizes disagree).
+  CHECK_THAT(header_error(dir, one("U8", {1000000000000000000LL}, {0, 4}), 4),
+             Catch::EndsWith("\"data_offsets\" [0, 4) holds 4 bytes; \"shape\" [1000000000000000000] of U8 is "
+                             "1000000000000000000 bytes"));
+  // A duplicate tensor name is left to nlohmann::json, which keeps one of them.
+  write_raw(other, R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}, )"
+                   R"("a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}})", 4);
+  CHECK(read_safetensors_header(other).tensors.size() == 1);
+}
