@@ -6,7 +6,9 @@
 // a Hugging Face cache (models--ORG--NAME/refs/main -> snapshots/REV/). Only regular files are
 // read (as include/mlaplan/input_file.hpp), at most a limit of bytes (CheckpointLimits); of a
 // safetensors file only its first 8 + N bytes. Every failure is Error(invalid_config), exit 2,
-// one line naming the file, the tensor (quoted), the field and the value.
+// one line naming the file, the tensor (quoted), the field and the value. The usual JSON of a
+// header or an index is read by a small scanner; any other JSON goes to nlohmann::json, which
+// reads the same values and words every error.
 
 #include <cstdint>
 #include <map>
