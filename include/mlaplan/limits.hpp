@@ -90,6 +90,24 @@ struct ResultLimits {
   static constexpr std::int64_t max_columns = 64;             ///< columns of one table (more are left out)
 };
 
+/// Checkpoint files read for their tensor list (src/safetensors.cpp; exit 2, an invalid input
+/// file). Only headers and the index are read, never the tensor data.
+struct CheckpointLimits {
+  /// A safetensors header (the JSON after the 8-byte length): the safetensors library's own
+  /// MAX_HEADER_SIZE. DeepSeek-V3's largest shard header is about 100 KB.
+  static constexpr std::int64_t max_header_bytes = 100'000'000;
+  /// model.safetensors.index.json: DeepSeek-V3's (91,000 tensors) is about 9 MB.
+  static constexpr std::int64_t max_index_bytes = 64LL << 20;
+  /// refs/main of a Hugging Face cache: a commit hash and a newline.
+  static constexpr std::int64_t max_ref_bytes = 256;
+  /// Hex digits of a commit hash in refs/main (SHA-1 has 40, SHA-256 64).
+  static constexpr std::int64_t max_ref_hex_digits = 64;
+  /// JSON nesting of a header or an index (both are 3 levels deep), scanned before parsing.
+  static constexpr int max_nesting_depth = 64;
+  /// Shard files of one checkpoint (DeepSeek-V3 has 163).
+  static constexpr std::int64_t max_files = 65536;
+};
+
 /// What one report draws at most (app/report.cpp): the report's size stays bounded whatever the
 /// batch or the result files (these cap the drawing, they reject nothing).
 struct ReportLimits {
