@@ -107,30 +107,6 @@ ResultTable make_table(const ojson& arr, const std::string& pointer) {
 constexpr std::size_t kMaxTables = static_cast<std::size_t>(ResultLimits::max_tables);
 constexpr int kMaxWalkDepth = 8;
 
-/// The line where the nesting first passes `limit`, or nullopt: checked before the parser sees the
-/// text, so a deeply nested file never reaches recursive code.
-std::optional<std::size_t> line_past_depth(std::string_view text, int limit) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  std::size_t line = 1;
-  for (char c : text) {
-    if (c == '\n') ++line;
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '[' || c == '{') {
-      if (++depth > limit) return line;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return std::nullopt;
-}
-
 /// Finds every array of row objects under a key "results", "matrix" or "rows", at any depth.
 void find_tables(const ojson& v, const std::string& pointer, int depth, std::vector<ResultTable>& out) {
   if (depth > kMaxWalkDepth || out.size() >= kMaxTables) return;
@@ -170,9 +146,9 @@ ResultFile parse_result_json(std::string_view text, const std::string& flag, con
   ojson j;
   // Depth first, then a plain parse: nlohmann's parse with a callback scans the parent container
   // at every closing brace, quadratic in the rows of a large file.
-  if (const auto line = line_past_depth(text, ResultLimits::max_nesting_depth)) {
+  if (const auto past = find_nesting_past(text, ResultLimits::max_nesting_depth)) {
     throw_config(flag + ": " + mlaplan::quoted(path) + " nests deeper than " +
-                 std::to_string(ResultLimits::max_nesting_depth) + " levels (line " + std::to_string(*line) +
+                 std::to_string(ResultLimits::max_nesting_depth) + " levels (line " + std::to_string(past->line) +
                  "); expected the JSON output of mla-plan");
   }
   try {

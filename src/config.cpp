@@ -95,28 +95,9 @@ std::string escape_pointer_token(std::string_view key) {
 /// Rejects nesting deeper than the limit before the parser sees it (a 100,000-deep file must not
 /// reach recursive code).
 void check_nesting(std::string_view text, const std::string& source) {
-  int depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  std::size_t line = 1;
-  for (char c : text) {
-    if (c == '\n') ++line;
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '[' || c == '{') {
-      if (++depth > ConfigLimits::max_nesting_depth) {
-        throw_config(source + ": JSON nested deeper than " +
-                     std::to_string(ConfigLimits::max_nesting_depth) + " levels (line " +
-                     std::to_string(line) + "); a model config is at most a few levels deep");
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
+  if (const auto past = find_nesting_past(text, ConfigLimits::max_nesting_depth)) {
+    throw_config(source + ": JSON nested deeper than " + std::to_string(ConfigLimits::max_nesting_depth) +
+                 " levels (line " + std::to_string(past->line) + "); a model config is at most a few levels deep");
   }
 }
 

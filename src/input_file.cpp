@@ -158,4 +158,29 @@ std::string describe_nul_byte(const NulByte& nul) {
   return "NUL byte at byte offset " + std::to_string(nul.offset) + " (line " + std::to_string(nul.line) + ")";
 }
 
+std::optional<TextPosition> find_nesting_past(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  std::size_t line = 1;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return TextPosition{i, line};
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace mlaplan

@@ -64,26 +64,10 @@ std::string describe(const json& v) {
 
 /// Rejects nesting deeper than the limit before the recursive parser sees it.
 void check_nesting(std::string_view text, const std::string& where) {
-  int depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '[' || c == '{') {
-      if (++depth > CheckpointLimits::max_nesting_depth) {
-        throw_config(where + "is nested deeper than " + std::to_string(CheckpointLimits::max_nesting_depth) +
-                     " levels (byte offset " + std::to_string(i) + "); a safetensors header or index is 3 levels deep");
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
+  if (const auto past = find_nesting_past(text, CheckpointLimits::max_nesting_depth)) {
+    throw_config(where + "is nested deeper than " + std::to_string(CheckpointLimits::max_nesting_depth) +
+                 " levels (byte offset " + std::to_string(past->offset) +
+                 "); a safetensors header or index is 3 levels deep");
   }
 }
 

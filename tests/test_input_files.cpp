@@ -538,3 +538,17 @@ TEST_CASE("input files: text from the config is printed inert", "[input-files][t
     CHECK(is_printable_line(m));
   }
 }
+
+TEST_CASE("find_nesting_past: the first bracket past the limit, outside strings", "[input_files]") {
+  CHECK_FALSE(find_nesting_past("[[1]]", 2));
+  const auto past = find_nesting_past("{\n \"a\": [\n  [1]]}", 2);
+  REQUIRE(past);
+  CHECK(past->offset == 12);
+  CHECK(past->line == 3);
+  // brackets inside strings, escaped quotes included, do not count
+  CHECK_FALSE(find_nesting_past(R"({"a": "[[[{{\"[[["})", 1));
+  CHECK(find_nesting_past(R"({"a": "\\", "b": [1]})", 1));
+  const std::string deep(100000, '[');
+  REQUIRE(find_nesting_past(deep, 64));
+  CHECK(find_nesting_past(deep, 64)->offset == 64);
+}

@@ -54,4 +54,13 @@ std::optional<NulByte> find_nul_byte(std::string_view text);
 /// "NUL byte at byte offset 1234 (line 56)": the part of a message that locates it.
 std::string describe_nul_byte(const NulByte& nul);
 
+/// Where JSON text first nests deeper than `max_depth` (a '[' or '{' outside strings past that
+/// many open ones): its byte offset (0-based) and line (1-based), or nothing. Scanned before a
+/// recursive parser sees the text, so that a 100,000-deep file never reaches recursive code.
+struct TextPosition {
+  std::size_t offset = 0;
+  std::size_t line = 1;
+};
+std::optional<TextPosition> find_nesting_past(std::string_view text, int max_depth);
+
 }  // namespace mlaplan
