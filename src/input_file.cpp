@@ -19,21 +19,6 @@ namespace mlaplan {
 
 namespace {
 
-/// Closes a descriptor on every way out of read_input_file().
-class Descriptor {
- public:
-  explicit Descriptor(int fd) : fd_(fd) {}
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  ~Descriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 [[noreturn]] void fail(const InputFileRules& rules, const std::string& path, const std::string& what) {
   throw_config(rules.label + "cannot read " + mlaplan::quoted(path) + ": " + what);
 }
@@ -138,7 +123,7 @@ std::string read_input_file(const std::string& path, const InputFileRules& rules
   }
   // Before open(): opening a FIFO would wait for a writer, and opening a device can act on it.
   require_regular(st.st_mode, rules, path);
-  const Descriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  const FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (fd.get() < 0) fail(rules, path, file_error_cause(errno, path));
   return read_input_fd(fd.get(), path, rules);
 }
@@ -156,6 +141,10 @@ std::optional<NulByte> find_nul_byte(std::string_view text) {
 
 std::string describe_nul_byte(const NulByte& nul) {
   return "NUL byte at byte offset " + std::to_string(nul.offset) + " (line " + std::to_string(nul.line) + ")";
+}
+
+FileDescriptor::~FileDescriptor() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 std::optional<TextPosition> find_nesting_past(std::string_view text, int max_depth) {

@@ -30,21 +30,6 @@ namespace fs = std::filesystem;
 constexpr std::string_view kIndexName = "model.safetensors.index.json";
 constexpr std::string_view kSingleName = "model.safetensors";
 
-/// Closes a descriptor on every way out.
-class Descriptor {
- public:
-  explicit Descriptor(int fd) : fd_(fd) {}
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  ~Descriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 std::string qpath(std::string_view path) { return mlaplan::quoted(path, kQuotedPathMaxBytes); }
 
 /// What a JSON value is, for messages.
@@ -473,7 +458,7 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
   const std::string prefix = "safetensors " + qpath(path) + ": ";
   if (path.empty()) throw_config(prefix + "the path is empty");
   struct stat st {};
-  const Descriptor fd(open_regular(path, "cannot read safetensors " + qpath(path) + ": ", st));
+  const FileDescriptor fd(open_regular(path, "cannot read safetensors " + qpath(path) + ": ", st));
   const std::int64_t size = st.st_size;
   if (size < 8) {
     throw_config(prefix + "the file is " + std::to_string(size) +

@@ -44,6 +44,19 @@ std::string_view file_type_name(unsigned mode);
 /// "a component of the path is not a directory", ...; strerror() for the others.
 std::string file_error_cause(int err, std::string_view path);
 
+/// An open file descriptor, closed on every way out of the scope that holds it.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  ~FileDescriptor();
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
 /// The first NUL byte of a text: its offset from the start (0-based) and its line (1-based).
 struct NulByte {
   std::size_t offset = 0;
