@@ -19,10 +19,13 @@
 #include "json_out.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan/text.hpp"
+#include "temp_dir.hpp"
 
 using namespace mlaplan;
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
+
+using testing_files::TempDir;
 
 namespace {
 
@@ -76,27 +79,6 @@ class FailingBuf : public std::streambuf {
 
  private:
   std::size_t limit_;
-};
-
-/// A scratch directory removed at the end of the test case.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("mlaplan-check-stream-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    const auto p = path / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
-  }
 };
 
 std::vector<std::string> lines_of(const std::string& text) {

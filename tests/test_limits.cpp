@@ -29,10 +29,13 @@
 #include "mlaplan/topology.hpp"
 #include "mlaplan/verify.hpp"
 #include "report.hpp"
+#include "temp_dir.hpp"
 
 using namespace mlaplan;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+
+using testing_files::TempDir;
 
 namespace {
 
@@ -84,27 +87,6 @@ std::string slurp(const fs::path& p) {
   s << in.rdbuf();
   return s.str();
 }
-
-/// A scratch directory removed at the end of the test case.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("mlaplan-limits-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    const auto p = path / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
-  }
-};
 
 std::string ints(std::int64_t n, std::int64_t value, char sep = ',') {
   std::string s;

@@ -21,28 +21,15 @@
 #include "mlaplan/limits.hpp"
 #include "mlaplan/safetensors.hpp"
 #include "mlaplan/text.hpp"
+#include "temp_dir.hpp"
 
 using namespace mlaplan;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-namespace {
+using testing_files::TempDir;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("mlaplan-safetensors-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+namespace {
 
 /// A safetensors file: the 8-byte little-endian length of `header`, `header`, then `data_bytes`
 /// bytes of data (zeros; with `sparse` a hole made by ftruncate, nothing written).
