@@ -63,6 +63,8 @@ std::int64_t WeightsReport::total_tensors() const {
 std::int64_t WeightsReport::total_params() const {
   return checked_add(main.params, draft.params, "checkpoint parameters");
 }
+std::int64_t TensorGroup::total_bytes() const { return checked_mul(bytes, count, "bytes of " + name); }
+
 bool WeightsReport::estimated() const {
   for (std::size_t i = 0; i < kWeightPartCount; ++i) {
     if ((main_parts[i].estimated && main_parts[i].tensors > 0) ||
@@ -127,6 +129,7 @@ class Builder {
                                       : cp;
       r_.active_params = checked_add(r_.active_params, active, "active parameters");
     }
+    r_.groups.push_back(TensorGroup{name, dt, shape, bytes, params, part, layer_, draft_, scale, count});
     if (!r_.listed) return;
     if (static_cast<std::int64_t>(r_.tensors.size()) + count > opt_.max_listed_tensors) {
       r_.listed = false;

@@ -52,6 +52,23 @@ struct TensorInfo {
   bool scale = false;               ///< a quantisation scale
 };
 
+/// `count` tensors that differ only in an index: the name holds "{e}" where the index 0..count-1
+/// goes ("layers.3.ffn.experts.{e}.w1.weight"); a single tensor has count 1 and no "{e}". Every
+/// field but `name` and `count` is that of each tensor.
+struct TensorGroup {
+  std::string name;
+  WeightDtype dtype = WeightDtype::BF16;
+  std::vector<std::int64_t> shape;
+  std::int64_t bytes = 0;           ///< of each tensor
+  std::int64_t params = 0;          ///< of each tensor
+  WeightPart part = WeightPart::attention;
+  std::int64_t layer = -1;
+  bool draft = false;
+  bool scale = false;
+  std::int64_t count = 1;
+  std::int64_t total_bytes() const;  ///< bytes x count (checked)
+};
+
 /// Sums over one part (or one group of tensors).
 struct PartTotals {
   std::int64_t bytes = 0;        ///< weights and scales
@@ -76,6 +93,9 @@ struct WeightsReport {
   std::string reason;
   bool listed = false;                 ///< `tensors` holds every tensor
   std::vector<TensorInfo> tensors;     ///< main model first, then the draft stages
+  /// The same tensors in groups (always filled, whatever `list_tensors` says): what placement
+  /// and the comparison with files walk instead of 69,187 single tensors.
+  std::vector<TensorGroup> groups;
   std::array<PartTotals, kWeightPartCount> main_parts{};   ///< main model by part
   std::array<PartTotals, kWeightPartCount> draft_parts{};  ///< draft stages by part
   PartTotals main;                     ///< main model

@@ -1,0 +1,3 @@
+#pragma once
+
+namespace mlaplan {}  // namespace mlaplan

@@ -1,0 +1,41 @@
+#pragma once
+// Weights from the checkpoint's own files: the tensors of CheckpointFiles (safetensors headers,
+// include/mlaplan/safetensors.hpp) classified into the parts, layers and draft stages of
+// WeightsReport by their names, so that placement and fit use exact bytes; and the list of
+// places where the config-derived contract (compute_weights) and the files disagree.
+// docs/weights.md "From files".
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mlaplan/config.hpp"
+#include "mlaplan/safetensors.hpp"
+#include "mlaplan/weights.hpp"
+
+namespace mlaplan {
+
+/// One place where the files and the contract differ.
+struct WeightsMismatch {
+  std::string tensor;        ///< the tensor name (or a group name with "{e}")
+  std::string what;          ///< "missing_in_files", "not_in_contract", "dtype", "shape", "bytes"
+  std::string contract;      ///< the contract's value ("" when it has no such tensor)
+  std::string files;         ///< the files' value ("" when they have no such tensor)
+};
+
+/// Weights whose bytes come from the files.
+struct FileWeights {
+  WeightsReport report;                    ///< tensors from the files, parts from their names
+  std::vector<WeightsMismatch> mismatches; ///< contract vs files, at most `max_mismatches` listed
+  std::int64_t mismatch_count = 0;         ///< all of them
+  std::int64_t contract_bytes = 0;         ///< compute_weights(cfg).total_bytes()
+  std::int64_t files_bytes = 0;            ///< sum over the files' tensors
+};
+
+/// Classifies `files` for `cfg` and compares them with `derived` (compute_weights(cfg)). A tensor
+/// whose name no rule places goes to the part the contract gives it, else to attention with a
+/// finding. Never throws for the files' content (read_checkpoint_files validated them).
+FileWeights weights_from_files(const ModelConfig& cfg, const CheckpointFiles& files, const WeightsReport& derived,
+                               std::size_t max_mismatches = 20);
+
+}  // namespace mlaplan

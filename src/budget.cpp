@@ -1,0 +1,3 @@
+#include "mlaplan/budget.hpp"
+
+namespace mlaplan {}  // namespace mlaplan

@@ -1,0 +1,3 @@
+#include "mlaplan/checkpoint_weights.hpp"
+
+namespace mlaplan {}  // namespace mlaplan

@@ -1,0 +1,3 @@
+#include "mlaplan/placement.hpp"
+
+namespace mlaplan {}  // namespace mlaplan

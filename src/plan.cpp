@@ -1,0 +1,3 @@
+#include "mlaplan/plan.hpp"
+
+namespace mlaplan {}  // namespace mlaplan

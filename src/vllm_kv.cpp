@@ -1,0 +1,3 @@
+#include "mlaplan/vllm_kv.hpp"
+
+namespace mlaplan {}  // namespace mlaplan
