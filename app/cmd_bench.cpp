@@ -136,7 +136,7 @@ int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& e
 
   if (opt.json) {
     ojson j;
-    j["schema"] = "mla-plan/1";
+    j["schema"] = kJsonSchema;
     j["config"] = opt.config;
     j["device"] = {{"index", gpu.info.index},
                    {"name", gpu.info.name},

@@ -52,7 +52,11 @@ void setup_check(CLI::App& app, CheckOptions& opt) {
   add_int_list_option(*sub, "--tensor-parallel-size,--tp", opt.tp_sizes,
                       "TP size; with --matrix a comma-separated list", parallel_size_range())
       ->group("Parallelism");
-  bind_capacity_flags(*sub, opt.plan.capacity);
+  sub->remove_option(sub->get_option("--data-parallel-size"));
+  add_int_list_option(*sub, "--data-parallel-size,--dp", opt.dp_sizes,
+                      "DP size; with --matrix a comma-separated list", parallel_size_range())
+      ->group("Parallelism");
+  bind_fit_flags(*sub, opt.plan.fit);
 }
 
 namespace {
@@ -70,8 +74,10 @@ struct FileResult {
   std::string kv_cache_dtype;
   double global_rows = 0;         ///< global bytes per token, DeepSeek's accounting
   double global_pages = 0;        ///< the same, the engine's
-  std::optional<std::int64_t> concurrency;    ///< with a capacity
-  std::optional<std::int64_t> max_model_len;  ///< with a capacity
+  std::optional<double> concurrency;          ///< vLLM's maximum concurrency, all DP engines (with a fit)
+  std::optional<std::int64_t> kv_tokens;      ///< vLLM's GPU KV cache size, all DP engines
+  std::optional<std::int64_t> max_model_len;  ///< with a fit
+  std::optional<std::int64_t> weights_bytes;  ///< per GPU, the largest stage
 };
 
 std::string gh_escape_data(const std::string& s) {
@@ -95,32 +101,14 @@ std::string gh_escape_property(const std::string& s) {
   return o;
 }
 
-void apply_guards(const CheckOptions& opt, const PlanResult& plan, FileResult& fr) {
-  if (!plan.layout || !plan.capacity) return;
-  const auto& a = plan.layout->accounting;
-  if (opt.max_global_bytes_per_token) {
-    const bool rows = opt.guard_accounting == "rows";
-    const auto& measured = rows ? a.global_rows : a.global_pages;
-    if (measured.value() > *opt.max_global_bytes_per_token) {
-      fr.findings.push_back(Finding{"guard.global_bytes_per_token", Severity::error,
-                                    "global bytes per token " + measured.str() + " (" +
-                                        (rows ? "rows" : "pages") + " accounting) exceeds the limit " +
-                                        format_general(*opt.max_global_bytes_per_token),
-                                    {}, {}});
-      fr.code = combine_exit_codes(fr.code, exit_code(ErrorKind::does_not_fit));
-    }
-  }
-  if (opt.min_concurrency) {
-    const auto& c = *plan.capacity;
-    if (c.concurrency_total < *opt.min_concurrency) {
-      fr.findings.push_back(Finding{"guard.concurrency", Severity::error,
-                                    "concurrency at max_model_len " + std::to_string(c.max_model_len) + " on " +
-                                        plan.target.id + " is " + std::to_string(c.concurrency_total) +
-                                        ", below the minimum " + std::to_string(*opt.min_concurrency),
-                                    {}, {}});
-      fr.code = combine_exit_codes(fr.code, exit_code(ErrorKind::does_not_fit));
-    }
-  }
+/// The request of one check: plan's flags, the guards, no decode schedules.
+PlanRequest check_request(const CheckOptions& opt, const PlanOptions& plan_opt) {
+  PlanRequest req = plan_opt.request();
+  req.schedules = false;
+  req.guards.max_global_bytes_per_token = opt.max_global_bytes_per_token;
+  req.guards.guard_rows = opt.guard_accounting == "rows";
+  if (opt.min_concurrency) req.guards.min_concurrency = static_cast<double>(*opt.min_concurrency);
+  return req;
 }
 
 /// One file's result. A flag value that is wrong for this file (a bound from its config, such as
@@ -132,13 +120,13 @@ FileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptio
   fr.path = path;
   plan_opt.config = path;
   try {
-    const PlanResult plan = compute_plan(plan_opt);
+    const PlanResult plan = make_plan(path, check_request(opt, plan_opt));
     fr.code = plan.exit_code;
     for (const auto& f : plan.findings) {
       if (f.severity != Severity::info) fr.findings.push_back(f);
     }
-    if (plan.exit_code == exit_code(ErrorKind::does_not_fit)) {
-      fr.findings.push_back(Finding{"capacity.does_not_fit", Severity::error, plan.exit_message, {}, {}});
+    if (plan.fit && !plan.fit->fits && plan.fit->placement.ok()) {
+      fr.findings.push_back(Finding{"fit.does_not_fit", Severity::error, plan.fit->verdict, {}, {}});
     }
     if (plan.layout) {
       fr.planned = true;
@@ -147,12 +135,13 @@ FileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptio
       fr.kv_cache_dtype = std::string(to_string(plan.layout->kv_cache_dtype));
       fr.global_rows = plan.layout->accounting.global_rows.value();
       fr.global_pages = plan.layout->accounting.global_pages.value();
-      if (plan.capacity) {
-        fr.concurrency = plan.capacity->concurrency_total;
-        fr.max_model_len = plan.capacity->max_model_len;
+      if (plan.fit) {
+        fr.concurrency = plan.fit->total_concurrency;
+        fr.kv_tokens = plan.fit->total_kv_tokens;
+        fr.max_model_len = plan.layout->max_model_len;
+        fr.weights_bytes = plan.fit->placement.max_rank_bytes;
       }
     }
-    apply_guards(opt, plan, fr);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::usage && first) throw;
     fr.code = exit_code(e.kind());
@@ -167,18 +156,18 @@ FileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptio
   return fr;
 }
 
-/// {"schema": "mla-plan/1", "files": [...], "exit_code": N} written one file at a time, with the
+/// {"schema": "mla-plan/2", "files": [...], "exit_code": N} written one file at a time, with the
 /// bytes dump_json() gives for the whole object. Nothing is written before the first file.
 class JsonFilesStream {
  public:
   explicit JsonFilesStream(std::ostream& out) : out_(out) {}
   void file(const ojson& f) {
-    out_ << (files_ == 0 ? "{\n  \"schema\": \"mla-plan/1\",\n  \"files\": [\n    " : ",\n    ")
+    out_ << (files_ == 0 ? std::string("{\n  \"schema\": \"") + kJsonSchema + "\",\n  \"files\": [\n    " : std::string(",\n    "))
          << dump_json_nested(f, 2);
     ++files_;
   }
   void close(int exit_code) {
-    if (files_ == 0) out_ << "{\n  \"schema\": \"mla-plan/1\",\n  \"files\": [],\n";
+    if (files_ == 0) out_ << "{\n  \"schema\": \"" << kJsonSchema << "\",\n  \"files\": [],\n";
     else out_ << "\n  ],\n";
     out_ << "  \"exit_code\": " << exit_code << "\n}\n";
   }
@@ -251,8 +240,10 @@ class CheckPrinter {
       f["kv_cache_dtype"] = r.kv_cache_dtype;
       f["global_bytes_per_token"] = {{"rows", r.global_rows}, {"pages", r.global_pages}};
       if (r.concurrency) {
-        f["concurrency"] = *r.concurrency;
+        f["maximum_concurrency"] = *r.concurrency;
+        f["gpu_kv_cache_tokens"] = *r.kv_tokens;
         f["max_model_len"] = *r.max_model_len;
+        f["weights_bytes_per_gpu"] = *r.weights_bytes;
       }
     }
     return f;
@@ -267,11 +258,11 @@ class CheckPrinter {
 };
 
 /// The line of one matrix cell (without its newline).
-std::string matrix_line(std::string_view gpu, const std::string& dtype, std::int64_t tp, bool supported,
-                        const std::string& result) {
+std::string matrix_line(std::string_view gpu, const std::string& dtype, std::int64_t tp, std::int64_t dp,
+                        bool supported, const std::string& result) {
   char line[512];
-  std::snprintf(line, sizeof line, "  %-14s %-14s %4lld  %s ", std::string(gpu).c_str(), dtype.c_str(),
-                static_cast<long long>(tp), supported ? "yes" : "no ");
+  std::snprintf(line, sizeof line, "  %-14s %-14s %4lld %4lld  %s ", std::string(gpu).c_str(), dtype.c_str(),
+                static_cast<long long>(tp), static_cast<long long>(dp), supported ? "yes" : "no ");
   return line + printable(result);
 }
 
@@ -318,7 +309,7 @@ std::vector<MatrixInput> read_matrix_inputs(const CheckOptions& opt, std::int64_
 
 /// One config's matrix: every GPU preset x kv dtype x TP size. Prints it (text) or adds it to
 /// `json` as it is done.
-int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<std::int64_t>& tps,
+int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<std::pair<std::int64_t, std::int64_t>>& layouts,
               std::ostream& out, JsonFilesStream* json) {
   const std::string& path = in.path;
   if (in.error) {
@@ -344,30 +335,39 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
   std::string table;
   if (!json) {
     char line[512];
-    std::snprintf(line, sizeof line, "  %-14s %-14s %4s  %s\n", "gpu", "kv dtype", "TP", "result");
+    std::snprintf(line, sizeof line, "  %-14s %-14s %4s %4s  %s\n", "gpu", "kv dtype", "TP", "DP", "result");
     table = printable(path) + "\n" + line;
   }
   for (const auto& g : gpu_presets()) {
     for (const std::string dtype : {"fp8_ds_mla", "nvfp4_ds_mla"}) {
       if (dtype == "nvfp4_ds_mla" && cfg.family != Family::deepseek_v41) continue;
-      for (auto tp : tps) {
+      for (const auto& [tp, dp] : layouts) {
         PlanOptions po = opt.plan;
         po.target = TargetFlags{};
         po.target.gpu = std::string(g.id);
         po.layout.options.kv_cache_dtype = dtype;
         po.layout.options.tensor_parallel_size = tp;
+        po.layout.options.data_parallel_size = dp;
         std::string result;
         bool supported = false;
-        std::int64_t concurrency = 0;
+        double concurrency = 0;
+        std::int64_t weights = 0;
         int code = 0;
         try {
           if (topology_error) throw *topology_error;
-          const auto r = compute_plan_on(cfg, *topology, po);
+          PlanRequest req = check_request(opt, po);
+          req.guards = PlanGuards{};
+          req.suggestions = false;
+          const auto r = make_plan_on(cfg, *topology, req);
           code = r.exit_code;
           supported = r.exit_code == 0;
-          concurrency = r.capacity ? r.capacity->concurrency_total : 0;
-          result = supported ? "supported, " + std::to_string(concurrency) + " requests at max_model_len " +
-                                   std::to_string(r.layout->max_model_len)
+          if (r.fit) {
+            concurrency = r.fit->total_concurrency;
+            weights = r.fit->placement.max_rank_bytes;
+          }
+          result = supported ? "fits: " + format_fixed(concurrency, 2) + "x requests of " +
+                                   std::to_string(r.layout->max_model_len) + " tokens, weights " +
+                                   format_fixed(static_cast<double>(weights) / 1073741824.0, 2) + " GiB per GPU"
                              : r.exit_message;
         } catch (const Error& e) {
           code = exit_code(e.kind());
@@ -377,12 +377,15 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
           cells.push_back({{"gpu", g.id},
                            {"kv_cache_dtype", dtype},
                            {"tensor_parallel_size", tp},
+                           {"data_parallel_size", dp},
+                           {"enable_expert_parallel", opt.plan.fit.deploy.enable_expert_parallel},
                            {"supported", supported},
                            {"exit_code", code},
-                           {"concurrency", concurrency},
+                           {"maximum_concurrency", concurrency},
+                           {"weights_bytes_per_gpu", weights},
                            {"reason", supported ? "" : result}});
         } else {
-          table += matrix_line(g.id, dtype, tp, supported, result) + "\n";
+          table += matrix_line(g.id, dtype, tp, dp, supported, result) + "\n";
         }
       }
     }
@@ -397,15 +400,16 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
 
 /// check --matrix: every config read (and the layer rows counted), then each config's matrix
 /// printed as it is done.
-int run_matrix(const CheckOptions& opt, const std::vector<std::int64_t>& tps, std::ostream& out) {
-  std::vector<MatrixInput> inputs = read_matrix_inputs(opt, static_cast<std::int64_t>(tps.size()));
+int run_matrix(const CheckOptions& opt, std::ostream& out) {
+  const auto layouts = opt.layouts();
+  std::vector<MatrixInput> inputs = read_matrix_inputs(opt, static_cast<std::int64_t>(layouts.size()));
   const std::string format = opt.effective_format();
   const bool as_json = format == "json";
   JsonFilesStream json(out);
   if (format == "markdown") out << "```text\n";  // the text tables in a code block
   int overall = 0;
   for (auto& in : inputs) {
-    overall = combine_exit_codes(overall, matrix_of(in, opt, tps, out, as_json ? &json : nullptr));
+    overall = combine_exit_codes(overall, matrix_of(in, opt, layouts, out, as_json ? &json : nullptr));
     in.config.reset();  // planned: its memory goes back
     out.flush();
     if (!out) return overall;  // the output is gone: plan nothing more (the caller reports it)
@@ -423,6 +427,18 @@ std::vector<std::int64_t> CheckOptions::effective_tp_sizes() const {
   return tp_sizes.empty() ? std::vector<std::int64_t>{1} : tp_sizes;
 }
 
+std::vector<std::int64_t> CheckOptions::effective_dp_sizes() const {
+  return dp_sizes.empty() ? std::vector<std::int64_t>{1} : dp_sizes;
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> CheckOptions::layouts() const {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (auto tp : effective_tp_sizes()) {
+    for (auto dp : effective_dp_sizes()) out.emplace_back(tp, dp);
+  }
+  return out;
+}
+
 void validate_check(const CheckOptions& opt) {
   const std::vector<std::int64_t> tps = opt.effective_tp_sizes();
   const auto n = static_cast<std::int64_t>(opt.configs.size());
@@ -435,6 +451,11 @@ void validate_check(const CheckOptions& opt) {
     throw_usage("--tensor-parallel-size has " + std::to_string(ntp) + " values; allowed 1.." +
                 std::to_string(CheckLimits::max_tp_sizes));
   }
+  const auto ndp = static_cast<std::int64_t>(opt.effective_dp_sizes().size());
+  if (ndp > CheckLimits::max_tp_sizes) {
+    throw_usage("--data-parallel-size has " + std::to_string(ndp) + " values; allowed 1.." +
+                std::to_string(CheckLimits::max_tp_sizes));
+  }
   for (std::size_t i = 0; i < tps.size(); ++i) {
     if (tps[i] < 1 || tps[i] > LayoutLimits::max_parallel_size) {
       throw_usage("--tensor-parallel-size[" + std::to_string(i) + "]: '" + std::to_string(tps[i]) +
@@ -442,9 +463,10 @@ void validate_check(const CheckOptions& opt) {
                   std::to_string(LayoutLimits::max_parallel_size));
     }
   }
-  if (opt.matrix && n * ntp > CheckLimits::max_matrix_rows) {
-    throw_usage("--matrix: " + std::to_string(n) + " configs x " + std::to_string(ntp) + " TP sizes = " +
-                std::to_string(n * ntp) + " rows; allowed 1.." + std::to_string(CheckLimits::max_matrix_rows) +
+  if (opt.matrix && n * ntp * ndp > CheckLimits::max_matrix_rows) {
+    throw_usage("--matrix: " + std::to_string(n) + " configs x " + std::to_string(ntp) + " TP sizes x " +
+                std::to_string(ndp) + " DP sizes = " + std::to_string(n * ntp * ndp) + " rows; allowed 1.." +
+                std::to_string(CheckLimits::max_matrix_rows) +
                 " (each row plans every GPU preset and kv dtype)");
   }
   if (opt.max_global_bytes_per_token && !(*opt.max_global_bytes_per_token >= 0 &&
@@ -453,13 +475,14 @@ void validate_check(const CheckOptions& opt) {
                 "' is out of range; allowed " + kGlobalBytesRange.text());
   }
   if (!opt.matrix && tps.size() > 1) throw_usage("--tensor-parallel-size takes several values only with --matrix");
+  if (!opt.matrix && ndp > 1) throw_usage("--data-parallel-size takes several values only with --matrix");
 }
 
 int run_check(const CheckOptions& opt, std::ostream& out, std::ostream& err) {
-  const std::vector<std::int64_t> tps = opt.effective_tp_sizes();
-  if (opt.matrix) return run_matrix(opt, tps, out);
+  if (opt.matrix) return run_matrix(opt, out);
   PlanOptions plan_opt = opt.plan;
-  plan_opt.layout.options.tensor_parallel_size = tps.front();
+  plan_opt.layout.options.tensor_parallel_size = opt.effective_tp_sizes().front();
+  plan_opt.layout.options.data_parallel_size = opt.effective_dp_sizes().front();
 
   // Each file's result is printed as soon as it is checked, in every format.
   CheckPrinter printer(opt.effective_format(), out, err);

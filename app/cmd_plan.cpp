@@ -18,62 +18,30 @@ void setup_plan(CLI::App& app, PlanOptions& opt) {
   sub->add_option("--dtype", opt.dtype, "model dtype the engine runs (default: the config's)");
   bind_target_flags(*sub, opt.target);
   bind_layout_flags(*sub, opt.layout);
-  bind_capacity_flags(*sub, opt.capacity);
+  bind_fit_flags(*sub, opt.fit);
   bind_batch_flags(*sub, opt.batch);
 }
 
-namespace {
-
-/// Everything of a plan but r.config and r.topology, from `config` and `topology` (which may be
-/// r's own).
-void plan_into(PlanResult& r, const ModelConfig& config, const Topology& topology, const PlanOptions& opt) {
-  r.target = resolve_target(opt.target.request());
-
-  const LayoutOptions layout_options = opt.layout.resolved(opt.batch.options.spec_tokens);
-  r.rules = evaluate_rules(config, topology, r.target, RuleOptions{opt.dtype, layout_options});
-  for (const auto& rr : r.rules) {
-    if (rr.finding.severity == Severity::error && rr.kind == ErrorKind::usage) throw_usage(rr.finding.message);
-  }
-  r.findings = config.findings;
-  for (const auto& rr : r.rules) r.findings.push_back(rr.finding);
-
-  r.layout = plan_layout(config, topology, r.target, layout_options, Strictness::lenient);
-  r.capacity = plan_capacity(*r.layout, opt.capacity.options);
-  r.batch = make_decode_batch(opt.batch.options, r.layout->max_model_len,
-                              r.layout->max_model_len_default ? MaxModelLenSource::config_default
-                                                              : MaxModelLenSource::flag);
-  r.schedules = plan_decode_schedules(config, topology, *r.layout, r.batch);
-
-  r.exit_code = rules_exit_code(r.rules);
-  for (const auto& rr : r.rules) {
-    if (rr.finding.severity == Severity::error) {
-      r.exit_message = rr.finding.message + (rr.finding.fix.empty() ? "" : " (fix: " + rr.finding.fix + ")");
-      break;
-    }
-  }
-  if (r.exit_code == 0 && !r.capacity->fits) {
-    r.exit_code = exit_code(ErrorKind::does_not_fit);
-    r.exit_message = r.capacity->message;
-  }
+PlanRequest PlanOptions::request() const {
+  PlanRequest r;
+  r.target = target.request();
+  r.layout = layout.resolved(batch.options.spec_tokens);
+  r.batch = batch.options;
+  r.budget = fit.resolved_budget();
+  r.deploy = fit.resolved_deploy();
+  r.dtype = dtype;
+  return r;
 }
 
-}  // namespace
-
 PlanResult compute_plan_for(ModelConfig config, const PlanOptions& opt) {
-  PlanResult r;
-  r.config = std::move(config);
-  r.topology = build_topology(r.config);
-  plan_into(r, r.config, r.topology, opt);
-  return r;
+  return make_plan(std::move(config), opt.request());
 }
 
 PlanResult compute_plan_on(const ModelConfig& config, const Topology& topology, const PlanOptions& opt) {
-  PlanResult r;
-  plan_into(r, config, topology, opt);
-  return r;
+  return make_plan_on(config, topology, opt.request());
 }
 
-PlanResult compute_plan(const PlanOptions& opt) { return compute_plan_for(load_config(opt.config), opt); }
+PlanResult compute_plan(const PlanOptions& opt) { return make_plan(opt.config, opt.request()); }
 
 int run_plan(const PlanOptions& opt, std::ostream& out, std::ostream& err) {
   const PlanResult r = compute_plan(opt);

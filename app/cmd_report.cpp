@@ -33,7 +33,7 @@ void setup_report(CLI::App& app, ReportOptions& opt) {
   sub->add_option("--dtype", opt.plan.dtype, "model dtype the engine runs (default: the config's)");
   bind_target_flags(*sub, opt.plan.target);
   bind_layout_flags(*sub, opt.plan.layout);
-  bind_capacity_flags(*sub, opt.plan.capacity);
+  bind_fit_flags(*sub, opt.plan.fit);
   bind_batch_flags(*sub, opt.plan.batch);
 }
 

@@ -146,7 +146,7 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
 
   if (opt.json) {
     ojson j;
-    j["schema"] = "mla-plan/1";
+    j["schema"] = kJsonSchema;
     j["config"] = opt.config;
     j["device"] = {{"index", info.index},
                    {"name", info.name},

@@ -13,6 +13,7 @@
 #include "mlaplan/config.hpp"
 #include "mlaplan/decode.hpp"
 #include "mlaplan/layout.hpp"
+#include "mlaplan/plan.hpp"
 #include "mlaplan/rules.hpp"
 #include "mlaplan/scheduler.hpp"
 #include "mlaplan/target.hpp"
@@ -26,20 +27,8 @@ namespace mlaplan::cli {
 
 enum class OutputFormat { text, json };
 
-/// Everything `plan` computed for one config, ready to print.
-struct PlanResult {
-  ModelConfig config;
-  Topology topology;
-  Target target;
-  std::optional<Layout> layout;          ///< absent when the flags make no layout possible
-  std::optional<Capacity> capacity;
-  DecodeBatch batch;
-  std::vector<LayerTypeSchedule> schedules;
-  std::vector<RuleResult> rules;         ///< backend rules on the target
-  std::vector<Finding> findings;         ///< config findings, then rule findings
-  int exit_code = 0;                     ///< 0, 3 (unsupported) or 4 (does not fit)
-  std::string exit_message;              ///< the error line for a non-zero exit_code
-};
+/// Everything `plan` computed for one config, ready to print (include/mlaplan/plan.hpp).
+using PlanResult = mlaplan::Plan;
 
 // ---- plan ----
 struct PlanOptions {
@@ -50,8 +39,10 @@ struct PlanOptions {
   std::optional<std::string> dtype;
   TargetFlags target;
   LayoutFlags layout;
-  CapacityFlags capacity;
+  FitFlags fit;
   BatchFlags batch;
+  /// The library's request of these flags (Error(usage) for a pair that excludes each other).
+  PlanRequest request() const;
 };
 void setup_plan(CLI::App& app, PlanOptions& opt);
 int run_plan(const PlanOptions& opt, std::ostream& out, std::ostream& err);
@@ -98,12 +89,16 @@ struct CheckOptions {
   bool json = false;
   bool matrix = false;
   std::vector<std::int64_t> tp_sizes;
+  std::vector<std::int64_t> dp_sizes;
   std::optional<double> max_global_bytes_per_token;
   std::string guard_accounting = "pages";
   std::optional<std::int64_t> min_concurrency;
   PlanOptions plan;  ///< target, layout, capacity flags shared with plan
   std::string effective_format() const;
   std::vector<std::int64_t> effective_tp_sizes() const;  ///< tp_sizes, or {1} when none was given
+  std::vector<std::int64_t> effective_dp_sizes() const;  ///< dp_sizes, or {1} when none was given
+  /// Every (TP, DP) pair of the matrix, TP outer.
+  std::vector<std::pair<std::int64_t, std::int64_t>> layouts() const;
 };
 void setup_check(CLI::App& app, CheckOptions& opt);
 /// The flag values of check that no single plan validates: how many configs and TP sizes, the

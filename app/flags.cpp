@@ -3,7 +3,9 @@
 #include <CLI/CLI.hpp>
 
 #include "flag_values.hpp"
+#include "mlaplan/error.hpp"
 #include "mlaplan/limits.hpp"
+#include "mlaplan/number_format.hpp"
 
 namespace mlaplan::cli {
 
@@ -70,19 +72,71 @@ void bind_layout_flags(CLI::App& sub, LayoutFlags& f, bool with_kv_dtype) {
       ->group("Parallelism");
 }
 
-void bind_capacity_flags(CLI::App& sub, CapacityFlags& f) {
-  add_real_option(sub, "--gpu-memory-utilization", f.options.gpu_memory_utilization,
-                  "fraction of GPU memory for the engine (default 0.9)", RealRange{0.0, 1.0, true, {}})
-      ->group("Capacity");
-  add_real_option(sub, "--weights-gib", f.options.weights_gib, "model weights per GPU, GiB (default 0)",
+BudgetOptions FitFlags::resolved_budget() const {
+  BudgetOptions b = budget;
+  if (kv_budget_gib) {
+    if (b.kv_cache_memory_bytes) {
+      throw_usage("--kv-budget-gib " + format_general(*kv_budget_gib) + " and --kv-cache-memory-bytes " +
+                  std::to_string(*b.kv_cache_memory_bytes) + " both set the KV-cache bytes per GPU; give one");
+    }
+    b.kv_cache_memory_bytes = gib_to_bytes(*kv_budget_gib, "--kv-budget-gib");
+  }
+  return b;
+}
+
+DeployOptions FitFlags::resolved_deploy() const {
+  DeployOptions d = deploy;
+  d.engram = engram == "offload" ? EngramPlacement::offload : EngramPlacement::gpu;
+  d.async_scheduling = !no_async_scheduling;
+  d.read_checkpoint_files = !no_checkpoint_files;
+  return d;
+}
+
+void bind_fit_flags(CLI::App& sub, FitFlags& f) {
+  add_real_option(sub, "--gpu-memory-utilization", f.budget.gpu_memory_utilization,
+                  "fraction of each GPU's total memory vLLM may use (default 0.92, vLLM 0.30's)",
+                  RealRange{0.0, 1.0, true, {}})
+      ->group("Fit");
+  add_int_option(sub, "--kv-cache-memory-bytes", f.budget.kv_cache_memory_bytes,
+                 "the KV cache per GPU itself, bytes: no budget is computed (vLLM's flag)",
+                 IntRange{1, std::int64_t{1} << 50, {}})
+      ->group("Fit");
+  add_real_option(sub, "--kv-budget-gib", f.kv_budget_gib, "--kv-cache-memory-bytes in GiB", kMemoryGib)->group("Fit");
+  add_real_option(sub, "--weights-gib", f.budget.weights_gib,
+                  "weights per GPU, GiB (default: the checkpoint's, placed for the layout)", kMemoryGibOrZero)
+      ->group("Fit");
+  add_real_option(sub, "--load-overhead-gib", f.budget.load_overhead_gib,
+                  "what loading takes beyond the weights, GiB (default: measured on V4-Flash, 0.78)", kMemoryGibOrZero)
+      ->group("Fit");
+  add_real_option(sub, "--activation-gib", f.budget.activation_gib,
+                  "the profile run's activation peak, GiB (default: estimated from the shapes)", kMemoryGibOrZero)
+      ->group("Fit");
+  add_real_option(sub, "--non-torch-gib", f.budget.non_torch_gib,
+                  "non-torch memory (NCCL, cuBLAS), GiB (default: estimated)", kMemoryGibOrZero)
+      ->group("Fit");
+  add_real_option(sub, "--cudagraph-gib", f.budget.cudagraph_gib,
+                  "the CUDA-graph pool, GiB (default: estimated; 0 with --enforce-eager)", kMemoryGibOrZero)
+      ->group("Fit");
+  add_real_option(sub, "--reserved-gib", f.budget.reserved_gib, "anything else taken per GPU, GiB (default 0)",
                   kMemoryGibOrZero)
-      ->group("Capacity");
-  add_real_option(sub, "--reserved-gib", f.options.reserved_gib, "other reserved memory per GPU, GiB (default 0)",
-                  kMemoryGibOrZero)
-      ->group("Capacity");
-  add_real_option(sub, "--kv-budget-gib", f.options.kv_budget_gib, "the KV-cache budget per GPU itself, GiB",
-                  kMemoryGib)
-      ->group("Capacity");
+      ->group("Fit");
+  sub.add_flag("--enforce-eager", f.budget.enforce_eager, "no CUDA graphs (vLLM's flag)")->group("Fit");
+  sub.add_flag("--enable-expert-parallel", f.deploy.enable_expert_parallel,
+               "experts over TP x DP ranks (vLLM's flag; EP = TP x DP)")
+      ->group("Parallelism");
+  sub.add_option("--engram", f.engram, "gpu | offload: where V4.1's Engram tables live (default gpu)")
+      ->check(one_of({"gpu", "offload"}))
+      ->group("Fit");
+  add_int_option(sub, "--max-num-seqs", f.deploy.max_num_seqs,
+                 "requests per step; sizes the sampler's profile (default: vLLM's for the GPU)",
+                 IntRange{1, BatchLimits::max_requests, {}})
+      ->group("Fit");
+  sub.add_flag("--no-async-scheduling", f.no_async_scheduling,
+               "one batch in flight: halves the sliding-window reserve (vLLM 0.30 schedules asynchronously)")
+      ->group("Fit");
+  sub.add_flag("--no-checkpoint-files", f.no_checkpoint_files,
+               "derive the weights from config.json even when the directory has safetensors files")
+      ->group("Fit");
 }
 
 void bind_batch_flags(CLI::App& sub, BatchFlags& f) {

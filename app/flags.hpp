@@ -10,6 +10,7 @@
 #include "flag_values.hpp"
 #include "mlaplan/decode.hpp"
 #include "mlaplan/layout.hpp"
+#include "mlaplan/plan.hpp"
 #include "mlaplan/target.hpp"
 
 namespace CLI {
@@ -40,11 +41,21 @@ struct LayoutFlags {
 };
 void bind_layout_flags(CLI::App& sub, LayoutFlags& f, bool with_kv_dtype = true);
 
-/// --gpu-memory-utilization, --weights-gib, --reserved-gib, --kv-budget-gib
-struct CapacityFlags {
-  CapacityOptions options;
+/// The fit flags: vLLM's budget (--gpu-memory-utilization, --kv-cache-memory-bytes, each term's
+/// override, --enforce-eager) and deployment (--enable-expert-parallel, --engram, --max-num-seqs,
+/// --no-async-scheduling, --no-checkpoint-files).
+struct FitFlags {
+  BudgetOptions budget;
+  DeployOptions deploy;
+  std::optional<double> kv_budget_gib;  ///< --kv-budget-gib: --kv-cache-memory-bytes in GiB
+  std::string engram = "gpu";
+  bool no_async_scheduling = false;
+  bool no_checkpoint_files = false;
+  /// The budget and deployment options; Error(usage) for --kv-budget-gib with --kv-cache-memory-bytes.
+  BudgetOptions resolved_budget() const;
+  DeployOptions resolved_deploy() const;
 };
-void bind_capacity_flags(CLI::App& sub, CapacityFlags& f);
+void bind_fit_flags(CLI::App& sub, FitFlags& f);
 
 /// --batch, --context-len, --context-lens, --spec-tokens
 struct BatchFlags {

@@ -9,6 +9,10 @@
 
 namespace mlaplan::cli {
 
+/// The "schema" of every --json document (defined in app/render_json.cpp, the JSON contract's
+/// one translation unit): "mla-plan/2" since the plan's "capacity" object became "fit".
+extern const char* const kJsonSchema;
+
 /// {"id", "severity", "message", "path"?, "fix"?}
 nlohmann::ordered_json finding_json(const Finding& f);
 /// An array of finding_json().

@@ -9,6 +9,8 @@
 
 namespace mlaplan::cli {
 
+const char* const kJsonSchema = "mla-plan/2";
+
 using json = nlohmann::ordered_json;
 
 namespace {
@@ -149,22 +151,138 @@ json parallel_json(const Parallelism& p) {
   return j;
 }
 
-json capacity_json(const Capacity& c) {
+json part_bytes_json(const std::array<std::int64_t, kWeightPartCount>& parts) {
+  json j = json::object();
+  for (std::size_t i = 0; i < kWeightPartCount; ++i) {
+    if (parts[i] != 0) j[std::string(to_string(static_cast<WeightPart>(i)))] = parts[i];
+  }
+  return j;
+}
+
+json budget_json(const Budget& b) {
   json j;
-  j["budget_bytes"] = c.budget_bytes;
-  j["budget_formula"] = c.budget_formula;
-  j["explicit_budget"] = c.explicit_budget;
-  j["gpu_memory_utilization"] = c.gpu_memory_utilization;
-  j["weights_bytes"] = c.weights_bytes;
-  j["reserved_bytes"] = c.reserved_bytes;
-  j["max_model_len"] = c.max_model_len;
-  j["request_bytes"] = c.request_bytes;
-  j["tokens_that_fit"] = c.tokens_unbounded ? json(nullptr) : json(c.tokens_that_fit);
-  j["concurrency"] = c.concurrency_total;
-  j["concurrency_per_dp_rank"] = c.concurrency_per_rank;
-  j["longest_max_model_len"] = c.longest_max_model_len;
-  j["fits"] = c.fits;
-  if (!c.message.empty()) j["message"] = c.message;
+  j["total_bytes"] = b.total_bytes;
+  j["total_source"] = std::string(to_string(b.total_source));
+  j["total_how"] = b.total_how;
+  j["gpu_memory_utilization"] = b.gpu_memory_utilization;
+  j["gpu_memory_utilization_default"] = b.utilization_default;
+  j["requested_bytes"] = b.requested_bytes;
+  j["explicit_kv_cache_memory_bytes"] = b.explicit_kv_bytes;
+  json terms = json::array();
+  for (const auto& t : b.terms) {
+    terms.push_back({{"id", t.id},
+                     {"bytes", t.bytes},
+                     {"source", std::string(to_string(t.source))},
+                     {"how", t.how},
+                     {"flag", t.flag}});
+  }
+  j["terms"] = std::move(terms);
+  j["non_kv_bytes"] = b.non_kv_bytes;
+  j["available_kv_bytes"] = b.available_bytes;
+  return j;
+}
+
+json vllm_kv_json(const VllmKvConfig& kv) {
+  json j;
+  j["planner"] = kVllmKvPlannerName;
+  j["bytes_per_block"] = kv.bytes_per_block;
+  j["blocks_per_request"] = kv.blocks_per_request;
+  j["retained_tokens"] = kv.retained_tokens;
+  json groups = json::array();
+  for (const auto& g : kv.groups) {
+    json specs = json::array();
+    for (auto i : g.specs) {
+      const auto& s = kv.specs[i];
+      specs.push_back({{"layer", s.layer},
+                       {"what", s.what},
+                       {"draft", s.draft},
+                       {"page_bytes", s.page_bytes}});
+    }
+    groups.push_back({{"kind", std::string(to_string(g.kind))},
+                      {"block_size", g.block_size},
+                      {"bytes", g.bytes},
+                      {"specs", std::move(specs)}});
+  }
+  j["groups"] = std::move(groups);
+  return j;
+}
+
+json fit_json(const Fit& f) {
+  json j;
+  j["engine"] = "vLLM " + std::string(kVllmVersion);
+  j["fits"] = f.fits;
+  j["verdict"] = f.verdict;
+  j["suggestions"] = f.suggestions;
+  const auto& pl = f.placement.layout;
+  j["layout"] = {{"tensor_parallel_size", pl.tensor_parallel_size},
+                 {"data_parallel_size", pl.data_parallel_size},
+                 {"pipeline_parallel_size", pl.pipeline_parallel_size},
+                 {"enable_expert_parallel", pl.enable_expert_parallel},
+                 {"expert_parallel_size", pl.expert_parallel_size()},
+                 {"gpus", pl.gpus()},
+                 {"engram", std::string(to_string(pl.engram))},
+                 {"draft_stages_loaded", pl.load_draft_stages},
+                 {"async_scheduling", f.async_scheduling}};
+  json w;
+  w["source"] = std::string(to_string(f.weights_source));
+  w["how"] = f.weights_how;
+  w["known"] = f.weights.known;
+  if (!f.weights.known) w["reason"] = f.weights.reason;
+  w["estimated"] = f.weights.estimated();
+  w["checkpoint_bytes"] = f.weights.total_bytes();
+  w["main_bytes"] = f.weights.main.bytes;
+  w["draft_bytes"] = f.weights.draft.bytes;
+  w["tensors"] = f.weights.total_tensors();
+  w["params"] = f.weights.main.params;
+  w["active_params"] = f.weights.active_params;
+  if (f.files) {
+    json mm = json::array();
+    for (const auto& m : f.files->mismatches) {
+      mm.push_back({{"tensor", m.tensor}, {"what", m.what}, {"contract", m.contract}, {"files", m.files}});
+    }
+    w["mismatch_count"] = f.files->mismatch_count;
+    w["mismatches"] = std::move(mm);
+    w["contract_bytes"] = f.files->contract_bytes;
+  }
+  j["weights"] = std::move(w);
+  j["replicated_bytes"] = f.placement.replicated_bytes;
+  j["tensor_bytes"] = f.placement.tensor_bytes;
+  j["expert_bytes"] = f.placement.expert_bytes;
+  j["host_bytes"] = f.placement.host_bytes;
+  j["local_query_heads"] = f.placement.local_query_heads;
+  j["padded_query_heads"] = f.placement.padded_query_heads;
+  json stages = json::array();
+  for (const auto& st : f.stages) {
+    const auto& rw = st.weights;
+    stages.push_back({{"stage", rw.stage},
+                      {"first_layer", rw.first_layer},
+                      {"last_layer", rw.last_layer},
+                      {"weights_bytes", rw.total_bytes},
+                      {"replicated_bytes", rw.replicated_bytes},
+                      {"tensor_bytes", rw.tensor_bytes},
+                      {"expert_bytes", rw.expert_bytes},
+                      {"host_bytes", rw.host_bytes},
+                      {"experts_per_rank", rw.experts_per_rank},
+                      {"part_bytes", part_bytes_json(rw.part_bytes)},
+                      {"budget", budget_json(st.budget)},
+                      {"vllm_kv", vllm_kv_json(st.kv)}});
+  }
+  j["stages"] = std::move(stages);
+  const auto& v = f.vllm;
+  j["vllm"] = {{"available_kv_bytes", v.available_bytes},
+               {"num_blocks", v.num_blocks},
+               {"limiting_stage", v.limiting_stage},
+               {"max_model_len", v.max_model_len},
+               {"maximum_concurrency", v.concurrency},
+               {"gpu_kv_cache_tokens", v.gpu_kv_cache_tokens},
+               {"needed_bytes", v.needed_bytes},
+               {"estimated_max_model_len", v.estimated_max_model_len},
+               {"fits", v.fits},
+               {"log_line", v.log_line},
+               {"error_message", v.error_message}};
+  j["engines"] = f.engines;
+  j["total_concurrency"] = f.total_concurrency;
+  j["total_gpu_kv_cache_tokens"] = f.total_kv_tokens;
   return j;
 }
 
@@ -203,7 +321,7 @@ json findings_json(const std::vector<Finding>& findings) {
 
 std::string render_plan_json(const PlanResult& r) {
   json j;
-  j["schema"] = "mla-plan/1";
+  j["schema"] = kJsonSchema;
   j["config"] = r.config.source;
   j["model"] = model_json(r.config);
   json layers = json::array();
@@ -230,7 +348,7 @@ std::string render_plan_json(const PlanResult& r) {
     j["layout"] = layout_json(*r.layout);
     j["parallel"] = parallel_json(r.layout->parallel);
   }
-  if (r.capacity) j["capacity"] = capacity_json(*r.capacity);
+  if (r.fit) j["fit"] = fit_json(*r.fit);
   j["batch"] = {{"context_lens", r.batch.context_lens},
                 {"spec_tokens", r.batch.spec_tokens},
                 {"decode_tokens", r.batch.positions.size()},
@@ -298,7 +416,7 @@ json schedule_entry_json(const ScheduleEntry& e) {
 
 std::string render_schedules_json(const std::vector<ScheduleEntry>& entries) {
   json j;
-  j["schema"] = "mla-plan/1";
+  j["schema"] = kJsonSchema;
   json arr = json::array();
   for (const auto& e : entries) arr.push_back(schedule_entry_json(e));
   j["schedules"] = std::move(arr);

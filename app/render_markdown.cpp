@@ -115,6 +115,28 @@ std::string render_plan_markdown(const PlanResult& r) {
   o << "\n\n";
   if (r.exit_code == 0) o << "**Result: pass** (exit 0)\n\n";
   else o << "**Result: FAIL** (exit " << r.exit_code << "): " << md(r.exit_message) << "\n\n";
+  if (r.fit) {
+    const Fit& f = *r.fit;
+    const auto& pl = f.placement.layout;
+    o << "**Fit** on " << pl.gpus() << " x " << code(r.target.id) << " (TP " << pl.tensor_parallel_size << " x DP "
+      << pl.data_parallel_size << " x PP " << pl.pipeline_parallel_size
+      << (pl.enable_expert_parallel ? ", expert parallel" : "") << ", vLLM " << kVllmVersion << "): "
+      << md(f.verdict) << "  \n";
+    if (f.vllm.fits) o << code(f.vllm.log_line) << "  \n";
+    for (const auto& sg : f.suggestions) o << "would fit: " << md(sg) << "  \n";
+    o << "\n| per GPU | weights | start-up overheads | KV cache | of total |\n|---|---:|---:|---:|---:|\n";
+    for (const auto& st : f.stages) {
+      std::int64_t over = 0;
+      for (const auto& t : st.budget.terms) {
+        if (t.id != "weights") over += t.bytes;
+      }
+      const std::int64_t w = st.budget.term("weights") ? st.budget.term("weights")->bytes : 0;
+      o << "| " << (f.stages.size() > 1 ? "stage " + std::to_string(st.weights.stage) : std::string("each GPU")) << " | "
+        << gib(w) << " | " << gib(over) << " | " << gib(st.budget.available_bytes) << " | "
+        << gib(st.budget.total_bytes) << " |\n";
+    }
+    o << "\nweights: " << md(f.weights_how) << "\n\n";
+  }
 
   o << "| type | layers | draft | attends to |\n|---|---:|---:|---|\n";
   for (auto type : t.types_present) {
@@ -142,15 +164,6 @@ std::string render_plan_markdown(const PlanResult& r) {
     o << "**Bytes per token** (global): " << a.global_rows.str() << " in rows (DeepSeek's accounting), "
       << a.global_pages.str() << " in pages (the engine's); one request at max_model_len: " << gib(a.total_rows)
       << " in rows, " << gib(a.total_pages) << " in pages\n\n";
-  }
-  if (r.capacity) {
-    const auto& cap = *r.capacity;
-    o << "**Capacity** per GPU on " << code(r.target.id) << ": budget " << gib(cap.budget_bytes) << ", ";
-    if (cap.tokens_unbounded) o << "tokens unbounded";
-    else o << grouped(cap.tokens_that_fit) << " tokens";
-    o << ", " << grouped(cap.concurrency_total) << " requests at max_model_len " << grouped(cap.max_model_len);
-    if (!cap.fits) o << " (**does not fit**: " << md(cap.message) << ")";
-    o << "\n\n";
   }
   if (!r.schedules.empty()) {
     o << "**Decode schedules** (" << md(r.batch.description) << ")\n\n"

@@ -76,6 +76,7 @@ std::string type_meaning(LayerType t) {
 std::string human_bytes(std::int64_t b);
 std::string render_schedule_summary(const ScheduleEntry& e, bool show_records);
 std::string render_layout_text(const PlanResult& r);
+std::string render_fit_text(const PlanResult& r);
 
 std::string render_plan_text(const PlanResult& r, bool show_records) {
   const auto& c = r.config;
@@ -90,7 +91,9 @@ std::string render_plan_text(const PlanResult& r, bool show_records) {
   if (c.sliding_window > 0) o << ", window " << c.sliding_window;
   o << ", index_topk " << c.index_topk << ", max positions " << c.max_position_embeddings;
   if (!c.dtype.empty()) o << ", dtype " << printable(c.dtype, kQuotedMaxBytes);
-  o << "\n\n";
+  o << "\n";
+  o << render_fit_text(r);
+  o << "\n";
 
   o << "layer types (one decode plan each):\n";
   for (auto type : t.types_present) {
@@ -336,20 +339,134 @@ std::string render_layout_text(const PlanResult& r) {
   o << "one request at max_model_len " << l.max_model_len << ": " << gib(a.total_rows) << " in rows, "
     << gib(a.total_pages) << " in pages\n";
 
-  if (r.capacity) {
-    const auto& c = *r.capacity;
-    o << "\ncapacity per GPU: budget " << gib(c.budget_bytes) << " (" << c.budget_formula << ")\n";
-    if (c.tokens_unbounded) {
-      o << "  tokens that fit: unbounded (no cache grows with history)\n";
-    } else {
-      o << "  tokens that fit: " << c.tokens_that_fit << "\n";
-    }
-    o << "  concurrency at max_model_len " << c.max_model_len << ": " << c.concurrency_total;
-    if (p.data_parallel_size > 1) o << " (" << c.concurrency_per_rank << " per DP rank)";
-    o << "\n  longest max_model_len for one request: " << c.longest_max_model_len
-      << (c.longest_capped ? " (the model's limit)" : "") << "\n";
-    if (!c.fits) o << "  does not fit: " << printable(c.message) << "\n";
+  return o.str();
+}
+
+}  // namespace mlaplan::cli
+
+namespace mlaplan::cli {
+
+namespace {
+
+std::string gib2(std::int64_t bytes) {
+  return format_fixed(static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0), 2) + " GiB";
+}
+
+std::string commas(std::int64_t v) {
+  std::string d = std::to_string(v < 0 ? -v : v);
+  std::string o;
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    if (i > 0 && (d.size() - i) % 3 == 0) o += ',';
+    o += d[i];
   }
+  return (v < 0 ? "-" : "") + o;
+}
+
+std::string part_title(WeightPart p) {
+  std::string s(to_string(p));
+  for (auto& c : s) {
+    if (c == '_') c = ' ';
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string render_fit_text(const PlanResult& r) {
+  if (!r.fit || !r.layout) return {};
+  const Fit& f = *r.fit;
+  const Layout& L = *r.layout;
+  const auto& pl = f.placement.layout;
+  std::ostringstream o;
+  o.imbue(std::locale::classic());
+  o << "\nfit: " << (f.fits ? "FITS" : f.placement.ok() ? "DOES NOT FIT" : "LAYOUT REJECTED") << " on "
+    << pl.gpus() << " x " << r.target.id << " (TP " << pl.tensor_parallel_size << " x DP "
+    << pl.data_parallel_size << " x PP " << pl.pipeline_parallel_size << ", expert parallel "
+    << (pl.enable_expert_parallel ? "on, EP " + std::to_string(pl.expert_parallel_size()) : std::string("off"))
+    << "), as vLLM " << kVllmVersion << " computes it at start-up\n";
+  if (f.placement.ok()) {
+    if (f.vllm.fits) {
+      o << "  vLLM prints: " << f.vllm.log_line << "\n";
+      if (f.engines > 1) {
+        o << "  " << f.engines << " DP engines, each its own KV cache: " << format_fixed(f.total_concurrency, 2)
+          << "x requests of " << commas(L.max_model_len) << " tokens, " << commas(f.total_kv_tokens)
+          << " tokens in all\n";
+      }
+    } else {
+      o << "  vLLM raises: " << printable(f.vllm.error_message) << "\n";
+    }
+    for (const auto& s : f.suggestions) o << "  would fit: " << printable(s) << "\n";
+  } else {
+    for (const auto& x : f.placement.findings) {
+      if (x.severity == Severity::error) o << "  rejected: " << printable(x.message) << "\n";
+    }
+  }
+  const std::int64_t ckpt = f.weights.total_bytes();
+  o << "  weights: " << commas(ckpt) << " B (" << gib2(ckpt) << ") in the checkpoint, " << printable(f.weights_how);
+  if (!f.weights.known) o << " (NOT all known: " << printable(f.weights.reason) << ")";
+  o << "\n";
+  if (f.files && f.files->mismatch_count > 0) {
+    o << "    the files and the config-derived contract disagree in " << f.files->mismatch_count << " place"
+      << (f.files->mismatch_count == 1 ? "" : "s") << ":";
+    for (const auto& m : f.files->mismatches) {
+      o << "\n      " << printable(m.tensor, kQuotedMaxBytes) << ": " << m.what;
+      if (!m.contract.empty() || !m.files.empty()) o << " (contract " << (m.contract.empty() ? "-" : m.contract)
+                                                   << ", files " << (m.files.empty() ? "-" : m.files) << ")";
+    }
+    o << "\n";
+  }
+  if (!f.speculative && r.config.num_draft_layers > 0) {
+    o << "    draft stages not loaded (vLLM loads them with a speculative config: --spec-tokens K)\n";
+  }
+  for (const auto& st : f.stages) {
+    const RankWeights& w = st.weights;
+    const Budget& b = st.budget;
+    o << "  per GPU";
+    if (f.stages.size() > 1) o << " of stage " << w.stage << " (layers " << w.first_layer << "-" << w.last_layer << ")";
+    o << ": weights " << gib2(w.total_bytes) << " = replicated " << gib2(w.replicated_bytes) << " + TP-sharded "
+      << gib2(w.tensor_bytes) << " + experts " << gib2(w.expert_bytes);
+    if (w.experts_per_rank > 0) o << " (" << w.experts_per_rank << " experts per layer)";
+    if (w.host_bytes > 0) o << "; " << gib2(w.host_bytes) << " offloaded to the host";
+    o << "\n    by part:";
+    bool first = true;
+    for (std::size_t i = 0; i < kWeightPartCount; ++i) {
+      if (w.part_bytes[i] == 0) continue;
+      o << (first ? " " : ", ") << part_title(static_cast<WeightPart>(i)) << " "
+        << format_fixed(static_cast<double>(w.part_bytes[i]) / 1073741824.0, 2);
+      first = false;
+    }
+    o << " (GiB)\n";
+    char line[512];
+    std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s\n", "total memory", gib2(b.total_bytes).c_str(),
+                  std::string(to_string(b.total_source)).c_str(), printable(b.total_how).c_str());
+    o << line;
+    if (b.explicit_kv_bytes) {
+      std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s\n", "KV cache (given)", gib2(b.available_bytes).c_str(),
+                    "given", "--kv-cache-memory-bytes: no budget is computed");
+      o << line;
+    } else {
+      const std::string req = "requested (x " + format_fixed(b.gpu_memory_utilization, 2) + ")";
+      std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s\n", req.c_str(), gib2(b.requested_bytes).c_str(),
+                    b.utilization_default ? "default" : "given",
+                    b.utilization_default ? "vLLM 0.30's --gpu-memory-utilization" : "--gpu-memory-utilization");
+      o << line;
+      for (const auto& t : b.terms) {
+        const std::string label = "- " + t.label;
+        std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s [%s]\n", label.c_str(), gib2(t.bytes).c_str(),
+                      std::string(to_string(t.source)).c_str(), printable(t.how).c_str(), t.flag.c_str());
+        o << line;
+      }
+      std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s\n", "= KV cache", gib2(b.available_bytes).c_str(),
+                    "", "vLLM logs \"Available KV cache memory\"");
+      o << line;
+    }
+    const VllmKvConfig& kv = st.kv;
+    o << "    vLLM KV layout: " << kv.groups.size() << " group" << (kv.groups.size() == 1 ? "" : "s") << " of "
+      << kv.specs.size() << " specs, " << commas(kv.bytes_per_block) << " B per block, " << commas(kv.blocks_per_request)
+      << " blocks per request of " << commas(L.max_model_len) << " tokens\n";
+  }
+  o << "  (" << kVllmKvPlannerName << "; async scheduling " << (f.async_scheduling ? "on" : "off")
+    << ", " << L.in_flight_tokens << " batched tokens)\n";
   return o.str();
 }
 

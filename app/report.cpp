@@ -77,7 +77,7 @@ std::string fmt_per_token(double v) {
 
 std::string status_text(const PlanResult& r) {
   if (r.exit_code == 0) {
-    return "exit 0: supported on " + r.target.id + (r.capacity ? ", one request at max_model_len fits" : "");
+    return "exit 0: supported on " + r.target.id + (r.fit ? ", " + r.fit->verdict : std::string());
   }
   return "exit " + std::to_string(r.exit_code) + ": " + r.exit_message;
 }
@@ -554,52 +554,77 @@ Figure memory_picture(const PlanResult& r) {
     y += 40;
   }
 
-  // (c) capacity
-  if (r.capacity) {
-    const auto& c = *r.capacity;
-    g.add(text_at(kMargin, y + 12, "Capacity per GPU on " + r.target.id, 13.5, "start", kInk, true));
-    g.add(text_at(kMargin, y + 30, "KV budget " + fmt_bytes(static_cast<double>(c.budget_bytes)) + " = " + c.budget_formula,
-                  11.5, "start", kMuted));
-    y += 40;
-    Element cap = svg::group("capacity");
-    cap.set("data-concurrency", c.concurrency_total).set("data-tokens", c.tokens_that_fit);
-    cap.add(text_at(kBarX - 10, y + 15, "requests at max_model_len", 12.5, "end"));
-    Element frame = svg::rect(kBarX, y, kBarW, 22);
-    frame.set("fill", "#ffffff").set("stroke", c.fits ? std::string(kGrid) : std::string(kErrorColour));
-    frame.set("stroke-width", c.fits ? 1 : 2);
-    cap.add(std::move(frame));
-    const std::int64_t per_rank = c.concurrency_per_rank;
-    if (c.budget_bytes > 0 && per_rank > 0 && c.request_bytes > 0) {
-      const double req_w = kBarW * static_cast<double>(c.request_bytes) / static_cast<double>(c.budget_bytes);
-      if (per_rank <= 200 && req_w >= 2) {
-        for (std::int64_t i = 0; i < per_rank; ++i) {
-          Element req = filled_rect(kBarX + static_cast<double>(i) * req_w, y, req_w, 22,
-                                    i % 2 == 0 ? kCachePartStyles[0].fill : std::string_view("#8e79b9"));
-          req.set("class", "request");
-          cap.add(std::move(req));
-        }
-      } else {
-        cap.add(filled_rect(kBarX, y, req_w * static_cast<double>(per_rank), 22, kCachePartStyles[0].fill))
-            .set("class", "request");
+  // (c) every GPU's memory as vLLM budgets it: weights, what start-up takes, the KV cache
+  if (r.fit) {
+    const Fit& fit = *r.fit;
+    const auto& pl = fit.placement.layout;
+    g.add(text_at(kMargin, y + 12,
+                  "Per GPU on " + std::to_string(pl.gpus()) + " x " + r.target.id + " (TP " +
+                      std::to_string(pl.tensor_parallel_size) + " x DP " + std::to_string(pl.data_parallel_size) +
+                      " x PP " + std::to_string(pl.pipeline_parallel_size) + "), vLLM " + std::string(kVllmVersion),
+                  13.5, "start", kInk, true));
+    y += 24;
+    static constexpr std::array<std::string_view, 4> kFills{"#4c72b0", "#c44e52", "#8172b2", "#55a868"};
+    for (const auto& st : fit.stages) {
+      const Budget& b = st.budget;
+      const double total = static_cast<double>(std::max<std::int64_t>(1, b.total_bytes));
+      Element cap = svg::group("capacity");
+      cap.set("data-stage", st.weights.stage).set("data-weights", st.weights.total_bytes);
+      cap.set("data-available", b.available_bytes).set("data-concurrency", format_fixed(fit.vllm.concurrency, 2));
+      cap.add(text_at(kBarX - 10, y + 15,
+                      fit.stages.size() > 1 ? "stage " + std::to_string(st.weights.stage) + " GPU" : "each GPU", 12.5,
+                      "end"));
+      Element frame = svg::rect(kBarX, y, kBarW, 22);
+      frame.set("fill", "#ffffff").set("stroke", fit.fits ? std::string(kGrid) : std::string(kErrorColour));
+      frame.set("stroke-width", fit.fits ? 1 : 2);
+      cap.add(std::move(frame));
+      struct Seg {
+        std::string name;
+        std::int64_t bytes;
+        std::string_view fill;
+      };
+      std::int64_t overheads = 0;
+      for (const auto& t : b.terms) {
+        if (t.id != "weights") overheads += t.bytes;
       }
+      const std::int64_t weights = b.term("weights") ? b.term("weights")->bytes : 0;
+      std::vector<Seg> segs{{"weights", weights, kFills[0]},
+                            {"start-up overheads", overheads, kFills[1]},
+                            {"KV cache", std::max<std::int64_t>(0, b.available_bytes), kFills[3]}};
+      double x = kBarX;
+      for (const auto& sg : segs) {
+        if (sg.bytes <= 0) continue;
+        const double w = std::min(kBarW - (x - kBarX), kBarW * static_cast<double>(sg.bytes) / total);
+        if (w <= 0) break;
+        Element seg = filled_rect(x, y, w, 22, sg.fill);
+        seg.set("class", "segment " + sg.name);
+        seg.set("stroke", "#ffffff").set("stroke-width", 1);
+        const std::string label = sg.name + " " + fmt_bytes(static_cast<double>(sg.bytes));
+        seg.tooltip(label);
+        cap.add(std::move(seg));
+        if (svg::text_width(label, 11) + 8 <= w) cap.add(text_at(x + 5, y + 15, label, 11, "start", "#ffffff"));
+        x += w;
+      }
+      cap.add(text_at(kBarX + kBarW + 8, y + 15, fmt_bytes(total), 12.5, "start", kInk, true));
+      std::string tip = "total " + fmt_bytes(total) + " (" + std::string(to_string(b.total_source)) + "), requested " +
+                        fmt_bytes(static_cast<double>(b.requested_bytes)) + " at " +
+                        format_fixed(b.gpu_memory_utilization, 2);
+      for (const auto& t : b.terms) {
+        tip += "; " + t.label + " " + fmt_bytes(static_cast<double>(t.bytes)) + " (" + std::string(to_string(t.source)) + ")";
+      }
+      cap.tooltip(tip);
+      g.add(std::move(cap));
+      y += 30;
     }
-    std::string total = svg::grouped(c.concurrency_total) + (c.concurrency_total == 1 ? " request" : " requests");
-    if (l.parallel.data_parallel_size > 1) {
-      total += " (" + svg::grouped(per_rank) + " per DP rank)";
+    const std::string facts = fit.vllm.fits ? "vLLM prints: " + fit.vllm.log_line : std::string();
+    if (!facts.empty()) {
+      g.add(text_at(kBarX, y + 12, facts, 12));
+      y += 20;
     }
-    cap.add(text_at(kBarX + kBarW + 8, y + 15, total, 12.5, "start", kInk, true));
-    cap.tooltip("each block is one request at max_model_len " + svg::grouped(c.max_model_len) + " (" +
-                fmt_bytes(static_cast<double>(c.request_bytes)) + "); the frame is the KV budget");
-    g.add(std::move(cap));
-    y += 30;
-    std::string facts = c.tokens_unbounded ? std::string("tokens of history that fit: unbounded (no cache grows with history)")
-                                           : "tokens of history that fit: " + svg::grouped(c.tokens_that_fit);
-    facts += " · longest max_model_len for one request: " + svg::grouped(c.longest_max_model_len) +
-             (c.longest_capped ? " (the model's limit)" : "");
-    g.add(text_at(kBarX, y + 12, facts, 12));
-    y += 20;
-    if (!c.fits) {
-      for (const auto& line : svg::wrap_text("does not fit: " + c.message, 12, kWidth - kBarX - kMargin)) {
+    if (!fit.fits) {
+      std::string why = fit.verdict;
+      for (const auto& sg : fit.suggestions) why += " Would fit: " + sg + ".";
+      for (const auto& line : svg::wrap_text(why, 12, kWidth - kBarX - kMargin)) {
         g.add(text_at(kBarX, y + 12, line, 12, "start", kErrorColour, true));
         y += 17;
       }

@@ -3,6 +3,7 @@
 // DeepSeek V4/V4.1 model code and DeepSeek's released configs).
 
 #include "mlaplan/config.hpp"
+#include "mlaplan/safetensors.hpp"
 
 #include <algorithm>
 #include <array>
@@ -1003,8 +1004,10 @@ ModelConfig load_config(const std::string& path) {
   if (path.empty()) throw_config("no config given: pass a config.json or a directory holding one");
   std::error_code ec;
   std::string file = path;
+  std::string dir;
   if (std::filesystem::is_directory(path, ec)) {
-    file = (std::filesystem::path(path) / "config.json").string();
+    dir = resolve_model_dir(path);  // a Hugging Face cache repository resolves through refs/main
+    file = (std::filesystem::path(dir) / "config.json").string();
     // Absent: not even a dangling link. Anything else there is read_input_file's to judge.
     if (std::filesystem::symlink_status(file, ec).type() == std::filesystem::file_type::not_found) {
       throw_config("directory " + mlaplan::quoted(path) + " holds no config.json");
@@ -1013,6 +1016,7 @@ ModelConfig load_config(const std::string& path) {
   const std::string text = read_input_file(file, config_file_rules());
   ModelConfig cfg = parse_config(text, file);
   cfg.source = path;
+  cfg.model_dir = dir;
   return cfg;
 }
 

@@ -1,3 +1,371 @@
+// make_plan(): the whole pipeline of one config (include/mlaplan/plan.hpp). The fit answer is
+// docs/fit.md; the layout docs/layout-accounting.md; the schedules docs/scheduler.md.
+
 #include "mlaplan/plan.hpp"
 
-namespace mlaplan {}  // namespace mlaplan
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <system_error>
+
+#include "mlaplan/error.hpp"
+#include "mlaplan/number_format.hpp"
+#include "mlaplan/safetensors.hpp"
+
+namespace mlaplan {
+
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+std::string gib(std::int64_t bytes) { return format_fixed(static_cast<double>(bytes) / kGiB, 2) + " GiB"; }
+
+/// A model directory whose safetensors headers give the weights: it has the index or a shard.
+bool has_checkpoint_files(const std::string& dir) {
+  if (dir.empty()) return false;
+  std::error_code ec;
+  const std::filesystem::path d(dir);
+  if (std::filesystem::exists(d / "model.safetensors.index.json", ec)) return true;
+  std::filesystem::directory_iterator it(d, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() == ".safetensors") return true;
+  }
+  return false;
+}
+
+struct LoadedWeights {
+  WeightsReport report;
+  WeightsSource source = WeightsSource::config;
+  std::string how;
+  std::optional<FileWeights> files;
+};
+
+LoadedWeights load_weights(const ModelConfig& cfg, const PlanRequest& req) {
+  LoadedWeights w;
+  WeightsOptions wo;
+  wo.list_tensors = false;
+  WeightsReport derived = compute_weights(cfg, wo);
+  if (req.deploy.read_checkpoint_files && has_checkpoint_files(cfg.model_dir)) {
+    const CheckpointFiles files = read_checkpoint_files(cfg.model_dir);
+    FileWeights fw = weights_from_files(cfg, files, derived);
+    w.report = fw.report;
+    w.source = WeightsSource::files;
+    w.how = std::to_string(files.files.size()) + " safetensors header" + (files.files.size() == 1 ? "" : "s") +
+            " in " + cfg.model_dir;
+    w.files = std::move(fw);
+  } else {
+    w.report = std::move(derived);
+    w.source = WeightsSource::config;
+    w.how = w.report.known ? (w.report.estimated() ? "derived from config.json (some parts estimated)"
+                                                   : "derived from config.json")
+                           : "config.json names a scheme not known: " + w.report.reason;
+  }
+  if (req.budget.weights_gib) {
+    w.source = WeightsSource::flag;
+    w.how = "--weights-gib " + format_general(*req.budget.weights_gib);
+  }
+  return w;
+}
+
+/// The layers a stage's GPUs run: its backbone layers, and the draft stages on the last one.
+std::int64_t stage_layers(const RankWeights& rw, const Layout& L, const ModelConfig& cfg, bool speculative) {
+  std::int64_t n = rw.last_layer - rw.first_layer + 1;
+  if (speculative && rw.stage + 1 == static_cast<std::int64_t>(L.parallel.stages.size())) n += cfg.num_draft_layers;
+  return n;
+}
+
+struct FitCore {
+  Placement placement;
+  std::vector<StageFit> stages;
+  VllmKvNumbers vllm;
+};
+
+FitCore fit_core(const ModelConfig& cfg, const Layout& L, const WeightsReport& weights, const ParallelLayout& pl,
+                 const std::vector<VllmKvConfig>& kvs, const PlanRequest& req, const std::string& weights_how,
+                 TermSource weights_source) {
+  FitCore c;
+  c.placement = place_weights(cfg, weights, pl);
+  std::vector<std::int64_t> avail;
+  const std::int64_t nst = static_cast<std::int64_t>(c.placement.stages.size());
+  for (std::int64_t s = 0; s < nst; ++s) {
+    StageFit sf;
+    sf.weights = c.placement.stages[static_cast<std::size_t>(s)];
+    BudgetShape sh;
+    sh.weights_bytes = sf.weights.total_bytes;
+    sh.weights_source = weights_source;
+    sh.weights_how = weights_how + ", placed for TP " + std::to_string(pl.tensor_parallel_size) + " x DP " +
+                     std::to_string(pl.data_parallel_size) +
+                     (pl.pipeline_parallel_size > 1 ? " x PP " + std::to_string(pl.pipeline_parallel_size) : "") +
+                     (pl.expert_parallel_size() > 1 ? ", EP " + std::to_string(pl.expert_parallel_size()) : "");
+    sh.layers = stage_layers(sf.weights, L, cfg, pl.load_draft_stages);
+    sh.local_heads = c.placement.local_query_heads;
+    sh.tensor_parallel_size = pl.tensor_parallel_size;
+    sh.data_parallel_size = pl.data_parallel_size;
+    sh.max_num_batched_tokens = L.in_flight_tokens;
+    sh.max_num_seqs = req.deploy.max_num_seqs.value_or(default_max_num_seqs(L.target));
+    sh.num_speculative_tokens = L.num_speculative_tokens;
+    sh.last_stage = s + 1 == nst;
+    sf.budget = plan_budget(cfg, L.target, sh, req.budget);
+    sf.kv = kvs[static_cast<std::size_t>(s)];
+    avail.push_back(sf.budget.available_bytes);
+    c.stages.push_back(std::move(sf));
+  }
+  c.vllm = vllm_kv_numbers(kvs, avail);
+  return c;
+}
+
+std::string layout_flags(const ParallelLayout& pl) {
+  std::string s = "--tp " + std::to_string(pl.tensor_parallel_size);
+  if (pl.data_parallel_size > 1) s += " --dp " + std::to_string(pl.data_parallel_size);
+  if (pl.pipeline_parallel_size > 1) s += " --pp " + std::to_string(pl.pipeline_parallel_size);
+  if (pl.enable_expert_parallel) s += " --enable-expert-parallel";
+  return s;
+}
+
+/// What would fit instead, when the request does not.
+std::vector<std::string> suggestions(const ModelConfig& cfg, const Layout& L, const WeightsReport& weights,
+                                     const ParallelLayout& given, const std::vector<VllmKvConfig>& kvs,
+                                     const FitCore& core, const PlanRequest& req, const std::string& how,
+                                     TermSource wsrc) {
+  std::vector<std::string> out;
+  // 1. The largest max_model_len this budget holds.
+  if (core.placement.ok() && core.vllm.estimated_max_model_len > 0 && core.vllm.estimated_max_model_len < L.max_model_len) {
+    out.push_back("--max-model-len " + std::to_string(core.vllm.estimated_max_model_len) +
+                  " (the longest vLLM would accept on this layout)");
+  }
+  // 2. The gpu_memory_utilization that would hold one request of max_model_len.
+  if (core.placement.ok() && !req.budget.kv_cache_memory_bytes) {
+    const auto& lim = core.stages[static_cast<std::size_t>(core.vllm.limiting_stage)];
+    const auto& kv = lim.kv;
+    const long double need = static_cast<long double>(lim.budget.non_kv_bytes) +
+                             static_cast<long double>(kv.blocks_per_request + 1) *
+                                 static_cast<long double>(kv.bytes_per_block);
+    const long double u = need / static_cast<long double>(lim.budget.total_bytes);
+    const double up = std::ceil(static_cast<double>(u) * 100.0) / 100.0;
+    if (up <= 1.0 && up > lim.budget.gpu_memory_utilization) {
+      out.push_back("--gpu-memory-utilization " + format_fixed(up, 2) + " (needs " +
+                    gib(static_cast<std::int64_t>(need)) + " of " + gib(lim.budget.total_bytes) + ")");
+    }
+  }
+  // 3. The fewest GPUs of this kind that hold it at this max_model_len (expert parallel on,
+  // the pipeline size kept: it decides the KV layout of every stage).
+  const std::int64_t heads = cfg.num_attention_heads;
+  for (std::int64_t gpus = given.pipeline_parallel_size; gpus <= 1024 * given.pipeline_parallel_size; gpus *= 2) {
+    const std::int64_t per_pp = gpus / given.pipeline_parallel_size;
+    std::optional<ParallelLayout> best;
+    double best_conc = -1.0;
+    for (std::int64_t tp = 1; tp <= per_pp; tp *= 2) {
+      if (heads % tp != 0) continue;
+      ParallelLayout pl = given;
+      pl.tensor_parallel_size = tp;
+      pl.data_parallel_size = per_pp / tp;
+      pl.enable_expert_parallel = pl.tensor_parallel_size * pl.data_parallel_size > 1;
+      if (pl.tensor_parallel_size == given.tensor_parallel_size && pl.data_parallel_size == given.data_parallel_size &&
+          pl.enable_expert_parallel == given.enable_expert_parallel) {
+        continue;
+      }
+      FitCore c;
+      try {
+        c = fit_core(cfg, L, weights, pl, kvs, req, how, wsrc);
+      } catch (const Error&) {
+        continue;
+      }
+      if (!c.placement.ok() || !c.vllm.fits) continue;
+      const double conc = c.vllm.concurrency * static_cast<double>(pl.data_parallel_size);
+      if (conc > best_conc) {
+        best_conc = conc;
+        best = pl;
+      }
+    }
+    if (best) {
+      out.push_back(layout_flags(*best) + " (" + std::to_string(best->gpus()) + " GPUs: the fewest " + L.target.id +
+                    " that hold it, " + format_fixed(best_conc, 2) + "x concurrency)");
+      break;
+    }
+  }
+  return out;
+}
+
+std::string with_commas(std::int64_t v) {
+  std::string d = std::to_string(v < 0 ? -v : v);
+  std::string o;
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    if (i > 0 && (d.size() - i) % 3 == 0) o += ',';
+    o += d[i];
+  }
+  return (v < 0 ? "-" : "") + o;
+}
+
+void apply_guards(Plan& p, const PlanGuards& g) {
+  if (!p.layout) return;
+  const auto& a = p.layout->accounting;
+  auto fail = [&](Finding f) {
+    if (p.exit_code == 0) p.exit_message = f.message;
+    p.findings.push_back(std::move(f));
+    p.exit_code = combine_exit_codes(p.exit_code, exit_code(ErrorKind::does_not_fit));
+  };
+  if (g.max_global_bytes_per_token) {
+    const auto& measured = g.guard_rows ? a.global_rows : a.global_pages;
+    if (measured.value() > *g.max_global_bytes_per_token) {
+      fail(Finding{"guard.global_bytes_per_token", Severity::error,
+                   "global bytes per token " + measured.str() + " (" + (g.guard_rows ? "rows" : "pages") +
+                       " accounting) exceeds the limit " + format_general(*g.max_global_bytes_per_token),
+                   {}, {}});
+    }
+  }
+  if (g.min_concurrency && p.fit) {
+    const Fit& f = *p.fit;
+    if (!(f.total_concurrency >= *g.min_concurrency)) {
+      fail(Finding{"guard.concurrency", Severity::error,
+                   "vLLM's maximum concurrency for " + with_commas(p.layout->max_model_len) + " tokens per request on " +
+                       p.target.id + " is " + format_fixed(f.total_concurrency, 2) + "x" +
+                       (f.engines > 1 ? " (" + std::to_string(f.engines) + " engines)" : "") +
+                       ", below the minimum " + format_general(*g.min_concurrency),
+                   {}, {}});
+    }
+  }
+}
+
+void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, const PlanRequest& req) {
+  p.target = resolve_target(req.target);
+  LayoutOptions layout_options = req.layout;
+  layout_options.num_speculative_tokens = req.batch.spec_tokens;
+  p.rules = evaluate_rules(config, topology, p.target, RuleOptions{req.dtype, layout_options});
+  for (const auto& rr : p.rules) {
+    if (rr.finding.severity == Severity::error && rr.kind == ErrorKind::usage) throw_usage(rr.finding.message);
+  }
+  p.findings = config.findings;
+  for (const auto& rr : p.rules) p.findings.push_back(rr.finding);
+
+  p.layout = plan_layout(config, topology, p.target, layout_options, Strictness::lenient);
+  const LoadedWeights w = load_weights(config, req);
+  p.fit = plan_fit(config, topology, *p.layout, w.report, w.source, w.how, req);
+  if (w.files) p.fit->files = w.files;
+  for (const auto& f : w.report.findings) {
+    if (f.severity != Severity::info) p.findings.push_back(f);
+  }
+  if (!w.report.known && !req.budget.weights_gib) {
+    p.findings.push_back(Finding{"weights.unknown", Severity::warning,
+                                 "weights: " + w.report.reason +
+                                     "; pass the model directory with its safetensors files, or --weights-gib",
+                                 "", "--weights-gib"});
+  }
+  for (const auto& f : p.fit->placement.findings) p.findings.push_back(f);
+  for (const auto& st : p.fit->stages) {
+    for (const auto& f : st.budget.findings) p.findings.push_back(f);
+    if (p.fit->stages.size() > 1) break;  // the same findings on every stage
+  }
+
+  p.batch = make_decode_batch(req.batch, p.layout->max_model_len,
+                              p.layout->max_model_len_default ? MaxModelLenSource::config_default
+                                                              : MaxModelLenSource::flag);
+  if (req.schedules) p.schedules = plan_decode_schedules(config, topology, *p.layout, p.batch);
+
+  // The exit decision: backend rules, then the layout rules of placement, then the fit.
+  p.exit_code = rules_exit_code(p.rules);
+  for (const auto& rr : p.rules) {
+    if (rr.finding.severity == Severity::error) {
+      p.exit_message = rr.finding.message + (rr.finding.fix.empty() ? "" : " (fix: " + rr.finding.fix + ")");
+      break;
+    }
+  }
+  if (p.exit_code == 0) {
+    for (const auto& f : p.fit->placement.findings) {
+      if (f.severity == Severity::error) {
+        p.exit_code = exit_code(ErrorKind::unsupported);
+        p.exit_message = f.message;
+        break;
+      }
+    }
+  }
+  if (p.exit_code == 0 && !p.fit->fits) {
+    p.exit_code = exit_code(ErrorKind::does_not_fit);
+    p.exit_message = p.fit->vllm.error_message;
+    if (!p.fit->suggestions.empty()) {
+      p.exit_message += " Would fit: ";
+      for (std::size_t i = 0; i < p.fit->suggestions.size(); ++i) {
+        p.exit_message += (i ? "; or " : "") + p.fit->suggestions[i];
+      }
+      p.exit_message += ".";
+    }
+  }
+  apply_guards(p, req.guards);
+}
+
+}  // namespace
+
+std::string_view to_string(WeightsSource s) {
+  switch (s) {
+    case WeightsSource::config: return "config";
+    case WeightsSource::files: return "files";
+    case WeightsSource::flag: return "flag";
+  }
+  return "?";
+}
+
+Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L, const WeightsReport& weights,
+             WeightsSource source, const std::string& weights_how, const PlanRequest& req) {
+  Fit f;
+  f.weights_source = source;
+  f.weights_how = weights_how;
+  f.weights = weights;
+  f.async_scheduling = req.deploy.async_scheduling;
+  f.speculative = L.num_speculative_tokens > 0 && L.include_draft_layers && cfg.num_draft_layers > 0;
+  ParallelLayout pl;
+  pl.tensor_parallel_size = L.parallel.tensor_parallel_size;
+  pl.data_parallel_size = L.parallel.data_parallel_size;
+  pl.pipeline_parallel_size = L.parallel.pipeline_parallel_size;
+  pl.enable_expert_parallel = req.deploy.enable_expert_parallel;
+  pl.load_draft_stages = f.speculative;
+  pl.engram = req.deploy.engram;
+
+  VllmKvOptions ko;
+  ko.speculative_decoding = f.speculative;
+  ko.async_scheduling = req.deploy.async_scheduling;
+  ko.max_num_batched_tokens = L.in_flight_tokens;
+  std::vector<VllmKvConfig> kvs;
+  for (std::int64_t s = 0; s < static_cast<std::int64_t>(L.parallel.stages.size()); ++s) {
+    kvs.push_back(vllm_kv_config(cfg, topo, L, s, ko));
+  }
+  const TermSource wsrc = source == WeightsSource::config && weights.estimated() ? TermSource::estimated
+                                                                                 : TermSource::derived;
+  FitCore core = fit_core(cfg, L, weights, pl, kvs, req, weights_how, wsrc);
+  f.engines = pl.data_parallel_size;
+  f.total_concurrency = core.vllm.concurrency * static_cast<double>(f.engines);
+  f.total_kv_tokens = checked_mul(core.vllm.gpu_kv_cache_tokens, f.engines, "GPU KV cache size");
+  f.fits = core.placement.ok() && core.vllm.fits;
+  if (!core.placement.ok()) {
+    f.verdict = "the layout is rejected: see the placement errors";
+  } else if (f.fits) {
+    f.verdict = "fits: " + format_fixed(core.vllm.concurrency, 2) + "x concurrency at max_model_len " +
+                with_commas(L.max_model_len) + " per engine" +
+                (f.engines > 1 ? " (" + std::to_string(f.engines) + " engines: " +
+                                     format_fixed(f.total_concurrency, 2) + "x)"
+                               : std::string());
+  } else {
+    f.verdict = "does not fit: " + core.vllm.error_message;
+  }
+  if (!f.fits && req.suggestions) f.suggestions = suggestions(cfg, L, weights, pl, kvs, core, req, weights_how, wsrc);
+  f.placement = std::move(core.placement);
+  f.stages = std::move(core.stages);
+  f.vllm = std::move(core.vllm);
+  return f;
+}
+
+Plan make_plan(ModelConfig config, const PlanRequest& request) {
+  Plan p;
+  p.config = std::move(config);
+  p.topology = build_topology(p.config);
+  plan_into(p, p.config, p.topology, request);
+  return p;
+}
+
+Plan make_plan(const std::string& path, const PlanRequest& request) { return make_plan(load_config(path), request); }
+
+Plan make_plan_on(const ModelConfig& config, const Topology& topology, const PlanRequest& request) {
+  Plan p;
+  plan_into(p, config, topology, request);
+  return p;
+}
+
+}  // namespace mlaplan

@@ -21,19 +21,20 @@ namespace {
 // below it), much closer than figure x 10^9. Override with --gpu-memory-gib when it matters.
 constexpr std::array<GpuPreset, 11> kPresets{{
     {"h100", "NVIDIA H100 SXM", {9, 0}, 132, 80, false,
-     "SXM part; the H100 PCIe has 114 SMs (--num-sms 114)"},
-    {"h200", "NVIDIA H200 SXM", {9, 0}, 132, 141, true, ""},
-    {"h800", "NVIDIA H800 SXM", {9, 0}, 132, 80, false, ""},
-    {"h20", "NVIDIA H20", {9, 0}, 78, 96, false, "a 141 GB variant exists (--gpu-memory-gib 141)"},
-    {"b200", "NVIDIA B200", {10, 0}, 148, 180, true, "180 GB usable of 192 GB nominal HBM3e"},
+     "SXM part; the H100 PCIe has 114 SMs (--num-sms 114)", 0, ""},
+    {"h200", "NVIDIA H200 SXM", {9, 0}, 132, 141, true, "", 150'109'880'320,
+     "cudaMemGetInfo total on an H200 SXM, CUDA 13.0, 2026-12-01 (139.80 GiB; nvidia-smi: 143,771 MiB, 616 MiB reserved)"},
+    {"h800", "NVIDIA H800 SXM", {9, 0}, 132, 80, false, "", 0, ""},
+    {"h20", "NVIDIA H20", {9, 0}, 78, 96, false, "a 141 GB variant exists (--gpu-memory-gib 141)", 0, ""},
+    {"b200", "NVIDIA B200", {10, 0}, 148, 180, true, "180 GB usable of 192 GB nominal HBM3e", 0, ""},
     {"b300", "NVIDIA B300", {10, 3}, 148, 288, true,
-     "SM count unconfirmed: 148 (B200's) assumed; pass --num-sms when you know it"},
-    {"gb200", "NVIDIA GB200 (one Blackwell GPU)", {10, 0}, 148, 186, false, ""},
+     "SM count unconfirmed: 148 (B200's) assumed; pass --num-sms when you know it", 0, ""},
+    {"gb200", "NVIDIA GB200 (one Blackwell GPU)", {10, 0}, 148, 186, false, "", 0, ""},
     {"a100", "NVIDIA A100 SXM 80GB", {8, 0}, 108, 80, true,
-     "80 GB part; a 40 GB variant exists (--gpu-memory-gib 40)"},
-    {"l40s", "NVIDIA L40S", {8, 9}, 142, 48, true, ""},
-    {"rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell", {12, 0}, 188, 96, true, ""},
-    {"rtx5090", "NVIDIA GeForce RTX 5090", {12, 0}, 170, 32, false, ""},
+     "80 GB part; a 40 GB variant exists (--gpu-memory-gib 40)", 0, ""},
+    {"l40s", "NVIDIA L40S", {8, 9}, 142, 48, true, "", 0, ""},
+    {"rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell", {12, 0}, 188, 96, true, "", 0, ""},
+    {"rtx5090", "NVIDIA GeForce RTX 5090", {12, 0}, 170, 32, false, "", 0, ""},
 }};
 
 constexpr std::array<ComputeCapability, 14> kKnownArchs{{
@@ -103,6 +104,8 @@ Target from_preset(const GpuPreset& p) {
   t.cc = p.cc;
   t.num_sms = p.num_sms;
   t.memory_bytes = p.memory_bytes();
+  t.runtime_memory_bytes = p.runtime_memory_bytes;
+  t.runtime_memory_source = std::string(p.runtime_memory_source);
   t.source = TargetSource::preset;
   t.note = std::string(p.note);
   return t;
@@ -231,6 +234,10 @@ Target resolve_target(const TargetRequest& request) {
     t.source = TargetSource::custom;
     t.num_sms = request.num_sms ? *request.num_sms : ref->num_sms;
     t.memory_bytes = memory ? *memory : ref->memory_bytes();
+    if (!memory && ref != nullptr && ref->runtime_memory_bytes > 0) {
+      t.runtime_memory_bytes = ref->runtime_memory_bytes;
+      t.runtime_memory_source = std::string(ref->runtime_memory_source) + " (from preset " + std::string(ref->id) + ")";
+    }
     if (ref != nullptr && (!request.num_sms || !memory)) {
       t.filled_from = std::string(ref->id);
       std::string what;
@@ -251,6 +258,8 @@ Target resolve_target(const TargetRequest& request) {
   if (memory && *memory != t.memory_bytes) {
     t.memory_bytes = *memory;
     t.memory_overridden = true;
+    t.runtime_memory_bytes = 0;
+    t.runtime_memory_source.clear();
   }
   return t;
 }
@@ -266,6 +275,8 @@ Target detected_target(std::string name, ComputeCapability cc, std::int64_t num_
   t.cc = cc;
   t.num_sms = num_sms;
   t.memory_bytes = memory_bytes;
+  t.runtime_memory_bytes = memory_bytes;
+  t.runtime_memory_source = "read from the device";
   t.source = TargetSource::detected;
   return t;
 }

@@ -146,7 +146,7 @@ TEST_CASE("check prints each file's result as soon as it is checked", "[check][s
       CHECK(first.find(good) != std::string::npos);
     }
     if (format == "text") CHECK(first == "PASS " + good + "  [deepseek_v41 on h200, fp8_ds_mla]\n");
-    if (format == "json") CHECK_THAT(first, Catch::StartsWith("{\n  \"schema\": \"mla-plan/1\",\n  \"files\": [\n"));
+    if (format == "json") CHECK_THAT(first, Catch::StartsWith("{\n  \"schema\": \"mla-plan/2\",\n  \"files\": [\n"));
     // Everything else comes after: each snapshot extends the one before.
     for (std::size_t i = 1; i < buf.snapshots.size(); ++i) {
       CHECK(buf.snapshots[i].compare(0, buf.snapshots[i - 1].size(), buf.snapshots[i - 1]) == 0);
@@ -222,7 +222,7 @@ TEST_CASE("check --format json written file by file has the bytes of one dump", 
     CHECK(r.code != 1);
     CHECK(r.code != 70);
     const auto j = ojson::parse(r.out);  // valid JSON, whatever bytes the inputs held
-    CHECK(j.at("schema") == "mla-plan/1");
+    CHECK(j.at("schema") == "mla-plan/2");
     CHECK(j.at("exit_code") == r.code);
     CHECK(r.out == cli::dump_json(j));
   }

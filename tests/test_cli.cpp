@@ -125,7 +125,7 @@ TEST_CASE("plan --json carries the contract keys", "[cli]") {
   REQUIRE(a.code == 0);
   CHECK(a.out == b.out);
   const auto j = nlohmann::json::parse(a.out);
-  CHECK(j.at("schema") == "mla-plan/1");
+  CHECK(j.at("schema") == "mla-plan/2");
   CHECK(j.at("config") == cfg("deepseek-v4.1-flash.json"));
   CHECK(j.at("model").at("family") == "deepseek_v41");
   CHECK(j.at("model").at("num_hidden_layers") == 40);
@@ -170,7 +170,7 @@ TEST_CASE("schedule direct mode: the worked example", "[cli][schedule]") {
                 "2048,2048,2048", "--json"});
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.out);
-  CHECK(j.at("schema") == "mla-plan/1");
+  CHECK(j.at("schema") == "mla-plan/2");
   REQUIRE(j.at("schedules").size() == 1);
   const auto& s = j.at("schedules")[0];
   CHECK(s.at("layer_type").is_null());
@@ -236,7 +236,7 @@ TEST_CASE("check --format json", "[cli][check]") {
   auto r = run({"check", cfg("deepseek-v4.1-flash.json"), cfg("small/v41-6layer-reindex.json"), "--format", "json"});
   CHECK(r.code == 3);
   const auto j = nlohmann::json::parse(r.out);
-  CHECK(j.at("schema") == "mla-plan/1");
+  CHECK(j.at("schema") == "mla-plan/2");
   CHECK(j.at("exit_code") == 3);
   REQUIRE(j.at("files").size() == 2);
   CHECK(j.at("files")[0].at("status") == "pass");

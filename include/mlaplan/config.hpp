@@ -83,6 +83,9 @@ struct CheckpointFields {
 struct ModelConfig {
   std::string source;                 ///< the path as the user gave it
   std::string file;                   ///< the config.json that was read
+  /// The model directory read (a Hugging Face cache repository resolved through refs/main); ""
+  /// when a config file was given. Its safetensors headers, when present, give the weights.
+  std::string model_dir;
   Family family = Family::deepseek_v41;
   std::string model_type;             ///< top-level model_type as written ("" if inferred)
   bool composite = false;             ///< V4.1 with the attention fields under text_config

@@ -1,3 +1,121 @@
 #pragma once
+// The whole plan of one config as one library call: config, target, backend rules, the KV-cache
+// layout, the checkpoint's weights (from config.json, or from the safetensors headers when the
+// model directory has them), their placement on every GPU, vLLM's start-up budget and KV-cache
+// numbers (the fit answer), the decode batch and its tile schedules, the guards and the exit
+// decision. `plan`, `check`, `report`, `verify`, `bench` and the fuzz target call make_plan();
+// the command line only reads flags into a PlanRequest and renders the Plan.
 
-namespace mlaplan {}  // namespace mlaplan
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mlaplan/budget.hpp"
+#include "mlaplan/checkpoint_weights.hpp"
+#include "mlaplan/config.hpp"
+#include "mlaplan/decode.hpp"
+#include "mlaplan/layout.hpp"
+#include "mlaplan/placement.hpp"
+#include "mlaplan/rules.hpp"
+#include "mlaplan/scheduler.hpp"
+#include "mlaplan/target.hpp"
+#include "mlaplan/topology.hpp"
+#include "mlaplan/vllm_kv.hpp"
+#include "mlaplan/weights.hpp"
+
+namespace mlaplan {
+
+/// Deployment flags beyond the layout's (vLLM's names).
+struct DeployOptions {
+  bool enable_expert_parallel = false;          ///< --enable-expert-parallel
+  EngramPlacement engram = EngramPlacement::gpu;///< --engram gpu | offload
+  bool async_scheduling = true;                 ///< vLLM 0.30's default; --no-async-scheduling
+  std::optional<std::int64_t> max_num_seqs;     ///< --max-num-seqs (default: vLLM's for the GPU)
+  bool read_checkpoint_files = true;            ///< use the directory's safetensors headers when present
+};
+
+/// What `check` asserts of a plan (CI guards). A failed guard is an error finding and exit 4.
+struct PlanGuards {
+  std::optional<double> max_global_bytes_per_token;  ///< --max-global-bytes-per-token
+  bool guard_rows = false;                           ///< --guard-accounting rows (default pages)
+  std::optional<double> min_concurrency;             ///< --min-concurrency: vLLM's concurrency, all DP engines
+};
+
+struct PlanRequest {
+  TargetRequest target;
+  LayoutOptions layout;     ///< num_speculative_tokens is taken from batch.spec_tokens
+  BatchOptions batch;
+  BudgetOptions budget;
+  DeployOptions deploy;
+  PlanGuards guards;
+  std::optional<std::string> dtype;  ///< --dtype
+  bool schedules = true;             ///< plan the decode tile schedules (check does not need them)
+  bool suggestions = true;           ///< when it does not fit, search what would (check --matrix does not)
+};
+
+/// Where the weights came from.
+enum class WeightsSource {
+  config,  ///< derived from config.json (weights.hpp)
+  files,   ///< the safetensors headers of the model directory
+  flag,    ///< --weights-gib
+};
+std::string_view to_string(WeightsSource s);  ///< "config", "files", "flag"
+
+/// One pipeline stage's GPUs: their weights, budget and vLLM's KV layout.
+struct StageFit {
+  RankWeights weights;
+  Budget budget;
+  VllmKvConfig kv;
+};
+
+/// The fit answer.
+struct Fit {
+  WeightsSource weights_source = WeightsSource::config;
+  std::string weights_how;                 ///< "derived from config.json" / "N safetensors headers in DIR"
+  WeightsReport weights;                   ///< the whole checkpoint (tensors not listed)
+  std::optional<FileWeights> files;        ///< with WeightsSource::files: the comparison with the contract
+  Placement placement;
+  std::vector<StageFit> stages;
+  VllmKvNumbers vllm;                      ///< per engine (a DP rank)
+  std::int64_t engines = 1;                ///< DP engines, each with its own KV cache
+  double total_concurrency = 0.0;          ///< vllm.concurrency x engines
+  std::int64_t total_kv_tokens = 0;        ///< vllm.gpu_kv_cache_tokens x engines
+  bool speculative = false;                ///< draft stages loaded, their caches registered
+  bool async_scheduling = true;            ///< as assumed (2 batches in flight)
+  bool fits = false;
+  std::string verdict;                     ///< one line for people
+  std::vector<std::string> suggestions;    ///< when !fits: what would fit instead
+};
+
+/// Everything one config's plan computed.
+struct Plan {
+  ModelConfig config;
+  Topology topology;
+  Target target;
+  std::optional<Layout> layout;          ///< absent when the flags make no layout possible
+  std::optional<Fit> fit;                ///< with a layout
+  DecodeBatch batch;
+  std::vector<LayerTypeSchedule> schedules;
+  std::vector<RuleResult> rules;         ///< backend rules on the target
+  std::vector<Finding> findings;         ///< config, rules, placement, budget, guards
+  int exit_code = 0;                     ///< 0, 3 (unsupported) or 4 (does not fit / a guard failed)
+  std::string exit_message;              ///< the error line for a non-zero exit_code
+};
+
+/// Loads `path` (a config.json, a model directory, a Hugging Face cache repository or snapshot)
+/// and plans it. Throws Error for an unreadable / invalid config or checkpoint (exit 2) and bad
+/// request values (exit 1); backend violations, layout rules and shortfalls are in the Plan.
+Plan make_plan(const std::string& path, const PlanRequest& request);
+/// The same for a config already loaded (its `source` names the directory whose files are read).
+Plan make_plan(ModelConfig config, const PlanRequest& request);
+/// make_plan() of `config` with `topology` = build_topology(config), without copying either:
+/// the result's config and topology are left empty (check --matrix plans one config many times).
+Plan make_plan_on(const ModelConfig& config, const Topology& topology, const PlanRequest& request);
+
+/// The fit of `layout` for `request` alone (make_plan's fit step; check --matrix calls it per
+/// layout). `weights` is the checkpoint's (compute_weights or from files).
+Fit plan_fit(const ModelConfig& config, const Topology& topology, const Layout& layout, const WeightsReport& weights,
+             WeightsSource source, const std::string& weights_how, const PlanRequest& request);
+
+}  // namespace mlaplan

@@ -37,6 +37,10 @@ struct GpuPreset {
   std::int64_t memory_gib;       ///< vendor figure ("141 GB"), taken as GiB
   bool reference_for_arch;       ///< fills num_sms / memory for `--arch` given without `--gpu`
   std::string_view note;         ///< variants, unconfirmed figures; "" if none
+  /// The total the CUDA runtime reports (cudaMemGetInfo, torch's total_memory), which vLLM's
+  /// gpu_memory_utilization multiplies; 0 where no device of this kind was measured.
+  std::int64_t runtime_memory_bytes;
+  std::string_view runtime_memory_source;  ///< where that figure was measured; "" when 0
 
   std::int64_t memory_bytes() const { return memory_gib << 30; }
 };
@@ -71,6 +75,10 @@ struct Target {
   ComputeCapability cc;
   std::int64_t num_sms = 0;
   std::int64_t memory_bytes = 0;
+  /// What the CUDA runtime reports as the total (the preset's measured figure, or the detected
+  /// device's); 0 when unknown (a custom target, a preset not measured, --gpu-memory-gib given).
+  std::int64_t runtime_memory_bytes = 0;
+  std::string runtime_memory_source;
   TargetSource source = TargetSource::preset;
   bool default_used = false;      ///< neither --gpu nor --arch was given: the default (H200) was used
   bool arch_overridden = false;   ///< --arch changed a preset's compute capability
