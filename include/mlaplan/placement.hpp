@@ -70,6 +70,9 @@ struct Placement {
   std::int64_t limiting_stage = 0;   ///< the stage holding it
   /// Whole-model sums by kind (draft stages included when loaded), before any division.
   std::int64_t replicated_bytes = 0, tensor_bytes = 0, expert_bytes = 0, host_bytes = 0;
+  /// Draft stages' own copies of the embedding / head (V3.2's MTP layer stores them): vLLM's MTP
+  /// proposer replaces them with the target's, so they are on no GPU (and in none of the sums above).
+  std::int64_t shared_bytes = 0;
   std::int64_t local_query_heads = 0;   ///< num_attention_heads / TP
   std::int64_t padded_query_heads = 0;  ///< the kernel's head count (64 or 128); 0 when none fits
   bool estimated = false;               ///< the weights it places have estimated parts
@@ -89,5 +92,11 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
 
 /// The kind of one tensor (by its part and name) under `engram`.
 ShardKind shard_kind(const TensorInfo& t, EngramPlacement engram);
+/// The same for a group of tensors.
+ShardKind shard_kind(const TensorGroup& g, EngramPlacement engram);
+/// Bytes one TP rank holds of one tensor of `g` when it is sharded by TP: ceil(bytes / tp); the
+/// embedding and head split their vocab rows padded to a multiple of 64 (VocabParallelEmbedding),
+/// Engram tables their rows.
+std::int64_t tensor_bytes_per_rank(const TensorGroup& g, std::int64_t tp);
 
 }  // namespace mlaplan
