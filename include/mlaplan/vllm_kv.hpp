@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mlaplan/config.hpp"
@@ -49,7 +50,8 @@ struct VllmKvGroup {
   std::vector<std::size_t> specs;   ///< indices into VllmKvConfig::specs
   VllmSpecKind kind = VllmSpecKind::full;
   std::int64_t block_size = 0;
-  std::int64_t bytes = 0;           ///< sum of its specs' page bytes
+  std::int64_t bytes = 0;           ///< sum of its specs' page bytes (on this stage; 0 for a group with no layer here)
+  std::int64_t sliding_window = 0;  ///< window of a sliding_window group
 };
 
 struct VllmKvOptions {
