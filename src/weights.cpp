@@ -32,28 +32,50 @@ std::string_view to_string(WeightPart p) {
   return "?";
 }
 
-std::string_view to_string(WeightDtype d) {
-  switch (d) {
-    case WeightDtype::BF16: return "BF16";
-    case WeightDtype::F32: return "F32";
-    case WeightDtype::F8_E4M3: return "F8_E4M3";
-    case WeightDtype::F8_E8M0: return "F8_E8M0";
-    case WeightDtype::I8: return "I8";
-    case WeightDtype::I64: return "I64";
+namespace {
+
+struct DtypeName {
+  WeightDtype dtype;
+  std::string_view name;
+  int bits;
+};
+
+constexpr DtypeName kDtypes[] = {
+    {WeightDtype::BF16, "BF16", 16},       {WeightDtype::F32, "F32", 32},         {WeightDtype::F8_E4M3, "F8_E4M3", 8},
+    {WeightDtype::F8_E8M0, "F8_E8M0", 8},  {WeightDtype::I8, "I8", 8},            {WeightDtype::I64, "I64", 64},
+    {WeightDtype::F64, "F64", 64},         {WeightDtype::F16, "F16", 16},         {WeightDtype::F8_E5M2, "F8_E5M2", 8},
+    {WeightDtype::I32, "I32", 32},         {WeightDtype::I16, "I16", 16},         {WeightDtype::U8, "U8", 8},
+    {WeightDtype::U16, "U16", 16},         {WeightDtype::U32, "U32", 32},         {WeightDtype::U64, "U64", 64},
+    {WeightDtype::BOOL, "BOOL", 8},        {WeightDtype::C64, "C64", 64},         {WeightDtype::F4, "F4", 4},
+    {WeightDtype::F6_E2M3, "F6_E2M3", 6},  {WeightDtype::F6_E3M2, "F6_E3M2", 6},
+};
+
+const DtypeName* dtype_entry(WeightDtype d) {
+  for (const auto& e : kDtypes) {
+    if (e.dtype == d) return &e;
   }
-  return "?";
+  return nullptr;
 }
 
-std::int64_t dtype_bytes(WeightDtype d) {
-  switch (d) {
-    case WeightDtype::BF16: return 2;
-    case WeightDtype::F32: return 4;
-    case WeightDtype::F8_E4M3:
-    case WeightDtype::F8_E8M0:
-    case WeightDtype::I8: return 1;
-    case WeightDtype::I64: return 8;
+}  // namespace
+
+std::string_view to_string(WeightDtype d) {
+  const DtypeName* e = dtype_entry(d);
+  return e ? e->name : "?";
+}
+
+int dtype_bits(WeightDtype d) {
+  const DtypeName* e = dtype_entry(d);
+  return e ? e->bits : 8;
+}
+
+std::int64_t dtype_bytes(WeightDtype d) { return dtype_bits(d) % 8 == 0 ? dtype_bits(d) / 8 : 0; }
+
+std::optional<WeightDtype> parse_weight_dtype(std::string_view name) {
+  for (const auto& e : kDtypes) {
+    if (e.name == name) return e.dtype;
   }
-  return 1;
+  return std::nullopt;
 }
 
 std::int64_t WeightsReport::total_bytes() const { return checked_add(main.bytes, draft.bytes, "checkpoint bytes"); }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mlaplan/config.hpp"
@@ -30,11 +31,29 @@ struct FileWeights {
   std::int64_t mismatch_count = 0;         ///< all of them
   std::int64_t contract_bytes = 0;         ///< compute_weights(cfg).total_bytes()
   std::int64_t files_bytes = 0;            ///< sum over the files' tensors
+  bool compared = false;                   ///< the contract was known and compared (else no mismatches)
+  std::int64_t pattern_classified = 0;     ///< tensors the contract does not know, placed by name patterns
 };
 
+/// The part, layer, draft and scale flag a tensor name gets from the name patterns alone (the
+/// rule table of src/checkpoint_weights.cpp, docs/weights.md "From files"): what a tensor the
+/// contract does not list gets. `num_hidden_layers` makes "mtp.K." layer num_hidden_layers + K and
+/// a "layers.N." with N >= num_hidden_layers a draft layer (V3.2's MTP layers).
+struct NameClass {
+  WeightPart part = WeightPart::attention;
+  std::int64_t layer = -1;
+  bool draft = false;
+  bool scale = false;
+};
+NameClass classify_tensor_name(std::string_view name, std::int64_t num_hidden_layers);
+
 /// Classifies `files` for `cfg` and compares them with `derived` (compute_weights(cfg)). A tensor
-/// whose name no rule places goes to the part the contract gives it, else to attention with a
-/// finding. Never throws for the files' content (read_checkpoint_files validated them).
+/// the contract lists (an expert tensor through its "{e}" group) gets the contract's part, layer,
+/// draft and scale flags; any other gets them from classify_tensor_name() and is counted in the
+/// finding weights.unclassified (attention when no pattern matches). With derived.known false
+/// every tensor is classified by its name and nothing is compared (finding weights.no_contract).
+/// Bytes, dtypes and shapes are the files'. Never throws for the files' content
+/// (read_checkpoint_files validated them).
 FileWeights weights_from_files(const ModelConfig& cfg, const CheckpointFiles& files, const WeightsReport& derived,
                                std::size_t max_mismatches = 20);
 

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,10 +36,21 @@ enum class WeightPart {
 inline constexpr std::size_t kWeightPartCount = 14;
 std::string_view to_string(WeightPart p);
 
-/// safetensors dtype spellings used here.
-enum class WeightDtype { BF16, F32, F8_E4M3, F8_E8M0, I8, I64 };
+/// safetensors dtype spellings. The contract (compute_weights) uses the first six; the others are
+/// what a checkpoint's files may hold (weights_from_files, include/mlaplan/checkpoint_weights.hpp):
+/// every dtype safetensors defines.
+enum class WeightDtype {
+  BF16, F32, F8_E4M3, F8_E8M0, I8, I64,
+  F64, F16, F8_E5M2, I32, I16, U8, U16, U32, U64, BOOL, C64,
+  F4, F6_E2M3, F6_E3M2,  ///< sub-byte: elements packed, a tensor's bytes are elements x bits / 8
+};
 std::string_view to_string(WeightDtype d);
+/// Bytes of one element; 0 for the sub-byte dtypes (F4, F6_E2M3, F6_E3M2: see dtype_bits).
 std::int64_t dtype_bytes(WeightDtype d);
+/// Bits of one element (F4: 4, BF16: 16).
+int dtype_bits(WeightDtype d);
+/// The dtype of a safetensors spelling ("BF16", "F8_E4M3", ...), or nullopt.
+std::optional<WeightDtype> parse_weight_dtype(std::string_view name);
 
 struct TensorInfo {
   std::string name;                 ///< e.g. "layers.3.attn.wq_a.weight", "mtp.0.e_proj.scale"
