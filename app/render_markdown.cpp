@@ -127,8 +127,8 @@ std::string render_plan_markdown(const PlanResult& r) {
     o << "\n| per GPU | weights | start-up overheads | KV cache | of total |\n|---|---:|---:|---:|---:|\n";
     for (const auto& st : f.stages) {
       std::int64_t over = 0;
-      for (const auto& t : st.budget.terms) {
-        if (t.id != "weights") over += t.bytes;
+      for (const auto& term : st.budget.terms) {
+        if (term.id != "weights") over += term.bytes;
       }
       const std::int64_t w = st.budget.term("weights") ? st.budget.term("weights")->bytes : 0;
       o << "| " << (f.stages.size() > 1 ? "stage " + std::to_string(st.weights.stage) : std::string("each GPU")) << " | "

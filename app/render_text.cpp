@@ -272,7 +272,11 @@ std::string render_layout_text(const PlanResult& r) {
   o.imbue(std::locale::classic());  // no digit grouping from the global locale
   const auto& t = r.target;
   o << "\ntarget: " << t.id << " (" << t.name << ", " << t.cc.sm() << ", " << t.num_sms << " SMs, "
-    << gib(t.memory_bytes) << ")";
+    << gib(t.memory_bytes);
+  if (t.runtime_memory_bytes > 0 && t.runtime_memory_bytes != t.memory_bytes) {
+    o << " nominal, " << gib(t.runtime_memory_bytes) << " as the CUDA runtime reports it";
+  }
+  o << ")";
   if (t.default_used) o << ", the default: choose with --gpu or --arch";
   o << "\n";
   if (!r.layout) return o.str();
@@ -392,6 +396,7 @@ std::string render_fit_text(const PlanResult& r) {
           << "x requests of " << commas(L.max_model_len) << " tokens, " << commas(f.total_kv_tokens)
           << " tokens in all\n";
       }
+      if (!f.fits) o << "  but: " << printable(f.error_message) << "\n";
     } else {
       o << "  vLLM raises: " << printable(f.vllm.error_message) << "\n";
     }
@@ -431,8 +436,9 @@ std::string render_fit_text(const PlanResult& r) {
     bool first = true;
     for (std::size_t i = 0; i < kWeightPartCount; ++i) {
       if (w.part_bytes[i] == 0) continue;
+      const double g = static_cast<double>(w.part_bytes[i]) / 1073741824.0;
       o << (first ? " " : ", ") << part_title(static_cast<WeightPart>(i)) << " "
-        << format_fixed(static_cast<double>(w.part_bytes[i]) / 1073741824.0, 2);
+        << (g < 0.005 ? std::string("<0.01") : format_fixed(g, 2));
       first = false;
     }
     o << " (GiB)\n";

@@ -78,6 +78,8 @@ struct FitCore {
   Placement placement;
   std::vector<StageFit> stages;
   VllmKvNumbers vllm;
+  bool fits = false;
+  std::string error_message;
 };
 
 FitCore fit_core(const ModelConfig& cfg, const Layout& L, const WeightsReport& weights, const ParallelLayout& pl,
@@ -111,6 +113,22 @@ FitCore fit_core(const ModelConfig& cfg, const Layout& L, const WeightsReport& w
     c.stages.push_back(std::move(sf));
   }
   c.vllm = vllm_kv_numbers(kvs, avail);
+  c.fits = c.placement.ok() && c.vllm.fits;
+  c.error_message = c.vllm.error_message;
+  // vLLM takes --kv-cache-memory-bytes as given; the allocation fails when it and the rest exceed the GPU.
+  for (const auto& st : c.stages) {
+    const Budget& b = st.budget;
+    if (!c.fits || !b.explicit_kv_bytes) continue;
+    const std::int64_t used = checked_add(b.non_kv_bytes, b.available_bytes, "the memory budget");
+    if (used > b.total_bytes) {
+      c.fits = false;
+      c.error_message = "--kv-cache-memory-bytes " + std::to_string(b.available_bytes) + " (" + gib(b.available_bytes) +
+                        ") with " + gib(b.non_kv_bytes) + " of weights and start-up overheads needs " + gib(used) +
+                        " per GPU" + (c.stages.size() > 1 ? " on stage " + std::to_string(st.weights.stage) : "") +
+                        ", more than the " + gib(b.total_bytes) + " of " + L.target.id +
+                        " (vLLM does not check this; the allocation would fail)";
+    }
+  }
   return c;
 }
 
@@ -170,7 +188,7 @@ std::vector<std::string> suggestions(const ModelConfig& cfg, const Layout& L, co
       } catch (const Error&) {
         continue;
       }
-      if (!c.placement.ok() || !c.vllm.fits) continue;
+      if (!c.fits) continue;
       const double conc = c.vllm.concurrency * static_cast<double>(pl.data_parallel_size);
       if (conc > best_conc) {
         best_conc = conc;
@@ -280,7 +298,7 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   }
   if (p.exit_code == 0 && !p.fit->fits) {
     p.exit_code = exit_code(ErrorKind::does_not_fit);
-    p.exit_message = p.fit->vllm.error_message;
+    p.exit_message = p.fit->error_message;
     if (!p.fit->suggestions.empty()) {
       p.exit_message += " Would fit: ";
       for (std::size_t i = 0; i < p.fit->suggestions.size(); ++i) {
@@ -333,7 +351,8 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L, cons
   f.engines = pl.data_parallel_size;
   f.total_concurrency = core.vllm.concurrency * static_cast<double>(f.engines);
   f.total_kv_tokens = checked_mul(core.vllm.gpu_kv_cache_tokens, f.engines, "GPU KV cache size");
-  f.fits = core.placement.ok() && core.vllm.fits;
+  f.fits = core.fits;
+  f.error_message = core.error_message;
   if (!core.placement.ok()) {
     f.verdict = "the layout is rejected: see the placement errors";
   } else if (f.fits) {
@@ -343,7 +362,7 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L, cons
                                      format_fixed(f.total_concurrency, 2) + "x)"
                                : std::string());
   } else {
-    f.verdict = "does not fit: " + core.vllm.error_message;
+    f.verdict = "does not fit: " + f.error_message;
   }
   if (!f.fits && req.suggestions) f.suggestions = suggestions(cfg, L, weights, pl, kvs, core, req, weights_how, wsrc);
   f.placement = std::move(core.placement);

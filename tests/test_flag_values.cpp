@@ -196,7 +196,7 @@ TEST_CASE("flag values: numbers are decimal, empty values are errors", "[cli][fl
     auto [p, err] = parse({kMissing, "--gpu-memory-utilization", ok});
     CHECK(err.empty());
     REQUIRE(p.command == Command::plan);
-    CHECK(p.plan.capacity.options.gpu_memory_utilization == Approx(std::stod(ok)));
+    CHECK(p.plan.fit.budget.gpu_memory_utilization == Approx(std::stod(ok)));
   }
   struct Flag {
     std::vector<std::string> command;

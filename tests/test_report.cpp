@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+
+#include "mlaplan/number_format.hpp"
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -512,7 +514,10 @@ TEST_CASE("report: memory parts add up to the layout's accounting", "[report]") 
     CHECK(find_all(*root, [](const Node& n) { return n.has_class("mem-bar"); }).size() == 4);
     const auto cap = find_all(*root, [](const Node& n) { return n.has_class("capacity"); });
     REQUIRE(cap.size() == 1);
-    CHECK(cap[0]->attr("data-concurrency") == std::to_string(r.capacity->concurrency_total));
+    REQUIRE(r.fit);
+    CHECK(cap[0]->attr("data-concurrency") == mlaplan::format_fixed(r.fit->vllm.concurrency, 2));
+    CHECK(cap[0]->attr("data-weights") == std::to_string(r.fit->stages[0].weights.total_bytes));
+    CHECK(cap[0]->attr("data-available") == std::to_string(r.fit->stages[0].budget.available_bytes));
   }
 }
 

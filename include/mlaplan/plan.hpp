@@ -85,6 +85,9 @@ struct Fit {
   bool async_scheduling = true;            ///< as assumed (2 batches in flight)
   bool fits = false;
   std::string verdict;                     ///< one line for people
+  /// When !fits: vLLM's error, or (--kv-cache-memory-bytes, which vLLM does not check against the
+  /// GPU) why the given KV cache and the rest exceed the GPU's memory.
+  std::string error_message;
   std::vector<std::string> suggestions;    ///< when !fits: what would fit instead
 };
 
