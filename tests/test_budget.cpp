@@ -1,3 +1,164 @@
+// vLLM's start-up budget of one GPU, term by term: the runtime's memory figure, ceil(total x
+// utilisation), each term's source and its override, --kv-cache-memory-bytes, --enforce-eager, the
+// two V4-Flash TP4 load logs against the derived weights plus the load-overhead term, and bad values.
+
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
 
 #include "mlaplan/budget.hpp"
+#include "mlaplan/config.hpp"
+#include "mlaplan/error.hpp"
+#include "mlaplan/placement.hpp"
+#include "mlaplan/target.hpp"
+#include "mlaplan/weights.hpp"
+
+using namespace mlaplan;
+
+namespace {
+
+std::string src(const std::string& rel) { return std::string(MLAPLAN_SOURCE_DIR) + "/" + rel; }
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+double gib(std::int64_t b) { return static_cast<double>(b) / kGiB; }
+
+BudgetShape shape_of(std::int64_t weights, std::int64_t tp = 1) {
+  BudgetShape s;
+  s.weights_bytes = weights;
+  s.weights_how = "test";
+  s.layers = 43;
+  s.local_heads = 64 / tp;
+  s.tensor_parallel_size = tp;
+  s.max_num_batched_tokens = 8192;
+  s.max_num_seqs = 1024;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("budget: requested is ceil(runtime total x 0.92) and every term is named", "[budget]") {
+  const auto cfg = load_config(src("configs/deepseek-v4-flash.json"));
+  const Target h200 = resolve_target(TargetRequest{std::string("h200"), {}, {}, {}});
+  REQUIRE(h200.runtime_memory_bytes == 150'109'880'320);
+  const Budget b = plan_budget(cfg, h200, shape_of(20LL << 30), BudgetOptions{});
+  CHECK(b.total_bytes == 150'109'880'320);
+  CHECK(b.total_source == TermSource::measured);
+  CHECK(b.gpu_memory_utilization == 0.92);
+  CHECK(b.utilization_default);
+  // ceil(150,109,880,320 x 0.92) = ceil(138,101,089,894.4)
+  CHECK(b.requested_bytes == 138'101'089'895);
+  std::vector<std::string> ids;
+  std::int64_t sum = 0;
+  for (const auto& t : b.terms) {
+    ids.push_back(t.id);
+    sum += t.bytes;
+    CHECK_FALSE(t.how.empty());
+    CHECK_FALSE(t.flag.empty());
+  }
+  CHECK(ids == std::vector<std::string>{"weights", "load_overhead", "activation_peak", "non_torch", "cudagraph"});
+  CHECK(b.non_kv_bytes == sum);
+  CHECK(b.available_bytes == b.requested_bytes - sum);
+  CHECK(b.term("weights")->bytes == (20LL << 30));
+  CHECK(b.term("weights")->source == TermSource::derived);
+  CHECK(b.term("activation_peak")->source == TermSource::estimated);
+  CHECK(b.term("cudagraph")->source == TermSource::estimated);
+  CHECK(b.term("reserved") == nullptr);
+}
+
+TEST_CASE("budget: a preset without a runtime figure says its total is the vendor's", "[budget]") {
+  const auto cfg = load_config(src("configs/deepseek-v4-flash.json"));
+  const Target h100 = resolve_target(TargetRequest{std::string("h100"), {}, {}, {}});
+  const Budget b = plan_budget(cfg, h100, shape_of(0), BudgetOptions{});
+  CHECK(b.total_bytes == (80LL << 30));
+  CHECK(b.total_source == TermSource::estimated);
+  CHECK_THAT(b.total_how, Catch::Contains("vendor"));
+  // weights of 0 are never silent
+  REQUIRE(b.findings.size() == 1);
+  CHECK(b.findings[0].id == "budget.weights_unknown");
+  const Target given = resolve_target(TargetRequest{std::string("h200"), {}, {}, 100.0});
+  const Budget g = plan_budget(cfg, given, shape_of(1), BudgetOptions{});
+  CHECK(g.total_bytes == (100LL << 30));
+  CHECK(g.total_source == TermSource::given);
+}
+
+TEST_CASE("budget: every term has an override, --enforce-eager drops the graphs", "[budget]") {
+  const auto cfg = load_config(src("configs/deepseek-v4-flash.json"));
+  const Target h200 = resolve_target(TargetRequest{std::string("h200"), {}, {}, {}});
+  BudgetOptions o;
+  o.gpu_memory_utilization = 0.5;
+  o.weights_gib = 10;
+  o.load_overhead_gib = 1;
+  o.activation_gib = 2;
+  o.non_torch_gib = 0.5;
+  o.cudagraph_gib = 0.25;
+  o.reserved_gib = 3;
+  const Budget b = plan_budget(cfg, h200, shape_of(99), o);
+  CHECK(b.requested_bytes == 75'054'940'160);
+  for (const auto& t : b.terms) CHECK(t.source == TermSource::given);
+  CHECK(b.non_kv_bytes == static_cast<std::int64_t>(16.75 * kGiB));
+  CHECK(b.available_bytes == b.requested_bytes - b.non_kv_bytes);
+  CHECK(b.term("reserved")->bytes == (3LL << 30));
+
+  BudgetOptions eager;
+  eager.enforce_eager = true;
+  const Budget e = plan_budget(cfg, h200, shape_of(1LL << 30), eager);
+  const Budget d = plan_budget(cfg, h200, shape_of(1LL << 30), BudgetOptions{});
+  CHECK(e.term("cudagraph")->bytes == 0);
+  CHECK(d.term("cudagraph")->bytes > 0);
+  CHECK(e.available_bytes - d.available_bytes == d.term("cudagraph")->bytes);
+
+  BudgetOptions kv;
+  kv.kv_cache_memory_bytes = 12345;
+  const Budget k = plan_budget(cfg, h200, shape_of(1), kv);
+  CHECK(k.explicit_kv_bytes);
+  CHECK(k.available_bytes == 12345);
+}
+
+TEST_CASE("budget: bad values name the flag", "[budget]") {
+  const auto cfg = load_config(src("configs/deepseek-v4-flash.json"));
+  const Target h200 = resolve_target(TargetRequest{std::string("h200"), {}, {}, {}});
+  BudgetOptions o;
+  o.gpu_memory_utilization = 1.5;
+  CHECK_THROWS_WITH(plan_budget(cfg, h200, shape_of(1), o), Catch::Contains("--gpu-memory-utilization"));
+  BudgetOptions n;
+  n.activation_gib = -1;
+  CHECK_THROWS_AS(plan_budget(cfg, h200, shape_of(1), n), Error);
+  BudgetOptions k;
+  k.kv_cache_memory_bytes = 0;
+  CHECK_THROWS_WITH(plan_budget(cfg, h200, shape_of(1), k), Catch::Contains("--kv-cache-memory-bytes"));
+}
+
+TEST_CASE("budget: the two V4-Flash TP4 load logs are the derived weights plus the overhead term", "[budget]") {
+  // deployment.md section 2: vLLM printed "Model loading took 37.96 GiB" and "38.09 GiB" (two MoE
+  // backends) for V4-Flash at TP4, EP on, without the MTP stage.
+  const auto cfg = load_config(src("configs/deepseek-v4-flash.json"));
+  const auto w = compute_weights(cfg, {false});
+  ParallelLayout pl;
+  pl.tensor_parallel_size = 4;
+  pl.enable_expert_parallel = true;
+  const auto p = place_weights(cfg, w, pl);
+  REQUIRE(p.stages.size() == 1);
+  CHECK(gib(p.stages[0].total_bytes) == Approx(37.25).margin(0.01));
+  const Target h200 = resolve_target(TargetRequest{std::string("h200"), {}, {}, {}});
+  const Budget b = plan_budget(cfg, h200, shape_of(p.stages[0].total_bytes, 4), BudgetOptions{});
+  const double loaded = gib(b.term("weights")->bytes + b.term("load_overhead")->bytes);
+  for (double logged : {37.96, 38.09}) {
+    INFO(logged);
+    CHECK(std::abs(loaded - logged) <= 0.07);
+  }
+}
+
+TEST_CASE("budget: the activation estimate follows the shapes", "[budget]") {
+  const auto cfg = load_config(src("configs/deepseek-v4-flash.json"));
+  BudgetShape s = shape_of(0);
+  const std::int64_t base = estimate_activation_bytes(cfg, s);
+  // H 4096, 4 mHC streams, heads 64 x 512, q_lora 1024, 8 x 1024 output groups, top-6 of MI 2048,
+  // vocab 129,280: 8192 x (4 x 4096 x 6 + (1024 + 65536 + 8192) x 2 + 6 x (6144 + 4096) x 2)
+  // + 1024 x 129280 x 8.
+  const std::int64_t expect = 8192LL * (4 * 4096 * 6 + (1024 + 65536 + 8192) * 2 + 6 * (6144 + 4096) * 2) +
+                              1024LL * 129280 * 8;
+  CHECK(base == expect);
+  s.last_stage = false;
+  CHECK(estimate_activation_bytes(cfg, s) == expect - 1024LL * 129280 * 8);
+  s.max_num_batched_tokens = 4096;
+  CHECK(estimate_activation_bytes(cfg, s) < expect / 2);
+}

@@ -1,3 +1,180 @@
-#include <catch2/catch.hpp>
+// make_plan(): the library's whole pipeline. The fit answer (weights placed per GPU, vLLM's budget
+// and its printed numbers) on the bundled configs, the exit decision, what would fit instead,
+// weights from a model directory's safetensors headers, and the guards.
 
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "mlaplan/error.hpp"
 #include "mlaplan/plan.hpp"
+#include "temp_dir.hpp"
+
+using namespace mlaplan;
+
+namespace {
+
+std::string src(const std::string& rel) { return std::string(MLAPLAN_SOURCE_DIR) + "/" + rel; }
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+double gib(std::int64_t b) { return static_cast<double>(b) / kGiB; }
+
+PlanRequest on_tp(std::int64_t tp, std::int64_t dp = 1, bool ep = false) {
+  PlanRequest r;
+  r.layout.tensor_parallel_size = tp;
+  r.layout.data_parallel_size = dp;
+  r.deploy.enable_expert_parallel = ep;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("make_plan: V4.1-Flash does not fit one H200, fits eight, and says what would", "[plan][fit]") {
+  const Plan one = make_plan(src("configs/deepseek-v4.1-flash.json"), PlanRequest{});
+  REQUIRE(one.fit);
+  CHECK_FALSE(one.fit->fits);
+  CHECK(one.exit_code == 4);
+  CHECK(one.fit->weights.total_bytes() == 509'890'541'400);
+  CHECK(one.fit->stages[0].budget.available_bytes < 0);
+  CHECK_THAT(one.exit_message, Catch::StartsWith("No available memory for the cache blocks"));
+  REQUIRE_FALSE(one.fit->suggestions.empty());
+  CHECK_THAT(one.fit->suggestions.back(), Catch::StartsWith("--tp 4 --enable-expert-parallel (4 GPUs"));
+
+  const Plan eight = make_plan(src("configs/deepseek-v4.1-flash.json"), on_tp(8));
+  REQUIRE(eight.fit);
+  CHECK(eight.fit->fits);
+  CHECK(eight.exit_code == 0);
+  const auto& st = eight.fit->stages.at(0);
+  CHECK(gib(st.weights.total_bytes) == Approx(59.83).margin(0.01));
+  // available = requested - every term; num_blocks = available // bytes_per_block;
+  // concurrency = num_blocks / blocks_per_request; tokens = int(concurrency x max_model_len).
+  const auto& v = eight.fit->vllm;
+  CHECK(v.available_bytes == st.budget.requested_bytes - st.budget.non_kv_bytes);
+  CHECK(v.num_blocks == v.available_bytes / st.kv.bytes_per_block);
+  CHECK(v.concurrency == Approx(static_cast<double>(v.num_blocks) / static_cast<double>(st.kv.blocks_per_request)));
+  CHECK(v.gpu_kv_cache_tokens == static_cast<std::int64_t>(v.concurrency * 1048576.0));
+  CHECK_THAT(v.log_line, Catch::StartsWith("GPU KV cache size: ") &&
+                             Catch::Contains(" tokens, Maximum concurrency for 1,048,576 tokens per request: "));
+  CHECK(eight.fit->suggestions.empty());
+}
+
+TEST_CASE("make_plan: DP engines multiply the concurrency, EP divides the experts", "[plan][fit]") {
+  const Plan p = make_plan(src("configs/deepseek-v4-flash.json"), on_tp(2, 4, true));
+  REQUIRE(p.fit);
+  CHECK(p.fit->fits);
+  CHECK(p.fit->engines == 4);
+  CHECK(p.fit->total_concurrency == Approx(p.fit->vllm.concurrency * 4));
+  CHECK(p.fit->total_kv_tokens == p.fit->vllm.gpu_kv_cache_tokens * 4);
+  CHECK(gib(p.fit->stages[0].weights.total_bytes) == Approx(21.87).margin(0.01));
+  CHECK(p.fit->stages[0].weights.experts_per_rank == 256 / 8);
+}
+
+TEST_CASE("make_plan: async scheduling doubles the window reserve", "[plan][fit]") {
+  PlanRequest sync = on_tp(8);
+  sync.deploy.async_scheduling = false;
+  const Plan a = make_plan(src("configs/deepseek-v4.1-flash.json"), on_tp(8));
+  const Plan s = make_plan(src("configs/deepseek-v4.1-flash.json"), sync);
+  CHECK(s.fit->stages[0].kv.blocks_per_request < a.fit->stages[0].kv.blocks_per_request);
+  CHECK(s.fit->vllm.concurrency > a.fit->vllm.concurrency);
+}
+
+TEST_CASE("make_plan: speculative decoding loads the draft stages and their caches", "[plan][fit]") {
+  PlanRequest spec = on_tp(2);
+  spec.batch.spec_tokens = 1;
+  const Plan plain = make_plan(src("configs/deepseek-v4-flash.json"), on_tp(2));
+  const Plan draft = make_plan(src("configs/deepseek-v4-flash.json"), spec);
+  CHECK_FALSE(plain.fit->speculative);
+  CHECK(draft.fit->speculative);
+  // deployment.md section 2: one MTP stage adds 0.159 GiB non-expert + 3.188 GiB of experts at TP1;
+  // at TP2 the experts halve and the replicated part of the stage stays whole.
+  const double added = gib(draft.fit->stages[0].weights.total_bytes - plain.fit->stages[0].weights.total_bytes);
+  CHECK(added == Approx(3.188 / 2 + 0.159 / 2).margin(0.03));
+  CHECK(draft.fit->stages[0].kv.specs.size() > plain.fit->stages[0].kv.specs.size());
+}
+
+TEST_CASE("make_plan: a rejected layout is exit 3 naming the flag", "[plan][fit]") {
+  const Plan p = make_plan(src("configs/deepseek-v4-flash.json"), on_tp(16));
+  CHECK(p.exit_code == 3);
+  CHECK_THAT(p.exit_message, Catch::Contains("--tensor-parallel-size"));
+  CHECK_FALSE(p.fit->fits);
+}
+
+TEST_CASE("make_plan: the longest max_model_len and the utilisation that would fit", "[plan][fit]") {
+  // V4-Flash at TP2 on a 96 GiB GPU: weights 73.26 GiB leave little for the KV cache.
+  PlanRequest r = on_tp(2);
+  r.target.gpu = "h20";
+  const Plan p = make_plan(src("configs/deepseek-v4-flash.json"), r);
+  REQUIRE(p.fit);
+  if (!p.fit->fits) {
+    CHECK(p.exit_code == 4);
+    CHECK_FALSE(p.fit->suggestions.empty());
+    CHECK_THAT(p.exit_message, Catch::Contains("Would fit:"));
+  }
+  // A smaller budget on purpose: the KV cache is given, the check fails, the estimate is below L.
+  PlanRequest k = on_tp(8);
+  k.budget.kv_cache_memory_bytes = 1LL << 30;
+  const Plan q = make_plan(src("configs/deepseek-v4.1-flash.json"), k);
+  REQUIRE(q.fit);
+  CHECK_FALSE(q.fit->fits);
+  CHECK(q.fit->vllm.estimated_max_model_len > 0);
+  CHECK(q.fit->vllm.estimated_max_model_len < 1048576);
+  CHECK_THAT(q.exit_message, Catch::Contains("estimated maximum model length is " +
+                                             std::to_string(q.fit->vllm.estimated_max_model_len)));
+  bool longest = false;
+  for (const auto& s : q.fit->suggestions) longest |= s.rfind("--max-model-len " + std::to_string(q.fit->vllm.estimated_max_model_len), 0) == 0;
+  CHECK(longest);
+  // --max-model-len at that estimate fits.
+  PlanRequest at = k;
+  at.layout.max_model_len = q.fit->vllm.estimated_max_model_len;
+  CHECK(make_plan(src("configs/deepseek-v4.1-flash.json"), at).fit->fits);
+  at.layout.max_model_len = q.fit->vllm.estimated_max_model_len + 64;
+  CHECK_FALSE(make_plan(src("configs/deepseek-v4.1-flash.json"), at).fit->fits);
+}
+
+TEST_CASE("make_plan: the concurrency guard uses vLLM's number", "[plan][fit]") {
+  PlanRequest r = on_tp(8);
+  r.guards.min_concurrency = 1000;
+  const Plan p = make_plan(src("configs/deepseek-v4.1-flash.json"), r);
+  CHECK(p.exit_code == 4);
+  bool found = false;
+  for (const auto& f : p.findings) found |= f.id == "guard.concurrency";
+  CHECK(found);
+  r.guards.min_concurrency = 1;
+  CHECK(make_plan(src("configs/deepseek-v4.1-flash.json"), r).exit_code == 0);
+}
+
+TEST_CASE("make_plan: a model directory with safetensors headers gives the weights", "[plan][fit]") {
+  testing_files::TempDir dir;
+  // config.json plus one shard holding two tensors, which the contract does not list.
+  {
+    std::ifstream in(src("configs/deepseek-v4-flash.json"));
+    std::ofstream out(dir / "config.json");
+    out << in.rdbuf();
+  }
+  const std::string header =
+      R"({"embed.weight":{"dtype":"BF16","shape":[129280,4096],"data_offsets":[0,1059061760]},)"
+      R"("layers.0.ffn.experts.0.w1.weight":{"dtype":"I8","shape":[2048,2048],"data_offsets":[1059061760,1063256064]}})";
+  {
+    std::ofstream out(dir / "model.safetensors", std::ios::binary);
+    std::uint64_t n = header.size();
+    char len[8];
+    std::memcpy(len, &n, 8);
+    out.write(len, 8);
+    out << header;
+    out.seekp(static_cast<std::streamoff>(8 + header.size() + 1063256064 - 1));
+    out.put('\0');
+  }
+  const Plan p = make_plan(dir.path.string(), on_tp(8));
+  REQUIRE(p.fit);
+  CHECK(p.fit->weights_source == WeightsSource::files);
+  CHECK(p.fit->weights.total_bytes() == 1063256064);
+  REQUIRE(p.fit->files);
+  CHECK(p.fit->files->mismatch_count > 0);
+  CHECK_THAT(p.fit->weights_how, Catch::Contains("1 safetensors header"));
+  PlanRequest derived = on_tp(8);
+  derived.deploy.read_checkpoint_files = false;
+  const Plan d = make_plan(dir.path.string(), derived);
+  CHECK(d.fit->weights_source == WeightsSource::config);
+  CHECK(d.fit->weights.total_bytes() == 159'609'485'896);
+}
