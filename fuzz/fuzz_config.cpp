@@ -1,7 +1,7 @@
 // Fuzz target fuzz_config: config bytes through the whole planning pipeline of `mla-plan plan`.
 //
 //   bytes -> parse_config -> build_topology -> (per target) evaluate_rules -> plan_layout (lenient)
-//         -> plan_capacity -> make_decode_batch (4 requests) -> plan_decode_schedules
+//         -> plan_fit (weights, placement, budget, vLLM KV) -> make_decode_batch (4 requests) -> plan_decode_schedules
 //         -> plan_layout (strict)
 //
 // Two targets per input: h200 (sm90, fp8 caches) and b200 (sm100, nvfp4 + fp4 caches), so both
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
+#include "mlaplan/plan.hpp"
 #include "mlaplan/config.hpp"
 #include "mlaplan/decode.hpp"
 #include "mlaplan/error.hpp"
@@ -47,7 +48,7 @@ struct Variant {
   const char* indexer_cache_dtype;
 };
 
-/// One target: the rules, the lenient layout, capacity, a 4-request decode step, the strict layout.
+/// One target: the rules, the lenient layout, the fit, a 4-request decode step, the strict layout.
 void plan_on(const ModelConfig& cfg, const Topology& topo, const Variant& v) {
   TargetRequest request;
   request.gpu = v.gpu;
@@ -74,10 +75,24 @@ void plan_on(const ModelConfig& cfg, const Topology& topo, const Variant& v) {
   }
 
   try {
-    (void)plan_capacity(layout, CapacityOptions{});
+    // The fit answer as make_plan() computes it: weights, placement, vLLM's budget and KV numbers.
+    WeightsOptions wo;
+    wo.list_tensors = false;
+    const WeightsReport weights = compute_weights(cfg, wo);
+    PlanRequest req;
+    req.layout = options;
+    const Fit fit = plan_fit(cfg, topo, layout, weights, WeightsSource::config, "config.json", req);
+    if (fit.stages.size() != layout.parallel.stages.size()) {
+      fuzz::fail("fit: " + std::to_string(fit.stages.size()) + " stages for " +
+                 std::to_string(layout.parallel.stages.size()) + " pipeline stages");
+    }
+    if (fit.fits && fit.vllm.num_blocks <= fit.stages[0].kv.blocks_per_request) {
+      fuzz::fail("fit: fits with " + std::to_string(fit.vllm.num_blocks) + " blocks for a request of " +
+                 std::to_string(fit.stages[0].kv.blocks_per_request));
+    }
     (void)request_bytes(layout, -1, 1);
   } catch (const Error& e) {
-    expect_error(e, "capacity");
+    expect_error(e, "fit");
   }
 
   // A bounded decode step: 4 requests at 1, 4096, half and all of max_model_len tokens.
