@@ -55,6 +55,13 @@ std::string join(const std::vector<std::int64_t>& v) {
   return s;
 }
 
+/// a x b, checked; the message (naming the tensor) is built only when it overflows.
+std::int64_t group_mul(std::int64_t a, std::int64_t b, const TensorGroup& g) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) checked_mul(a, b, "bytes per rank of " + g.name);
+  return r;
+}
+
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
 /// Attention tensors: the sharded ones by name, the rest (wq_a, wkv, q_a_proj, kv_a_proj_with_mqa,
@@ -144,16 +151,29 @@ std::int64_t tensor_bytes_per_rank(const TensorGroup& g, std::int64_t tp) {
   if ((g.part == WeightPart::embedding || g.part == WeightPart::head) && !g.shape.empty() && g.shape[0] > 0 &&
       g.bytes % g.shape[0] == 0) {
     // Vocab-parallel: rows padded to a multiple of 64, then split evenly (vLLM asserts it divides).
-    const std::int64_t rows = checked_round_up(g.shape[0], kVocabPadding, "padded vocab rows of " + g.name);
-    return checked_mul(ceil_div(rows, tp), g.bytes / g.shape[0], "bytes per rank of " + g.name);
+    const std::int64_t rows = ceil_div(g.shape[0], kVocabPadding);  // rows / 64 <= int64 max / 64: no overflow
+    return group_mul(ceil_div(group_mul(rows, kVocabPadding, g), tp), g.bytes / g.shape[0], g);
   }
   if (g.part == WeightPart::engram && !g.shape.empty() && g.shape[0] > 0 && g.bytes % g.shape[0] == 0) {
-    return checked_mul(ceil_div(g.shape[0], tp), g.bytes / g.shape[0], "bytes per rank of " + g.name);
+    return group_mul(ceil_div(g.shape[0], tp), g.bytes / g.shape[0], g);
   }
   return ceil_div(g.bytes, tp);
 }
 
+std::vector<ShardKind> shard_kinds(const WeightsReport& weights, EngramPlacement engram) {
+  std::vector<ShardKind> kinds;
+  kinds.reserve(weights.groups.size());
+  for (const TensorGroup& g : weights.groups) kinds.push_back(kind_of(g.part, g.name, engram));
+  return kinds;
+}
+
 Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, const ParallelLayout& layout) {
+  return place_weights(cfg, weights, layout, shard_kinds(weights, layout.engram));
+}
+
+Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, const ParallelLayout& layout,
+                        const std::vector<ShardKind>& kinds) {
+  if (kinds.size() != weights.groups.size()) throw_internal("place_weights: one shard kind per tensor group");
   check_size(layout.tensor_parallel_size, "--tensor-parallel-size");
   check_size(layout.data_parallel_size, "--data-parallel-size");
   check_size(layout.pipeline_parallel_size, "--pipeline-parallel-size");
@@ -270,7 +290,8 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
   }
 
   pl.estimated = weights.estimated();
-  for (const TensorGroup& g : weights.groups) {
+  for (std::size_t gi = 0; gi < weights.groups.size(); ++gi) {
+    const TensorGroup& g = weights.groups[gi];
     if (g.draft && !layout.load_draft_stages) continue;
     const std::int64_t total = g.total_bytes();
     if (g.draft && (g.part == WeightPart::embedding || g.part == WeightPart::head)) {
@@ -285,7 +306,7 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
       s = 0;
     }
     RankWeights& r = pl.stages[static_cast<std::size_t>(s)];
-    const ShardKind kind = kind_of(g.part, g.name, layout.engram);
+    const ShardKind kind = kinds[gi];
     if (g.part == WeightPart::vision || g.part == WeightPart::engram) pl.estimated = true;
     std::int64_t per_rank = 0;
     switch (kind) {
@@ -295,20 +316,20 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
         r.replicated_bytes = checked_add(r.replicated_bytes, per_rank, "replicated bytes");
         break;
       case ShardKind::tensor:
-        per_rank = checked_mul(tensor_bytes_per_rank(g, tp), g.count, "bytes per rank of " + g.name);
+        per_rank = group_mul(tensor_bytes_per_rank(g, tp), g.count, g);
         pl.tensor_bytes = checked_add(pl.tensor_bytes, total, "tensor-parallel bytes");
         r.tensor_bytes = checked_add(r.tensor_bytes, per_rank, "tensor-parallel bytes");
         break;
       case ShardKind::expert:
         // EP on: whole experts per rank; off: every expert split over the flattened TP x DP group.
         per_rank = layout.enable_expert_parallel && g.count > 1
-                       ? checked_mul(g.bytes, ceil_div(g.count, ep), "bytes per rank of " + g.name)
+                       ? group_mul(g.bytes, ceil_div(g.count, ep), g)
                        : ceil_div(total, moe_group);
         pl.expert_bytes = checked_add(pl.expert_bytes, total, "expert bytes");
         r.expert_bytes = checked_add(r.expert_bytes, per_rank, "expert bytes");
         break;
       case ShardKind::host: {
-        const std::int64_t share = checked_mul(tensor_bytes_per_rank(g, tp), g.count, "bytes per rank of " + g.name);
+        const std::int64_t share = group_mul(tensor_bytes_per_rank(g, tp), g.count, g);
         pl.host_bytes = checked_add(pl.host_bytes, total, "host bytes");
         r.host_bytes = checked_add(r.host_bytes, share, "host bytes");
         continue;
@@ -326,7 +347,7 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
     }
   }
 
-  std::string kinds = "R " + gib_str(pl.replicated_bytes, 3) + " on every rank (norms, mHC, router, wq_a + wkv, " +
+  std::string summary = "R " + gib_str(pl.replicated_bytes, 3) + " on every rank (norms, mHC, router, wq_a + wkv, " +
                       "compressors, indexer), S " + gib_str(pl.tensor_bytes, 3) + " split over TP " +
                       std::to_string(tp) + " (wq_b, wo_a, wo_b, attn_sink, shared experts, embedding, head), E " +
                       gib_str(pl.expert_bytes, 3) + " split over TP x DP " + std::to_string(moe_group) +
@@ -334,11 +355,11 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
                                                            std::to_string(pl.stages.front().experts_per_rank) +
                                                            " experts per rank)"
                                                      : " (tensor-sharded experts)");
-  if (pl.host_bytes > 0) kinds += "; " + gib_str(pl.host_bytes, 3) + " of Engram tables offloaded to host memory";
+  if (pl.host_bytes > 0) summary += "; " + gib_str(pl.host_bytes, 3) + " of Engram tables offloaded to host memory";
   if (pl.shared_bytes > 0) {
-    kinds += "; the draft's own embedding / head copies (" + gib_str(pl.shared_bytes, 3) + ") share the target's";
+    summary += "; the draft's own embedding / head copies (" + gib_str(pl.shared_bytes, 3) + ") share the target's";
   }
-  pl.findings.push_back(Finding{"placement.kinds", Severity::info, kinds, "", ""});
+  pl.findings.push_back(Finding{"placement.summary", Severity::info, summary, "", ""});
   return pl;
 }
 

@@ -17,6 +17,8 @@ namespace mlaplan {
 namespace {
 
 constexpr double kGiB = 1073741824.0;
+/// The largest deployment "what would fit" searches (per pipeline stage): 32 nodes of 8 GPUs.
+constexpr std::int64_t kMaxSuggestedGpus = 256;
 
 std::string gib(std::int64_t bytes) { return format_fixed(static_cast<double>(bytes) / kGiB, 2) + " GiB"; }
 
@@ -48,7 +50,8 @@ LoadedWeights load_weights(const ModelConfig& cfg, const PlanRequest& req) {
   if (req.deploy.read_checkpoint_files && has_checkpoint_files(cfg.model_dir)) {
     const CheckpointFiles files = read_checkpoint_files(cfg.model_dir);
     FileWeights fw = weights_from_files(cfg, files, derived);
-    w.report = fw.report;
+    w.report = std::move(fw.report);
+    fw.report = WeightsReport{};  // the report lives in Fit::weights; FileWeights keeps the comparison
     w.source = WeightsSource::files;
     w.how = std::to_string(files.files.size()) + " safetensors header" + (files.files.size() == 1 ? "" : "s") +
             " in " + cfg.model_dir;
@@ -82,11 +85,11 @@ struct FitCore {
   std::string error_message;
 };
 
-FitCore fit_core(const ModelConfig& cfg, const Layout& L, const WeightsReport& weights, const ParallelLayout& pl,
-                 const std::vector<VllmKvConfig>& kvs, const PlanRequest& req, const std::string& weights_how,
-                 TermSource weights_source) {
+FitCore fit_core(const ModelConfig& cfg, const Layout& L, const WeightsReport& weights,
+                 const std::vector<ShardKind>& kinds, const ParallelLayout& pl, const std::vector<VllmKvConfig>& kvs,
+                 const PlanRequest& req, const std::string& weights_how, TermSource weights_source) {
   FitCore c;
-  c.placement = place_weights(cfg, weights, pl);
+  c.placement = place_weights(cfg, weights, pl, kinds);
   std::vector<std::int64_t> avail;
   const std::int64_t nst = static_cast<std::int64_t>(c.placement.stages.size());
   for (std::int64_t s = 0; s < nst; ++s) {
@@ -142,7 +145,7 @@ std::string layout_flags(const ParallelLayout& pl) {
 
 /// What would fit instead, when the request does not.
 std::vector<std::string> suggestions(const ModelConfig& cfg, const Layout& L, const WeightsReport& weights,
-                                     const ParallelLayout& given, const std::vector<VllmKvConfig>& kvs,
+                                     const std::vector<ShardKind>& kinds, const ParallelLayout& given, const std::vector<VllmKvConfig>& kvs,
                                      const FitCore& core, const PlanRequest& req, const std::string& how,
                                      TermSource wsrc) {
   std::vector<std::string> out;
@@ -167,9 +170,23 @@ std::vector<std::string> suggestions(const ModelConfig& cfg, const Layout& L, co
   }
   // 3. The fewest GPUs of this kind that hold it at this max_model_len (expert parallel on,
   // the pipeline size kept: it decides the KV layout of every stage).
+  // A GPU of the largest stage holds at least the stage average, which is at least
+  // (R + (S + E) / GPUs per stage) / PP: a count whose bound exceeds what vLLM requests is skipped
+  // without placing anything, and once R / PP alone exceeds it no count can help.
   const std::int64_t heads = cfg.num_attention_heads;
-  for (std::int64_t gpus = given.pipeline_parallel_size; gpus <= 1024 * given.pipeline_parallel_size; gpus *= 2) {
+  const Placement& p0 = core.placement;
+  const long double requested = static_cast<long double>(core.stages.front().budget.requested_bytes);
+  const long double pp = static_cast<long double>(given.pipeline_parallel_size);
+  const long double R = static_cast<long double>(p0.replicated_bytes);
+  const long double SE = static_cast<long double>(p0.tensor_bytes) + static_cast<long double>(p0.expert_bytes);
+  const bool explicit_kv = core.stages.front().budget.explicit_kv_bytes;
+  for (std::int64_t gpus = given.pipeline_parallel_size; gpus <= kMaxSuggestedGpus * given.pipeline_parallel_size;
+       gpus *= 2) {
     const std::int64_t per_pp = gpus / given.pipeline_parallel_size;
+    if (!explicit_kv && !req.budget.weights_gib) {
+      if (R / pp > requested) break;
+      if ((R + SE / static_cast<long double>(per_pp)) / pp > requested) continue;
+    }
     std::optional<ParallelLayout> best;
     double best_conc = -1.0;
     for (std::int64_t tp = 1; tp <= per_pp; tp *= 2) {
@@ -184,7 +201,7 @@ std::vector<std::string> suggestions(const ModelConfig& cfg, const Layout& L, co
       }
       FitCore c;
       try {
-        c = fit_core(cfg, L, weights, pl, kvs, req, how, wsrc);
+        c = fit_core(cfg, L, weights, kinds, pl, kvs, req, how, wsrc);
       } catch (const Error&) {
         continue;
       }
@@ -256,15 +273,16 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   for (const auto& rr : p.rules) p.findings.push_back(rr.finding);
 
   p.layout = plan_layout(config, topology, p.target, layout_options, Strictness::lenient);
-  const LoadedWeights w = load_weights(config, req);
-  p.fit = plan_fit(config, topology, *p.layout, w.report, w.source, w.how, req);
-  if (w.files) p.fit->files = w.files;
-  for (const auto& f : w.report.findings) {
+  LoadedWeights w = load_weights(config, req);
+  p.fit = plan_fit(config, topology, *p.layout, std::move(w.report), w.source, w.how, req);
+  if (w.files) p.fit->files = std::move(w.files);
+  const WeightsReport& wr = p.fit->weights;
+  for (const auto& f : wr.findings) {
     if (f.severity != Severity::info) p.findings.push_back(f);
   }
-  if (!w.report.known && !req.budget.weights_gib) {
+  if (!wr.known && !req.budget.weights_gib) {
     p.findings.push_back(Finding{"weights.unknown", Severity::warning,
-                                 "weights: " + w.report.reason +
+                                 "weights: " + wr.reason +
                                      "; pass the model directory with its safetensors files, or --weights-gib",
                                  "", "--weights-gib"});
   }
@@ -321,12 +339,11 @@ std::string_view to_string(WeightsSource s) {
   return "?";
 }
 
-Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L, const WeightsReport& weights,
+Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L, WeightsReport weights,
              WeightsSource source, const std::string& weights_how, const PlanRequest& req) {
   Fit f;
   f.weights_source = source;
   f.weights_how = weights_how;
-  f.weights = weights;
   f.async_scheduling = req.deploy.async_scheduling;
   f.speculative = L.num_speculative_tokens > 0 && L.include_draft_layers && cfg.num_draft_layers > 0;
   ParallelLayout pl;
@@ -347,7 +364,8 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L, cons
   }
   const TermSource wsrc = source == WeightsSource::config && weights.estimated() ? TermSource::estimated
                                                                                  : TermSource::derived;
-  FitCore core = fit_core(cfg, L, weights, pl, kvs, req, weights_how, wsrc);
+  const std::vector<ShardKind> kinds = shard_kinds(weights, pl.engram);
+  FitCore core = fit_core(cfg, L, weights, kinds, pl, kvs, req, weights_how, wsrc);
   f.engines = pl.data_parallel_size;
   f.total_concurrency = core.vllm.concurrency * static_cast<double>(f.engines);
   f.total_kv_tokens = checked_mul(core.vllm.gpu_kv_cache_tokens, f.engines, "GPU KV cache size");
@@ -364,10 +382,11 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L, cons
   } else {
     f.verdict = "does not fit: " + f.error_message;
   }
-  if (!f.fits && req.suggestions) f.suggestions = suggestions(cfg, L, weights, pl, kvs, core, req, weights_how, wsrc);
+  if (!f.fits && req.suggestions) f.suggestions = suggestions(cfg, L, weights, kinds, pl, kvs, core, req, weights_how, wsrc);
   f.placement = std::move(core.placement);
   f.stages = std::move(core.stages);
   f.vllm = std::move(core.vllm);
+  f.weights = std::move(weights);
   return f;
 }
 

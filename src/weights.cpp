@@ -85,7 +85,11 @@ std::int64_t WeightsReport::total_tensors() const {
 std::int64_t WeightsReport::total_params() const {
   return checked_add(main.params, draft.params, "checkpoint parameters");
 }
-std::int64_t TensorGroup::total_bytes() const { return checked_mul(bytes, count, "bytes of " + name); }
+std::int64_t TensorGroup::total_bytes() const {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(bytes, count, &r)) checked_mul(bytes, count, "bytes of " + name);  // throws, naming it
+  return r;
+}
 
 bool WeightsReport::estimated() const {
   for (std::size_t i = 0; i < kWeightPartCount; ++i) {
@@ -534,6 +538,7 @@ void build_v32(Builder& b, const ModelConfig& cfg, WeightsReport& r) {
 
 WeightsReport compute_weights(const ModelConfig& cfg, const WeightsOptions& options) {
   WeightsReport r;
+  r.groups.reserve(static_cast<std::size_t>(cfg.total_layers()) * 48 + 16);
   Builder b(cfg, options, r);
   switch (cfg.family) {
     case Family::deepseek_v4:

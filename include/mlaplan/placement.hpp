@@ -89,6 +89,12 @@ struct Placement {
 /// n_routed_experts not divisible by EP; placement.pipeline: more stages than layers; info
 /// placement.head_padding).
 Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, const ParallelLayout& layout);
+/// The same with shard_kinds(weights, layout.engram) computed once by the caller (a search over
+/// many layouts of one checkpoint places it many times).
+Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, const ParallelLayout& layout,
+                        const std::vector<ShardKind>& kinds);
+/// shard_kind() of every group of `weights` under `engram`, in the order of weights.groups.
+std::vector<ShardKind> shard_kinds(const WeightsReport& weights, EngramPlacement engram);
 
 /// The kind of one tensor (by its part and name) under `engram`.
 ShardKind shard_kind(const TensorInfo& t, EngramPlacement engram);

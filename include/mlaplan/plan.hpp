@@ -118,7 +118,7 @@ Plan make_plan_on(const ModelConfig& config, const Topology& topology, const Pla
 
 /// The fit of `layout` for `request` alone (make_plan's fit step; check --matrix calls it per
 /// layout). `weights` is the checkpoint's (compute_weights or from files).
-Fit plan_fit(const ModelConfig& config, const Topology& topology, const Layout& layout, const WeightsReport& weights,
+Fit plan_fit(const ModelConfig& config, const Topology& topology, const Layout& layout, WeightsReport weights,
              WeightsSource source, const std::string& weights_how, const PlanRequest& request);
 
 }  // namespace mlaplan
