@@ -359,7 +359,7 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
   if (pl.shared_bytes > 0) {
     summary += "; the draft's own embedding / head copies (" + gib_str(pl.shared_bytes, 3) + ") share the target's";
   }
-  pl.findings.push_back(Finding{"placement.summary", Severity::info, summary, "", ""});
+  pl.findings.push_back(Finding{"placement.kinds", Severity::info, summary, "", ""});
   return pl;
 }
 
