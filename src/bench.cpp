@@ -3,6 +3,8 @@
 
 #include "mlaplan/bench.hpp"
 
+#include "mlaplan/plan.hpp"
+
 #include <algorithm>
 #include <string>
 
@@ -164,13 +166,21 @@ BenchReport run_bench(const ModelConfig& cfg, const Topology& topo, const Target
   report.target = target;
   LayoutOptions lo = options.layout;
   lo.kv_cache_dtype = options.kv_cache_dtype;
-  report.rules = evaluate_rules(cfg, topo, target, RuleOptions{options.dtype, lo});
+  // The layout is make_plan()'s, exactly as `mla-plan plan` makes it for these flags.
+  PlanRequest req;
+  req.resolved_target = target;
+  req.layout = lo;
+  req.dtype = options.dtype;
+  req.schedules = false;
+  req.suggestions = false;
+  req.deploy.read_checkpoint_files = false;  // the kernels' inputs do not depend on the weights
+  const Plan plan = make_plan_on(cfg, topo, req);
+  report.rules = plan.rules;
   std::string rejected;
   for (const auto& r : report.rules) {
-    if (r.finding.severity == Severity::error && r.kind == ErrorKind::usage) throw_usage(r.finding.message);
     if (rejected.empty() && r.finding.severity == Severity::error) rejected = r.finding.message;
   }
-  const Layout layout = plan_layout(cfg, topo, target, lo, Strictness::lenient);
+  const Layout& layout = *plan.layout;
   report.kv_cache_dtype = std::string(to_string(layout.kv_cache_dtype));
   report.forced = !rejected.empty() && options.force;
   const auto shapes = bench_shapes(cfg, topo, layout, options.batches, options.types);

@@ -262,7 +262,7 @@ void apply_guards(Plan& p, const PlanGuards& g) {
 }
 
 void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, const PlanRequest& req) {
-  p.target = resolve_target(req.target);
+  p.target = req.resolved_target ? *req.resolved_target : resolve_target(req.target);
   LayoutOptions layout_options = req.layout;
   layout_options.num_speculative_tokens = req.batch.spec_tokens;
   p.rules = evaluate_rules(config, topology, p.target, RuleOptions{req.dtype, layout_options});

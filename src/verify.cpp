@@ -1,5 +1,7 @@
 #include "mlaplan/verify.hpp"
 
+#include "mlaplan/plan.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -377,13 +379,28 @@ VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Targ
   const auto dtypes = options.kv_cache_dtypes.empty() ? backend_kv_dtypes(cfg.family) : options.kv_cache_dtypes;
   std::uint64_t seed = options.seed;
   for (const auto& dtype : dtypes) {
-    LayoutOptions lo = options.layout;
-    lo.kv_cache_dtype = dtype;
-    const auto rules = evaluate_rules(cfg, topo, target, RuleOptions{options.dtype, lo});
+    // The cell's plan is make_plan()'s, exactly as `mla-plan plan` makes it for these flags.
+    PlanRequest req;
+    req.resolved_target = target;
+    req.layout = options.layout;
+    req.layout.kv_cache_dtype = dtype;
+    req.batch = verify_batch_options(options.batch, options.layout.max_model_len.value_or(cfg.max_position_embeddings));
+    req.dtype = options.dtype;
+    req.suggestions = false;
+    req.deploy.read_checkpoint_files = false;  // the kernels' inputs do not depend on the weights
+    std::optional<Plan> plan;
     std::string reason = config_reason;
-    for (const auto& r : rules) {
-      if (r.finding.severity == Severity::error && r.kind == ErrorKind::usage) throw_usage(r.finding.message);
-      if (reason.empty() && r.finding.severity == Severity::error) reason = r.finding.message;
+    std::optional<Error> plan_error;
+    try {
+      plan = make_plan_on(cfg, topo, req);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::usage || e.kind() == ErrorKind::internal) throw;
+      plan_error = e;
+    }
+    if (plan) {
+      for (const auto& r : plan->rules) {
+        if (reason.empty() && r.finding.severity == Severity::error) reason = r.finding.message;
+      }
     }
     const bool forced = !reason.empty() && options.force;
     auto unsupported_cells = [&](const std::string& why) {
@@ -400,20 +417,14 @@ VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Targ
       unsupported_cells(reason);
       continue;
     }
-    Layout layout;
-    std::vector<LayerTypeSchedule> schedules;
-    try {
-      layout = plan_layout(cfg, topo, target, lo, Strictness::lenient);
-      report.batch = make_decode_batch(verify_batch_options(options.batch, layout.max_model_len), layout.max_model_len,
-                                       layout.max_model_len_default ? MaxModelLenSource::config_default
-                                                                    : MaxModelLenSource::flag);
-      check_verify_batch(report.batch, options.batch);
-      schedules = plan_decode_schedules(cfg, topo, layout, report.batch);
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::usage) throw;
-      unsupported_cells(e.what());
+    if (plan_error) {
+      unsupported_cells(plan_error->what());
       continue;
     }
+    const Layout& layout = *plan->layout;
+    report.batch = plan->batch;
+    check_verify_batch(report.batch, options.batch);
+    const std::vector<LayerTypeSchedule>& schedules = plan->schedules;
     if (schedules.empty()) {
       unsupported_cells("no FlashMLA sparse decode kernel for " + target.cc.sm() + " with " +
                         std::to_string(layout.parallel.padded_query_heads) + " query heads");

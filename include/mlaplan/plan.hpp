@@ -44,6 +44,8 @@ struct PlanGuards {
 
 struct PlanRequest {
   TargetRequest target;
+  /// A target already resolved (verify and bench: the detected device); replaces `target`.
+  std::optional<Target> resolved_target;
   LayoutOptions layout;     ///< num_speculative_tokens is taken from batch.spec_tokens
   BatchOptions batch;
   BudgetOptions budget;
