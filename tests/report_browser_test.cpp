@@ -120,7 +120,7 @@ int main() {
   const fs::path html = b.dir / "report.html", svg = b.dir / "report.svg";
   for (const auto& out : {html, svg}) {
     std::ostringstream o, e;
-    const int code = mlaplan::cli::run_cli({"report", config, "-o", out.string()}, o, e);
+    const int code = mlaplan::cli::run_cli({"report", config, "--tp", "8", "-o", out.string()}, o, e);  // a layout that fits
     check(code == 0, "mla-plan report -o " + out.filename().string() + " exits 0" + (code ? ": " + e.str() : ""));
   }
 

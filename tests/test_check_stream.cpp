@@ -131,7 +131,7 @@ TEST_CASE("check prints each file's result as soon as it is checked", "[check][s
     SnapshotBuf buf;
     std::ostream out(&buf);
     std::ostringstream err;
-    const int code = cli::run_cli({"check", good, missing, good2, "--format", format}, out, err);
+    const int code = cli::run_cli({"check", good, missing, good2, "--tp", "8", "--format", format}, out, err);
     CHECK(code == 2);
     // Flushed once per file: the first file's result was out before the second was read.
     REQUIRE(buf.snapshots.size() >= 3);
@@ -160,7 +160,8 @@ TEST_CASE("check prints each file's result as soon as it is checked", "[check][s
       SnapshotBuf buf;
       std::ostream out(&buf);
       std::ostringstream err;
-      CHECK(cli::run_cli({"check", good, missing, good2, "--matrix", "--format", format}, out, err) == 2);
+      CHECK(cli::run_cli({"check", good, missing, good2, "--matrix", "--tp", "1,8", "--format", format}, out, err) ==
+            2);
       REQUIRE(buf.snapshots.size() >= 3);
       CHECK((format == "json" || buf.snapshots[0].find(good + "\n") != std::string::npos));
       CHECK(buf.snapshots[0].find("h200") != std::string::npos);
@@ -179,7 +180,7 @@ TEST_CASE("check: a flag that is wrong for a later file is that file's failure; 
                                           cfg("deepseek-v3.2.json")};
   std::vector<std::string> args = {"check"};
   args.insert(args.end(), files.begin(), files.end());
-  args.insert(args.end(), {"--max-model-len", "1048576"});
+  args.insert(args.end(), {"--max-model-len", "1048576", "--tp", "8"});
   const auto r = run(args);
   CHECK(r.code == 1);
   CHECK(r.err.empty());
@@ -197,7 +198,7 @@ TEST_CASE("check: a flag that is wrong for a later file is that file's failure; 
   CHECK(doc.at("files").size() == 3);
   CHECK(doc.at("files").at(2).at("findings").at(0).at("id") == "flag.invalid");
   // The first file is wrong for the flag: the run stops there, one error line, nothing printed.
-  const auto only = run({"check", files[2], files[0], "--max-model-len", "1048576", "--json"});
+  const auto only = run({"check", files[2], files[0], "--max-model-len", "1048576", "--tp", "8", "--json"});
   CHECK(only.code == 1);
   CHECK(only.out.empty());
   CHECK(only.err == "mla-plan: error: " + message + "\n");
@@ -245,7 +246,8 @@ TEST_CASE("check stops once its output has failed", "[check][stream]") {
   // state and the missing summary are what is checked). A run that stops after its output failed
   // never gets there.
   const std::vector<std::string> args = {"check", cfg("deepseek-v4.1-flash.json"), cfg("deepseek-v4-flash.json"),
-                                         cfg("deepseek-v3.2.json"), "--max-model-len", "1048576"};
+                                         cfg("deepseek-v3.2.json"), "--max-model-len", "1048576",
+                                         "--tp", "8"};
   for (const std::string format : {"text", "json", "github", "markdown"}) {
     INFO(format);
     std::vector<std::string> a = args;
@@ -274,7 +276,8 @@ TEST_CASE("check stops once its output has failed", "[check][stream]") {
     cli::CommandLine command_line;
     std::ostringstream parse_out, parse_err;
     const auto& parsed = command_line.parse(
-        {"check", cfg("deepseek-v4.1-flash.json"), "nope.json", cfg("deepseek-v4-flash.json"), "--matrix"}, parse_out,
+        {"check", cfg("deepseek-v4.1-flash.json"), "nope.json", cfg("deepseek-v4-flash.json"), "--matrix", "--tp", "8"},
+        parse_out,
         parse_err);
     REQUIRE(parsed.command == cli::Command::check);
     FailingBuf buf(8);
@@ -293,7 +296,7 @@ TEST_CASE("check: text from the input is inert in every format", "[check][stream
   for (const auto& file : {evil, evil_name}) {
     for (const std::string format : {"text", "github", "markdown"}) {
       INFO(format << " " << printable(file));
-      const auto r = run({"check", file, cfg("deepseek-v4.1-flash.json"), "--format", format});
+      const auto r = run({"check", file, cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--format", format});
       CHECK(r.code == 3);
       require_inert(r.out, format == "github");
       require_inert(r.err, false);

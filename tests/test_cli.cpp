@@ -120,8 +120,8 @@ TEST_CASE("invalid config exits 2 with the file and JSON path", "[cli]") {
 
 TEST_CASE("plan --json carries the contract keys", "[cli]") {
   // `mla-plan CONFIG` and `mla-plan plan CONFIG` are the same.
-  auto a = run({cfg("deepseek-v4.1-flash.json"), "--json"});
-  auto b = run({"plan", cfg("deepseek-v4.1-flash.json"), "--json"});
+  auto a = run({cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--json"});
+  auto b = run({"plan", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--json"});
   REQUIRE(a.code == 0);
   CHECK(a.out == b.out);
   const auto j = nlohmann::json::parse(a.out);
@@ -152,14 +152,14 @@ TEST_CASE("plan --json carries the contract keys", "[cli]") {
 }
 
 TEST_CASE("plan text output names groups and sources", "[cli]") {
-  auto r = run({cfg("deepseek-v4.1-flash.json")});
+  auto r = run({cfg("deepseek-v4.1-flash.json"), "--tp", "8"});
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("layers 2-7: c2a, read layer 2's cache"));
   CHECK_THAT(r.out, Catch::Contains("layers 20-39: c1a, read layer 20's cache, top-k from 20, 24, 28, 32, 36"));
   CHECK_THAT(r.out, Catch::Contains("layers 40-42: swaonly, draft (DSpark), window only"));
   CHECK_THAT(r.out, Catch::Contains("index sources: 2, 8, 14, 20 (publishing); 24, 28, 32, 36 (reindex)"));
   CHECK_THAT(r.out, Catch::Contains("candidate source: 20"));
-  auto v4 = run({cfg("deepseek-v4-flash.json")});
+  auto v4 = run({cfg("deepseek-v4-flash.json"), "--tp", "2"});
   REQUIRE(v4.code == 0);
   CHECK_THAT(v4.out, Catch::Contains("layers 2-42 (every 2nd, 21 layers): c4a"));
   CHECK_THAT(v4.out, Catch::Contains("layers 3-41 (every 2nd, 20 layers): c128a"));
@@ -217,8 +217,9 @@ TEST_CASE("schedule direct mode: text output and rejections", "[cli][schedule]")
 
 TEST_CASE("check: many files, a failure never stops the others, highest code wins", "[cli][check]") {
   const auto bad = std::string(MLAPLAN_SOURCE_DIR) + "/no-such-config.json";
+  // --tp 8: the bundled configs fit (the small one fails on its own, unsupported at any TP).
   auto r = run({"check", cfg("deepseek-v4.1-flash.json"), bad, cfg("small/v41-8layer-flat.json"),
-                cfg("deepseek-v3.2.json")});
+                cfg("deepseek-v3.2.json"), "--tp", "8"});
   CHECK(r.code == 3);  // 2 (invalid) and 3 (unsupported): the highest wins
   CHECK_THAT(r.out, Catch::Contains("PASS " + cfg("deepseek-v4.1-flash.json")));
   CHECK_THAT(r.out, Catch::Contains("FAIL " + bad + " (exit 2)"));
@@ -226,14 +227,20 @@ TEST_CASE("check: many files, a failure never stops the others, highest code win
   CHECK_THAT(r.out, Catch::Contains("PASS " + cfg("deepseek-v3.2.json")));
   CHECK_THAT(r.out, Catch::Contains("2 of 4 configs passed"));
 
-  auto only_invalid = run({"check", cfg("deepseek-v4.1-flash.json"), bad});
+  auto only_invalid = run({"check", cfg("deepseek-v4.1-flash.json"), bad, "--tp", "8"});
   CHECK(only_invalid.code == 2);
-  auto all_good = run({"check", cfg("deepseek-v4.1-flash.json"), cfg("deepseek-v4-flash.json")});
+  auto all_good = run({"check", cfg("deepseek-v4.1-flash.json"), cfg("deepseek-v4-flash.json"), "--tp", "8"});
   CHECK(all_good.code == 0);
+  // On one GPU they do not fit: 4 (does not fit) beats 2 (invalid).
+  auto one_gpu = run({"check", cfg("deepseek-v4.1-flash.json"), bad});
+  CHECK(one_gpu.code == 4);
+  CHECK_THAT(one_gpu.out, Catch::Contains("FAIL " + cfg("deepseek-v4.1-flash.json") + " (exit 4)"));
+  CHECK_THAT(one_gpu.out, Catch::Contains("error [fit.does_not_fit]: does not fit: No available memory for the cache blocks."));
 }
 
 TEST_CASE("check --format json", "[cli][check]") {
-  auto r = run({"check", cfg("deepseek-v4.1-flash.json"), cfg("small/v41-6layer-reindex.json"), "--format", "json"});
+  auto r = run({"check", cfg("deepseek-v4.1-flash.json"), cfg("small/v41-6layer-reindex.json"), "--tp", "8", "--format",
+                "json"});
   CHECK(r.code == 3);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j.at("schema") == "mla-plan/2");
@@ -241,6 +248,10 @@ TEST_CASE("check --format json", "[cli][check]") {
   REQUIRE(j.at("files").size() == 2);
   CHECK(j.at("files")[0].at("status") == "pass");
   CHECK(j.at("files")[0].at("global_bytes_per_token").at("rows") == 1790.0);
+  CHECK(j.at("files")[0].at("gpu_kv_cache_tokens") == 30173922);
+  CHECK(j.at("files")[0].at("max_model_len") == 1048576);
+  CHECK(j.at("files")[0].at("maximum_concurrency").get<double>() == Approx(28.78).margin(0.005));
+  CHECK(j.at("files")[0].at("weights_bytes_per_gpu") == 64246411784);
   CHECK(j.at("files")[1].at("status") == "fail");
   CHECK(j.at("files")[1].at("exit_code") == 3);
   bool dtype = false;
@@ -251,35 +262,55 @@ TEST_CASE("check --format json", "[cli][check]") {
     }
   }
   CHECK(dtype);
-  CHECK(run({"check", cfg("deepseek-v4.1-flash.json"), "--json"}).out == run({"check", cfg("deepseek-v4.1-flash.json"), "--format", "json"}).out);
+  CHECK(run({"check", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--json"}).out ==
+        run({"check", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--format", "json"}).out);
 }
 
 TEST_CASE("check --format github: one annotation per finding", "[cli][check]") {
-  auto r = run({"check", cfg("small/v41-8layer-flat.json"), cfg("deepseek-v4.1-flash.json"), "--format", "github"});
+  // --tp 8 for V4.1-Flash to fit (it passes: no annotation); the small config has 4 heads, so TP 8
+  // adds its own errors to the three of its shape.
+  auto r = run({"check", cfg("small/v41-8layer-flat.json"), cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--format",
+                "github"});
   CHECK(r.code == 3);
   std::istringstream lines(r.out);
   std::string line;
-  int n = 0;
+  int n = 0, backend = 0, placement = 0, warnings = 0;
+  const std::string flat = cfg("small/v41-8layer-flat.json");
   while (std::getline(lines, line)) {
     ++n;
-    CHECK_THAT(line, Catch::StartsWith("::error file=" + cfg("small/v41-8layer-flat.json") + ",title=mla-plan backend."));
+    if (line.rfind("::error file=" + flat + ",title=mla-plan backend.", 0) == 0) ++backend;
+    else if (line.rfind("::error file=" + flat + ",title=mla-plan placement.tensor_parallel::", 0) == 0) ++placement;
+    else if (line.rfind("::warning file=" + flat + ",title=mla-plan weights.expert_dtype::", 0) == 0) ++warnings;
+    else FAIL_CHECK("unexpected annotation: " << line);
   }
-  CHECK(n == 3);  // head size, window width, index_topk width
+  CHECK(backend == 4);    // head size, window width, index_topk width, TP 8 vs 4 heads
+  CHECK(placement == 2);  // TP 8 vs 4 heads, TP 8 vs o_groups 2
+  CHECK(warnings == 1);   // no expert_dtype
+  CHECK(n == 7);
+  // As many annotations as check --json has findings.
+  auto j = nlohmann::json::parse(
+      run({"check", cfg("small/v41-8layer-flat.json"), cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--json"}).out);
+  CHECK(j.at("files")[0].at("findings").size() == 7);
+  CHECK(j.at("files")[1].at("findings").empty());
   CHECK(r.err == "mla-plan check: 1 passed, 1 failed\n");
 }
 
 TEST_CASE("check guards: bytes per token and concurrency", "[cli][check]") {
-  auto ok = run({"check", cfg("deepseek-v4.1-flash.json"), "--max-global-bytes-per-token", "1827"});
+  auto ok = run({"check", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--max-global-bytes-per-token", "1827"});
   CHECK(ok.code == 0);
-  auto over = run({"check", cfg("deepseek-v4.1-flash.json"), "--max-global-bytes-per-token", "1800"});
+  auto over = run({"check", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--max-global-bytes-per-token", "1800"});
   CHECK(over.code == 4);
   CHECK_THAT(over.out, Catch::Contains("global bytes per token 1827 (pages accounting) exceeds the limit 1800"));
-  auto rows = run({"check", cfg("deepseek-v4.1-flash.json"), "--max-global-bytes-per-token", "1800",
+  auto rows = run({"check", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--max-global-bytes-per-token", "1800",
                    "--guard-accounting", "rows"});
   CHECK(rows.code == 0);
-  auto conc = run({"check", cfg("deepseek-v4.1-flash.json"), "--min-concurrency", "1000"});
+  auto conc = run({"check", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--min-concurrency", "1000"});
   CHECK(conc.code == 4);
-  CHECK_THAT(conc.out, Catch::Contains("concurrency at max_model_len 1048576 on h200 is 63, below the minimum 1000"));
+  CHECK_THAT(conc.out, Catch::Contains("error [guard.concurrency]: vLLM's maximum concurrency for 1,048,576 tokens per "
+                                       "request on h200 is 28.78x, below the minimum 1000"));
+  // vLLM's 28.78x: 28 passes, 29 does not.
+  CHECK(run({"check", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--min-concurrency", "28"}).code == 0);
+  CHECK(run({"check", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--min-concurrency", "29"}).code == 4);
   // 4 (guard) beats 2 (invalid) and 3 (unsupported)
   auto mixed = run({"check", cfg("deepseek-v4.1-flash.json"), cfg("small/v41-8layer-flat.json"), "nope.json",
                     "--min-concurrency", "1000"});
@@ -287,7 +318,7 @@ TEST_CASE("check guards: bytes per token and concurrency", "[cli][check]") {
 }
 
 TEST_CASE("check --matrix", "[cli][check]") {
-  auto r = run({"check", cfg("deepseek-v4.1-flash.json"), "--matrix", "--tensor-parallel-size", "1,2", "--json"});
+  auto r = run({"check", cfg("deepseek-v4.1-flash.json"), "--matrix", "--tensor-parallel-size", "1,8", "--json"});
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.out);
   const auto& cells = j.at("files")[0].at("matrix");
@@ -299,15 +330,27 @@ TEST_CASE("check --matrix", "[cli][check]") {
     FAIL("no cell " << gpu << " " << dtype << " " << tp);
     return nlohmann::json();
   };
-  CHECK(cell("h200", "fp8_ds_mla", 1).at("supported") == true);
-  CHECK(cell("h200", "nvfp4_ds_mla", 1).at("supported") == false);
-  CHECK_THAT(cell("h200", "nvfp4_ds_mla", 1).at("reason").get<std::string>(), Catch::StartsWith("nvfp4_ds_mla needs SM100"));
-  CHECK(cell("b200", "nvfp4_ds_mla", 2).at("supported") == true);
-  CHECK(cell("a100", "fp8_ds_mla", 1).at("supported") == false);
-  CHECK(cell("rtx5090", "fp8_ds_mla", 1).at("supported") == false);
-  auto text = run({"check", cfg("deepseek-v4-flash.json"), "--matrix"});
+  // One H200 does not hold V4.1-Flash's weights; eight do.
+  CHECK(cell("h200", "fp8_ds_mla", 1).at("supported") == false);
+  CHECK(cell("h200", "fp8_ds_mla", 1).at("exit_code") == 4);
+  CHECK_THAT(cell("h200", "fp8_ds_mla", 1).at("reason").get<std::string>(),
+             Catch::StartsWith("No available memory for the cache blocks."));
+  CHECK(cell("h200", "fp8_ds_mla", 8).at("supported") == true);
+  CHECK(cell("h200", "fp8_ds_mla", 8).at("data_parallel_size") == 1);
+  CHECK(cell("h200", "fp8_ds_mla", 8).at("maximum_concurrency").get<double>() == Approx(28.78).margin(0.005));
+  CHECK(cell("h200", "fp8_ds_mla", 8).at("weights_bytes_per_gpu") == 64246411784);
+  CHECK(cell("h200", "nvfp4_ds_mla", 8).at("supported") == false);
+  CHECK_THAT(cell("h200", "nvfp4_ds_mla", 8).at("reason").get<std::string>(), Catch::StartsWith("nvfp4_ds_mla needs SM100"));
+  CHECK(cell("b200", "nvfp4_ds_mla", 8).at("supported") == true);
+  CHECK(cell("a100", "fp8_ds_mla", 8).at("supported") == false);
+  CHECK(cell("rtx5090", "fp8_ds_mla", 8).at("supported") == false);
+  auto text = run({"check", cfg("deepseek-v4-flash.json"), "--matrix", "--tp", "1,8"});
   CHECK(text.code == 0);
-  CHECK_THAT(text.out, Catch::Contains("h200"));
+  CHECK_THAT(text.out, Catch::Contains("  gpu            kv dtype         TP   DP  result\n"));
+  CHECK_THAT(text.out, Catch::Contains(
+                           "  h200           fp8_ds_mla        8    1  yes fits: 10.29x requests of 1048576 tokens, "
+                           "weights 19.24 GiB per GPU\n"));
+  CHECK_THAT(text.out, Catch::Contains("  h200           fp8_ds_mla        1    1  no  No available memory for the cache blocks."));
   CHECK_THAT(text.out, !Catch::Contains("nvfp4_ds_mla"));  // V4.0 has no nvfp4 cells
   auto several_tp = run({"check", cfg("deepseek-v4.1-flash.json"), "--tensor-parallel-size", "1,2"});
   CHECK(several_tp.code == 1);
@@ -316,7 +359,7 @@ TEST_CASE("check --matrix", "[cli][check]") {
 TEST_CASE("plan shows the decode mode of every layer type", "[cli][decode]") {
   // 16 requests: 16 CTAs of 10 blocks are too few for 132 SMs -> split; 64 requests -> 2-CTA
   // clusters for the 10-block types (the 2-block window type: one pass); 128 requests -> one pass.
-  auto small = run({cfg("deepseek-v4.1-flash.json"), "--batch", "16", "--context-len", "4096", "--json"});
+  auto small = run({cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--batch", "16", "--context-len", "4096", "--json"});
   REQUIRE(small.code == 0);
   auto js = nlohmann::json::parse(small.out);
   REQUIRE(js.at("schedules").size() == 3);
@@ -325,7 +368,7 @@ TEST_CASE("plan shows the decode mode of every layer type", "[cli][decode]") {
     CHECK(s.at("decode_cluster_ctas") == 1);
     CHECK_FALSE(s.at("decode_mode_reason").get<std::string>().empty());
   }
-  auto mid = run({cfg("deepseek-v4.1-flash.json"), "--batch", "64", "--context-len", "4096", "--json"});
+  auto mid = run({cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--batch", "64", "--context-len", "4096", "--json"});
   REQUIRE(mid.code == 0);
   int clustered = 0;
   const auto jm = nlohmann::json::parse(mid.out);
@@ -339,20 +382,20 @@ TEST_CASE("plan shows the decode mode of every layer type", "[cli][decode]") {
     }
   }
   CHECK(clustered >= 1);
-  auto big = run({cfg("deepseek-v4.1-flash.json"), "--batch", "128", "--context-len", "4096", "--json"});
+  auto big = run({cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--batch", "128", "--context-len", "4096", "--json"});
   REQUIRE(big.code == 0);
   const auto jb = nlohmann::json::parse(big.out);
   for (const auto& s : jb.at("schedules")) CHECK(s.at("decode_mode") == "one_pass");
-  auto text = run({cfg("deepseek-v4.1-flash.json"), "--batch", "128", "--context-len", "4096"});
+  auto text = run({cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--batch", "128", "--context-len", "4096"});
   CHECK_THAT(text.out, Catch::Contains("mla-plan decode: one_pass (128 CTAs x 10 blocks >= 132 SMs x 9 / 2"));
   // V4.0's c128a attends every compressed entry (8192 + 128 rows at 1M tokens): always split.
-  auto v4 = run({cfg("deepseek-v4-flash.json"), "--batch", "256", "--json"});
+  auto v4 = run({cfg("deepseek-v4-flash.json"), "--tp", "2", "--batch", "256", "--json"});
   REQUIRE(v4.code == 0);
   const auto j4 = nlohmann::json::parse(v4.out);
   for (const auto& s : j4.at("schedules")) {
     if (s.at("layer_type") == "c128a") CHECK(s.at("decode_mode") == "split_kv");
   }
-  auto md = run({cfg("deepseek-v4.1-flash.json"), "--format", "markdown"});
+  auto md = run({cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--format", "markdown"});
   CHECK_THAT(md.out, Catch::Contains("| mla-plan decode |"));
 }
 

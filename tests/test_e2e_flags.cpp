@@ -28,7 +28,7 @@ const std::string kV41 = cfg("deepseek-v4.1-flash.json");
 }  // namespace
 
 TEST_CASE("e2e flags: integers are decimal, numbers are decimal, values are quoted as given", "[e2e][flag-values]") {
-  const auto r = run({kV41, "--batch", "010", "--json"});
+  const auto r = run({kV41, "--tp", "8", "--batch", "010", "--json"});
   REQUIRE(r.code == 0);
   CHECK(nlohmann::json::parse(r.out).at("batch").at("decode_tokens") == 10);
   require_usage({kV41, "--batch", "0x40"}, "--batch: '0x40' is not a decimal integer; allowed 1..65536");

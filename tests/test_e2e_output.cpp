@@ -69,23 +69,23 @@ TEST_CASE("e2e: a failed write of stdout is exit 7 with one line, for every comm
       {"--help"},
       {"--version"},
       {"plan", "--help"},
-      {v41},
-      {"plan", v41, "--json"},
-      {"plan", v41, "--format", "markdown"},
-      {"plan", v41, "--show-records"},
-      {"check", v41, cfg("deepseek-v4-flash.json"), cfg("deepseek-v3.2.json")},
-      {"check", v41, cfg("deepseek-v4-flash.json"), "--format", "json"},
-      {"check", v41, "--format", "github", "--max-global-bytes-per-token", "1"},
-      {"check", v41, "--format", "markdown"},
-      {"check", v41, "--matrix"},
-      {"check", v41, "--matrix", "--json"},
+      {v41, "--tp", "8"},
+      {"plan", v41, "--tp", "8", "--json"},
+      {"plan", v41, "--tp", "8", "--format", "markdown"},
+      {"plan", v41, "--tp", "8", "--show-records"},
+      {"check", v41, cfg("deepseek-v4-flash.json"), cfg("deepseek-v3.2.json"), "--tp", "8"},
+      {"check", v41, "--tp", "8", cfg("deepseek-v4-flash.json"), "--format", "json"},
+      {"check", v41, "--tp", "8", "--format", "github", "--max-global-bytes-per-token", "1"},
+      {"check", v41, "--tp", "8", "--format", "markdown"},
+      {"check", v41, "--matrix", "--tp", "1,8"},
+      {"check", v41, "--matrix", "--tp", "1,8", "--json"},
       {"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "64", "--lengths", "128,4096"},
       {"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "64", "--lengths", "128,4096", "--json"},
       {"gpus"},
       {"gpus", "--json"},
       {"formats"},
       {"formats", "--json"},
-      {"report", v41, "-o", (dir / "r.svg").string()},
+      {"report", v41, "--tp", "8", "-o", (dir / "r.svg").string()},
   };
   for (const auto& args : commands) {
     e2e::RunOptions o;
@@ -102,17 +102,18 @@ TEST_CASE("e2e: a failed write of stdout is exit 7 with one line, for every comm
   // exit 7 wins over the command's own non-zero exit: check with a failing guard exits 4 otherwise
   e2e::RunOptions o;
   o.stdout_path = "/dev/full";
-  const auto guard = run({"check", v41, "--max-global-bytes-per-token", "1"}, o);
+  const auto guard = run({"check", v41, "--tp", "8", "--max-global-bytes-per-token", "1"}, o);
   CHECK(guard.code == 7);
   CHECK_THAT(guard.err, Catch::Contains("(the command itself ended with exit 4)"));
   // the same command with a working stdout exits 4: the 7 above is the write error's
-  CHECK(run({"check", v41, "--max-global-bytes-per-token", "1"}).code == 4);
+  CHECK(run({"check", v41, "--tp", "8", "--max-global-bytes-per-token", "1"}).code == 4);
 }
 
 TEST_CASE("e2e: a closed pipe is an error, with SIGPIPE ignored or not", "[e2e][output]") {
   const std::string v41 = cfg("deepseek-v4.1-flash.json");
   for (const auto& args : std::vector<std::vector<std::string>>{
-           {v41}, {"plan", v41, "--json"}, {"check", v41, "--format", "json"}, {"formats"}}) {
+           {v41, "--tp", "8"}, {"plan", v41, "--tp", "8", "--json"}, {"check", v41, "--tp", "8", "--format", "json"},
+           {"formats"}}) {
     INFO(args.back());
     e2e::RunOptions ignored;
     ignored.stdout_closed_pipe = true;
@@ -133,7 +134,7 @@ TEST_CASE("e2e: report -o writes the file whole or leaves the earlier one untouc
   const auto target = dir / "plan.svg";
 
   SECTION("a new file, then a replaced one keeps its mode; no temporary file is left") {
-    auto r = run({"report", v41, "-o", target.string()});
+    auto r = run({"report", v41, "--tp", "8", "-o", target.string()});
     REQUIRE(r.code == 0);
     const std::string first = e2e::slurp(target);
     CHECK_THAT(first, Catch::StartsWith("<?xml") && Catch::EndsWith("</svg>\n"));
@@ -143,7 +144,7 @@ TEST_CASE("e2e: report -o writes the file whole or leaves the earlier one untouc
     ::umask(mask);
     CHECK(static_cast<unsigned>(mode_new) == (0666u & ~static_cast<unsigned>(mask)));
     fs::permissions(target, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
-    r = run({"report", v41, "-o", target.string(), "--batch", "8"});
+    r = run({"report", v41, "--tp", "8", "-o", target.string(), "--batch", "8"});
     REQUIRE(r.code == 0);
     CHECK(e2e::slurp(target) != first);
     CHECK((fs::status(target).permissions() & fs::perms::mask) ==
@@ -156,7 +157,7 @@ TEST_CASE("e2e: report -o writes the file whole or leaves the earlier one untouc
     e2e::write_file("report-atomic/plan.svg", earlier);
     // SIGXFSZ ignored, so the write past the limit fails with EFBIG instead of killing the process
     const std::string cmd = "/bin/sh -c 'trap \"\" XFSZ; ulimit -f 8; exec \"$0\" \"$@\"' " +
-                            std::string(MLAPLAN_BINARY) + " report " + v41 + " -o " + target.string() + " 2>" +
+                            std::string(MLAPLAN_BINARY) + " report " + v41 + " --tp 8 -o " + target.string() + " 2>" +
                             (dir / "err.txt").string() + " >/dev/null";
     const int status = std::system(cmd.c_str());
     REQUIRE(WIFEXITED(status));
@@ -169,17 +170,17 @@ TEST_CASE("e2e: report -o writes the file whole or leaves the earlier one untouc
   }
 
   SECTION("a missing directory, a directory, a FIFO as the target: exit 7, nothing written, nothing blocks") {
-    auto r = run({"report", v41, "-o", (dir / "no-such-dir" / "plan.svg").string()});
+    auto r = run({"report", v41, "--tp", "8", "-o", (dir / "no-such-dir" / "plan.svg").string()});
     CHECK(r.code == 7);
     CHECK_THAT(r.err, Catch::EndsWith("plan.svg': No such file or directory\n"));
     fs::create_directories(dir / "d.svg");
-    r = run({"report", v41, "-o", (dir / "d.svg").string()});
+    r = run({"report", v41, "--tp", "8", "-o", (dir / "d.svg").string()});
     CHECK(r.code == 7);
     CHECK_THAT(r.err, Catch::Contains("d.svg': it is a directory; give the path of a file"));
     REQUIRE(::mkfifo((dir / "f.svg").c_str(), 0644) == 0);
     e2e::RunOptions o;
     o.timeout_s = 20;
-    r = run({"report", v41, "-o", (dir / "f.svg").string()}, o);
+    r = run({"report", v41, "--tp", "8", "-o", (dir / "f.svg").string()}, o);
     CHECK_FALSE(r.timed_out);
     CHECK(r.code == 7);
     CHECK_THAT(r.err, Catch::Contains("f.svg': it is a FIFO (named pipe)"));
@@ -189,7 +190,7 @@ TEST_CASE("e2e: report -o writes the file whole or leaves the earlier one untouc
   SECTION("a symbolic link stays a link; the file it names gets the report") {
     e2e::write_file("report-atomic/real.svg", "old");
     fs::create_symlink(dir / "real.svg", dir / "link.svg");
-    const auto r = run({"report", v41, "-o", (dir / "link.svg").string()});
+    const auto r = run({"report", v41, "--tp", "8", "-o", (dir / "link.svg").string()});
     REQUIRE(r.code == 0);
     CHECK(fs::is_symlink(dir / "link.svg"));
     CHECK_THAT(e2e::slurp(dir / "real.svg"), Catch::StartsWith("<?xml") && Catch::EndsWith("</svg>\n"));

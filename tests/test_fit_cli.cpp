@@ -1,1 +1,233 @@
+// The fit answer on the command line: vLLM 0.30's start-up fit of the bundled checkpoints
+// (weights derived from config.json and placed per GPU, the memory budget, the KV cache and
+// vLLM's log line), in text and JSON, and the flags that change its terms.
+
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+
+namespace {
+
+struct Run {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Run run(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int code = mlaplan::cli::run_cli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string cfg(const std::string& rel) { return std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + rel; }
+const std::string kV41 = cfg("deepseek-v4.1-flash.json");
+const std::string kV4 = cfg("deepseek-v4-flash.json");
+
+constexpr double kGiB = 1073741824.0;
+
+nlohmann::json plan_json(std::vector<std::string> args) {
+  args.insert(args.begin(), "plan");
+  args.push_back("--json");
+  const Run r = run(args);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+const nlohmann::json& term(const nlohmann::json& j, const std::string& id) {
+  for (const auto& t : j.at("fit").at("stages").at(0).at("budget").at("terms")) {
+    if (t.at("id") == id) return t;
+  }
+  FAIL("no budget term " << id);
+  static const nlohmann::json none;
+  return none;
+}
+
+std::int64_t kv_bytes(const nlohmann::json& j) {
+  return j.at("fit").at("stages").at(0).at("budget").at("available_kv_bytes").get<std::int64_t>();
+}
+
+}  // namespace
+
+TEST_CASE("fit CLI: V4.1-Flash does not fit on one H200 and says what would", "[cli][fit]") {
+  const Run r = run({kV41});
+  CHECK(r.code == 4);
+  CHECK_THAT(r.err, Catch::StartsWith("mla-plan: error: No available memory for the cache blocks. Try increasing "
+                                      "`gpu_memory_utilization` when initializing the engine"));
+  // The fewest H200s that hold it: four, with expert parallelism (it does fit there, below).
+  CHECK_THAT(r.err, Catch::Contains(" Would fit: --tp 4 --enable-expert-parallel (4 GPUs: the fewest h200 that hold "
+                                    "it, 1.97x concurrency)."));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_THAT(r.out, Catch::Contains("fit: DOES NOT FIT on 1 x h200 (TP 1 x DP 1 x PP 1, expert parallel off)"));
+  CHECK_THAT(r.out, Catch::Contains("  vLLM raises: No available memory for the cache blocks."));
+  CHECK_THAT(r.out, Catch::Contains("  would fit: --tp 4 --enable-expert-parallel"));
+  // The suggestion holds: that layout fits, with the concurrency it named.
+  const Run four = run({kV41, "--tp", "4", "--enable-expert-parallel"});
+  CHECK(four.code == 0);
+  CHECK_THAT(four.out, Catch::Contains("Maximum concurrency for 1,048,576 tokens per request: 1.97x"));
+  // report and check answer the same.
+  const Run check = run({"check", kV41});
+  CHECK(check.code == 4);
+  CHECK_THAT(check.out, Catch::Contains("error [fit.does_not_fit]: does not fit: No available memory for the cache "
+                                        "blocks."));
+}
+
+TEST_CASE("fit CLI: V4.1-Flash at TP 8, the text", "[cli][fit]") {
+  const Run r = run({kV41, "--tp", "8"});
+  REQUIRE(r.code == 0);
+  CHECK(r.err.empty());
+  CHECK_THAT(r.out, Catch::Contains("\nfit: FITS on 8 x h200 (TP 8 x DP 1 x PP 1, expert parallel off), as vLLM 0.30 "
+                                    "computes it at start-up\n"));
+  CHECK_THAT(r.out, Catch::Contains("  vLLM prints: GPU KV cache size: 30,173,922 tokens, Maximum concurrency for "
+                                    "1,048,576 tokens per request: 28.78x\n"));
+  CHECK_THAT(r.out, Catch::Contains("  weights: 509,890,541,400 B (474.87 GiB) in the checkpoint"));
+  CHECK_THAT(r.out, Catch::Contains("  per GPU: weights 59.83 GiB = replicated 1.59 GiB + TP-sharded 24.62 GiB + "
+                                    "experts 33.62 GiB\n"));
+  for (const std::string line :
+       {"    requested (x 0.92)      128.62 GiB  default", "    - weights                59.83 GiB  estimated",
+        "    - load overhead           0.78 GiB  estimated", "    - activation peak         3.19 GiB  estimated",
+        "    - non-torch memory        0.70 GiB  estimated", "    - CUDA graphs             1.44 GiB  estimated",
+        "    = KV cache               62.69 GiB            vLLM logs \"Available KV cache memory\""}) {
+    INFO(line);
+    CHECK_THAT(r.out, Catch::Contains("\n" + line));
+  }
+  // The fit section comes right after the model lines.
+  const auto model = r.out.find("\nmodel: ");
+  const auto fit = r.out.find("\nfit: ");
+  const auto types = r.out.find("\nlayer types");
+  REQUIRE(model != std::string::npos);
+  CHECK(model < fit);
+  CHECK(fit < types);
+  // The old capacity lines are gone.
+  CHECK_THAT(r.out, !Catch::Contains("tokens that fit"));
+  CHECK_THAT(r.out, !Catch::Contains("concurrency at max_model_len"));
+}
+
+TEST_CASE("fit CLI: the JSON fit object", "[cli][fit][json]") {
+  const auto j = plan_json({kV41, "--tp", "8"});
+  CHECK(j.at("schema") == "mla-plan/2");
+  const auto& fit = j.at("fit");
+  CHECK(fit.at("fits") == true);
+  CHECK(fit.at("vllm").at("log_line") ==
+        "GPU KV cache size: 30,173,922 tokens, Maximum concurrency for 1,048,576 tokens per request: 28.78x");
+  CHECK(fit.at("vllm").at("gpu_kv_cache_tokens") == 30173922);
+  CHECK(fit.at("vllm").at("max_model_len") == 1048576);
+  CHECK(fit.at("vllm").at("maximum_concurrency").get<double>() == Approx(28.776).margin(0.001));
+  CHECK(fit.at("weights").at("checkpoint_bytes") == 509890541400);
+  const auto& terms = fit.at("stages").at(0).at("budget").at("terms");
+  std::vector<std::string> ids;
+  for (const auto& t : terms) {
+    ids.push_back(t.at("id").get<std::string>());
+    INFO(ids.back());
+    CHECK_FALSE(t.at("source").get<std::string>().empty());
+    CHECK(t.at("bytes").get<std::int64_t>() >= 0);
+  }
+  CHECK(ids == std::vector<std::string>{"weights", "load_overhead", "activation_peak", "non_torch", "cudagraph"});
+  CHECK(term(j, "weights").at("bytes") == fit.at("stages").at(0).at("weights_bytes"));
+  CHECK(term(j, "weights").at("bytes") == 64246411784);
+  // The budget adds up: requested - every term = the KV cache.
+  const auto& budget = fit.at("stages").at(0).at("budget");
+  std::int64_t non_kv = 0;
+  for (const auto& t : terms) non_kv += t.at("bytes").get<std::int64_t>();
+  CHECK(budget.at("non_kv_bytes") == non_kv);
+  CHECK(budget.at("requested_bytes").get<std::int64_t>() - non_kv == kv_bytes(j));
+
+  const auto v4 = plan_json({kV4, "--tp", "2"});
+  CHECK(v4.at("fit").at("weights").at("checkpoint_bytes") == 159609485896);
+}
+
+TEST_CASE("fit CLI: V4-Flash at TP 2 x DP 4 with expert parallelism", "[cli][fit]") {
+  const auto j = plan_json({kV4, "--tp", "2", "--dp", "4", "--enable-expert-parallel"});
+  CHECK(j.at("fit").at("fits") == true);
+  const double per_gpu = j.at("fit").at("stages").at(0).at("weights_bytes").get<double>() / kGiB;
+  CHECK(per_gpu == Approx(21.87).margin(0.01));
+  // Less per GPU than TP 2 alone (experts over 8 GPUs instead of 2).
+  const auto tp2 = plan_json({kV4, "--tp", "2"});
+  CHECK(tp2.at("fit").at("stages").at(0).at("weights_bytes").get<double>() / kGiB > per_gpu + 1.0);
+}
+
+TEST_CASE("fit CLI: --enforce-eager drops the CUDA-graph term into the KV cache", "[cli][fit]") {
+  const auto graphs = plan_json({kV41, "--tp", "8"});
+  const auto eager = plan_json({kV41, "--tp", "8", "--enforce-eager"});
+  const auto cudagraph = term(graphs, "cudagraph").at("bytes").get<std::int64_t>();
+  CHECK(cudagraph > 0);
+  CHECK(term(eager, "cudagraph").at("bytes") == 0);
+  CHECK(kv_bytes(eager) == kv_bytes(graphs) + cudagraph);
+  CHECK(eager.at("fit").at("vllm").at("gpu_kv_cache_tokens").get<std::int64_t>() >
+        graphs.at("fit").at("vllm").at("gpu_kv_cache_tokens").get<std::int64_t>());
+}
+
+TEST_CASE("fit CLI: --weights-gib replaces the derived weights", "[cli][fit]") {
+  const auto derived = plan_json({kV41, "--tp", "8"});
+  const auto given = plan_json({kV41, "--tp", "8", "--weights-gib", "10"});
+  CHECK(term(given, "weights").at("bytes") == 10737418240);
+  CHECK(term(given, "weights").at("source") == "given");
+  CHECK(term(derived, "weights").at("source") == "estimated");
+  CHECK(kv_bytes(given) ==
+        kv_bytes(derived) + term(derived, "weights").at("bytes").get<std::int64_t>() - 10737418240);
+  // The other terms stay.
+  for (const std::string id : {"load_overhead", "activation_peak", "non_torch", "cudagraph"}) {
+    INFO(id);
+    CHECK(term(given, id).at("bytes") == term(derived, id).at("bytes"));
+  }
+}
+
+TEST_CASE("fit CLI: --engram offload keeps the engram tables off the GPU", "[cli][fit]") {
+  const auto gpu = plan_json({kV41, "--tp", "8"});
+  const auto offload = plan_json({kV41, "--tp", "8", "--engram", "offload"});
+  const double on = gpu.at("fit").at("stages").at(0).at("weights_bytes").get<double>() / kGiB;
+  const double off = offload.at("fit").at("stages").at(0).at("weights_bytes").get<double>() / kGiB;
+  CHECK(on - off == Approx(23.6).margin(0.05));
+  CHECK(kv_bytes(offload) > kv_bytes(gpu));
+  CHECK(run({kV41, "--tp", "8", "--engram", "gpu"}).out == run({kV41, "--tp", "8"}).out);  // gpu is the default
+}
+
+TEST_CASE("fit CLI: check --matrix, one H200 against eight", "[cli][fit][check]") {
+  const Run r = run({"check", "--matrix", "--tp", "1,8", kV4, "--format", "json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  int seen = 0;
+  for (const auto& c : j.at("files").at(0).at("matrix")) {
+    if (c.at("gpu") != "h200") continue;
+    ++seen;
+    INFO(c.dump());
+    CHECK(c.at("data_parallel_size") == 1);
+    if (c.at("tensor_parallel_size") == 1) {
+      CHECK(c.at("supported") == false);
+      CHECK(c.at("exit_code") == 4);
+      CHECK_THAT(c.at("reason").get<std::string>(), Catch::StartsWith("No available memory for the cache blocks."));
+    } else {
+      CHECK(c.at("tensor_parallel_size") == 8);
+      CHECK(c.at("supported") == true);
+      CHECK(c.at("exit_code") == 0);
+      CHECK(c.at("maximum_concurrency").get<double>() == Approx(10.29).margin(0.005));
+      CHECK(c.at("weights_bytes_per_gpu").get<double>() / kGiB == Approx(19.24).margin(0.005));
+    }
+  }
+  CHECK(seen == 2);  // V4.0: fp8_ds_mla only, at TP 1 and 8
+}
+
+TEST_CASE("fit CLI: check --min-concurrency compares vLLM's maximum concurrency", "[cli][fit][check]") {
+  const Run r = run({"check", kV41, "--tp", "8", "--min-concurrency", "1000", "--json"});
+  CHECK(r.code == 4);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& f = j.at("files").at(0);
+  CHECK(f.at("status") == "fail");
+  bool guard = false;
+  for (const auto& finding : f.at("findings")) {
+    if (finding.at("id") == "guard.concurrency") {
+      guard = true;
+      CHECK_THAT(finding.at("message").get<std::string>(), Catch::Contains("28.78x, below the minimum 1000"));
+    }
+  }
+  CHECK(guard);
+  CHECK(run({"check", kV41, "--tp", "8", "--min-concurrency", "28"}).code == 0);
+}

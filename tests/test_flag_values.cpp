@@ -75,7 +75,7 @@ using mlaplan::cli::Command;
 
 TEST_CASE("flag values: integers are decimal", "[cli][flag-values]") {
   // Leading zeros are decimal (CLI11 2.1 read "010" as octal 8).
-  const Run r = run({kV41, "--batch", "010", "--context-len", "0100", "--json"});
+  const Run r = run({kV41, "--tp", "8", "--batch", "010", "--context-len", "0100", "--json"});
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j.at("batch").at("context_lens") == nlohmann::json(std::vector<int>(10, 100)));
@@ -136,11 +136,13 @@ TEST_CASE("flag values: every integer flag of every subcommand", "[cli][flag-val
                      "1..the config's max_position_embeddings, at most 17179869184"});
     flags.push_back({c, "--max-num-batched-tokens", "--max-num-batched-tokens", "1..16777216"});
     flags.push_back({c, "--pp", "--pipeline-parallel-size", "1..4096, at most the config's backbone layers"});
-    flags.push_back({c, "--data-parallel-size", "--data-parallel-size", "1..4096"});
     if (sub == "check") {
+      // check takes lists of TP and DP sizes (its --matrix runs each).
+      flags.push_back({c, "--data-parallel-size", "--data-parallel-size[0]", "1..4096"});
       flags.push_back({c, "--tensor-parallel-size", "--tensor-parallel-size[0]", "1..4096"});
       flags.push_back({c, "--min-concurrency", "--min-concurrency", "0.." + i64});
     } else {
+      flags.push_back({c, "--data-parallel-size", "--data-parallel-size", "1..4096"});
       flags.push_back({c, "--tp", "--tensor-parallel-size", "1..4096"});
       flags.push_back({c, "--batch", "--batch", "1..65536"});
       flags.push_back({c, "--context-len", "--context-len", positions});
@@ -298,7 +300,7 @@ TEST_CASE("flag values: a check that fails on a default names the flags given", 
   require_usage({kV41, "--context-lens", "5,101", "--max-model-len", "100"},
                 "--context-lens[1]: '101' is out of range; allowed 1..100 (--max-model-len 100)");
   // The defaulted --context-len adapts to --max-model-len and --spec-tokens: no error.
-  const Run ok = run({kV41, "--max-model-len", "2", "--spec-tokens", "1", "--batch", "3", "--json"});
+  const Run ok = run({kV41, "--tp", "8", "--max-model-len", "2", "--spec-tokens", "1", "--batch", "3", "--json"});
   CHECK(ok.code == 0);
   CHECK(nlohmann::json::parse(ok.out).at("batch").at("context_lens") == nlohmann::json({1, 1, 1}));
 }

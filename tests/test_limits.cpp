@@ -151,7 +151,7 @@ TEST_CASE("limits: config file size", "[limits][config]") {
   // A real config padded with whitespace to exactly the limit: read, planned.
   const auto at = dir.write("at.json", base + std::string(max - base.size(), ' '));
   REQUIRE(fs::file_size(at) == max);
-  const auto ok = run({at});
+  const auto ok = run({at, "--tp", "8"});
   require_accepted(ok);
   CHECK(ok.code == 0);
   CHECK_THAT(ok.out, Catch::Contains("layers 2-7: c2a"));
@@ -292,48 +292,48 @@ TEST_CASE("limits: the longest context, at max_position_embeddings = 2^34", "[li
 TEST_CASE("limits: batch flags of plan", "[limits][batch]") {
   const auto c = cfg("deepseek-v4.1-flash.json");
   SECTION("--batch") {
-    const auto r = run({c, "--batch", "65536", "--context-len", "4096"});
+    const auto r = run({c, "--tp", "8", "--batch", "65536", "--context-len", "4096"});
     require_accepted(r);
     CHECK(r.code == 0);
     CHECK_THAT(r.out, Catch::Contains("b = 65536 decode tokens"));
-    require_rejected(run({c, "--batch", "65537"}), 1, "--batch: '65537' is out of range; allowed 1..65536");
-    require_rejected(run({c, "--batch", "0"}), 1, "--batch: '0' is out of range; allowed 1..65536");
+    require_rejected(run({c, "--tp", "8", "--batch", "65537"}), 1, "--batch: '65537' is out of range; allowed 1..65536");
+    require_rejected(run({c, "--tp", "8", "--batch", "0"}), 1, "--batch: '0' is out of range; allowed 1..65536");
   }
   SECTION("entries of --context-lens") {
-    const auto r = run({c, "--context-lens", ints(BatchLimits::max_requests, 1000), "--json"});
+    const auto r = run({c, "--tp", "8", "--context-lens", ints(BatchLimits::max_requests, 1000), "--json"});
     require_accepted(r);
     CHECK(json::parse(r.out).at("batch").at("context_lens").size() == 65536);
-    require_rejected(run({c, "--context-lens", ints(BatchLimits::max_requests + 1, 1000)}), 1,
+    require_rejected(run({c, "--tp", "8", "--context-lens", ints(BatchLimits::max_requests + 1, 1000)}), 1,
                      "--context-lens has 65537 requests; allowed 1..65536");
   }
   SECTION("decode tokens: requests x (1 + --spec-tokens)") {
-    require_accepted(run({c, "--batch", "1024", "--spec-tokens", "63"}));
-    require_rejected(run({c, "--batch", "1025", "--spec-tokens", "63"}), 1,
+    require_accepted(run({c, "--tp", "8", "--batch", "1024", "--spec-tokens", "63"}));
+    require_rejected(run({c, "--tp", "8", "--batch", "1025", "--spec-tokens", "63"}), 1,
                      "the batch has 65600 decode tokens (1025 requests x (1 + --spec-tokens 63)); allowed 1..65536");
   }
   SECTION("--spec-tokens") {
-    require_accepted(run({c, "--batch", "8", "--spec-tokens", "64"}));
-    require_rejected(run({c, "--batch", "8", "--spec-tokens", "65"}), 1,
+    require_accepted(run({c, "--tp", "8", "--batch", "8", "--spec-tokens", "64"}));
+    require_rejected(run({c, "--tp", "8", "--batch", "8", "--spec-tokens", "65"}), 1,
                      "--spec-tokens: '65' is out of range; allowed 0..64");
   }
   SECTION("--context-len and each --context-lens entry, up to max_model_len") {
-    require_accepted(run({c, "--batch", "2", "--context-len", "1048576"}));
-    require_rejected(run({c, "--batch", "2", "--context-len", "1048577"}), 1,
+    require_accepted(run({c, "--tp", "8", "--batch", "2", "--context-len", "1048576"}));
+    require_rejected(run({c, "--tp", "8", "--batch", "2", "--context-len", "1048577"}), 1,
                      "--context-len: '1048577' is out of range; allowed 1..1048576 (the default max_model_len 1048576, "
                      "the config's max_position_embeddings)");
-    require_accepted(run({c, "--context-lens", "1,1048576,7"}));
-    require_rejected(run({c, "--context-lens", "1,1048577,7"}), 1,
+    require_accepted(run({c, "--tp", "8", "--context-lens", "1,1048576,7"}));
+    require_rejected(run({c, "--tp", "8", "--context-lens", "1,1048577,7"}), 1,
                      "--context-lens[1]: '1048577' is out of range; allowed 1..1048576 (the default max_model_len "
                      "1048576, the config's max_position_embeddings)");
   }
   SECTION("the report of the largest batch stays small") {
     TempDir dir;
     const auto out = (dir.path / "batch.svg").string();
-    const auto r = run({"report", c, "--batch", "65536", "-o", out});
+    const auto r = run({"report", c, "--tp", "8", "--batch", "65536", "-o", out});
     require_accepted(r);
     CHECK(fs::file_size(out) < 2u << 20);  // one bar per partition, whatever the batch
     const auto html = (dir.path / "batch.html").string();
-    require_accepted(run({"report", c, "--batch", "65536", "-o", html}));
+    require_accepted(run({"report", c, "--tp", "8", "--batch", "65536", "-o", html}));
     CHECK(fs::file_size(html) < 2u << 20);
   }
 }
@@ -482,12 +482,13 @@ TEST_CASE("limits: check", "[limits][check]") {
   SECTION("configs in one run") {
     std::vector<std::string> a = {"check", real};
     a.insert(a.end(), static_cast<std::size_t>(CheckLimits::max_configs - 1), missing);
+    a.insert(a.end(), {"--tp", "8"});
     const auto r = run(a);
-    require_accepted(run({"check", real}));
+    require_accepted(run({"check", real, "--tp", "8"}));
     CHECK(r.code == 2);  // every missing file is invalid; none is a usage error
     CHECK_THAT(r.out, Catch::Contains("1 of 4096 configs passed"));
     CHECK(r.seconds < kQuickSeconds);
-    a.push_back(missing);
+    a.insert(a.end() - 2, missing);
     require_rejected(run(a), 1, "CONFIG: 4097 configs given; allowed 1..4096 in one run");
   }
   SECTION("--tensor-parallel-size values and matrix rows") {
@@ -507,7 +508,8 @@ TEST_CASE("limits: check", "[limits][check]") {
     CHECK(rows.code == 2);
     CHECK(rows.seconds < kQuickSeconds);
     a.insert(a.begin() + 1, missing);
-    require_rejected(run(a), 1, "--matrix: 65 configs x 16 TP sizes = 1040 rows; allowed 1..1024");
+    require_rejected(run(a), 1, "--matrix: 65 configs x 16 TP sizes x 1 DP sizes = 1040 rows; allowed 1..1024 (each row plans every GPU preset "
+                     "and kv dtype)");
   }
   SECTION("matrix layer rows") {
     // The layers of the configs x TP sizes: two configs of 4032 + 64 layers at 16 TP sizes are

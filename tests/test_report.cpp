@@ -279,9 +279,18 @@ void write_file(const std::string& path, const std::string& text) {
   out << text;
 }
 
+/// The TP size on which a config fits on H200s (vLLM's start-up fit): the bundled checkpoints
+/// need several GPUs; the small test configs fit on one.
+std::int64_t fitting_tp(const std::string& config) {
+  if (config == "deepseek-v4-flash.json") return 2;
+  if (config.rfind("small/", 0) == 0) return 1;
+  return 8;
+}
+
 mlaplan::cli::PlanResult plan_of(const std::string& config) {
   mlaplan::cli::PlanOptions opt;
   opt.config = cfg(config);
+  opt.layout.options.tensor_parallel_size = fitting_tp(config);
   return mlaplan::cli::compute_plan(opt);
 }
 
@@ -382,6 +391,7 @@ TEST_CASE("text fitting and wrapping", "[report]") {
 
 TEST_CASE("report SVG of V4.1-Flash: cells by type, draft layers, sources, sharing bands", "[report]") {
   const auto r = plan_of("deepseek-v4.1-flash.json");
+  REQUIRE(r.exit_code == 0);
   auto root = parse_xml(mlaplan::cli::render_report_svg(r, {}));
   CHECK(root->tag == "svg");
   CHECK(root->attr("data-family") == "deepseek_v41");
@@ -425,7 +435,10 @@ TEST_CASE("report SVG of V4.1-Flash: cells by type, draft layers, sources, shari
   const std::string text = root->all_text();
   for (const char* label : {"Layer map", "KV-cache memory", "Decode schedules", "Findings", "c1a: window + full-length",
                             "KV source", "index source", "reindex", "candidate source", "draft layer (DSpark)",
-                            "sharing group", "1,790 B/token", "1,827 B/token", "63 requests", "74,463,232",
+                            "sharing group", "1,790 B/token", "1,827 B/token", "Per GPU on 8 x h200 (TP 8 x DP 1 x PP 1), vLLM 0.30",
+                            "weights 59.83 GiB", "KV cache 62.69 GiB",
+                            "vLLM prints: GPU KV cache size: 30,173,922 tokens, Maximum concurrency for 1,048,576 "
+                            "tokens per request: 28.78x",
                             "layers 2-7 read layer 2's compressed cache", "No errors or warnings."}) {
     INFO(label);
     CHECK_THAT(text, Catch::Contains(label));
@@ -552,7 +565,7 @@ TEST_CASE("report HTML holds the drawings inline and the findings as a table", "
                                              "Findings"});
   const auto tables = find_all(*root, [](const Node& n) { return n.tag == "table" && n.has_class("findings"); });
   REQUIRE(tables.size() == 1);
-  CHECK(find_all(*tables[0], [](const Node& n) { return n.tag == "tr"; }).size() == 4);  // header + 3 errors
+  CHECK(find_all(*tables[0], [](const Node& n) { return n.tag == "tr"; }).size() == 5);  // header + 3 errors + the expert_dtype warning
   // Self-contained: no scripts, no external references, a policy that blocks any load.
   CHECK(html.find("<script") == std::string::npos);
   CHECK(html.find("<link") == std::string::npos);
@@ -576,7 +589,7 @@ TEST_CASE("report output is deterministic", "[report]") {
   const std::string f1 = tmp().file("det1.svg"), f2 = tmp().file("det2.svg");
   const std::string h1 = tmp().file("det1.html"), h2 = tmp().file("det2.html");
   for (const auto& f : {f1, f2, h1, h2}) {
-    const auto res = run({"report", cfg("deepseek-v4-flash.json"), "-o", f});
+    const auto res = run({"report", cfg("deepseek-v4-flash.json"), "--tp", "2", "-o", f});
     REQUIRE(res.code == 0);
   }
   CHECK(slurp(f1) == slurp(f2));
@@ -588,7 +601,7 @@ TEST_CASE("report output is deterministic", "[report]") {
 
 TEST_CASE("report CLI writes the file and exits as plan", "[report]") {
   const std::string out = tmp().file("v41.svg");
-  auto ok = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", out, "--gpu", "b200", "--batch", "8"});
+  auto ok = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", out, "--gpu", "b200", "--batch", "8"});
   CHECK(ok.code == 0);
   CHECK(ok.err.empty());
   CHECK_THAT(ok.out, Catch::StartsWith("mla-plan: wrote " + out + " (SVG, "));
@@ -606,10 +619,10 @@ TEST_CASE("report CLI writes the file and exits as plan", "[report]") {
   CHECK(fs::exists(bad));
   CHECK_THAT(slurp(bad), Catch::Contains("backend.head_size"));
 
-  // Does not fit (exit 4), same line as plan.
+  // Does not fit (exit 4: the KV budget holds less than one request), same line as plan.
   const std::string small = tmp().file("small.svg");
-  auto plan4 = run({"plan", cfg("deepseek-v4.1-flash.json"), "--kv-budget-gib", "0.5"});
-  auto rep4 = run({"report", cfg("deepseek-v4.1-flash.json"), "--kv-budget-gib", "0.5", "-o", small});
+  auto plan4 = run({"plan", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--kv-budget-gib", "0.5"});
+  auto rep4 = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--kv-budget-gib", "0.5", "-o", small});
   CHECK(plan4.code == 4);
   CHECK(rep4.code == 4);
   CHECK(rep4.err == plan4.err);
@@ -627,23 +640,23 @@ TEST_CASE("report CLI: -o errors name the flag, the value and what is allowed", 
   CHECK(missing.code == 1);
   CHECK_THAT(missing.err, Catch::Contains("-o"));
 
-  auto png = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", tmp().file("r.png")});
+  auto png = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", tmp().file("r.png")});
   CHECK(png.code == 1);
   CHECK(png.err == "mla-plan: error: -o: '" + tmp().file("r.png") +
                        "' has the extension '.png'; the report is written as .svg or .html (e.g. -o report.svg)\n");
-  auto noext = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", tmp().file("report")});
+  auto noext = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", tmp().file("report")});
   CHECK(noext.code == 1);
   CHECK_THAT(noext.err, Catch::Contains("has no extension; the report is written as .svg or .html"));
   // The extension is read case-insensitively.
-  auto upper = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", tmp().file("UPPER.SVG")});
+  auto upper = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", tmp().file("UPPER.SVG")});
   CHECK(upper.code == 0);
 
   const std::string unwritable = tmp().file("no-such-dir/report.svg");
-  auto nodir = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", unwritable});
+  auto nodir = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", unwritable});
   CHECK(nodir.code == 7);  // output that could not be written
   CHECK(nodir.err == "mla-plan: error: -o: cannot write '" + unwritable + "': No such file or directory\n");
   fs::create_directories(tmp().file("adir.svg"));
-  auto dir = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", tmp().file("adir.svg")});
+  auto dir = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", tmp().file("adir.svg")});
   CHECK(dir.code == 7);
   CHECK(dir.err == "mla-plan: error: -o: cannot write '" + tmp().file("adir.svg") +
                        "': it is a directory; give the path of a file\n");
@@ -658,7 +671,7 @@ TEST_CASE("report CLI: verify and bench results as tables", "[report]") {
   const std::string bench = tmp().file("bench.json");
   write_file(bench, R"([{"kernel": "sm90-sparse", "us": 12.5}])");
   const std::string out = tmp().file("with-results.svg");
-  auto r = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", out, "--verify-json", verify, "--bench-json", bench});
+  auto r = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", out, "--verify-json", verify, "--bench-json", bench});
   REQUIRE(r.code == 0);
   auto root = parse_xml(slurp(out));
   const auto tables = find_all(*root, [](const Node& n) { return n.has_class("result-table"); });
@@ -675,7 +688,7 @@ TEST_CASE("report CLI: verify and bench results as tables", "[report]") {
   CHECK_THAT(text, Catch::Contains("max_abs_err"));
 
   const std::string html = tmp().file("with-results.html");
-  REQUIRE(run({"report", cfg("deepseek-v4.1-flash.json"), "-o", html, "--verify-json", verify}).code == 0);
+  REQUIRE(run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", html, "--verify-json", verify}).code == 0);
   auto hroot = parse_xml(slurp(html));
   CHECK(find_all(*hroot, [](const Node& n) { return n.tag == "table" && n.has_class("result-table"); }).size() == 2);
   CHECK(find_all(*hroot, [](const Node& n) { return n.tag == "td" && n.has_class("fail"); }).size() == 1);
@@ -683,7 +696,7 @@ TEST_CASE("report CLI: verify and bench results as tables", "[report]") {
   // No table in the file: a note, not an error.
   const std::string empty = tmp().file("empty.json");
   write_file(empty, R"({"schema": "mla-plan/1"})");
-  auto e = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", tmp().file("e.svg"), "--bench-json", empty});
+  auto e = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", tmp().file("e.svg"), "--bench-json", empty});
   CHECK(e.code == 0);
   CHECK_THAT(slurp(tmp().file("e.svg")), Catch::Contains("No array of row objects"));
 }
@@ -691,29 +704,29 @@ TEST_CASE("report CLI: verify and bench results as tables", "[report]") {
 TEST_CASE("report CLI: unreadable or malformed result files are invalid input files (exit 2)", "[report]") {
   const std::string out = tmp().file("x.svg");
   const std::string missing = tmp().file("missing.json");
-  auto m = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", out, "--verify-json", missing});
+  auto m = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", out, "--verify-json", missing});
   CHECK(m.code == 2);
   CHECK(m.err == "mla-plan: error: --verify-json: cannot read '" + missing + "': no such file or directory\n");
 
   const std::string junk = tmp().file("junk.json");
   write_file(junk, "not json at all");
-  auto j = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", out, "--bench-json", junk});
+  auto j = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", out, "--bench-json", junk});
   CHECK(j.code == 2);
   CHECK_THAT(j.err, Catch::StartsWith("mla-plan: error: --bench-json: '" + junk + "' is not JSON ("));
   CHECK_THAT(j.err, Catch::Contains("expected the output of mla-plan bench --json"));
 
-  auto d = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", out, "--verify-json", tmp().path.string()});
+  auto d = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", out, "--verify-json", tmp().path.string()});
   CHECK(d.code == 2);
   CHECK_THAT(d.err, Catch::Contains("--verify-json: cannot read '" + tmp().path.string() + "': it is a directory"));
 
   const std::string deep = tmp().file("deep.json");
   write_file(deep, std::string(200, '[') + std::string(200, ']'));
-  auto dp = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", out, "--verify-json", deep});
+  auto dp = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", out, "--verify-json", deep});
   CHECK(dp.code == 2);
   CHECK_THAT(dp.err, Catch::Contains("--verify-json: '" + deep + "' nests deeper than 64 levels"));
 
   // A bad flag value stays a usage error, also next to a bad result file.
-  auto o = run({"report", cfg("deepseek-v4.1-flash.json"), "-o", tmp().file("x.txt"), "--verify-json", junk});
+  auto o = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", tmp().file("x.txt"), "--verify-json", junk});
   CHECK(o.code == 1);
   CHECK_THAT(o.err, Catch::Contains("-o: '"));
 }
@@ -721,7 +734,7 @@ TEST_CASE("report CLI: unreadable or malformed result files are invalid input fi
 // ------------------------------------------------------------------ Markdown
 
 TEST_CASE("plan --format markdown: a PR-comment summary", "[report]") {
-  auto r = run({"plan", cfg("deepseek-v4.1-flash.json"), "--format", "markdown"});
+  auto r = run({"plan", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--format", "markdown"});
   CHECK(r.code == 0);
   const std::string& md = r.out;
   CHECK_THAT(md, Catch::StartsWith("### mla-plan: `" + cfg("deepseek-v4.1-flash.json") + "`\n"));
@@ -733,13 +746,17 @@ TEST_CASE("plan --format markdown: a PR-comment summary", "[report]") {
   CHECK_THAT(md, Catch::Contains("| `swaonly` | 5 | 3 | window only |"));
   CHECK_THAT(md, Catch::Contains("| 20-39 | `c1a` | 20 | 20, 24, 28, 32, 36 |"));
   CHECK_THAT(md, Catch::Contains("**Bytes per token** (global): 1790 in rows (DeepSeek's accounting), 1827 in pages"));
-  CHECK_THAT(md, Catch::Contains("74,463,232 tokens, 63 requests at max_model_len 1,048,576"));
+  CHECK_THAT(md, Catch::Contains("**Fit** on 8 x `h200` (TP 8 x DP 1 x PP 1, vLLM 0.30): fits: 28.78x concurrency at "
+                                 "max\\_model\\_len 1,048,576 per engine  \n"));
+  CHECK_THAT(md, Catch::Contains("`GPU KV cache size: 30,173,922 tokens, Maximum concurrency for 1,048,576 tokens per "
+                                 "request: 28.78x`"));
+  CHECK_THAT(md, Catch::Contains("| each GPU | 59.83 GiB | 6.10 GiB | 62.69 GiB | 139.80 GiB |"));
   CHECK_THAT(md, Catch::Contains("No errors or warnings."));
   CHECK_THAT(md, Catch::Contains("<details><summary>"));
   // --json still wins, as for check.
-  auto j = run({"plan", cfg("deepseek-v4.1-flash.json"), "--format", "markdown", "--json"});
+  auto j = run({"plan", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--format", "markdown", "--json"});
   CHECK_THAT(j.out, Catch::StartsWith("{"));
-  auto bad = run({"plan", cfg("deepseek-v4.1-flash.json"), "--format", "html"});
+  auto bad = run({"plan", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--format", "html"});
   CHECK(bad.code == 1);
   CHECK_THAT(bad.err, Catch::Contains("--format"));
   CHECK_THAT(bad.err, Catch::Contains("html"));
@@ -766,8 +783,8 @@ TEST_CASE("plan --format markdown: a PR-comment summary", "[report]") {
 }
 
 TEST_CASE("check --format markdown: a table of files", "[report]") {
-  auto r = run({"check", cfg("deepseek-v4.1-flash.json"), cfg("small/v41-8layer-flat.json"), "nope.json", "--format",
-                "markdown"});
+  auto r = run({"check", cfg("deepseek-v4.1-flash.json"), cfg("small/v41-8layer-flat.json"), "nope.json", "--tp", "8",
+                "--format", "markdown"});
   CHECK(r.code == 3);
   // Written row by row as the files are checked: the counts come last.
   CHECK_THAT(r.out, Catch::StartsWith("### mla-plan check\n\n| file | status | exit | findings |\n"));
@@ -776,8 +793,9 @@ TEST_CASE("check --format markdown: a table of files", "[report]") {
   CHECK_THAT(r.out, Catch::Contains("| `" + cfg("small/v41-8layer-flat.json") + "`"));
   CHECK_THAT(r.out, Catch::Contains("| **FAIL** | 3 | **error** `backend.head_size`: head size 16"));
   CHECK_THAT(r.out, Catch::Contains("| `nope.json` | **FAIL** | 2 | **error** `config.invalid`: cannot read 'nope.json'"));
-  auto m = run({"check", cfg("deepseek-v4-flash.json"), "--matrix", "--format", "markdown"});
+  auto m = run({"check", cfg("deepseek-v4-flash.json"), "--matrix", "--tp", "1,8", "--format", "markdown"});
   CHECK(m.code == 0);
+  CHECK_THAT(m.out, Catch::Contains("  h200           fp8_ds_mla        8    1  yes fits: 10.29x requests of 1048576 tokens"));
   CHECK_THAT(m.out, Catch::StartsWith("```text\n"));
   CHECK_THAT(m.out, Catch::EndsWith("```\n"));
 }
