@@ -326,8 +326,11 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
   // each cell's result, as when every cell built its own).
   std::optional<Topology> topology;
   std::optional<Error> topology_error;
+  PlanWeights checkpoint;
   try {
     topology = build_topology(cfg);
+    // The checkpoint's weights depend on the config alone: read once for every cell.
+    checkpoint = load_plan_weights(cfg, opt.plan.request());
   } catch (const Error& e) {
     topology_error = e;
   }
@@ -358,6 +361,9 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
           PlanRequest req = check_request(opt, po);
           req.guards = PlanGuards{};
           req.suggestions = false;
+          req.weights = checkpoint.report;
+          req.weights_source = checkpoint.source;
+          req.weights_how = checkpoint.how;
           const auto r = make_plan_on(cfg, *topology, req);
           code = r.exit_code;
           supported = r.exit_code == 0;

@@ -226,15 +226,15 @@ json fit_json(const Fit& f) {
   json w;
   w["source"] = std::string(to_string(f.weights_source));
   w["how"] = f.weights_how;
-  w["known"] = f.weights.known;
-  if (!f.weights.known) w["reason"] = f.weights.reason;
-  w["estimated"] = f.weights.estimated();
-  w["checkpoint_bytes"] = f.weights.total_bytes();
-  w["main_bytes"] = f.weights.main.bytes;
-  w["draft_bytes"] = f.weights.draft.bytes;
-  w["tensors"] = f.weights.total_tensors();
-  w["params"] = f.weights.main.params;
-  w["active_params"] = f.weights.active_params;
+  w["known"] = f.weights->known;
+  if (!f.weights->known) w["reason"] = f.weights->reason;
+  w["estimated"] = f.weights->estimated();
+  w["checkpoint_bytes"] = f.weights->total_bytes();
+  w["main_bytes"] = f.weights->main.bytes;
+  w["draft_bytes"] = f.weights->draft.bytes;
+  w["tensors"] = f.weights->total_tensors();
+  w["params"] = f.weights->main.params;
+  w["active_params"] = f.weights->active_params;
   if (f.files) {
     json mm = json::array();
     for (const auto& m : f.files->mismatches) {

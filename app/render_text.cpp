@@ -406,9 +406,9 @@ std::string render_fit_text(const PlanResult& r) {
       if (x.severity == Severity::error) o << "  rejected: " << printable(x.message) << "\n";
     }
   }
-  const std::int64_t ckpt = f.weights.total_bytes();
+  const std::int64_t ckpt = f.weights->total_bytes();
   o << "  weights: " << commas(ckpt) << " B (" << gib2(ckpt) << ") in the checkpoint, " << printable(f.weights_how);
-  if (!f.weights.known) o << " (NOT all known: " << printable(f.weights.reason) << ")";
+  if (!f.weights->known) o << " (NOT all known: " << printable(f.weights->reason) << ")";
   o << "\n";
   if (f.files && f.files->mismatch_count > 0) {
     o << "    the files and the config-derived contract disagree in " << f.files->mismatch_count << " place"

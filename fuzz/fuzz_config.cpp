@@ -78,7 +78,7 @@ void plan_on(const ModelConfig& cfg, const Topology& topo, const Variant& v) {
     // The fit answer as make_plan() computes it: weights, placement, vLLM's budget and KV numbers.
     WeightsOptions wo;
     wo.list_tensors = false;
-    const WeightsReport weights = compute_weights(cfg, wo);
+    auto weights = std::make_shared<const WeightsReport>(compute_weights(cfg, wo));
     PlanRequest req;
     req.layout = options;
     const Fit fit = plan_fit(cfg, topo, layout, weights, WeightsSource::config, "config.json", req);

@@ -35,33 +35,37 @@ bool has_checkpoint_files(const std::string& dir) {
   return false;
 }
 
-struct LoadedWeights {
-  WeightsReport report;
-  WeightsSource source = WeightsSource::config;
-  std::string how;
-  std::optional<FileWeights> files;
-};
 
-LoadedWeights load_weights(const ModelConfig& cfg, const PlanRequest& req) {
-  LoadedWeights w;
+PlanWeights load_weights_impl(const ModelConfig& cfg, const PlanRequest& req) {
+  PlanWeights w;
+  if (req.weights) {
+    w.report = req.weights;
+    w.source = req.weights_source;
+    w.how = req.weights_how;
+    if (req.budget.weights_gib) {
+      w.source = WeightsSource::flag;
+      w.how = "--weights-gib " + format_general(*req.budget.weights_gib);
+    }
+    return w;
+  }
   WeightsOptions wo;
   wo.list_tensors = false;
   WeightsReport derived = compute_weights(cfg, wo);
   if (req.deploy.read_checkpoint_files && has_checkpoint_files(cfg.model_dir)) {
     const CheckpointFiles files = read_checkpoint_files(cfg.model_dir);
     FileWeights fw = weights_from_files(cfg, files, derived);
-    w.report = std::move(fw.report);
+    w.report = std::make_shared<const WeightsReport>(std::move(fw.report));
     fw.report = WeightsReport{};  // the report lives in Fit::weights; FileWeights keeps the comparison
     w.source = WeightsSource::files;
     w.how = std::to_string(files.files.size()) + " safetensors header" + (files.files.size() == 1 ? "" : "s") +
             " in " + cfg.model_dir;
     w.files = std::move(fw);
   } else {
-    w.report = std::move(derived);
     w.source = WeightsSource::config;
-    w.how = w.report.known ? (w.report.estimated() ? "derived from config.json (some parts estimated)"
-                                                   : "derived from config.json")
-                           : "config.json names a scheme not known: " + w.report.reason;
+    w.how = derived.known ? (derived.estimated() ? "derived from config.json (some parts estimated)"
+                                                 : "derived from config.json")
+                          : "config.json names a scheme not known: " + derived.reason;
+    w.report = std::make_shared<const WeightsReport>(std::move(derived));
   }
   if (req.budget.weights_gib) {
     w.source = WeightsSource::flag;
@@ -273,10 +277,10 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   for (const auto& rr : p.rules) p.findings.push_back(rr.finding);
 
   p.layout = plan_layout(config, topology, p.target, layout_options, Strictness::lenient);
-  LoadedWeights w = load_weights(config, req);
+  PlanWeights w = load_plan_weights(config, req);
   p.fit = plan_fit(config, topology, *p.layout, std::move(w.report), w.source, w.how, req);
   if (w.files) p.fit->files = std::move(w.files);
-  const WeightsReport& wr = p.fit->weights;
+  const WeightsReport& wr = *p.fit->weights;
   for (const auto& f : wr.findings) {
     if (f.severity != Severity::info) p.findings.push_back(f);
   }
@@ -330,6 +334,10 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
 
 }  // namespace
 
+PlanWeights load_plan_weights(const ModelConfig& config, const PlanRequest& request) {
+  return load_weights_impl(config, request);
+}
+
 std::string_view to_string(WeightsSource s) {
   switch (s) {
     case WeightsSource::config: return "config";
@@ -339,8 +347,11 @@ std::string_view to_string(WeightsSource s) {
   return "?";
 }
 
-Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L, WeightsReport weights,
-             WeightsSource source, const std::string& weights_how, const PlanRequest& req) {
+Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
+             std::shared_ptr<const WeightsReport> weights_ptr, WeightsSource source, const std::string& weights_how,
+             const PlanRequest& req) {
+  if (!weights_ptr) throw_internal("plan_fit: no weights");
+  const WeightsReport& weights = *weights_ptr;
   Fit f;
   f.weights_source = source;
   f.weights_how = weights_how;
@@ -386,7 +397,7 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L, Weig
   f.placement = std::move(core.placement);
   f.stages = std::move(core.stages);
   f.vllm = std::move(core.vllm);
-  f.weights = std::move(weights);
+  f.weights = std::move(weights_ptr);
   return f;
 }
 

@@ -35,7 +35,7 @@ TEST_CASE("make_plan: V4.1-Flash does not fit one H200, fits eight, and says wha
   REQUIRE(one.fit);
   CHECK_FALSE(one.fit->fits);
   CHECK(one.exit_code == 4);
-  CHECK(one.fit->weights.total_bytes() == 509'890'541'400);
+  CHECK(one.fit->weights->total_bytes() == 509'890'541'400);
   CHECK(one.fit->stages[0].budget.available_bytes < 0);
   CHECK_THAT(one.exit_message, Catch::StartsWith("No available memory for the cache blocks"));
   REQUIRE_FALSE(one.fit->suggestions.empty());
@@ -168,7 +168,7 @@ TEST_CASE("make_plan: a model directory with safetensors headers gives the weigh
   const Plan p = make_plan(dir.path.string(), on_tp(8));
   REQUIRE(p.fit);
   CHECK(p.fit->weights_source == WeightsSource::files);
-  CHECK(p.fit->weights.total_bytes() == 1063256064);
+  CHECK(p.fit->weights->total_bytes() == 1063256064);
   REQUIRE(p.fit->files);
   CHECK(p.fit->files->mismatch_count > 0);
   CHECK_THAT(p.fit->weights_how, Catch::Contains("1 safetensors header"));
@@ -176,5 +176,5 @@ TEST_CASE("make_plan: a model directory with safetensors headers gives the weigh
   derived.deploy.read_checkpoint_files = false;
   const Plan d = make_plan(dir.path.string(), derived);
   CHECK(d.fit->weights_source == WeightsSource::config);
-  CHECK(d.fit->weights.total_bytes() == 159'609'485'896);
+  CHECK(d.fit->weights->total_bytes() == 159'609'485'896);
 }

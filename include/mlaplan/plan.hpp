@@ -7,6 +7,7 @@
 // the command line only reads flags into a PlanRequest and renders the Plan.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,14 @@
 #include "mlaplan/weights.hpp"
 
 namespace mlaplan {
+
+/// Where the weights came from.
+enum class WeightsSource {
+  config,  ///< derived from config.json (weights.hpp)
+  files,   ///< the safetensors headers of the model directory
+  flag,    ///< --weights-gib
+};
+std::string_view to_string(WeightsSource s);  ///< "config", "files", "flag"
 
 /// Deployment flags beyond the layout's (vLLM's names).
 struct DeployOptions {
@@ -54,15 +63,13 @@ struct PlanRequest {
   std::optional<std::string> dtype;  ///< --dtype
   bool schedules = true;             ///< plan the decode tile schedules (check does not need them)
   bool suggestions = true;           ///< when it does not fit, search what would (check --matrix does not)
+  /// The checkpoint's weights when the caller has them already (check --matrix plans one config
+  /// many times): used instead of reading them; `weights_source` / `weights_how` say where from.
+  std::shared_ptr<const WeightsReport> weights;
+  WeightsSource weights_source = WeightsSource::config;
+  std::string weights_how;
 };
 
-/// Where the weights came from.
-enum class WeightsSource {
-  config,  ///< derived from config.json (weights.hpp)
-  files,   ///< the safetensors headers of the model directory
-  flag,    ///< --weights-gib
-};
-std::string_view to_string(WeightsSource s);  ///< "config", "files", "flag"
 
 /// One pipeline stage's GPUs: their weights, budget and vLLM's KV layout.
 struct StageFit {
@@ -75,7 +82,7 @@ struct StageFit {
 struct Fit {
   WeightsSource weights_source = WeightsSource::config;
   std::string weights_how;                 ///< "derived from config.json" / "N safetensors headers in DIR"
-  WeightsReport weights;                   ///< the whole checkpoint (tensors not listed)
+  std::shared_ptr<const WeightsReport> weights;  ///< the whole checkpoint (tensors not listed); never null
   std::optional<FileWeights> files;        ///< with WeightsSource::files: the comparison with the contract
   Placement placement;
   std::vector<StageFit> stages;
@@ -108,6 +115,18 @@ struct Plan {
   std::string exit_message;              ///< the error line for a non-zero exit_code
 };
 
+/// The checkpoint's weights as make_plan() takes them: `request.weights` when given; else the
+/// safetensors headers of config.model_dir when it has them (and request.deploy allows it), else
+/// compute_weights(config); --weights-gib makes the source "flag". Error(invalid_config) for a
+/// broken checkpoint file.
+struct PlanWeights {
+  std::shared_ptr<const WeightsReport> report;
+  WeightsSource source = WeightsSource::config;
+  std::string how;
+  std::optional<FileWeights> files;  ///< with WeightsSource::files: the comparison with the contract
+};
+PlanWeights load_plan_weights(const ModelConfig& config, const PlanRequest& request);
+
 /// Loads `path` (a config.json, a model directory, a Hugging Face cache repository or snapshot)
 /// and plans it. Throws Error for an unreadable / invalid config or checkpoint (exit 2) and bad
 /// request values (exit 1); backend violations, layout rules and shortfalls are in the Plan.
@@ -120,7 +139,8 @@ Plan make_plan_on(const ModelConfig& config, const Topology& topology, const Pla
 
 /// The fit of `layout` for `request` alone (make_plan's fit step; check --matrix calls it per
 /// layout). `weights` is the checkpoint's (compute_weights or from files).
-Fit plan_fit(const ModelConfig& config, const Topology& topology, const Layout& layout, WeightsReport weights,
-             WeightsSource source, const std::string& weights_how, const PlanRequest& request);
+Fit plan_fit(const ModelConfig& config, const Topology& topology, const Layout& layout,
+             std::shared_ptr<const WeightsReport> weights, WeightsSource source, const std::string& weights_how,
+             const PlanRequest& request);
 
 }  // namespace mlaplan
