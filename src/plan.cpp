@@ -369,10 +369,7 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   ko.speculative_decoding = f.speculative;
   ko.async_scheduling = req.deploy.async_scheduling;
   ko.max_num_batched_tokens = L.in_flight_tokens;
-  std::vector<VllmKvConfig> kvs;
-  for (std::int64_t s = 0; s < static_cast<std::int64_t>(L.parallel.stages.size()); ++s) {
-    kvs.push_back(vllm_kv_config(cfg, topo, L, s, ko));
-  }
+  const std::vector<VllmKvConfig> kvs = vllm_kv_configs(cfg, topo, L, ko);
   const TermSource wsrc = source == WeightsSource::config && weights.estimated() ? TermSource::estimated
                                                                                  : TermSource::derived;
   const std::vector<ShardKind> kinds = shard_kinds(weights, pl.engram);

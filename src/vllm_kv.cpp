@@ -356,6 +356,59 @@ VllmKvConfig vllm_kv_config(const ModelConfig& cfg, const Topology& topo, const 
   return out;
 }
 
+std::vector<VllmKvConfig> vllm_kv_configs(const ModelConfig& cfg, const Topology& topo, const Layout& layout,
+                                          const VllmKvOptions& options) {
+  if (options.max_num_batched_tokens < 1 || options.extra_retained_tokens < 0) {
+    throw_internal("vllm_kv_configs: max_num_batched_tokens < 1 or extra_retained_tokens < 0");
+  }
+  const std::size_t nst = std::max<std::size_t>(layout.parallel.stages.size(), 1);
+  std::vector<VllmKvConfig> outs(nst);
+  const std::int64_t retained =
+      sat_add(options.extra_retained_tokens, sat_mul(options.async_scheduling ? 2 : 1, options.max_num_batched_tokens));
+  // One global grouping (get_kv_cache_configs), projected onto every worker in one pass.
+  std::vector<std::int64_t> spec_stage;
+  const std::vector<VllmKvSpec> specs = all_specs(cfg, topo, layout, options, spec_stage);
+  const std::vector<GlobalGroup> global = packed_groups(specs);
+  std::vector<std::size_t> new_index(specs.size(), 0);
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const auto s = static_cast<std::size_t>(std::clamp<std::int64_t>(spec_stage[i], 0, static_cast<std::int64_t>(nst) - 1));
+    new_index[i] = outs[s].specs.size();
+    outs[s].specs.push_back(specs[i]);
+  }
+  std::vector<std::int64_t> align_lcm(nst, 1);
+  for (std::size_t s = 0; s < nst; ++s) {
+    VllmKvConfig& out = outs[s];
+    out.stage = static_cast<std::int64_t>(s);
+    out.max_model_len = layout.max_model_len;
+    out.retained_tokens = retained;
+    out.groups.reserve(global.size());
+    for (const auto& g : global) {
+      VllmKvGroup pg;
+      pg.kind = g.kind;
+      pg.block_size = g.block_size;
+      pg.sliding_window = g.window;
+      out.groups.push_back(std::move(pg));
+    }
+  }
+  for (std::size_t gi = 0; gi < global.size(); ++gi) {
+    for (auto i : global[gi].specs) {
+      const auto s = static_cast<std::size_t>(std::clamp<std::int64_t>(spec_stage[i], 0, static_cast<std::int64_t>(nst) - 1));
+      VllmKvGroup& pg = outs[s].groups[gi];
+      pg.specs.push_back(new_index[i]);
+      pg.bytes = sat_add(pg.bytes, specs[i].page_bytes);
+      align_lcm[s] = std::lcm(align_lcm[s], std::max<std::int64_t>(specs[i].alignment, 1));
+    }
+  }
+  for (std::size_t s = 0; s < nst; ++s) {
+    VllmKvConfig& out = outs[s];
+    std::int64_t widest = 0;
+    for (const auto& g : out.groups) widest = std::max(widest, g.bytes);
+    out.bytes_per_block = widest == 0 ? 0 : cdiv(widest, align_lcm[s]) * align_lcm[s];
+    out.blocks_per_request = out.request_blocks(out.max_model_len);
+  }
+  return outs;
+}
+
 VllmKvNumbers vllm_kv_numbers(const std::vector<VllmKvConfig>& stages, std::int64_t available_bytes) {
   return vllm_kv_numbers(stages, std::vector<std::int64_t>(stages.size(), available_bytes));
 }

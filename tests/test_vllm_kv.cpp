@@ -305,3 +305,32 @@ TEST_CASE("vllm_kv: V3.2 one MLA spec and one indexer key per layer, one group",
   CHECK(num.log_line ==
         "GPU KV cache size: 1,340,224 tokens, Maximum concurrency for 163,840 tokens per request: 8.18x");
 }
+
+TEST_CASE("vllm_kv: every stage at once is every stage one by one", "[vllm_kv]") {
+  for (const char* name : {"configs/deepseek-v4-flash.json", "configs/deepseek-v4.1-flash.json"}) {
+    INFO(name);
+    const auto cfg = mlaplan::load_config(std::string(MLAPLAN_SOURCE_DIR) + "/" + name);
+    const auto topo = mlaplan::build_topology(cfg);
+    mlaplan::LayoutOptions lo;
+    lo.pipeline_parallel_size = 4;
+    lo.num_speculative_tokens = 1;
+    const auto layout = mlaplan::plan_layout(cfg, topo, mlaplan::resolve_target({}), lo, mlaplan::Strictness::lenient);
+    mlaplan::VllmKvOptions ko;
+    ko.speculative_decoding = true;
+    const auto all = mlaplan::vllm_kv_configs(cfg, topo, layout, ko);
+    REQUIRE(all.size() == 4);
+    for (std::int64_t s = 0; s < 4; ++s) {
+      const auto one = mlaplan::vllm_kv_config(cfg, topo, layout, s, ko);
+      const auto& a = all[static_cast<std::size_t>(s)];
+      CHECK(a.stage == s);
+      CHECK(a.bytes_per_block == one.bytes_per_block);
+      CHECK(a.blocks_per_request == one.blocks_per_request);
+      CHECK(a.specs.size() == one.specs.size());
+      REQUIRE(a.groups.size() == one.groups.size());
+      for (std::size_t g = 0; g < a.groups.size(); ++g) {
+        CHECK(a.groups[g].specs == one.groups[g].specs);
+        CHECK(a.groups[g].bytes == one.groups[g].bytes);
+      }
+    }
+  }
+}

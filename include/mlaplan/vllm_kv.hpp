@@ -78,6 +78,11 @@ struct VllmKvConfig {
 VllmKvConfig vllm_kv_config(const ModelConfig& cfg, const Topology& topo, const Layout& layout,
                             std::int64_t stage, const VllmKvOptions& options);
 
+/// vllm_kv_config() of every stage of `layout`, with one grouping of the whole model (what a
+/// plan over many pipeline stages needs: the grouping is not repeated per stage).
+std::vector<VllmKvConfig> vllm_kv_configs(const ModelConfig& cfg, const Topology& topo, const Layout& layout,
+                                          const VllmKvOptions& options);
+
 /// vLLM's start-up numbers for one engine (a DP rank: its PP stages share the count of blocks).
 struct VllmKvNumbers {
   std::int64_t available_bytes = 0;   ///< per GPU (minimum over the stages' GPUs)
