@@ -366,7 +366,7 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
           req.weights_how = checkpoint.how;
           const auto r = make_plan_on(cfg, *topology, req);
           code = r.exit_code;
-          supported = r.exit_code == 0;
+          supported = r.exit_code == 0 && r.fit && r.fit->decided;
           if (r.fit) {
             concurrency = r.fit->total_concurrency;
             weights = r.fit->placement.max_rank_bytes;
@@ -381,6 +381,8 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
                      (avail > 0 ? gb(avail) : "nothing (short by " + gb(-avail) + ")") +
                      " for the KV cache; one request of " + std::to_string(r.layout->max_model_len) + " tokens needs " +
                      gb(r.fit->vllm.needed_bytes);
+          } else if (r.fit && !r.fit->decided && r.exit_code == 0) {
+            result = r.fit->verdict;
           } else {
             result = r.exit_message;
           }

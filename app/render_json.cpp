@@ -211,6 +211,7 @@ json fit_json(const Fit& f) {
   json j;
   j["engine"] = "vLLM " + std::string(kVllmVersion);
   j["fits"] = f.fits;
+  j["decided"] = f.decided;
   j["verdict"] = f.verdict;
   j["suggestions"] = f.suggestions;
   const auto& pl = f.placement.layout;
@@ -348,7 +349,15 @@ std::string render_plan_json(const PlanResult& r) {
     j["layout"] = layout_json(*r.layout);
     j["parallel"] = parallel_json(r.layout->parallel);
   }
-  if (r.fit) j["fit"] = fit_json(*r.fit);
+  if (r.fit) {
+    j["fit"] = fit_json(*r.fit);
+    if (const auto pub = published_params(r.config)) {
+      j["fit"]["weights"]["published"] = {{"model", std::string(pub->model)},
+                                          {"total_params", pub->total_billions * 1e9},
+                                          {"active_params", pub->active_billions * 1e9},
+                                          {"source", std::string(pub->source)}};
+    }
+  }
   j["batch"] = {{"context_lens", r.batch.context_lens},
                 {"spec_tokens", r.batch.spec_tokens},
                 {"decode_tokens", r.batch.positions.size()},

@@ -383,12 +383,14 @@ std::string render_fit_text(const PlanResult& r) {
   const auto& pl = f.placement.layout;
   std::ostringstream o;
   o.imbue(std::locale::classic());
-  o << "\nfit: " << (f.fits ? "FITS" : f.placement.ok() ? "DOES NOT FIT" : "LAYOUT REJECTED") << " on "
+  o << "\nfit: " << (!f.decided ? "NOT DECIDED" : f.fits ? "FITS" : f.placement.ok() ? "DOES NOT FIT" : "LAYOUT REJECTED") << " on "
     << pl.gpus() << " x " << r.target.id << " (TP " << pl.tensor_parallel_size << " x DP "
     << pl.data_parallel_size << " x PP " << pl.pipeline_parallel_size << ", expert parallel "
     << (pl.enable_expert_parallel ? "on, EP " + std::to_string(pl.expert_parallel_size()) : std::string("off"))
     << "), as vLLM " << kVllmVersion << " computes it at start-up\n";
-  if (f.placement.ok()) {
+  if (!f.decided) {
+    o << "  " << printable(f.verdict) << "\n  (the numbers below count only the tensors whose storage is known)\n";
+  } else if (f.placement.ok()) {
     if (f.vllm.fits) {
       o << "  vLLM prints: " << f.vllm.log_line << "\n";
       if (f.engines > 1) {
@@ -407,8 +409,15 @@ std::string render_fit_text(const PlanResult& r) {
     }
   }
   const std::int64_t ckpt = f.weights->total_bytes();
-  o << "  weights: " << commas(ckpt) << " B (" << gib2(ckpt) << ") in the checkpoint, " << printable(f.weights_how);
-  if (!f.weights->known) o << " (NOT all known: " << printable(f.weights->reason) << ")";
+  o << "  weights: " << commas(ckpt) << " B (" << gib2(ckpt) << ") in the checkpoint" << (f.weights->known ? "" : " so far")
+    << ", " << printable(f.weights_how);
+  o << "\n    parameters: " << format_fixed(static_cast<double>(f.weights->main.params) / 1e9, 2)
+    << " B in the main model, " << format_fixed(static_cast<double>(f.weights->active_params) / 1e9, 2)
+    << " B active per token";
+  if (const auto pub = published_params(r.config)) {
+    o << "; published for " << pub->model << ": " << format_general(pub->total_billions) << "B / "
+      << format_general(pub->active_billions) << "B (" << pub->source << ")";
+  }
   o << "\n";
   if (f.files && f.files->mismatch_count > 0) {
     o << "    the files and the config-derived contract disagree in " << f.files->mismatch_count << " place"

@@ -254,7 +254,11 @@ void apply_guards(Plan& p, const PlanGuards& g) {
   }
   if (g.min_concurrency && p.fit) {
     const Fit& f = *p.fit;
-    if (!(f.total_concurrency >= *g.min_concurrency)) {
+    if (!f.decided) {
+      fail(Finding{"guard.concurrency", Severity::error,
+                   "--min-concurrency " + format_general(*g.min_concurrency) + " cannot be checked: " + f.verdict, {},
+                   {}});
+    } else if (!(f.total_concurrency >= *g.min_concurrency)) {
       fail(Finding{"guard.concurrency", Severity::error,
                    "vLLM's maximum concurrency for " + with_commas(p.layout->max_model_len) + " tokens per request on " +
                        p.target.id + " is " + format_fixed(f.total_concurrency, 2) + "x" +
@@ -318,7 +322,7 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
       }
     }
   }
-  if (p.exit_code == 0 && !p.fit->fits) {
+  if (p.exit_code == 0 && !p.fit->fits && p.fit->decided) {
     p.exit_code = exit_code(ErrorKind::does_not_fit);
     p.exit_message = p.fit->error_message;
     if (!p.fit->suggestions.empty()) {
@@ -370,8 +374,9 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   ko.async_scheduling = req.deploy.async_scheduling;
   ko.max_num_batched_tokens = L.in_flight_tokens;
   const std::vector<VllmKvConfig> kvs = vllm_kv_configs(cfg, topo, L, ko);
-  const TermSource wsrc = source == WeightsSource::config && weights.estimated() ? TermSource::estimated
-                                                                                 : TermSource::derived;
+  const TermSource wsrc = source == WeightsSource::config && (weights.estimated() || !weights.known)
+                             ? TermSource::estimated
+                             : TermSource::derived;
   const std::vector<ShardKind> kinds = shard_kinds(weights, pl.engram);
   FitCore core = fit_core(cfg, L, weights, kinds, pl, kvs, req, weights_how, wsrc);
   f.engines = pl.data_parallel_size;
@@ -389,6 +394,18 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
                                : std::string());
   } else {
     f.verdict = "does not fit: " + f.error_message;
+  }
+  f.decided = weights.known || req.budget.weights_gib.has_value();
+  if (!f.decided) {
+    f.fits = false;
+    f.verdict = "not decided: the weights are not all known (" + weights.reason +
+                "); pass the model directory with its safetensors files, or --weights-gib";
+    f.error_message = f.verdict;
+    f.placement = std::move(core.placement);
+    f.stages = std::move(core.stages);
+    f.vllm = std::move(core.vllm);
+    f.weights = std::move(weights_ptr);
+    return f;
   }
   if (!f.fits && req.suggestions) f.suggestions = suggestions(cfg, L, weights, kinds, pl, kvs, core, req, weights_how, wsrc);
   f.placement = std::move(core.placement);

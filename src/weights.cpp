@@ -536,6 +536,27 @@ void build_v32(Builder& b, const ModelConfig& cfg, WeightsReport& r) {
 
 }  // namespace
 
+std::optional<PublishedParams> published_params(const ModelConfig& cfg) {
+  struct Known {
+    Family family;
+    std::int64_t hidden, layers, experts;
+    PublishedParams p;
+  };
+  static const Known kKnown[] = {
+      {Family::deepseek_v4, 4096, 43, 256,
+       {"DeepSeek-V4-Flash", 284, 13, "DeepSeek's model card: 284B total, 13B activated"}},
+      {Family::deepseek_v32, 7168, 61, 256,
+       {"DeepSeek-V3 / V3.2", 671, 37, "DeepSeek's model card: 671B main model (+14B MTP), 37B activated"}},
+  };
+  for (const auto& k : kKnown) {
+    if (cfg.family == k.family && cfg.checkpoint.hidden_size == k.hidden && cfg.num_hidden_layers == k.layers &&
+        cfg.checkpoint.n_routed_experts == k.experts) {
+      return k.p;
+    }
+  }
+  return std::nullopt;
+}
+
 WeightsReport compute_weights(const ModelConfig& cfg, const WeightsOptions& options) {
   WeightsReport r;
   r.groups.reserve(static_cast<std::size_t>(cfg.total_layers()) * 48 + 16);

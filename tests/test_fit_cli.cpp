@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -230,4 +232,65 @@ TEST_CASE("fit CLI: check --min-concurrency compares vLLM's maximum concurrency"
   }
   CHECK(guard);
   CHECK(run({"check", kV41, "--tp", "8", "--min-concurrency", "28"}).code == 0);
+}
+
+TEST_CASE("fit CLI: weights of a scheme not known leave the fit undecided, never a confident answer", "[cli][fit]") {
+  testing_files::TempDir dir;
+  std::ifstream in(kV4);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  const auto at = text.find("\"quant_method\": \"fp8\"");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, std::string("\"quant_method\": \"fp8\"").size(), "\"quant_method\": \"int4\"");
+  const std::string path = dir.write("int4.json", text);
+
+  const Run r = run({path, "--tp", "2"});
+  CHECK(r.code == 0);  // the layout and kernels are fine; the fit is not decided
+  CHECK_THAT(r.out, Catch::Contains("fit: NOT DECIDED on 2 x h200"));
+  CHECK_THAT(r.out, Catch::Contains("quantization_config.quant_method = \"int4\""));
+  CHECK_THAT(r.out, Catch::Contains("weights.unknown"));
+  CHECK(r.out.find("vLLM prints:") == std::string::npos);
+  const auto j = nlohmann::json::parse(run({path, "--tp", "2", "--json"}).out);
+  CHECK(j.at("fit").at("decided") == false);
+  CHECK(j.at("fit").at("fits") == false);
+  CHECK(j.at("fit").at("weights").at("known") == false);
+  // A guard cannot pass on an undecided fit.
+  const Run g = run({"check", path, "--tp", "2", "--min-concurrency", "1"});
+  CHECK(g.code == 4);
+  CHECK_THAT(g.out, Catch::Contains("guard.concurrency") && Catch::Contains("cannot be checked"));
+  // --weights-gib decides it.
+  const Run w = run({path, "--tp", "2", "--weights-gib", "74"});
+  CHECK(w.code == 0);
+  CHECK_THAT(w.out, Catch::Contains("fit: FITS on 2 x h200"));
+}
+
+TEST_CASE("fit CLI: parameters printed with the published figures", "[cli][fit]") {
+  const Run r = run({kV4, "--tp", "2"});
+  CHECK_THAT(r.out, Catch::Contains("parameters: 284.33 B in the main model, 13.27 B active per token; published for "
+                                    "DeepSeek-V4-Flash: 284B / 13B"));
+  const auto j = plan_json({kV4, "--tp", "2"});
+  CHECK(j.at("fit").at("weights").at("published").at("total_params").get<double>() == 284e9);
+  const auto v41 = plan_json({kV41, "--tp", "8"});
+  CHECK_FALSE(v41.at("fit").at("weights").contains("published"));  // no published figure to compare with
+}
+
+TEST_CASE("fit CLI: a model directory's broken safetensors file is exit 2 naming the file", "[cli][fit]") {
+  testing_files::TempDir dir;
+  {
+    std::ifstream in(kV4);
+    std::ofstream out(dir / "config.json");
+    out << in.rdbuf();
+  }
+  // A header length past the end of the file.
+  const std::string bad("\xff\x00\x00\x00\x00\x00\x00\x00{}", 10);
+  dir.write("model.safetensors", bad);
+  const Run r = run({dir.path.string(), "--tp", "2"});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("model.safetensors"));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  // Without the files the config's weights are used.
+  const Run d = run({dir.path.string(), "--tp", "2", "--no-checkpoint-files"});
+  CHECK(d.code == 0);
+  CHECK_THAT(d.out, Catch::Contains("derived from config.json"));
 }

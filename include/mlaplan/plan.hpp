@@ -93,6 +93,10 @@ struct Fit {
   bool speculative = false;                ///< draft stages loaded, their caches registered
   bool async_scheduling = true;            ///< as assumed (2 batches in flight)
   bool fits = false;
+  /// false when the weights are not all known (a scheme not known, no files, no --weights-gib):
+  /// then `fits` is false, the numbers count only the known tensors, and no exit code is set
+  /// for the fit (a warning says why; a --min-concurrency guard fails).
+  bool decided = true;
   std::string verdict;                     ///< one line for people
   /// When !fits: vLLM's error, or (--kv-cache-memory-bytes, which vLLM does not check against the
   /// GPU) why the given KV cache and the rest exceed the GPU's memory.

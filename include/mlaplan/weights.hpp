@@ -6,6 +6,7 @@
 // on DeepSeek-V4-Flash; V4.1 and V3.2 parts that rest on uncertain facts are marked estimated.
 
 #include <array>
+#include <optional>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -127,6 +128,17 @@ struct WeightsReport {
   /// true when any part of main or draft is estimated
   bool estimated() const;
 };
+
+/// The parameter counts DeepSeek publishes for a released model, to print next to ours.
+struct PublishedParams {
+  std::string_view model;      ///< "DeepSeek-V4-Flash"
+  double total_billions = 0;   ///< main model (draft stages apart)
+  double active_billions = 0;  ///< activated per token
+  std::string_view source;     ///< where the figures are published
+};
+/// The published figures of the released model whose architecture `cfg` has (family, hidden
+/// size, backbone layers and routed experts all equal), or nullopt.
+std::optional<PublishedParams> published_params(const ModelConfig& cfg);
 
 /// Lists the checkpoint's tensors and sums them. Throws Error(invalid_config) when a size does not
 /// fit in 64 bits (a config beyond any real checkpoint), never a wrapped number.
