@@ -993,39 +993,16 @@ Element svg_root(double raw_height) {
 }  // namespace
 
 std::vector<PartBytes> bytes_by_part(const Layout& layout) {
+  // The library's accounting by cache kind (layout.hpp), in the picture's order of parts.
+  const auto by_kind = bytes_by_cache_kind(layout);
   std::vector<PartBytes> parts(kCachePartStyles.size());
-  const std::int64_t mml = layout.max_model_len;
-  std::vector<double> rows_fraction(parts.size(), 0.0);
-  for (const auto& o : layout.objects) {
-    const auto idx = static_cast<std::size_t>(cache_part(o.kind));
-    auto& p = parts[idx];
-    if (o.scope == CacheScope::global) {
-      if (!o.draft && o.compress_ratio > 0) {
-        p.rows_per_token += static_cast<double>(o.row_bytes) / static_cast<double>(o.compress_ratio);
-      }
-      if (o.tokens_per_page > 0) {
-        p.pages_per_token += static_cast<double>(o.page_bytes) / static_cast<double>(o.tokens_per_page);
-        p.request_pages = checked_add(
-            p.request_pages, checked_mul(ceil_div(mml, o.tokens_per_page), o.page_bytes, "KV-cache bytes", ErrorKind::usage),
-            "KV-cache bytes", ErrorKind::usage);
-      }
-    } else {
-      const std::int64_t rows = o.ring ? o.rows_per_page : std::min(o.window_tokens, mml);
-      p.request_rows = checked_add(p.request_rows, checked_mul(rows, o.row_bytes, "KV-cache bytes", ErrorKind::usage),
-                                   "KV-cache bytes", ErrorKind::usage);
-      std::int64_t pages = 1;
-      if (!o.ring && o.tokens_per_page > 0) {
-        const std::int64_t held = std::min(checked_add(o.window_tokens - 1, layout.in_flight_tokens, "tokens",
-                                                       ErrorKind::usage),
-                                           mml);
-        pages = ceil_div(held, o.tokens_per_page) + 1;
-      }
-      p.request_pages = checked_add(p.request_pages, checked_mul(pages, o.page_bytes, "KV-cache bytes", ErrorKind::usage),
-                                    "KV-cache bytes", ErrorKind::usage);
-    }
-  }
-  for (auto& p : parts) {
-    p.request_rows += static_cast<std::int64_t>(std::ceil(p.rows_per_token * static_cast<double>(mml)));
+  for (std::size_t k = 0; k < by_kind.size(); ++k) {
+    const auto& b = by_kind[k];
+    auto& p = parts[static_cast<std::size_t>(cache_part(static_cast<CacheKind>(k)))];
+    p.rows_per_token += b.rows_per_token;
+    p.pages_per_token += b.pages_per_token;
+    p.request_rows += b.request_rows;
+    p.request_pages += b.request_pages;
   }
   return parts;
 }

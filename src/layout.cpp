@@ -975,4 +975,43 @@ void require_fits(const Capacity& capacity) {
   if (!capacity.fits) throw Error(ErrorKind::does_not_fit, capacity.message);
 }
 
+// ---------------------------------------------------------------- bytes by cache kind
+
+std::array<CacheKindBytes, kCacheKindCount> bytes_by_cache_kind(const Layout& layout) {
+  std::array<CacheKindBytes, kCacheKindCount> parts{};
+  const std::int64_t mml = layout.max_model_len;
+  for (const auto& o : layout.objects) {
+    const auto idx = static_cast<std::size_t>(o.kind);
+    auto& p = parts[idx];
+    if (o.scope == CacheScope::global) {
+      if (!o.draft && o.compress_ratio > 0) {
+        p.rows_per_token += static_cast<double>(o.row_bytes) / static_cast<double>(o.compress_ratio);
+      }
+      if (o.tokens_per_page > 0) {
+        p.pages_per_token += static_cast<double>(o.page_bytes) / static_cast<double>(o.tokens_per_page);
+        p.request_pages = checked_add(
+            p.request_pages, checked_mul(ceil_div(mml, o.tokens_per_page), o.page_bytes, "KV-cache bytes", ErrorKind::usage),
+            "KV-cache bytes", ErrorKind::usage);
+      }
+    } else {
+      const std::int64_t rows = o.ring ? o.rows_per_page : std::min(o.window_tokens, mml);
+      p.request_rows = checked_add(p.request_rows, checked_mul(rows, o.row_bytes, "KV-cache bytes", ErrorKind::usage),
+                                   "KV-cache bytes", ErrorKind::usage);
+      std::int64_t pages = 1;
+      if (!o.ring && o.tokens_per_page > 0) {
+        const std::int64_t held = std::min(checked_add(o.window_tokens - 1, layout.in_flight_tokens, "tokens",
+                                                       ErrorKind::usage),
+                                           mml);
+        pages = ceil_div(held, o.tokens_per_page) + 1;
+      }
+      p.request_pages = checked_add(p.request_pages, checked_mul(pages, o.page_bytes, "KV-cache bytes", ErrorKind::usage),
+                                    "KV-cache bytes", ErrorKind::usage);
+    }
+  }
+  for (auto& p : parts) {
+    p.request_rows += static_cast<std::int64_t>(std::ceil(p.rows_per_token * static_cast<double>(mml)));
+  }
+  return parts;
+}
+
 }  // namespace mlaplan

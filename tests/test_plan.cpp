@@ -178,3 +178,27 @@ TEST_CASE("make_plan: a model directory with safetensors headers gives the weigh
   CHECK(d.fit->weights_source == WeightsSource::config);
   CHECK(d.fit->weights->total_bytes() == 159'609'485'896);
 }
+
+TEST_CASE("bytes_by_cache_kind: the kinds sum to the layout's accounting", "[plan][layout]") {
+  for (const char* name : {"configs/deepseek-v4.1-flash.json", "configs/deepseek-v4-flash.json", "configs/deepseek-v3.2.json"}) {
+    INFO(name);
+    const Plan p = make_plan(src(name), on_tp(8));
+    REQUIRE(p.layout);
+    const auto kinds = bytes_by_cache_kind(*p.layout);
+    double rows = 0, pages = 0;
+    std::int64_t req_pages = 0, req_rows = 0;
+    for (const auto& k : kinds) {
+      rows += k.rows_per_token;
+      pages += k.pages_per_token;
+      req_pages += k.request_pages;
+      req_rows += k.request_rows;
+    }
+    const auto& a = p.layout->accounting;
+    CHECK(rows == Approx(a.global_rows.value()));
+    CHECK(pages == Approx(a.global_pages.value()));
+    CHECK(req_pages == a.total_pages);
+    CHECK(std::llabs(req_rows - a.total_rows) <= 4);
+    // Window caches grow with no history: no global bytes per token.
+    CHECK(kinds[static_cast<std::size_t>(CacheKind::swa)].pages_per_token == 0);
+  }
+}

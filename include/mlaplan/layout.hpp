@@ -4,6 +4,7 @@
 // in a memory budget, and how tensor / pipeline / data parallelism act on it.
 // docs/layout-accounting.md explains every number and where it comes from.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -98,6 +99,7 @@ enum class CacheKind { swa, compressed, indexer, compressor_state };
 /// per_request: bounded per request (window caches, compressor states and rings).
 enum class CacheScope { global, per_request };
 
+inline constexpr std::size_t kCacheKindCount = 4;
 std::string_view to_string(CacheKind k);   ///< "swa", "compressed", "indexer", "compressor_state"
 std::string_view to_string(CacheScope s);  ///< "global", "per_request"
 
@@ -210,6 +212,17 @@ enum class Strictness {
 /// Plans the layout of a validated config on a target. Strict by default: the CLI's `plan`.
 Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& target,
                    const LayoutOptions& options, Strictness strictness = Strictness::strict);
+
+/// The accounting of one cache kind over a layout (the report's memory picture draws it).
+struct CacheKindBytes {
+  double rows_per_token = 0;         ///< global caches: DeepSeek's rows accounting (draft excluded)
+  double pages_per_token = 0;        ///< global caches: the engine's pages accounting
+  std::int64_t request_rows = 0;     ///< one request at max_model_len, rows accounting
+  std::int64_t request_pages = 0;    ///< one request at max_model_len, pages accounting
+};
+/// Bytes by CacheKind (indexed by its value); the kinds sum to the layout's accounting (rows: up
+/// to rounding of the per-token fractions). Error(usage) when a byte count overflows int64.
+std::array<CacheKindBytes, kCacheKindCount> bytes_by_cache_kind(const Layout& layout);
 
 /// Bytes one request of `tokens` tokens needs on pipeline stage `stage` (-1: all stages) in the
 /// page accounting: whole global pages plus its windows, states and rings (windows capped at
