@@ -89,8 +89,9 @@ bool matches(const Rule& r, std::string_view s) {
 std::pair<std::int64_t, std::size_t> leading_index(std::string_view s) {
   std::size_t n = 0;
   std::int64_t v = 0;
-  while (n < s.size() && n < 19 && s[n] >= '0' && s[n] <= '9') v = v * 10 + (s[n++] - '0');
-  if (n == 0 || n > 18 || n >= s.size() || s[n] != '.' || (n > 1 && s[0] == '0')) return {-1, 0};
+  // At most 18 digits are accumulated (below 10^18: no overflow); a 19th digit rejects the name.
+  while (n < s.size() && n < 18 && s[n] >= '0' && s[n] <= '9') v = v * 10 + (s[n++] - '0');
+  if (n == 0 || n >= s.size() || s[n] != '.' || (n > 1 && s[0] == '0')) return {-1, 0};
   return {v, n};
 }
 
