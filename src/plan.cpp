@@ -373,6 +373,9 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   ko.speculative_decoding = f.speculative;
   ko.async_scheduling = req.deploy.async_scheduling;
   ko.max_num_batched_tokens = L.in_flight_tokens;
+  // get_kv_cache_configs: with more than one speculative module (multi-layer MTP, DSpark stages)
+  // every sliding-window spec retains num_speculative_tokens - 1 extra tokens.
+  if (f.speculative && cfg.num_draft_layers > 1) ko.extra_retained_tokens = L.num_speculative_tokens - 1;
   const std::vector<VllmKvConfig> kvs = vllm_kv_configs(cfg, topo, L, ko);
   const TermSource wsrc = source == WeightsSource::config && (weights.estimated() || !weights.known)
                              ? TermSource::estimated
