@@ -1,5 +1,5 @@
 // `mla-plan check CONFIG...`: the backend rules for many configs in one run, for CI. Per file a
-// pass/fail line and its findings; the exit code is the highest among the files (docs/ci.md).
+// pass/fail line and its findings; the exit code is the most severe among the files (docs/ci.md).
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -327,10 +327,13 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
   std::optional<Topology> topology;
   std::optional<Error> topology_error;
   PlanWeights checkpoint;
+  std::shared_ptr<const std::vector<ShardKind>> kinds;
   try {
     topology = build_topology(cfg);
-    // The checkpoint's weights depend on the config alone: read once for every cell.
-    checkpoint = load_plan_weights(cfg, opt.plan.request());
+    // The checkpoint's weights depend on the config alone: read (and classified) once for every cell.
+    const PlanRequest base = opt.plan.request();
+    checkpoint = load_plan_weights(cfg, base);
+    kinds = std::make_shared<const std::vector<ShardKind>>(shard_kinds(*checkpoint.report, base.deploy.engram));
   } catch (const Error& e) {
     topology_error = e;
   }
@@ -364,6 +367,7 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
           req.weights = checkpoint.report;
           req.weights_source = checkpoint.source;
           req.weights_how = checkpoint.how;
+          req.shard_kinds = kinds;
           const auto r = make_plan_on(cfg, *topology, req);
           code = r.exit_code;
           supported = r.exit_code == 0 && r.fit && r.fit->decided;

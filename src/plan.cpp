@@ -380,7 +380,10 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   const TermSource wsrc = source == WeightsSource::config && (weights.estimated() || !weights.known)
                              ? TermSource::estimated
                              : TermSource::derived;
-  const std::vector<ShardKind> kinds = shard_kinds(weights, pl.engram);
+  std::vector<ShardKind> own_kinds;
+  const bool given_kinds = req.shard_kinds && req.shard_kinds->size() == weights.groups.size();
+  if (!given_kinds) own_kinds = shard_kinds(weights, pl.engram);
+  const std::vector<ShardKind>& kinds = given_kinds ? *req.shard_kinds : own_kinds;
   FitCore core = fit_core(cfg, L, weights, kinds, pl, kvs, req, weights_how, wsrc);
   f.engines = pl.data_parallel_size;
   f.total_concurrency = core.vllm.concurrency * static_cast<double>(f.engines);

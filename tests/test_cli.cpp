@@ -215,12 +215,12 @@ TEST_CASE("schedule direct mode: text output and rejections", "[cli][schedule]")
   CHECK_THAT(not_number.err, Catch::StartsWith("mla-plan: error: "));
 }
 
-TEST_CASE("check: many files, a failure never stops the others, highest code wins", "[cli][check]") {
+TEST_CASE("check: many files, a failure never stops the others, the most severe code wins", "[cli][check]") {
   const auto bad = std::string(MLAPLAN_SOURCE_DIR) + "/no-such-config.json";
   // --tp 8: the bundled configs fit (the small one fails on its own, unsupported at any TP).
   auto r = run({"check", cfg("deepseek-v4.1-flash.json"), bad, cfg("small/v41-8layer-flat.json"),
                 cfg("deepseek-v3.2.json"), "--tp", "8"});
-  CHECK(r.code == 3);  // 2 (invalid) and 3 (unsupported): the highest wins
+  CHECK(r.code == 2);  // 2 (invalid) and 3 (unsupported): the invalid config is not hidden
   CHECK_THAT(r.out, Catch::Contains("PASS " + cfg("deepseek-v4.1-flash.json")));
   CHECK_THAT(r.out, Catch::Contains("FAIL " + bad + " (exit 2)"));
   CHECK_THAT(r.out, Catch::Contains("FAIL " + cfg("small/v41-8layer-flat.json") + " (exit 3)"));
@@ -231,9 +231,9 @@ TEST_CASE("check: many files, a failure never stops the others, highest code win
   CHECK(only_invalid.code == 2);
   auto all_good = run({"check", cfg("deepseek-v4.1-flash.json"), cfg("deepseek-v4-flash.json"), "--tp", "8"});
   CHECK(all_good.code == 0);
-  // On one GPU they do not fit: 4 (does not fit) beats 2 (invalid).
+  // On one GPU they do not fit: 2 (invalid) still decides the run, 4 stays the file's own.
   auto one_gpu = run({"check", cfg("deepseek-v4.1-flash.json"), bad});
-  CHECK(one_gpu.code == 4);
+  CHECK(one_gpu.code == 2);
   CHECK_THAT(one_gpu.out, Catch::Contains("FAIL " + cfg("deepseek-v4.1-flash.json") + " (exit 4)"));
   CHECK_THAT(one_gpu.out, Catch::Contains("error [fit.does_not_fit]: does not fit: No available memory for the cache blocks."));
 }
@@ -311,10 +311,13 @@ TEST_CASE("check guards: bytes per token and concurrency", "[cli][check]") {
   // vLLM's 28.78x: 28 passes, 29 does not.
   CHECK(run({"check", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--min-concurrency", "28"}).code == 0);
   CHECK(run({"check", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--min-concurrency", "29"}).code == 4);
-  // 4 (guard) beats 2 (invalid) and 3 (unsupported)
+  // 2 (invalid) beats 3 (unsupported) and 4 (guard)
   auto mixed = run({"check", cfg("deepseek-v4.1-flash.json"), cfg("small/v41-8layer-flat.json"), "nope.json",
                     "--min-concurrency", "1000"});
-  CHECK(mixed.code == 4);
+  CHECK(mixed.code == 2);
+  auto guarded = run({"check", cfg("deepseek-v4.1-flash.json"), cfg("small/v41-8layer-flat.json"), "--tp", "8",
+                      "--min-concurrency", "1000"});
+  CHECK(guarded.code == 3);  // 3 (cannot run) beats 4 (a guard)
 }
 
 TEST_CASE("check --matrix", "[cli][check]") {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "mlaplan/error.hpp"
 #include "temp_dir.hpp"
 
 namespace {
@@ -293,4 +294,33 @@ TEST_CASE("fit CLI: a model directory's broken safetensors file is exit 2 naming
   const Run d = run({dir.path.string(), "--tp", "2", "--no-checkpoint-files"});
   CHECK(d.code == 0);
   CHECK_THAT(d.out, Catch::Contains("derived from config.json"));
+}
+
+TEST_CASE("check: an invalid config is never hidden behind another file's exit 3 or 4", "[cli][check]") {
+  using mlaplan::combine_exit_codes;
+  // The order of docs/cli.md: 70, 7, 2, 1, 5, 6, 3, 4, 0.
+  CHECK(combine_exit_codes(4, 2) == 2);
+  CHECK(combine_exit_codes(2, 4) == 2);
+  CHECK(combine_exit_codes(3, 2) == 2);
+  CHECK(combine_exit_codes(4, 3) == 3);
+  CHECK(combine_exit_codes(3, 4) == 3);
+  CHECK(combine_exit_codes(2, 1) == 2);
+  CHECK(combine_exit_codes(1, 5) == 1);
+  CHECK(combine_exit_codes(5, 3) == 5);
+  CHECK(combine_exit_codes(0, 4) == 4);
+  CHECK(combine_exit_codes(7, 2) == 7);
+  CHECK(combine_exit_codes(70, 7) == 70);
+  CHECK(combine_exit_codes(7, 70) == 70);
+  CHECK(combine_exit_codes(0, 0) == 0);
+
+  testing_files::TempDir dir;
+  const std::string bad = dir.write("bad.json", "{\"num_hidden_layers\": \"many\"}");
+  // V4.1-Flash on one H200 does not fit (4); the invalid file (2) decides the run, in either order.
+  for (const auto& files : {std::vector<std::string>{kV41, bad}, std::vector<std::string>{bad, kV41}}) {
+    std::vector<std::string> args{"check"};
+    args.insert(args.end(), files.begin(), files.end());
+    const Run r = run(args);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::Contains("FAIL " + bad + " (exit 2)") && Catch::Contains(" (exit 4)"));
+  }
 }

@@ -24,12 +24,29 @@ enum class ErrorKind : int {
 /// Exit code of an error kind.
 constexpr int exit_code(ErrorKind k) { return static_cast<int>(k); }
 
-/// Combines exit codes the way `check` does over many files: 70 beats everything, otherwise the
-/// highest code wins.
-constexpr int combine_exit_codes(int a, int b) {
-  if (a == 70 || b == 70) return 70;
-  return a > b ? a : b;
+/// How severe an exit code is, for combining: a bug (70), output that could not be written (7),
+/// an invalid config or file (2), a bad flag value (1), a verification that failed (5), no GPU to
+/// check on (6), a backend that cannot run it (3), a plan that does not fit (4), success (0).
+/// The input's own faults rank above what a valid input's plan says of it, so that over many
+/// files an invalid config is never hidden behind another file's unsupported or does-not-fit.
+constexpr int exit_code_severity(int code) {
+  switch (code) {
+    case 0: return 0;
+    case 4: return 1;
+    case 3: return 2;
+    case 6: return 3;
+    case 5: return 4;
+    case 1: return 5;
+    case 2: return 6;
+    case 7: return 7;
+    case 70: return 9;
+    default: return 8;  // not a code of mla-plan's: above all but a bug
+  }
 }
+
+/// Combines exit codes the way `check` does over many files (and a command with a failed
+/// output): the more severe wins (exit_code_severity), e.g. 2 over 3 and 4, 3 over 4.
+constexpr int combine_exit_codes(int a, int b) { return exit_code_severity(b) > exit_code_severity(a) ? b : a; }
 
 class Error : public std::runtime_error {
  public:

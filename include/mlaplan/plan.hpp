@@ -68,6 +68,8 @@ struct PlanRequest {
   std::shared_ptr<const WeightsReport> weights;
   WeightsSource weights_source = WeightsSource::config;
   std::string weights_how;
+  /// shard_kinds(*weights, deploy.engram), when the caller has it (one per group of `weights`).
+  std::shared_ptr<const std::vector<ShardKind>> shard_kinds;
 };
 
 
