@@ -125,9 +125,7 @@ FileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptio
     for (const auto& f : plan.findings) {
       if (f.severity != Severity::info) fr.findings.push_back(f);
     }
-    if (plan.fit && !plan.fit->fits && plan.fit->placement.ok()) {
-      fr.findings.push_back(Finding{"fit.does_not_fit", Severity::error, plan.fit->verdict, {}, {}});
-    }
+
     if (plan.layout) {
       fr.planned = true;
       fr.family = std::string(to_string(plan.config.family));

@@ -325,6 +325,10 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   if (p.exit_code == 0 && !p.fit->fits && p.fit->decided) {
     p.exit_code = exit_code(ErrorKind::does_not_fit);
     p.exit_message = p.fit->error_message;
+    // The error that decides the exit is a finding too (text, JSON, report, check).
+    std::string fix;
+    for (std::size_t i = 0; i < p.fit->suggestions.size(); ++i) fix += (i ? "; or " : "") + p.fit->suggestions[i];
+    p.findings.push_back(Finding{"fit.does_not_fit", Severity::error, p.fit->verdict, "", fix});
     if (!p.fit->suggestions.empty()) {
       p.exit_message += " Would fit: ";
       for (std::size_t i = 0; i < p.fit->suggestions.size(); ++i) {

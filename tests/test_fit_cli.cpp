@@ -324,3 +324,31 @@ TEST_CASE("check: an invalid config is never hidden behind another file's exit 3
     CHECK_THAT(r.out, Catch::Contains("FAIL " + bad + " (exit 2)") && Catch::Contains(" (exit 4)"));
   }
 }
+
+TEST_CASE("fit CLI: the error that decides exit 4 is a finding in text, JSON and the report", "[cli][fit][report]") {
+  const Run text = run({kV4});
+  CHECK(text.code == 4);
+  CHECK_THAT(text.out, Catch::Contains("\nfindings:\n  error [fit.does_not_fit]: does not fit: No available memory"));
+  CHECK_THAT(text.out, Catch::Contains("    fix: --tp 1 --dp 2 --enable-expert-parallel (2 GPUs"));
+  const Run js = run({kV4, "--json"});
+  CHECK(js.code == 4);
+  const auto j = nlohmann::json::parse(js.out);
+  bool found = false;
+  for (const auto& f : j.at("findings")) found |= f.at("id") == "fit.does_not_fit" && f.at("severity") == "error";
+  CHECK(found);
+  testing_files::TempDir dir;
+  const Run rep = run({"report", kV4, "-o", dir / "r.svg"});
+  CHECK(rep.code == 4);
+  std::ifstream in(dir / "r.svg");
+  std::stringstream svg;
+  svg << in.rdbuf();
+  CHECK(svg.str().find("No errors or warnings") == std::string::npos);
+  CHECK_THAT(svg.str(), Catch::Contains("fit.does_not_fit"));
+  // check lists it once per file.
+  const Run c = run({"check", kV4});
+  CHECK(c.code == 4);
+  const std::string id = "[fit.does_not_fit]";
+  const auto first = c.out.find(id);
+  REQUIRE(first != std::string::npos);
+  CHECK(c.out.find(id, first + 1) == std::string::npos);
+}
