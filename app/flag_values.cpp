@@ -229,7 +229,9 @@ CLI::Validator one_of(std::vector<std::string> allowed) {
         for (const auto& a : allowed) {
           if (value == a) return {};
         }
-        return mlaplan::quoted(value) + " is not allowed; allowed: " + list;
+        const std::string near = nearest_value(value, allowed);
+        return mlaplan::quoted(value) + " is not allowed; allowed: " + list +
+               (near.empty() ? std::string() : "; did you mean '" + near + "'?");
       },
       "{" + set + "}", "one_of");
 }

@@ -711,6 +711,9 @@ KvCacheDtype parse_kv_cache_dtype(std::string_view value) {
                     "nvfp4_ds_mla";
   if (value == "bfloat16" || value == "fp8_e5m2" || value == "fp8_e4m3" || value == "float16") {
     msg += " (FlashMLA doesn't support " + std::string(value) + ")";
+  } else if (const std::string near = nearest_value(value, {"auto", "fp8", "fp8_ds_mla", "nvfp4_ds_mla"});
+             !near.empty()) {
+    msg += "; did you mean '" + near + "'?";
   }
   throw_usage(msg);
 }
@@ -718,7 +721,9 @@ KvCacheDtype parse_kv_cache_dtype(std::string_view value) {
 IndexerCacheDtype parse_indexer_cache_dtype(std::string_view value) {
   if (value == "fp8") return IndexerCacheDtype::fp8;
   if (value == "fp4") return IndexerCacheDtype::fp4;
-  throw_usage("--indexer-cache-dtype: " + mlaplan::quoted(value) + " is not an indexer-cache dtype; supported: fp8, fp4");
+  const std::string near = nearest_value(value, {"fp8", "fp4"});
+  throw_usage("--indexer-cache-dtype: " + mlaplan::quoted(value) + " is not an indexer-cache dtype; supported: fp8, fp4" +
+              (near.empty() ? std::string() : "; did you mean '" + near + "'?"));
 }
 
 std::vector<std::int64_t> backend_block_sizes(Family family, const ComputeCapability& cc) {

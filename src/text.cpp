@@ -171,4 +171,33 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
+std::string nearest_value(std::string_view value, const std::vector<std::string>& allowed) {
+  auto lower = [](std::string_view v) {
+    std::string o(v);
+    for (auto& c : o) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+    return o;
+  };
+  const std::string v = lower(value);
+  if (v.empty()) return {};
+  for (const auto& a : allowed) {
+    if (lower(a) == v) return a;
+  }
+  for (const auto& a : allowed) {
+    if (lower(a).rfind(v, 0) == 0) return a;
+  }
+  const std::size_t limit = std::max<std::size_t>(1, v.size() / 3);
+  std::string best;
+  std::size_t best_d = limit + 1;
+  for (const auto& a : allowed) {
+    const std::size_t d = edit_distance(v, lower(a));
+    if (d < best_d) {
+      best_d = d;
+      best = a;
+    }
+  }
+  return best;
+}
+
 }  // namespace mlaplan

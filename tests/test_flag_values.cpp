@@ -416,7 +416,7 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
   require_usage({kV41, "--format", "xml"}, "--format: 'xml' is not allowed; allowed: text, json, markdown");
   require_usage({"check", kV41, "--format", "xml"}, "--format: 'xml' is not allowed; allowed: text, json, github, markdown");
   require_usage({"check", kV41, "--guard-accounting", "Rows\x1b"},
-                "--guard-accounting: 'Rows\\x1b' is not allowed; allowed: rows, pages");
+                "--guard-accounting: 'Rows\\x1b' is not allowed; allowed: rows, pages; did you mean 'rows'?");
   // A switch given a value.
   require_usage({kV41, "--json=maybe"}, "plan: --json takes no value ('maybe' given); give --json alone");
   // Unknown commands, where `mla-plan CONFIG` would not make sense of them.

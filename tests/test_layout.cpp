@@ -317,7 +317,13 @@ TEST_CASE("kv and indexer cache dtypes", "[layout]") {
                 "--kv-cache-dtype: 'fp8_e5m2' is not a kv-cache dtype of the sparse-MLA backend; " + list +
                     " (FlashMLA doesn't support fp8_e5m2)");
   require_error([] { parse_kv_cache_dtype("FP8"); }, ErrorKind::usage,
-                "--kv-cache-dtype: 'FP8' is not a kv-cache dtype of the sparse-MLA backend; " + list);
+                "--kv-cache-dtype: 'FP8' is not a kv-cache dtype of the sparse-MLA backend; " + list +
+                    "; did you mean 'fp8'?");
+  require_error([] { parse_kv_cache_dtype("nvfp4"); }, ErrorKind::usage,
+                "--kv-cache-dtype: 'nvfp4' is not a kv-cache dtype of the sparse-MLA backend; " + list +
+                    "; did you mean 'nvfp4_ds_mla'?");
+  require_error([] { parse_indexer_cache_dtype("FP4"); }, ErrorKind::usage,
+                "--indexer-cache-dtype: 'FP4' is not an indexer-cache dtype; supported: fp8, fp4; did you mean 'fp4'?");
   require_error([] { parse_indexer_cache_dtype("bf16"); }, ErrorKind::usage,
                 "--indexer-cache-dtype: 'bf16' is not an indexer-cache dtype; supported: fp8, fp4");
   // Through the planner the usage error keeps its kind.

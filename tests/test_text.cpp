@@ -78,3 +78,17 @@ TEST_CASE("json_printable escapes what JSON allows raw but a terminal acts on", 
   const std::string out = mlaplan::json_printable("\"\x7f\xc2\x85\xef\xbb\xbf\"");
   CHECK(mlaplan::is_printable_line(out));
 }
+
+TEST_CASE("nearest_value: case, prefix and a few edits; nothing when far", "[text]") {
+  using mlaplan::nearest_value;
+  const std::vector<std::string> kv{"auto", "fp8", "fp8_ds_mla", "nvfp4_ds_mla"};
+  CHECK(nearest_value("FP8", kv) == "fp8");
+  CHECK(nearest_value("Auto", kv) == "auto");
+  CHECK(nearest_value("nvfp4", kv) == "nvfp4_ds_mla");
+  CHECK(nearest_value("fp8_ds_mlaa", kv) == "fp8_ds_mla");
+  CHECK(nearest_value("fp9", kv) == "fp8");
+  CHECK(nearest_value("xyz", kv).empty());
+  CHECK(nearest_value("", kv).empty());
+  CHECK(nearest_value("jsn", {"text", "json", "markdown"}) == "json");
+  CHECK(nearest_value("Offload", {"gpu", "offload"}) == "offload");
+}
