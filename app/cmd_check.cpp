@@ -373,16 +373,15 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
             concurrency = r.fit->total_concurrency;
             weights = r.fit->placement.max_rank_bytes;
           }
-          auto gb = [](std::int64_t b) { return format_fixed(static_cast<double>(b) / 1073741824.0, 2) + " GiB"; };
           if (supported) {
             result = "fits: " + format_fixed(concurrency, 2) + "x requests of " +
-                     std::to_string(r.layout->max_model_len) + " tokens, weights " + gb(weights) + " per GPU";
+                     std::to_string(r.layout->max_model_len) + " tokens, weights " + format_gib(weights) + " per GPU";
           } else if (r.fit && r.fit->placement.ok() && r.exit_code == exit_code(ErrorKind::does_not_fit)) {
             const std::int64_t avail = r.fit->vllm.available_bytes;
-            result = "does not fit: weights " + gb(weights) + " per GPU leave " +
-                     (avail > 0 ? gb(avail) : "nothing (short by " + gb(-avail) + ")") +
+            result = "does not fit: weights " + format_gib(weights) + " per GPU leave " +
+                     (avail > 0 ? format_gib(avail) : "nothing (short by " + format_gib(-avail) + ")") +
                      " for the KV cache; one request of " + std::to_string(r.layout->max_model_len) + " tokens needs " +
-                     gb(r.fit->vllm.needed_bytes);
+                     format_gib(r.fit->vllm.needed_bytes);
           } else if (r.fit && !r.fit->decided && r.exit_code == 0) {
             result = r.fit->verdict;
           } else {

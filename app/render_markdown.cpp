@@ -50,20 +50,6 @@ std::string code(const std::string& s) {
   return o + "`";
 }
 
-std::string grouped(std::int64_t v) {
-  std::string digits = std::to_string(v < 0 ? -v : v);
-  std::string o;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) o += ',';
-    o += digits[i];
-  }
-  return (v < 0 ? "-" : "") + o;
-}
-
-std::string gib(std::int64_t bytes) {
-  return format_fixed(static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0), 2) + " GiB";
-}
-
 std::string family_title(Family f) {
   switch (f) {
     case Family::deepseek_v41: return "DeepSeek V4.1";
@@ -110,7 +96,7 @@ std::string render_plan_markdown(const PlanResult& r) {
     << r.target.num_sms << " SMs)";
   if (r.layout) {
     o << ", kv " << code(std::string(to_string(r.layout->kv_cache_dtype))) << ", block " << r.layout->block_size
-      << ", max_model_len " << grouped(r.layout->max_model_len);
+      << ", max_model_len " << format_grouped(r.layout->max_model_len);
   }
   o << "\n\n";
   if (r.exit_code == 0) o << "**Result: pass** (exit 0)\n\n";
@@ -132,8 +118,8 @@ std::string render_plan_markdown(const PlanResult& r) {
       }
       const std::int64_t w = st.budget.term("weights") ? st.budget.term("weights")->bytes : 0;
       o << "| " << (f.stages.size() > 1 ? "stage " + std::to_string(st.weights.stage) : std::string("each GPU")) << " | "
-        << gib(w) << " | " << gib(over) << " | " << gib(st.budget.available_bytes) << " | "
-        << gib(st.budget.total_bytes) << " |\n";
+        << format_gib(w) << " | " << format_gib(over) << " | " << format_gib(st.budget.available_bytes) << " | "
+        << format_gib(st.budget.total_bytes) << " |\n";
     }
     o << "\nweights: " << md(f.weights_how) << "\n\n";
   }
@@ -162,8 +148,8 @@ std::string render_plan_markdown(const PlanResult& r) {
   if (r.layout) {
     const auto& a = r.layout->accounting;
     o << "**Bytes per token** (global): " << a.global_rows.str() << " in rows (DeepSeek's accounting), "
-      << a.global_pages.str() << " in pages (the engine's); one request at max_model_len: " << gib(a.total_rows)
-      << " in rows, " << gib(a.total_pages) << " in pages\n\n";
+      << a.global_pages.str() << " in pages (the engine's); one request at max_model_len: " << format_gib(a.total_rows)
+      << " in rows, " << format_gib(a.total_pages) << " in pages\n\n";
   }
   if (!r.schedules.empty()) {
     o << "**Decode schedules** (" << md(r.batch.description) << ")\n\n"

@@ -263,8 +263,6 @@ namespace {
 
 std::string fixed(double v, int digits) { return format_fixed(v, digits); }
 
-std::string gib(std::int64_t bytes) { return fixed(static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0), 2) + " GiB"; }
-
 }  // namespace
 
 std::string render_layout_text(const PlanResult& r) {
@@ -272,9 +270,9 @@ std::string render_layout_text(const PlanResult& r) {
   o.imbue(std::locale::classic());  // no digit grouping from the global locale
   const auto& t = r.target;
   o << "\ntarget: " << t.id << " (" << t.name << ", " << t.cc.sm() << ", " << t.num_sms << " SMs, "
-    << gib(t.memory_bytes);
+    << format_gib(t.memory_bytes);
   if (t.runtime_memory_bytes > 0 && t.runtime_memory_bytes != t.memory_bytes) {
-    o << " nominal, " << gib(t.runtime_memory_bytes) << " as the CUDA runtime reports it";
+    o << " nominal, " << format_gib(t.runtime_memory_bytes) << " as the CUDA runtime reports it";
   }
   o << ")";
   if (t.default_used) o << ", the default: choose with --gpu or --arch";
@@ -340,8 +338,8 @@ std::string render_layout_text(const PlanResult& r) {
     << " in rows (DeepSeek's accounting), " << a.global_pages.str() << " in pages (the engine's)\n";
   o << "per request (windows, states): " << a.per_request_rows << " B in rows, " << a.per_request_pages
     << " B in pages\n";
-  o << "one request at max_model_len " << l.max_model_len << ": " << gib(a.total_rows) << " in rows, "
-    << gib(a.total_pages) << " in pages\n";
+  o << "one request at max_model_len " << l.max_model_len << ": " << format_gib(a.total_rows) << " in rows, "
+    << format_gib(a.total_pages) << " in pages\n";
 
   return o.str();
 }
@@ -351,20 +349,6 @@ std::string render_layout_text(const PlanResult& r) {
 namespace mlaplan::cli {
 
 namespace {
-
-std::string gib2(std::int64_t bytes) {
-  return format_fixed(static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0), 2) + " GiB";
-}
-
-std::string commas(std::int64_t v) {
-  std::string d = std::to_string(v < 0 ? -v : v);
-  std::string o;
-  for (std::size_t i = 0; i < d.size(); ++i) {
-    if (i > 0 && (d.size() - i) % 3 == 0) o += ',';
-    o += d[i];
-  }
-  return (v < 0 ? "-" : "") + o;
-}
 
 std::string part_title(WeightPart p) {
   std::string s(to_string(p));
@@ -395,7 +379,7 @@ std::string render_fit_text(const PlanResult& r) {
       o << "  vLLM prints: " << f.vllm.log_line << "\n";
       if (f.engines > 1) {
         o << "  " << f.engines << " DP engines, each its own KV cache: " << format_fixed(f.total_concurrency, 2)
-          << "x requests of " << commas(L.max_model_len) << " tokens, " << commas(f.total_kv_tokens)
+          << "x requests of " << format_grouped(L.max_model_len) << " tokens, " << format_grouped(f.total_kv_tokens)
           << " tokens in all\n";
       }
       if (!f.fits) o << "  but: " << printable(f.error_message) << "\n";
@@ -409,7 +393,7 @@ std::string render_fit_text(const PlanResult& r) {
     }
   }
   const std::int64_t ckpt = f.weights->total_bytes();
-  o << "  weights: " << commas(ckpt) << " B (" << gib2(ckpt) << ") in the checkpoint" << (f.weights->known ? "" : " so far")
+  o << "  weights: " << format_grouped(ckpt) << " B (" << format_gib(ckpt) << ") in the checkpoint" << (f.weights->known ? "" : " so far")
     << ", " << printable(f.weights_how);
   o << "\n    parameters: " << format_fixed(static_cast<double>(f.weights->main.params) / 1e9, 2)
     << " B in the main model, " << format_fixed(static_cast<double>(f.weights->active_params) / 1e9, 2)
@@ -437,10 +421,10 @@ std::string render_fit_text(const PlanResult& r) {
     const Budget& b = st.budget;
     o << "  per GPU";
     if (f.stages.size() > 1) o << " of stage " << w.stage << " (layers " << w.first_layer << "-" << w.last_layer << ")";
-    o << ": weights " << gib2(w.total_bytes) << " = replicated " << gib2(w.replicated_bytes) << " + TP-sharded "
-      << gib2(w.tensor_bytes) << " + experts " << gib2(w.expert_bytes);
+    o << ": weights " << format_gib(w.total_bytes) << " = replicated " << format_gib(w.replicated_bytes) << " + TP-sharded "
+      << format_gib(w.tensor_bytes) << " + experts " << format_gib(w.expert_bytes);
     if (w.experts_per_rank > 0) o << " (" << w.experts_per_rank << " experts per layer)";
-    if (w.host_bytes > 0) o << "; " << gib2(w.host_bytes) << " offloaded to the host";
+    if (w.host_bytes > 0) o << "; " << format_gib(w.host_bytes) << " offloaded to the host";
     o << "\n    by part:";
     bool first = true;
     for (std::size_t i = 0; i < kWeightPartCount; ++i) {
@@ -452,33 +436,33 @@ std::string render_fit_text(const PlanResult& r) {
     }
     o << " (GiB)\n";
     char line[512];
-    std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s\n", "total memory", gib2(b.total_bytes).c_str(),
+    std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s\n", "total memory", format_gib(b.total_bytes).c_str(),
                   std::string(to_string(b.total_source)).c_str(), printable(b.total_how).c_str());
     o << line;
     if (b.explicit_kv_bytes) {
-      std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s\n", "KV cache (given)", gib2(b.available_bytes).c_str(),
+      std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s\n", "KV cache (given)", format_gib(b.available_bytes).c_str(),
                     "given", "--kv-cache-memory-bytes: no budget is computed");
       o << line;
     } else {
       const std::string req = "requested (x " + format_fixed(b.gpu_memory_utilization, 2) + ")";
-      std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s\n", req.c_str(), gib2(b.requested_bytes).c_str(),
+      std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s\n", req.c_str(), format_gib(b.requested_bytes).c_str(),
                     b.utilization_default ? "default" : "given",
                     b.utilization_default ? "vLLM 0.30's --gpu-memory-utilization" : "--gpu-memory-utilization");
       o << line;
       for (const auto& t : b.terms) {
         const std::string label = "- " + t.label;
-        std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s [%s]\n", label.c_str(), gib2(t.bytes).c_str(),
+        std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s [%s]\n", label.c_str(), format_gib(t.bytes).c_str(),
                       std::string(to_string(t.source)).c_str(), printable(t.how).c_str(), t.flag.c_str());
         o << line;
       }
-      std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s\n", "= KV cache", gib2(b.available_bytes).c_str(),
+      std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s\n", "= KV cache", format_gib(b.available_bytes).c_str(),
                     "", "vLLM logs \"Available KV cache memory\"");
       o << line;
     }
     const VllmKvConfig& kv = st.kv;
     o << "    vLLM KV layout: " << kv.groups.size() << " group" << (kv.groups.size() == 1 ? "" : "s") << " of "
-      << kv.specs.size() << " specs, " << commas(kv.bytes_per_block) << " B per block, " << commas(kv.blocks_per_request)
-      << " blocks per request of " << commas(L.max_model_len) << " tokens\n";
+      << kv.specs.size() << " specs, " << format_grouped(kv.bytes_per_block) << " B per block, " << format_grouped(kv.blocks_per_request)
+      << " blocks per request of " << format_grouped(L.max_model_len) << " tokens\n";
   }
   o << "  (" << kVllmKvPlannerName << "; async scheduling " << (f.async_scheduling ? "on" : "off")
     << ", " << L.in_flight_tokens << " batched tokens)\n";

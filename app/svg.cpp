@@ -120,18 +120,7 @@ std::string num(double v) {
   return s;
 }
 
-std::string grouped(std::int64_t v) {
-  const bool neg = v < 0;
-  std::string digits = std::to_string(v);
-  if (neg) digits.erase(0, 1);
-  std::string o;
-  const std::size_t n = digits.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i > 0 && (n - i) % 3 == 0) o += ',';
-    o += digits[i];
-  }
-  return neg ? "-" + o : o;
-}
+std::string grouped(std::int64_t v) { return format_grouped(v); }
 
 Element::Element(std::string tag) : tag_(std::move(tag)) {
   if (!valid_name(tag_)) throw_internal("svg: invalid element name '" + tag_ + "'");

@@ -17,7 +17,6 @@ namespace mlaplan {
 namespace {
 
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
-constexpr double kGiB = 1073741824.0;
 
 // V4.0 compressor states (vLLM's DeepSeek V4 compressor): fp32 kv state + score state of
 // coff x head_dim each, coff = 2 at ratio 4 (overlapping windows) and 1 at ratio 128; a block of
@@ -47,7 +46,6 @@ std::string join(const std::vector<std::int64_t>& v) {
   return s;
 }
 
-std::string gib_str(std::int64_t bytes) { return format_fixed(static_cast<double>(bytes) / kGiB, 2) + " GiB"; }
 
 // Whole numbers in full, others as %g ("0.9", "nan").
 std::string num_str(double x) {
@@ -899,8 +897,8 @@ Capacity plan_capacity(const Layout& L, const CapacityOptions& o) {
     c.reserved_bytes = gib_to_bytes(o.reserved_gib.value_or(0.0), "--reserved-gib", max_gib, true);
     const auto usable = static_cast<std::int64_t>(std::floor(util * static_cast<double>(L.target.memory_bytes)));
     c.budget_bytes = usable - c.weights_bytes - c.reserved_bytes;
-    c.budget_formula = num_str(util) + " x " + gib_str(L.target.memory_bytes) + " (" + L.target.id + ") - " +
-                       gib_str(c.weights_bytes) + " weights - " + gib_str(c.reserved_bytes) + " reserved";
+    c.budget_formula = num_str(util) + " x " + format_gib(L.target.memory_bytes) + " (" + L.target.id + ") - " +
+                       format_gib(c.weights_bytes) + " weights - " + format_gib(c.reserved_bytes) + " reserved";
   }
   c.max_model_len = L.max_model_len;
   const std::int64_t B = c.budget_bytes;
@@ -960,8 +958,8 @@ Capacity plan_capacity(const Layout& L, const CapacityOptions& o) {
 
   if (!c.fits) {
     std::string m = "To serve at least one request with the model's max seq len (" + std::to_string(L.max_model_len) +
-                    "), (" + gib_str(c.request_bytes) +
-                    " KV cache is needed, which is larger than the available KV cache memory (" + gib_str(B) + ")";
+                    "), (" + format_gib(c.request_bytes) +
+                    " KV cache is needed, which is larger than the available KV cache memory (" + format_gib(B) + ")";
     if (ns > 1) m += " on " + stage_words(L, c.limiting_stage);
     m += ". ";
     if (c.longest_max_model_len > 0) {
@@ -970,7 +968,7 @@ Capacity plan_capacity(const Layout& L, const CapacityOptions& o) {
     } else {
       m += "Not even a one-token request fits.";
     }
-    m += " Budget: " + c.budget_formula + " = " + gib_str(B) + ".";
+    m += " Budget: " + c.budget_formula + " = " + format_gib(B) + ".";
     c.message = m;
   }
   return c;

@@ -34,4 +34,22 @@ std::string format_scientific(double v, int digits) {
   return chars(v, std::chars_format::scientific, digits);
 }
 
+std::string format_grouped(std::int64_t v) {
+  // The magnitude as unsigned: -INT64_MIN does not fit an int64.
+  const std::uint64_t mag = v < 0 ? 0 - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
+  const std::string digits = std::to_string(mag);
+  std::string o;
+  o.reserve(digits.size() + digits.size() / 3 + 1);
+  if (v < 0) o += '-';
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) o += ',';
+    o += digits[i];
+  }
+  return o;
+}
+
+std::string format_gib(std::int64_t bytes, int digits) {
+  return format_fixed(static_cast<double>(bytes) / 1073741824.0, digits) + " GiB";
+}
+
 }  // namespace mlaplan

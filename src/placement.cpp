@@ -38,12 +38,7 @@ namespace mlaplan {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr std::int64_t kVocabPadding = 64;  // vLLM's DEFAULT_VOCAB_PADDING_SIZE
-
-std::string gib_str(std::int64_t bytes, int digits = 2) {
-  return format_fixed(static_cast<double>(bytes) / kGiB, digits) + " GiB";
-}
 
 std::string join(const std::vector<std::int64_t>& v) {
   if (v.empty()) return "none";
@@ -347,17 +342,17 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
     }
   }
 
-  std::string summary = "R " + gib_str(pl.replicated_bytes, 3) + " on every rank (norms, mHC, router, wq_a + wkv, " +
-                      "compressors, indexer), S " + gib_str(pl.tensor_bytes, 3) + " split over TP " +
+  std::string summary = "R " + format_gib(pl.replicated_bytes, 3) + " on every rank (norms, mHC, router, wq_a + wkv, " +
+                      "compressors, indexer), S " + format_gib(pl.tensor_bytes, 3) + " split over TP " +
                       std::to_string(tp) + " (wq_b, wo_a, wo_b, attn_sink, shared experts, embedding, head), E " +
-                      gib_str(pl.expert_bytes, 3) + " split over TP x DP " + std::to_string(moe_group) +
+                      format_gib(pl.expert_bytes, 3) + " split over TP x DP " + std::to_string(moe_group) +
                       (layout.enable_expert_parallel ? " (expert parallel: " +
                                                            std::to_string(pl.stages.front().experts_per_rank) +
                                                            " experts per rank)"
                                                      : " (tensor-sharded experts)");
-  if (pl.host_bytes > 0) summary += "; " + gib_str(pl.host_bytes, 3) + " of Engram tables offloaded to host memory";
+  if (pl.host_bytes > 0) summary += "; " + format_gib(pl.host_bytes, 3) + " of Engram tables offloaded to host memory";
   if (pl.shared_bytes > 0) {
-    summary += "; the draft's own embedding / head copies (" + gib_str(pl.shared_bytes, 3) + ") share the target's";
+    summary += "; the draft's own embedding / head copies (" + format_gib(pl.shared_bytes, 3) + ") share the target's";
   }
   pl.findings.push_back(Finding{"placement.kinds", Severity::info, summary, "", ""});
   return pl;

@@ -16,11 +16,9 @@ namespace mlaplan {
 
 namespace {
 
-constexpr double kGiB = 1073741824.0;
 /// The largest deployment "what would fit" searches (per pipeline stage): 32 nodes of 8 GPUs.
 constexpr std::int64_t kMaxSuggestedGpus = 256;
 
-std::string gib(std::int64_t bytes) { return format_fixed(static_cast<double>(bytes) / kGiB, 2) + " GiB"; }
 
 /// A model directory whose safetensors headers give the weights: it has the index or a shard.
 bool has_checkpoint_files(const std::string& dir) {
@@ -129,10 +127,10 @@ FitCore fit_core(const ModelConfig& cfg, const Layout& L, const WeightsReport& w
     const std::int64_t used = checked_add(b.non_kv_bytes, b.available_bytes, "the memory budget");
     if (used > b.total_bytes) {
       c.fits = false;
-      c.error_message = "--kv-cache-memory-bytes " + std::to_string(b.available_bytes) + " (" + gib(b.available_bytes) +
-                        ") with " + gib(b.non_kv_bytes) + " of weights and start-up overheads needs " + gib(used) +
+      c.error_message = "--kv-cache-memory-bytes " + std::to_string(b.available_bytes) + " (" + format_gib(b.available_bytes) +
+                        ") with " + format_gib(b.non_kv_bytes) + " of weights and start-up overheads needs " + format_gib(used) +
                         " per GPU" + (c.stages.size() > 1 ? " on stage " + std::to_string(st.weights.stage) : "") +
-                        ", more than the " + gib(b.total_bytes) + " of " + L.target.id +
+                        ", more than the " + format_gib(b.total_bytes) + " of " + L.target.id +
                         " (vLLM does not check this; the allocation would fail)";
     }
   }
@@ -169,7 +167,7 @@ std::vector<std::string> suggestions(const ModelConfig& cfg, const Layout& L, co
     const double up = std::ceil(static_cast<double>(u) * 100.0) / 100.0;
     if (up <= 1.0 && up > lim.budget.gpu_memory_utilization) {
       out.push_back("--gpu-memory-utilization " + format_fixed(up, 2) + " (needs " +
-                    gib(static_cast<std::int64_t>(need)) + " of " + gib(lim.budget.total_bytes) + ")");
+                    format_gib(static_cast<std::int64_t>(need)) + " of " + format_gib(lim.budget.total_bytes) + ")");
     }
   }
   // 3. The fewest GPUs of this kind that hold it at this max_model_len (expert parallel on,
@@ -225,16 +223,6 @@ std::vector<std::string> suggestions(const ModelConfig& cfg, const Layout& L, co
   return out;
 }
 
-std::string with_commas(std::int64_t v) {
-  std::string d = std::to_string(v < 0 ? -v : v);
-  std::string o;
-  for (std::size_t i = 0; i < d.size(); ++i) {
-    if (i > 0 && (d.size() - i) % 3 == 0) o += ',';
-    o += d[i];
-  }
-  return (v < 0 ? "-" : "") + o;
-}
-
 void apply_guards(Plan& p, const PlanGuards& g) {
   if (!p.layout) return;
   const auto& a = p.layout->accounting;
@@ -260,7 +248,7 @@ void apply_guards(Plan& p, const PlanGuards& g) {
                    {}});
     } else if (!(f.total_concurrency >= *g.min_concurrency)) {
       fail(Finding{"guard.concurrency", Severity::error,
-                   "vLLM's maximum concurrency for " + with_commas(p.layout->max_model_len) + " tokens per request on " +
+                   "vLLM's maximum concurrency for " + format_grouped(p.layout->max_model_len) + " tokens per request on " +
                        p.target.id + " is " + format_fixed(f.total_concurrency, 2) + "x" +
                        (f.engines > 1 ? " (" + std::to_string(f.engines) + " engines)" : "") +
                        ", below the minimum " + format_general(*g.min_concurrency),
@@ -398,7 +386,7 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
     f.verdict = "the layout is rejected: see the placement errors";
   } else if (f.fits) {
     f.verdict = "fits: " + format_fixed(core.vllm.concurrency, 2) + "x concurrency at max_model_len " +
-                with_commas(L.max_model_len) + " per engine" +
+                format_grouped(L.max_model_len) + " per engine" +
                 (f.engines > 1 ? " (" + std::to_string(f.engines) + " engines: " +
                                      format_fixed(f.total_concurrency, 2) + "x)"
                                : std::string());

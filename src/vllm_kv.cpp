@@ -38,18 +38,6 @@ std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
   return __builtin_mul_overflow(a, b, &r) ? kInt64Max : r;
 }
 
-// "1234567" -> "1,234,567": Python's f"{n:,}".
-std::string with_commas(std::int64_t n) {
-  std::string digits = std::to_string(n < 0 ? -n : n);
-  std::string out;
-  const int len = static_cast<int>(digits.size());
-  for (int i = 0; i < len; ++i) {
-    if (i > 0 && (len - i) % 3 == 0) out += ',';
-    out += digits[static_cast<std::size_t>(i)];
-  }
-  return n < 0 ? "-" + out : out;
-}
-
 // vllm.utils.mem_utils.format_gib: GiB with two decimals.
 std::string gib(std::int64_t bytes) { return format_fixed(static_cast<double>(bytes) / kGiB, 2); }
 
@@ -497,8 +485,8 @@ VllmKvNumbers vllm_kv_numbers(const std::vector<VllmKvConfig>& stages,
   n.concurrency = (any && bpr > 0) ? static_cast<double>(n.num_blocks) / static_cast<double>(bpr) : 0.0;
   n.gpu_kv_cache_tokens = static_cast<std::int64_t>(n.concurrency * static_cast<double>(n.max_model_len));
   if (n.fits) {
-    n.log_line = "GPU KV cache size: " + with_commas(n.gpu_kv_cache_tokens) +
-                 " tokens, Maximum concurrency for " + with_commas(n.max_model_len) +
+    n.log_line = "GPU KV cache size: " + format_grouped(n.gpu_kv_cache_tokens) +
+                 " tokens, Maximum concurrency for " + format_grouped(n.max_model_len) +
                  " tokens per request: " + format_fixed(n.concurrency, 2) + "x";
   }
   return n;

@@ -1,8 +1,11 @@
 // Text from the input made inert: printable(), quoted(), is_printable_line() (include/mlaplan/text.hpp).
 
 #include <catch2/catch.hpp>
+#include <cstdint>
+#include <limits>
 #include <string>
 
+#include "mlaplan/number_format.hpp"
 #include "mlaplan/text.hpp"
 
 using namespace std::string_literals;
@@ -91,4 +94,15 @@ TEST_CASE("nearest_value: case, prefix and a few edits; nothing when far", "[tex
   CHECK(nearest_value("", kv).empty());
   CHECK(nearest_value("jsn", {"text", "json", "markdown"}) == "json");
   CHECK(nearest_value("Offload", {"gpu", "offload"}) == "offload");
+}
+
+TEST_CASE("format_grouped and format_gib", "[text]") {
+  CHECK(mlaplan::format_grouped(0) == "0");
+  CHECK(mlaplan::format_grouped(999) == "999");
+  CHECK(mlaplan::format_grouped(1000) == "1,000");
+  CHECK(mlaplan::format_grouped(1048576) == "1,048,576");
+  CHECK(mlaplan::format_grouped(-12345) == "-12,345");
+  CHECK(mlaplan::format_grouped(std::numeric_limits<std::int64_t>::min()) == "-9,223,372,036,854,775,808");
+  CHECK(mlaplan::format_gib(64246411784) == "59.83 GiB");
+  CHECK(mlaplan::format_gib(3LL << 29, 1) == "1.5 GiB");
 }

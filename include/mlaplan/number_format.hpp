@@ -3,6 +3,7 @@
 // (std::locale::global): every number mla-plan prints goes through these or through integer
 // formatting that has no locale, so output is byte-identical everywhere (docs/robustness.md).
 
+#include <cstdint>
 #include <string>
 
 namespace mlaplan {
@@ -13,5 +14,9 @@ std::string format_fixed(double v, int digits);
 std::string format_general(double v);
 /// printf("%.*e", digits, v) as in the "C" locale: "1.20e-04". digits 0..17.
 std::string format_scientific(double v, int digits);
+/// An integer with thousands separators: "1,048,576", "-12,345" (Python's f"{n:,}").
+std::string format_grouped(std::int64_t v);
+/// Bytes in GiB (2^30) with `digits` decimals and the unit: "59.83 GiB".
+std::string format_gib(std::int64_t bytes, int digits = 2);
 
 }  // namespace mlaplan
