@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "cli_run.hpp"
 #include "json_out.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan/text.hpp"
@@ -29,19 +30,9 @@ using testing_files::TempDir;
 
 namespace {
 
-std::string cfg(const std::string& rel) { return std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + rel; }
-
-struct Run {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-Run run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int code = cli::run_cli(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using testing_cli::Run;
+using testing_cli::run;
+std::string cfg(const std::string& rel) { return testing_cli::config_file(rel); }
 
 /// A stream buffer that keeps what was written and, at every flush, a copy of everything written
 /// so far: what a reader at the other end of a pipe has seen by then.

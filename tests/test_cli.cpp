@@ -10,22 +10,13 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "cli_run.hpp"
 
 namespace {
 
-struct Run {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Run run(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = mlaplan::cli::run_cli(args, out, err);
-  return {code, out.str(), err.str()};
-}
-
-std::string cfg(const std::string& rel) { return std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + rel; }
+using testing_cli::Run;
+using testing_cli::run;
+std::string cfg(const std::string& rel) { return testing_cli::config_file(rel); }
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "cli_run.hpp"
 #include "flag_values.hpp"
 #include "mlaplan/bench.hpp"
 #include "mlaplan/config.hpp"
@@ -22,19 +23,9 @@
 
 namespace {
 
-struct Run {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Run run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int code = mlaplan::cli::run_cli(args, out, err);
-  return {code, out.str(), err.str()};
-}
-
-std::string cfg(const std::string& rel) { return std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + rel; }
+using testing_cli::Run;
+using testing_cli::run;
+std::string cfg(const std::string& rel) { return testing_cli::config_file(rel); }
 const std::string kV41 = cfg("deepseek-v4.1-flash.json");
 const std::string kMissing = cfg("does-not-exist.json");
 

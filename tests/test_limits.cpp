@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "cli_run.hpp"
 #include "mlaplan/config.hpp"
 #include "mlaplan/decode.hpp"
 #include "mlaplan/error.hpp"
@@ -39,6 +40,9 @@ using testing_files::TempDir;
 
 namespace {
 
+using testing_cli::Run;
+using testing_cli::run;
+
 // What "completes quickly" means here: the measured figures are far below (docs/robustness.md);
 // the bound, loose enough for a loaded machine, only catches a limit that lets work explode.
 // Sanitizer and unoptimised builds get more.
@@ -47,21 +51,6 @@ constexpr double kQuickSeconds = 120.0;
 #else
 constexpr double kQuickSeconds = 10.0;
 #endif
-
-struct Run {
-  int code = -1;
-  std::string out;
-  std::string err;
-  double seconds = 0;
-};
-
-Run run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const auto t0 = std::chrono::steady_clock::now();
-  const int code = cli::run_cli(args, out, err);
-  const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
-  return {code, out.str(), err.str(), dt.count()};
-}
 
 /// Accepted: exit 0, 3 (a backend rule on the target) or 4 (does not fit), never a usage or
 /// config error, and fast.
@@ -79,7 +68,7 @@ void require_rejected(const Run& r, int code, const std::string& message) {
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
-std::string cfg(const std::string& rel) { return std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + rel; }
+std::string cfg(const std::string& rel) { return testing_cli::config_file(rel); }
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
