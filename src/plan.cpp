@@ -34,7 +34,9 @@ bool has_checkpoint_files(const std::string& dir) {
 }
 
 
-PlanWeights load_weights_impl(const ModelConfig& cfg, const PlanRequest& req) {
+}  // namespace
+
+PlanWeights load_plan_weights(const ModelConfig& cfg, const PlanRequest& req) {
   PlanWeights w;
   if (req.weights) {
     w.report = req.weights;
@@ -71,6 +73,8 @@ PlanWeights load_weights_impl(const ModelConfig& cfg, const PlanRequest& req) {
   }
   return w;
 }
+
+namespace {
 
 /// The layers a stage's GPUs run: its backbone layers, and the draft stages on the last one.
 std::int64_t stage_layers(const RankWeights& rw, const Layout& L, const ModelConfig& cfg, bool speculative) {
@@ -283,9 +287,8 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
                                  "", "--weights-gib"});
   }
   for (const auto& f : p.fit->placement.findings) p.findings.push_back(f);
-  for (const auto& st : p.fit->stages) {
-    for (const auto& f : st.budget.findings) p.findings.push_back(f);
-    if (p.fit->stages.size() > 1) break;  // the same findings on every stage
+  if (!p.fit->stages.empty()) {  // every stage's budget says the same of its options
+    for (const auto& f : p.fit->stages.front().budget.findings) p.findings.push_back(f);
   }
 
   p.batch = make_decode_batch(req.batch, p.layout->max_model_len,
@@ -329,10 +332,6 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
 }
 
 }  // namespace
-
-PlanWeights load_plan_weights(const ModelConfig& config, const PlanRequest& request) {
-  return load_weights_impl(config, request);
-}
 
 std::string_view to_string(WeightsSource s) {
   switch (s) {
@@ -380,9 +379,15 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   f.engines = pl.data_parallel_size;
   f.total_concurrency = core.vllm.concurrency * static_cast<double>(f.engines);
   f.total_kv_tokens = checked_mul(core.vllm.gpu_kv_cache_tokens, f.engines, "GPU KV cache size");
-  f.fits = core.fits;
+  // Weights not all known (and not given) decide nothing: the numbers count only what is known.
+  f.decided = weights.known || req.budget.weights_gib.has_value();
+  f.fits = f.decided && core.fits;
   f.error_message = core.error_message;
-  if (!core.placement.ok()) {
+  if (!f.decided) {
+    f.verdict = "not decided: the weights are not all known (" + weights.reason +
+                "); pass the model directory with its safetensors files, or --weights-gib";
+    f.error_message = f.verdict;
+  } else if (!core.placement.ok()) {
     f.verdict = "the layout is rejected: see the placement errors";
   } else if (f.fits) {
     f.verdict = "fits: " + format_fixed(core.vllm.concurrency, 2) + "x concurrency at max_model_len " +
@@ -393,19 +398,9 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   } else {
     f.verdict = "does not fit: " + f.error_message;
   }
-  f.decided = weights.known || req.budget.weights_gib.has_value();
-  if (!f.decided) {
-    f.fits = false;
-    f.verdict = "not decided: the weights are not all known (" + weights.reason +
-                "); pass the model directory with its safetensors files, or --weights-gib";
-    f.error_message = f.verdict;
-    f.placement = std::move(core.placement);
-    f.stages = std::move(core.stages);
-    f.vllm = std::move(core.vllm);
-    f.weights = std::move(weights_ptr);
-    return f;
+  if (f.decided && !f.fits && req.suggestions) {
+    f.suggestions = suggestions(cfg, L, weights, kinds, pl, kvs, core, req, weights_how, wsrc);
   }
-  if (!f.fits && req.suggestions) f.suggestions = suggestions(cfg, L, weights, kinds, pl, kvs, core, req, weights_how, wsrc);
   f.placement = std::move(core.placement);
   f.stages = std::move(core.stages);
   f.vllm = std::move(core.vllm);
