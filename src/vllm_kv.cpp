@@ -292,56 +292,12 @@ std::int64_t VllmKvConfig::request_blocks(std::int64_t tokens) const {
 VllmKvConfig vllm_kv_config(const ModelConfig& cfg, const Topology& topo, const Layout& layout, std::int64_t stage,
                             const VllmKvOptions& options) {
   const std::int64_t num_stages = static_cast<std::int64_t>(layout.parallel.stages.size());
-  if (stage >= std::max<std::int64_t>(num_stages, 1)) {
+  if (stage < 0 || stage >= std::max<std::int64_t>(num_stages, 1)) {
     throw_internal("vllm_kv_config: stage " + std::to_string(stage) + " of " + std::to_string(num_stages));
   }
-  if (options.max_num_batched_tokens < 1 || options.extra_retained_tokens < 0) {
-    throw_internal("vllm_kv_config: max_num_batched_tokens < 1 or extra_retained_tokens < 0");
-  }
-  VllmKvConfig out;
-  out.stage = stage;
-  out.max_model_len = layout.max_model_len;
-  // R: SlidingWindowSpec.extra_retained_tokens + the scheduler's in-flight tokens, max_num_batched_tokens
-  // per batch and 2 batches in flight with async scheduling (max_concurrent_batches), 1 without.
-  out.retained_tokens = sat_add(options.extra_retained_tokens,
-                                sat_mul(options.async_scheduling ? 2 : 1, options.max_num_batched_tokens));
-
-  // Grouping is global: get_kv_cache_configs merges every worker's specs, groups the whole model, then
-  // projects the groups onto each worker (_project_kv_cache_groups_to_worker).
-  std::vector<std::int64_t> spec_stage;
-  const std::vector<VllmKvSpec> specs = all_specs(cfg, topo, layout, options, spec_stage);
-  const std::vector<GlobalGroup> global = packed_groups(specs);
-
-  std::vector<std::size_t> new_index(specs.size(), static_cast<std::size_t>(-1));
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    if (stage < 0 || spec_stage[i] == stage) {
-      new_index[i] = out.specs.size();
-      out.specs.push_back(specs[i]);
-    }
-  }
-  std::int64_t align_lcm = 1;
-  for (const auto& g : global) {
-    VllmKvGroup pg;
-    pg.kind = g.kind;
-    pg.block_size = g.block_size;
-    pg.sliding_window = g.window;
-    for (auto i : g.specs) {
-      if (new_index[i] == static_cast<std::size_t>(-1)) continue;
-      pg.specs.push_back(new_index[i]);
-      pg.bytes = sat_add(pg.bytes, specs[i].page_bytes);
-      align_lcm = std::lcm(align_lcm, std::max<std::int64_t>(specs[i].alignment, 1));
-    }
-    // An empty projected group keeps its block table: vLLM keeps it in the worker's (and the
-    // scheduler's) group list, so a request still reserves its blocks there.
-    out.groups.push_back(std::move(pg));
-  }
-  // _get_kv_cache_bytes_per_block: the widest group's page bytes; rounded up to the lcm of the specs'
-  // alignments (docs/deployment.md section 4, block-stride alignment).
-  std::int64_t widest = 0;
-  for (const auto& g : out.groups) widest = std::max(widest, g.bytes);
-  out.bytes_per_block = widest == 0 ? 0 : cdiv(widest, align_lcm) * align_lcm;
-  out.blocks_per_request = out.request_blocks(out.max_model_len);
-  return out;
+  // Grouping is global (get_kv_cache_configs groups the whole model, then projects the groups
+  // onto each worker): one stage's layout is that stage of all of them.
+  return vllm_kv_configs(cfg, topo, layout, options)[static_cast<std::size_t>(stage)];
 }
 
 std::vector<VllmKvConfig> vllm_kv_configs(const ModelConfig& cfg, const Topology& topo, const Layout& layout,
@@ -351,15 +307,22 @@ std::vector<VllmKvConfig> vllm_kv_configs(const ModelConfig& cfg, const Topology
   }
   const std::size_t nst = std::max<std::size_t>(layout.parallel.stages.size(), 1);
   std::vector<VllmKvConfig> outs(nst);
+  // R: SlidingWindowSpec.extra_retained_tokens + the scheduler's in-flight tokens, max_num_batched_tokens
+  // per batch and 2 batches in flight with async scheduling (max_concurrent_batches), 1 without.
   const std::int64_t retained =
       sat_add(options.extra_retained_tokens, sat_mul(options.async_scheduling ? 2 : 1, options.max_num_batched_tokens));
-  // One global grouping (get_kv_cache_configs), projected onto every worker in one pass.
+  // One global grouping (get_kv_cache_configs), projected onto every worker in one pass
+  // (_project_kv_cache_groups_to_worker). An empty projected group keeps its block table: vLLM
+  // keeps it in the worker's (and the scheduler's) group list, so a request still reserves its
+  // blocks there. bytes_per_block (_get_kv_cache_bytes_per_block) is the widest group's page
+  // bytes, rounded up to the lcm of the specs' alignments.
   std::vector<std::int64_t> spec_stage;
   const std::vector<VllmKvSpec> specs = all_specs(cfg, topo, layout, options, spec_stage);
   const std::vector<GlobalGroup> global = packed_groups(specs);
   std::vector<std::size_t> new_index(specs.size(), 0);
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    const auto s = static_cast<std::size_t>(std::clamp<std::int64_t>(spec_stage[i], 0, static_cast<std::int64_t>(nst) - 1));
+    spec_stage[i] = std::clamp<std::int64_t>(spec_stage[i], 0, static_cast<std::int64_t>(nst) - 1);
+    const auto s = static_cast<std::size_t>(spec_stage[i]);
     new_index[i] = outs[s].specs.size();
     outs[s].specs.push_back(specs[i]);
   }
@@ -380,7 +343,7 @@ std::vector<VllmKvConfig> vllm_kv_configs(const ModelConfig& cfg, const Topology
   }
   for (std::size_t gi = 0; gi < global.size(); ++gi) {
     for (auto i : global[gi].specs) {
-      const auto s = static_cast<std::size_t>(std::clamp<std::int64_t>(spec_stage[i], 0, static_cast<std::int64_t>(nst) - 1));
+      const auto s = static_cast<std::size_t>(spec_stage[i]);
       VllmKvGroup& pg = outs[s].groups[gi];
       pg.specs.push_back(new_index[i]);
       pg.bytes = sat_add(pg.bytes, specs[i].page_bytes);

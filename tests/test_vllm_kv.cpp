@@ -306,31 +306,45 @@ TEST_CASE("vllm_kv: V3.2 one MLA spec and one indexer key per layer, one group",
         "GPU KV cache size: 1,340,224 tokens, Maximum concurrency for 163,840 tokens per request: 8.18x");
 }
 
-TEST_CASE("vllm_kv: every stage at once is every stage one by one", "[vllm_kv]") {
+TEST_CASE("vllm_kv: the stages of a pipeline share one grouping of the whole model", "[vllm_kv]") {
   for (const char* name : {"configs/deepseek-v4-flash.json", "configs/deepseek-v4.1-flash.json"}) {
     INFO(name);
     const auto cfg = mlaplan::load_config(std::string(MLAPLAN_SOURCE_DIR) + "/" + name);
     const auto topo = mlaplan::build_topology(cfg);
     mlaplan::LayoutOptions lo;
-    lo.pipeline_parallel_size = 4;
     lo.num_speculative_tokens = 1;
-    const auto layout = mlaplan::plan_layout(cfg, topo, mlaplan::resolve_target({}), lo, mlaplan::Strictness::lenient);
     mlaplan::VllmKvOptions ko;
     ko.speculative_decoding = true;
+    const auto target = mlaplan::resolve_target({});
+    const auto whole = mlaplan::vllm_kv_configs(
+        cfg, topo, mlaplan::plan_layout(cfg, topo, target, lo, mlaplan::Strictness::lenient), ko);
+    REQUIRE(whole.size() == 1);
+    lo.pipeline_parallel_size = 4;
+    const auto layout = mlaplan::plan_layout(cfg, topo, target, lo, mlaplan::Strictness::lenient);
     const auto all = mlaplan::vllm_kv_configs(cfg, topo, layout, ko);
     REQUIRE(all.size() == 4);
+    std::size_t specs = 0;
     for (std::int64_t s = 0; s < 4; ++s) {
-      const auto one = mlaplan::vllm_kv_config(cfg, topo, layout, s, ko);
       const auto& a = all[static_cast<std::size_t>(s)];
       CHECK(a.stage == s);
-      CHECK(a.bytes_per_block == one.bytes_per_block);
-      CHECK(a.blocks_per_request == one.blocks_per_request);
-      CHECK(a.specs.size() == one.specs.size());
-      REQUIRE(a.groups.size() == one.groups.size());
+      specs += a.specs.size();
+      // Every stage keeps every group of the whole model (some empty here), so a request reserves
+      // the same blocks on each, and a stage's groups hold only its own specs.
+      REQUIRE(a.groups.size() == whole[0].groups.size());
+      CHECK(a.blocks_per_request == whole[0].blocks_per_request);
+      CHECK(a.bytes_per_block <= whole[0].bytes_per_block);
+      std::int64_t widest = 0;
       for (std::size_t g = 0; g < a.groups.size(); ++g) {
-        CHECK(a.groups[g].specs == one.groups[g].specs);
-        CHECK(a.groups[g].bytes == one.groups[g].bytes);
+        CHECK(a.groups[g].specs.size() <= whole[0].groups[g].specs.size());
+        for (auto i : a.groups[g].specs) CHECK(i < a.specs.size());
+        widest = std::max(widest, a.groups[g].bytes);
       }
+      CHECK(a.bytes_per_block >= widest);
+      // vllm_kv_config of one stage is that stage of all of them.
+      CHECK(mlaplan::vllm_kv_config(cfg, topo, layout, s, ko).bytes_per_block == a.bytes_per_block);
     }
+    CHECK(specs == whole[0].specs.size());
+    CHECK_THROWS_AS(mlaplan::vllm_kv_config(cfg, topo, layout, 4, ko), mlaplan::Error);
+    CHECK_THROWS_AS(mlaplan::vllm_kv_config(cfg, topo, layout, -1, ko), mlaplan::Error);
   }
 }
