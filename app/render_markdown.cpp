@@ -112,11 +112,8 @@ std::string render_plan_markdown(const PlanResult& r) {
     for (const auto& sg : f.suggestions) o << "would fit: " << md(sg) << "  \n";
     o << "\n| per GPU | weights | start-up overheads | KV cache | of total |\n|---|---:|---:|---:|---:|\n";
     for (const auto& st : f.stages) {
-      std::int64_t over = 0;
-      for (const auto& term : st.budget.terms) {
-        if (term.id != "weights") over += term.bytes;
-      }
-      const std::int64_t w = st.budget.term("weights") ? st.budget.term("weights")->bytes : 0;
+      const std::int64_t w = st.budget.weights_bytes();
+      const std::int64_t over = st.budget.overhead_bytes();
       o << "| " << (f.stages.size() > 1 ? "stage " + std::to_string(st.weights.stage) : std::string("each GPU")) << " | "
         << format_gib(w) << " | " << format_gib(over) << " | " << format_gib(st.budget.available_bytes) << " | "
         << format_gib(st.budget.total_bytes) << " |\n";

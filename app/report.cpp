@@ -583,11 +583,8 @@ Figure memory_picture(const PlanResult& r) {
         std::int64_t bytes;
         std::string_view fill;
       };
-      std::int64_t overheads = 0;
-      for (const auto& t : b.terms) {
-        if (t.id != "weights") overheads += t.bytes;
-      }
-      const std::int64_t weights = b.term("weights") ? b.term("weights")->bytes : 0;
+      const std::int64_t overheads = b.overhead_bytes();
+      const std::int64_t weights = b.weights_bytes();
       std::vector<Seg> segs{{"weights", weights, kFills[0]},
                             {"start-up overheads", overheads, kFills[1]},
                             {"KV cache", std::max<std::int64_t>(0, b.available_bytes), kFills[3]}};

@@ -5,10 +5,10 @@
 #include "mlaplan/budget.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 
 #include "mlaplan/error.hpp"
+#include "mlaplan/layout.hpp"
 #include "mlaplan/limits.hpp"
 #include "mlaplan/number_format.hpp"
 
@@ -65,12 +65,14 @@ const BudgetTerm* Budget::term(std::string_view id) const {
   return nullptr;
 }
 
-std::int64_t default_max_num_seqs(const Target& target) {
-  std::string who = target.id + " " + target.name;
-  std::transform(who.begin(), who.end(), who.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const bool big = target.memory_bytes >= (std::int64_t{70} << 30) && who.find("a100") == std::string::npos;
-  return big ? 1024 : 256;
+std::int64_t Budget::weights_bytes() const {
+  const BudgetTerm* t = term("weights");
+  return t ? t->bytes : 0;
 }
+
+std::int64_t Budget::overhead_bytes() const { return non_kv_bytes - weights_bytes(); }
+
+std::int64_t default_max_num_seqs(const Target& target) { return vllm_large_gpu(target) ? 1024 : 256; }
 
 std::int64_t estimate_activation_bytes(const ModelConfig& cfg, const BudgetShape& s) {
   const CheckpointFields& c = cfg.checkpoint;

@@ -746,13 +746,14 @@ std::int64_t window_block_size(Family family) {
   return 0;
 }
 
-std::int64_t default_in_flight_tokens(const Target& target) {
+bool vllm_large_gpu(const Target& target) {
   std::string who = target.id + " " + target.name;
   std::transform(who.begin(), who.end(), who.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const bool big = target.memory_bytes >= (std::int64_t{70} << 30) && who.find("a100") == std::string::npos;
-  return big ? 8192 : 2048;
+  return target.memory_bytes >= (std::int64_t{70} << 30) && who.find("a100") == std::string::npos;
 }
+
+std::int64_t default_in_flight_tokens(const Target& target) { return vllm_large_gpu(target) ? 8192 : 2048; }
 
 std::optional<std::int64_t> padded_query_heads(std::int64_t local_heads) {
   if (local_heads < 1 || local_heads > 128) return std::nullopt;

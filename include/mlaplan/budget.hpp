@@ -88,6 +88,8 @@ struct Budget {
   std::int64_t available_bytes = 0;      ///< requested - non_kv (may be <= 0); or the given KV bytes
   std::vector<Finding> findings;         ///< weights not counted, estimates used
   const BudgetTerm* term(std::string_view id) const;
+  std::int64_t weights_bytes() const;    ///< the "weights" term
+  std::int64_t overhead_bytes() const;   ///< every other term: what start-up takes beside the weights
 };
 
 /// The budget of one GPU of `target` with `shape`. Error(usage) for bad option values (naming

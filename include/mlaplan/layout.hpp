@@ -46,6 +46,9 @@ std::int64_t window_block_size(Family family);
 /// vLLM's default max_num_batched_tokens for its OpenAI server on this GPU: 8192 with at least
 /// 70 GiB of memory (A100 excepted), else 2048. The default in-flight tokens of a request.
 std::int64_t default_in_flight_tokens(const Target& target);
+/// What vLLM's defaults for its OpenAI server (vllm/engine/arg_utils.py _set_default_args) count as
+/// a large GPU: at least 70 GiB of memory, an A100 excepted.
+bool vllm_large_gpu(const Target& target);
 /// Local query heads padded for the FlashMLA decode kernel: 64 when <= 64, 128 when <= 128,
 /// nothing above 128.
 std::optional<std::int64_t> padded_query_heads(std::int64_t local_heads);
