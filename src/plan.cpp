@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <system_error>
 
 #include "mlaplan/error.hpp"
 #include "mlaplan/number_format.hpp"
@@ -20,18 +18,6 @@ namespace {
 constexpr std::int64_t kMaxSuggestedGpus = 256;
 
 
-/// A model directory whose safetensors headers give the weights: it has the index or a shard.
-bool has_checkpoint_files(const std::string& dir) {
-  if (dir.empty()) return false;
-  std::error_code ec;
-  const std::filesystem::path d(dir);
-  if (std::filesystem::exists(d / "model.safetensors.index.json", ec)) return true;
-  std::filesystem::directory_iterator it(d, ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
-    if (it->path().extension() == ".safetensors") return true;
-  }
-  return false;
-}
 
 
 }  // namespace

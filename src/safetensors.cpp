@@ -735,6 +735,18 @@ void read_indexed(CheckpointFiles& out, const std::string& index_path) {
 
 }  // namespace
 
+bool has_checkpoint_files(const std::string& dir) {
+  if (dir.empty()) return false;
+  std::error_code ec;
+  if (fs::exists(join(dir, kIndexName), ec)) return true;
+  fs::directory_iterator it(dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() > 12 && name.compare(name.size() - 12, 12, ".safetensors") == 0) return true;
+  }
+  return false;
+}
+
 CheckpointFiles read_checkpoint_files(const std::string& dir) {
   require_directory(dir, "cannot read checkpoint " + qpath(dir) + ": ");
   CheckpointFiles out;

@@ -532,3 +532,19 @@ TEST_CASE("safetensors: the usual JSON and any other JSON of the same header rea
                    R"("a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}})", 4);
   CHECK(read_safetensors_header(other).tensors.size() == 1);
 }
+
+TEST_CASE("safetensors: has_checkpoint_files says whether read_checkpoint_files has something to read", "[safetensors]") {
+  testing_files::TempDir dir;
+  const std::string d = dir.path.string();
+  CHECK_FALSE(mlaplan::has_checkpoint_files(""));
+  CHECK_FALSE(mlaplan::has_checkpoint_files(d));
+  dir.write("config.json", "{}");
+  dir.write(".safetensors", "");  // no name before the suffix: not a shard
+  CHECK_FALSE(mlaplan::has_checkpoint_files(d));
+  dir.write("model-00001-of-00002.safetensors", "");
+  CHECK(mlaplan::has_checkpoint_files(d));
+  testing_files::TempDir indexed;
+  indexed.write("model.safetensors.index.json", "{}");
+  CHECK(mlaplan::has_checkpoint_files(indexed.path.string()));
+  CHECK_FALSE(mlaplan::has_checkpoint_files(d + "/no-such-dir"));
+}

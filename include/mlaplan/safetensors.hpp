@@ -91,6 +91,10 @@ struct CheckpointFiles {
   std::vector<std::string> findings;
 };
 
+/// Whether `dir` holds what read_checkpoint_files() reads: model.safetensors.index.json or a
+/// *.safetensors file. False for "" and for a directory that cannot be listed.
+bool has_checkpoint_files(const std::string& dir);
+
 /// Reads the tensor list of the model directory `dir` (as resolve_model_dir() leaves it). With
 /// model.safetensors.index.json: the index (a regular file of at most
 /// CheckpointLimits::max_index_bytes, a JSON object with a weight_map object of tensor -> shard
