@@ -1,0 +1,2 @@
+#pragma once
+// The attention backends vLLM can select for DeepSeek's sparse-MLA families (placeholder).

@@ -1,0 +1,1 @@
+#include "mlaplan/backends.hpp"

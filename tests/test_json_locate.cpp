@@ -1,0 +1,2 @@
+// Filled in by its module's tests.
+#include <catch2/catch.hpp>
