@@ -3,17 +3,22 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <locale>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
 #include "commands.hpp"
 #include "json_out.hpp"
 #include "mlaplan/error.hpp"
+#include "mlaplan/input_file.hpp"
+#include "mlaplan/json_locate.hpp"
 #include "mlaplan/limits.hpp"
 #include "mlaplan/number_format.hpp"
+#include "mlaplan/safetensors.hpp"
 #include "mlaplan/text.hpp"
 
 namespace mlaplan::cli {
@@ -78,6 +83,10 @@ struct FileResult {
   std::optional<std::int64_t> kv_tokens;      ///< vLLM's GPU KV cache size, all DP engines
   std::optional<std::int64_t> max_model_len;  ///< with a fit
   std::optional<std::int64_t> weights_bytes;  ///< per GPU, the largest stage
+  /// --format github: the config.json read (the directory's, for a directory; "" when unknown),
+  /// and where each finding points into it (its JSON pointer's value, or a parse error's place).
+  std::string config_file;
+  std::vector<std::optional<JsonTextLocation>> locations;  ///< one per finding, or empty
 };
 
 std::string gh_escape_data(const std::string& s) {
@@ -101,6 +110,66 @@ std::string gh_escape_property(const std::string& s) {
   return o;
 }
 
+/// Where the JSON parse error in `message`, an error of reading `file`, is: nlohmann's "parse
+/// error at line N, column M" after parse_config()'s "FILE: not valid JSON: ".
+std::optional<JsonTextLocation> parse_error_location(const std::string& message, const std::string& file) {
+  const std::string head = printable(file) + ": not valid JSON: parse error at line ";
+  if (file.empty() || message.rfind(head, 0) != 0) return std::nullopt;
+  const auto number = [&message](std::size_t& pos) -> std::optional<std::size_t> {
+    std::size_t v = 0, digits = 0;
+    for (; pos < message.size() && message[pos] >= '0' && message[pos] <= '9' && digits < 9; ++pos, ++digits) {
+      v = v * 10 + static_cast<std::size_t>(message[pos] - '0');
+    }
+    if (digits == 0 || v == 0) return std::nullopt;
+    return v;
+  };
+  std::size_t pos = head.size();
+  JsonTextLocation loc;
+  const auto line = number(pos);
+  if (!line) return std::nullopt;
+  loc.line = *line;
+  if (message.compare(pos, 9, ", column ") == 0) {
+    pos += 9;
+    if (const auto column = number(pos)) loc.column = *column;
+  }
+  return loc;
+}
+
+/// The config.json that `path` (a file or a model directory) reads, or "" when a directory has
+/// none that can be named.
+std::string config_file_of(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return path;
+  try {
+    return (std::filesystem::path(resolve_model_dir(path)) / "config.json").string();
+  } catch (const Error&) {
+    return "";
+  }
+}
+
+/// fr.locations from fr.config_file: the text read once (only when a finding has a pointer), each
+/// pointer located in it; a config's parse error at the line and column it names.
+void locate_findings(FileResult& fr) {
+  fr.locations.assign(fr.findings.size(), std::nullopt);
+  if (fr.config_file.empty()) return;
+  std::optional<std::string> text;
+  for (std::size_t i = 0; i < fr.findings.size(); ++i) {
+    const Finding& f = fr.findings[i];
+    if (f.id == "config.invalid") {
+      fr.locations[i] = parse_error_location(f.message, fr.config_file);
+    } else if (!f.path.empty()) {
+      if (!text) {
+        try {
+          text = read_input_file(fr.config_file, config_file_rules());
+        } catch (const Error&) {
+          return;  // gone since it was planned: no locations
+        }
+      }
+      fr.locations[i] = locate_json_value(*text, f.path);
+    }
+  }
+}
+
 /// The request of one check: plan's flags, the guards, no decode schedules.
 PlanRequest check_request(const CheckOptions& opt, const PlanOptions& plan_opt) {
   PlanRequest req = plan_opt.request();
@@ -116,12 +185,14 @@ PlanRequest check_request(const CheckOptions& opt, const PlanOptions& plan_opt) 
 /// yet: a flag wrong for every file is one error line), and is this file's failure (exit 1)
 /// otherwise, so that the results already printed stay a whole document.
 FileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptions plan_opt, bool first) {
+  const bool locate = opt.effective_format() == "github";
   FileResult fr;
   fr.path = path;
   plan_opt.config = path;
   try {
     const PlanResult plan = make_plan(path, check_request(opt, plan_opt));
     fr.code = plan.exit_code;
+    fr.config_file = plan.config.file;
     for (const auto& f : plan.findings) {
       if (f.severity != Severity::info) fr.findings.push_back(f);
     }
@@ -147,10 +218,12 @@ FileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptio
                      : e.kind() == ErrorKind::usage        ? "flag.invalid"
                                                            : "error";
     fr.findings.push_back(Finding{id, Severity::error, e.what(), {}, {}});
+    if (e.kind() == ErrorKind::invalid_config && locate) fr.config_file = config_file_of(path);
   } catch (const std::exception& e) {
     fr.code = exit_code(ErrorKind::internal);
     fr.findings.push_back(Finding{"internal", Severity::error, std::string("internal error: ") + e.what(), {}, {}});
   }
+  if (locate) locate_findings(fr);
   return fr;
 }
 
@@ -191,10 +264,14 @@ class CheckPrinter {
       out_ << render_check_markdown_row(
           {r.path, r.code, r.planned ? r.family + " on " + r.target + ", " + r.kv_cache_dtype : "", r.findings});
     } else if (format_ == "github") {
-      for (const auto& f : r.findings) {
+      for (std::size_t i = 0; i < r.findings.size(); ++i) {
+        const Finding& f = r.findings[i];
+        // With a location, the file that holds it: a directory's config.json.
+        const auto* loc = i < r.locations.size() && r.locations[i] ? &*r.locations[i] : nullptr;
         out_ << "::" << (f.severity == Severity::error ? "error" : "warning")
-             << " file=" << gh_escape_property(printable(r.path))
-             << ",title=" << gh_escape_property("mla-plan " + printable(f.id))
+             << " file=" << gh_escape_property(printable(loc ? r.config_file : r.path));
+        if (loc) out_ << ",line=" << std::to_string(loc->line) << ",col=" << std::to_string(loc->column);
+        out_ << ",title=" << gh_escape_property("mla-plan " + printable(f.id))
              << "::" << gh_escape_data(printable(f.message))
              << (f.fix.empty() ? "" : gh_escape_data(" (fix: " + printable(f.fix) + ")")) << "\n";
       }

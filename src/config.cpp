@@ -947,13 +947,13 @@ Family detect_family(const json& top, ModelConfig& cfg, const json*& section, st
                std::string(kSupportedFamilies) + hint);
 }
 
+}  // namespace
+
 const InputFileRules& config_file_rules() {
   static const InputFileRules rules{"", ConfigLimits::max_file_bytes, "ConfigLimits::max_file_bytes",
                                     "a model config.json is a few KiB"};
   return rules;
 }
-
-}  // namespace
 
 ModelConfig parse_config(std::string_view text, const std::string& source) {
   ModelConfig cfg;

@@ -1,5 +1,6 @@
 // The CLI in process: argument handling, exit codes and the JSON contract of `plan`.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -11,12 +12,27 @@
 
 #include "cli.hpp"
 #include "cli_run.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
 using testing_cli::Run;
 using testing_cli::run;
 std::string cfg(const std::string& rel) { return testing_cli::config_file(rel); }
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 }  // namespace
 
@@ -259,31 +275,98 @@ TEST_CASE("check --format json", "[cli][check]") {
 
 TEST_CASE("check --format github: one annotation per finding", "[cli][check]") {
   // --tp 8 for V4.1-Flash to fit (it passes: no annotation); the small config has 4 heads, so TP 8
-  // adds its own errors to the three of its shape.
+  // adds its own errors to the three of its shape. A finding about a field of the config points at
+  // the line and column of its value (the config's lines 6, 7, 11, 17, 18); the others at the file.
   auto r = run({"check", cfg("small/v41-8layer-flat.json"), cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--format",
                 "github"});
   CHECK(r.code == 3);
-  std::istringstream lines(r.out);
-  std::string line;
-  int n = 0, backend = 0, placement = 0, warnings = 0;
   const std::string flat = cfg("small/v41-8layer-flat.json");
-  while (std::getline(lines, line)) {
-    ++n;
-    if (line.rfind("::error file=" + flat + ",title=mla-plan backend.", 0) == 0) ++backend;
-    else if (line.rfind("::error file=" + flat + ",title=mla-plan placement.tensor_parallel::", 0) == 0) ++placement;
-    else if (line.rfind("::warning file=" + flat + ",title=mla-plan weights.expert_dtype::", 0) == 0) ++warnings;
-    else FAIL_CHECK("unexpected annotation: " << line);
-  }
-  CHECK(backend == 4);    // head size, window width, index_topk width, TP 8 vs 4 heads
-  CHECK(placement == 2);  // TP 8 vs 4 heads, TP 8 vs o_groups 2
-  CHECK(warnings == 1);   // no expert_dtype
-  CHECK(n == 7);
+  const std::vector<std::string> expected = {
+      "::error file=" + flat + ",line=7,col=15,title=mla-plan backend.head_size::head size 16 (qk_rope_head_dim 4) is not "
+          "supported by the sparse-MLA backend; supported: 512 (448 NoPE + 64 RoPE)",
+      "::error file=" + flat + ",line=18,col=21,title=mla-plan backend.topk_width::sliding_window 8 is not a multiple of 64; the "
+          "FlashMLA sparse decode kernel reads index widths in blocks of 64",
+      "::error file=" + flat + ",line=17,col=17,title=mla-plan backend.topk_width::index_topk 5 is not a multiple of 64; the "
+          "FlashMLA sparse decode kernel reads index widths in blocks of 64",
+      "::error file=" + flat + ",title=mla-plan backend.tensor_parallel::--tensor-parallel-size 8 does not divide "
+          "num_attention_heads 4; TP sizes that divide it: 1, 2, 4",
+      "::warning file=" + flat + ",title=mla-plan weights.expert_dtype::no expert_dtype: routed experts are taken as stored like "
+          "the other linear layers",
+      "::error file=" + flat + ",line=6,col=26,title=mla-plan placement.tensor_parallel::--tensor-parallel-size 8 does not "
+          "divide num_attention_heads 4: vLLM splits the query heads evenly over the TP ranks; allowed: 1, "
+          "2 (fix: use --tensor-parallel-size 1, 2 (and --data-parallel-size for more GPUs: DP attention "
+          "keeps every head on each rank))",
+      "::error file=" + flat + ",line=11,col=15,title=mla-plan placement.tensor_parallel::--tensor-parallel-size 8 is above "
+          "o_groups 2: wo_a runs o_groups / TP output groups per rank, which must be a whole number of at "
+          "least 1; allowed: 1, 2 (fix: use --tensor-parallel-size 1, 2 (and --data-parallel-size for more "
+          "GPUs: DP attention keeps every head on each rank))",
+  };
+  CHECK(lines_of(r.out) == expected);
   // As many annotations as check --json has findings.
   auto j = nlohmann::json::parse(
       run({"check", cfg("small/v41-8layer-flat.json"), cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--json"}).out);
   CHECK(j.at("files")[0].at("findings").size() == 7);
   CHECK(j.at("files")[1].at("findings").empty());
   CHECK(r.err == "mla-plan check: 1 passed, 1 failed\n");
+}
+
+TEST_CASE("check --format github: line= and col= of a finding's value, in the config.json read", "[cli][check]") {
+  const testing_files::TempDir dir;
+  // A bad value at a known line: index_topk 5 on line 3 (its value at column 17).
+  auto j = nlohmann::ordered_json::parse(slurp(cfg("small/v41-8layer-flat.json")));
+  j.erase("index_topk");
+  std::string text = j.dump(2);  // model_type first, on line 2
+  text.insert(text.find("\n  \"vocab_size\"") + 1, "  \"index_topk\": 5,\n");
+  std::filesystem::create_directories(dir.path / "model");
+  const std::string file = dir.write("model/config.json", text);
+  REQUIRE(text.substr(0, 73) == "{\n  \"model_type\": \"deepseek_v41\",\n  \"index_topk\": 5,\n  \"vocab_size\": 48,\n");
+  const std::string topk =
+      ",title=mla-plan backend.topk_width::index_topk 5 is not a multiple of 64; the FlashMLA sparse decode kernel "
+      "reads index widths in blocks of 64";
+  const auto annotations = [](const std::string& path) {
+    return lines_of(run({"check", path, "--tp", "2", "--format", "github"}).out);
+  };
+  const auto with_file = annotations(file);
+  CHECK(std::count(with_file.begin(), with_file.end(), "::error file=" + file + ",line=3,col=17" + topk) == 1);
+  // A directory: the annotations with a line name its config.json; the others the directory.
+  const auto with_dir = annotations(dir / "model");
+  CHECK(with_dir.size() == with_file.size());
+  CHECK(std::count(with_dir.begin(), with_dir.end(), "::error file=" + file + ",line=3,col=17" + topk) == 1);
+  CHECK(std::count(with_dir.begin(), with_dir.end(),
+                   "::warning file=" + dir / "model" +
+                       ",title=mla-plan weights.expert_dtype::no expert_dtype: routed experts are taken as stored like "
+                       "the other linear layers") == 1);
+
+  // A finding whose pointer is not in the file (the rule names sliding_window; the config spells
+  // it window_size): no line.
+  auto alias = nlohmann::ordered_json::parse(slurp(cfg("small/v41-8layer-flat.json")));
+  alias.erase("sliding_window");
+  const std::string aliased = dir.write("alias.json", alias.dump(2));
+  const auto with_alias = annotations(aliased);
+  CHECK(std::count(with_alias.begin(), with_alias.end(),
+                   "::error file=" + aliased +
+                       ",title=mla-plan backend.topk_width::sliding_window 8 is not a multiple of 64; the FlashMLA "
+                       "sparse decode kernel reads index widths in blocks of 64") == 1);
+
+  // A JSON parse error: the line and column the parser names, in a directory's config.json too.
+  std::filesystem::create_directories(dir.path / "broken");
+  const std::string broken =
+      dir.write("broken/config.json", "{\n  \"model_type\": \"deepseek_v41\",\n  \"index_topk\": 5,,\n}\n");
+  const std::string parse_error = ",title=mla-plan config.invalid::" + broken +
+                                  ": not valid JSON: parse error at line 3, column 19: syntax error while parsing "
+                                  "object key - unexpected ','; expected string literal";
+  CHECK(annotations(broken) == std::vector<std::string>{"::error file=" + broken + ",line=3,col=19" + parse_error});
+  CHECK(annotations(dir / "broken") ==
+        std::vector<std::string>{"::error file=" + broken + ",line=3,col=19" + parse_error});
+  // Errors of a config without a place in it: the file as given, no line.
+  const std::string missing = dir / "missing.json";
+  CHECK(annotations(missing) == std::vector<std::string>{"::error file=" + missing +
+                                                         ",title=mla-plan config.invalid::cannot read '" + missing +
+                                                         "': no such file or directory"});
+  const std::string empty = dir.write("empty.json", "  \n");
+  CHECK(annotations(empty) == std::vector<std::string>{"::error file=" + empty + ",title=mla-plan config.invalid::" +
+                                                       empty + ": the file is empty; expected a JSON object (a model "
+                                                       "config.json)"});
 }
 
 TEST_CASE("check guards: bytes per token and concurrency", "[cli][check]") {

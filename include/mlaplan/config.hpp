@@ -130,4 +130,8 @@ ModelConfig load_config(const std::string& path);
 /// Parses config text already in memory. `source` names it in messages.
 ModelConfig parse_config(std::string_view text, const std::string& source);
 
+struct InputFileRules;
+/// How load_config() reads a config.json (read_input_file(): at most ConfigLimits::max_file_bytes).
+const InputFileRules& config_file_rules();
+
 }  // namespace mlaplan
