@@ -1,13 +1,16 @@
 // Targets (src/target.cpp, docs/layout-accounting.md "Targets"): the architecture family of every
-// preset and capability, the unified-memory mark, the GB10 preset by --gpu and by --arch. Ids,
-// figures and flag errors of the other presets: tests/test_layout.cpp.
+// preset and capability, the unified-memory mark, the GB10 preset by --gpu and by --arch, and what
+// `mla-plan gpus` prints of them. Ids, figures and flag errors of the other presets:
+// tests/test_layout.cpp.
 
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "cli_run.hpp"
 #include "mlaplan/target.hpp"
 
 using namespace mlaplan;
@@ -239,4 +242,49 @@ TEST_CASE("targets: unified memory is GB10's mark", "[target]") {
   // Detected devices: an SM12.1 device is a GB10.
   CHECK(detected_target("NVIDIA GB10", {12, 1}, 48, 121 * kGiB).unified_memory);
   CHECK_FALSE(detected_target("NVIDIA H200", {9, 0}, 132, 140 * kGiB).unified_memory);
+}
+
+TEST_CASE("targets: mla-plan gpus prints the family and the unified-memory mark", "[target][cli]") {
+  const auto text = testing_cli::run({"gpus"});
+  REQUIRE(text.code == 0);
+  CHECK(text.err.empty());
+  CHECK_THAT(text.out, Catch::StartsWith("id             name                               arch   family               "
+                                         "  SMs      memory  note\n"));
+  CHECK_THAT(text.out,
+             Catch::Contains("\nh200 *         NVIDIA H200 SXM                    sm90   Hopper               "
+                             "  132   141 GiB    \n"));
+  CHECK_THAT(text.out,
+             Catch::Contains("\nb200           NVIDIA B200                        sm100  Blackwell datacentre "
+                             "  148   180 GiB    180 GB usable of 192 GB nominal HBM3e\n"));
+  CHECK_THAT(text.out,
+             Catch::Contains("\ngb10           NVIDIA GB10 (DGX Spark)            sm121  Blackwell GB10       "
+                             "   48   128 GiB u  128 GB LPDDR5X shared with the CPU: "));
+  CHECK_THAT(text.out, Catch::Contains("\n* the default target. u unified memory, shared with the CPU: less than the "
+                                       "figure is there for the GPU.\n"));
+  // Every preset on one line, the marks only where they belong.
+  std::size_t lines = 0, unified = 0;
+  for (std::size_t at = 0; (at = text.out.find('\n', at)) != std::string::npos; ++at) ++lines;
+  for (std::size_t at = 0; (at = text.out.find(" GiB u  ", at)) != std::string::npos; ++at) ++unified;
+  CHECK(lines == 1 + gpu_presets().size() + 2);
+  CHECK(unified == 1);
+
+  const auto json = testing_cli::run({"gpus", "--json"});
+  REQUIRE(json.code == 0);
+  const auto j = nlohmann::json::parse(json.out);
+  const auto& gpus = j.at("gpus");
+  REQUIRE(gpus.size() == gpu_presets().size());
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const GpuPreset& p = gpu_presets()[i];
+    INFO(p.id);
+    CHECK(gpus[i].at("id") == p.id);
+    CHECK(gpus[i].at("family") == to_string(p.family));
+    CHECK(gpus[i].at("family_title") == arch_family_title(p.family));
+    CHECK(gpus[i].at("unified_memory") == p.unified_memory);
+  }
+  CHECK(gpus.back().at("id") == "gb10");
+  CHECK(gpus.back().at("arch") == "sm121");
+  CHECK(gpus.back().at("family") == "blackwell_gb10");
+  CHECK(gpus.back().at("num_sms") == 48);
+  CHECK(gpus.back().at("memory_bytes") == 128 * kGiB);
+  CHECK(gpus.back().at("unified_memory") == true);
 }
