@@ -30,8 +30,11 @@ int run_gpus(const InfoOptions& opt, std::ostream& out) {
                      {"name", g.name},
                      {"compute_capability", g.cc.str()},
                      {"arch", g.cc.sm()},
+                     {"family", to_string(g.family)},
+                     {"family_title", arch_family_title(g.family)},
                      {"num_sms", g.num_sms},
                      {"memory_bytes", g.memory_bytes()},
+                     {"unified_memory", g.unified_memory},
                      {"default", g.id == kDefaultGpuId},
                      {"note", g.note}});
     }
@@ -39,17 +42,20 @@ int run_gpus(const InfoOptions& opt, std::ostream& out) {
     out << dump_json(j);
     return 0;
   }
-  char line[256];
-  std::snprintf(line, sizeof line, "%-14s %-34s %-6s %5s %9s  %s\n", "id", "name", "arch", "SMs", "memory", "note");
+  char line[512];
+  std::snprintf(line, sizeof line, "%-14s %-34s %-6s %-20s %5s %11s  %s\n", "id", "name", "arch", "family", "SMs",
+                "memory", "note");
   out << line;
   for (const auto& g : gpu_presets()) {
     const std::string id = std::string(g.id) + (g.id == kDefaultGpuId ? " *" : "");
-    std::snprintf(line, sizeof line, "%-14s %-34s %-6s %5lld %5lld GiB  %s\n", id.c_str(),
-                  std::string(g.name).c_str(), g.cc.sm().c_str(), static_cast<long long>(g.num_sms),
-                  static_cast<long long>(g.memory_gib), std::string(g.note).c_str());
+    std::snprintf(line, sizeof line, "%-14s %-34s %-6s %-20s %5lld %5lld GiB %-1s  %s\n", id.c_str(),
+                  std::string(g.name).c_str(), g.cc.sm().c_str(), std::string(arch_family_title(g.family)).c_str(),
+                  static_cast<long long>(g.num_sms), static_cast<long long>(g.memory_gib),
+                  g.unified_memory ? "u" : "", std::string(g.note).c_str());
     out << line;
   }
-  out << "* the default target. Describe another GPU with --arch, --num-sms and --gpu-memory-gib.\n";
+  out << "* the default target. u unified memory, shared with the CPU: less than the figure is there for the GPU.\n"
+         "Describe another GPU, or give your figures, with --arch, --num-sms and --gpu-memory-gib.\n";
   return 0;
 }
 

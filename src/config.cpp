@@ -296,6 +296,16 @@ void fit_ratio_list(Section& s, const std::string& pointer, std::vector<std::int
   }
 }
 
+/// dspark_block_size (V4.1-Flash, V4-Flash-0731 re-releases): the DSpark drafter's block, 1..64.
+/// Optional: 0 when absent (the draft layers are MTP stages). A written 0 means the same: configs
+/// without a drafter carry it (configs/small/v41-6layer-reindex.json; DeepSeek's reference code
+/// sets dspark_block_size = 0 with n_mtp_layers = 0), so the range accepted is 0..64.
+std::int64_t read_dspark_block_size(Section& s) {
+  constexpr std::int64_t kMaxDsparkBlockSize = 64;
+  auto f = s.find("dspark_block_size");
+  return f.value ? s.as_int(*f.value, f.pointer, f.key, 0, kMaxDsparkBlockSize) : 0;
+}
+
 // ------------------------------------------------------------------------------------------
 // V4.1
 
@@ -392,6 +402,7 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
                                       "the transformers default");
   cfg.num_draft_layers = s.int_field("num_nextn_predict_layers", {"n_mtp_layers"}, 0,
                                      ConfigLimits::max_draft_layers, 3, "the transformers default");
+  cfg.dspark_block_size = read_dspark_block_size(s);
   cfg.num_attention_heads = s.int_field("num_attention_heads", {"n_heads"}, 1, ConfigLimits::max_heads, 64,
                                         "the transformers default");
   cfg.num_key_value_heads = s.int_field("num_key_value_heads", {}, 1, ConfigLimits::max_heads, 1,
@@ -673,6 +684,7 @@ void read_v4(Section& s, const json& top, ModelConfig& cfg) {
                                       std::nullopt, "");
   cfg.num_draft_layers = s.int_field("num_nextn_predict_layers", {"n_mtp_layers"}, 0,
                                      ConfigLimits::max_draft_layers, 1, "the DeepSeek-V4-Flash value");
+  cfg.dspark_block_size = read_dspark_block_size(s);
   cfg.num_attention_heads = s.int_field("num_attention_heads", {"n_heads"}, 1, ConfigLimits::max_heads, 64,
                                         "the DeepSeek-V4-Flash value");
   cfg.num_key_value_heads = s.int_field("num_key_value_heads", {}, 1, ConfigLimits::max_heads, 1,

@@ -19,23 +19,62 @@ namespace {
 // nominal "GB" figure read as GiB: HBM and GDDR parts are built from binary-sized stacks and
 // devices, and the total a driver reports sits within a few percent of figure x 2^30 (slightly
 // below it), much closer than figure x 10^9. Override with --gpu-memory-gib when it matters.
-constexpr std::array<GpuPreset, 11> kPresets{{
-    {"h100", "NVIDIA H100 SXM", {9, 0}, 132, 80, false,
+//
+// gb10 (docs/layout-accounting.md, "Targets"): NVIDIA's DGX Spark page gives 6,144 CUDA cores and
+// 128 GB of LPDDR5X unified (coherent) memory; a Blackwell SM has 128 CUDA cores, so 48 SMs; the
+// CUDA runtime reports compute capability 12.1. The memory is the system's: the OS and host
+// processes take part of it and CUDA reports a total below 128 GiB (about 121.7 GiB on DGX OS),
+// hence the note, no measured runtime figure, and --gpu-memory-gib for the user's own figure.
+//
+// Columns: id, name, cc, family, SMs, memory (GiB), unified memory, reference for --arch, note,
+// runtime total (bytes), where that was measured.
+constexpr std::array<GpuPreset, 12> kPresets{{
+    {"h100", "NVIDIA H100 SXM", {9, 0}, ArchFamily::hopper, 132, 80, false, false,
      "SXM part; the H100 PCIe has 114 SMs (--num-sms 114)", 0, ""},
-    {"h200", "NVIDIA H200 SXM", {9, 0}, 132, 141, true, "", 150'109'880'320,
+    {"h200", "NVIDIA H200 SXM", {9, 0}, ArchFamily::hopper, 132, 141, false, true, "", 150'109'880'320,
      "cudaMemGetInfo total on an H200 SXM, CUDA 13.0, 2026-12-01 (139.80 GiB; nvidia-smi: 143,771 MiB, 616 MiB reserved)"},
-    {"h800", "NVIDIA H800 SXM", {9, 0}, 132, 80, false, "", 0, ""},
-    {"h20", "NVIDIA H20", {9, 0}, 78, 96, false, "a 141 GB variant exists (--gpu-memory-gib 141)", 0, ""},
-    {"b200", "NVIDIA B200", {10, 0}, 148, 180, true, "180 GB usable of 192 GB nominal HBM3e", 0, ""},
-    {"b300", "NVIDIA B300", {10, 3}, 148, 288, true,
+    {"h800", "NVIDIA H800 SXM", {9, 0}, ArchFamily::hopper, 132, 80, false, false, "", 0, ""},
+    {"h20", "NVIDIA H20", {9, 0}, ArchFamily::hopper, 78, 96, false, false,
+     "a 141 GB variant exists (--gpu-memory-gib 141)", 0, ""},
+    {"b200", "NVIDIA B200", {10, 0}, ArchFamily::blackwell_datacentre, 148, 180, false, true,
+     "180 GB usable of 192 GB nominal HBM3e", 0, ""},
+    {"b300", "NVIDIA B300", {10, 3}, ArchFamily::blackwell_datacentre, 148, 288, false, true,
      "SM count unconfirmed: 148 (B200's) assumed; pass --num-sms when you know it", 0, ""},
-    {"gb200", "NVIDIA GB200 (one Blackwell GPU)", {10, 0}, 148, 186, false, "", 0, ""},
-    {"a100", "NVIDIA A100 SXM 80GB", {8, 0}, 108, 80, true,
+    {"gb200", "NVIDIA GB200 (one Blackwell GPU)", {10, 0}, ArchFamily::blackwell_datacentre, 148, 186, false, false,
+     "", 0, ""},
+    {"a100", "NVIDIA A100 SXM 80GB", {8, 0}, ArchFamily::ampere, 108, 80, false, true,
      "80 GB part; a 40 GB variant exists (--gpu-memory-gib 40)", 0, ""},
-    {"l40s", "NVIDIA L40S", {8, 9}, 142, 48, true, "", 0, ""},
-    {"rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell", {12, 0}, 188, 96, true, "", 0, ""},
-    {"rtx5090", "NVIDIA GeForce RTX 5090", {12, 0}, 170, 32, false, "", 0, ""},
+    {"l40s", "NVIDIA L40S", {8, 9}, ArchFamily::ada, 142, 48, false, true, "", 0, ""},
+    {"rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell", {12, 0}, ArchFamily::blackwell_rtx, 188, 96, false, true, "", 0,
+     ""},
+    {"rtx5090", "NVIDIA GeForce RTX 5090", {12, 0}, ArchFamily::blackwell_rtx, 170, 32, false, false, "", 0, ""},
+    {"gb10", "NVIDIA GB10 (DGX Spark)", {12, 1}, ArchFamily::blackwell_gb10, 48, 128, true, true,
+     "128 GB LPDDR5X shared with the CPU: the OS and host processes use part of it and the CUDA runtime reports "
+     "less than 128 GiB; pass --gpu-memory-gib with your figure",
+     0, ""},
 }};
+
+// Every preset's family is its capability's; at most one reference preset per capability.
+static_assert(
+    [] {
+      for (const auto& p : kPresets) {
+        if (p.family != arch_family_of(p.cc)) return false;
+      }
+      return true;
+    }(),
+    "a preset's family must be arch_family_of(its compute capability)");
+static_assert(
+    [] {
+      for (std::size_t i = 0; i < kPresets.size(); ++i) {
+        for (std::size_t j = i + 1; j < kPresets.size(); ++j) {
+          if (kPresets[i].reference_for_arch && kPresets[j].reference_for_arch && kPresets[i].cc == kPresets[j].cc) {
+            return false;
+          }
+        }
+      }
+      return true;
+    }(),
+    "two reference presets for one compute capability");
 
 constexpr std::array<ComputeCapability, 14> kKnownArchs{{
     {7, 0}, {7, 2}, {7, 5}, {8, 0}, {8, 6}, {8, 7}, {8, 9}, {9, 0},
@@ -102,8 +141,10 @@ Target from_preset(const GpuPreset& p) {
   t.id = std::string(p.id);
   t.name = std::string(p.name);
   t.cc = p.cc;
+  t.family = p.family;
   t.num_sms = p.num_sms;
   t.memory_bytes = p.memory_bytes();
+  t.unified_memory = p.unified_memory;
   t.runtime_memory_bytes = p.runtime_memory_bytes;
   t.runtime_memory_source = std::string(p.runtime_memory_source);
   t.source = TargetSource::preset;
@@ -124,6 +165,32 @@ std::string ComputeCapability::sm() const { return "sm" + std::to_string(major) 
 
 std::span<const GpuPreset> gpu_presets() { return kPresets; }
 std::span<const ComputeCapability> known_archs() { return kKnownArchs; }
+
+std::string_view to_string(ArchFamily f) {
+  switch (f) {
+    case ArchFamily::ampere: return "ampere";
+    case ArchFamily::ada: return "ada";
+    case ArchFamily::hopper: return "hopper";
+    case ArchFamily::blackwell_datacentre: return "blackwell_datacentre";
+    case ArchFamily::blackwell_rtx: return "blackwell_rtx";
+    case ArchFamily::blackwell_gb10: return "blackwell_gb10";
+    case ArchFamily::other: return "other";
+  }
+  return "?";
+}
+
+std::string_view arch_family_title(ArchFamily f) {
+  switch (f) {
+    case ArchFamily::ampere: return "Ampere";
+    case ArchFamily::ada: return "Ada Lovelace";
+    case ArchFamily::hopper: return "Hopper";
+    case ArchFamily::blackwell_datacentre: return "Blackwell datacentre";
+    case ArchFamily::blackwell_rtx: return "Blackwell RTX";
+    case ArchFamily::blackwell_gb10: return "Blackwell GB10";
+    case ArchFamily::other: return "other";
+  }
+  return "?";
+}
 
 std::string_view to_string(TargetSource s) {
   switch (s) {
@@ -220,6 +287,7 @@ Target resolve_target(const TargetRequest& request) {
     t = from_preset(find_gpu_preset(*request.gpu));
     if (arch && *arch != t.cc) {
       t.cc = *arch;
+      t.family = arch_family_of(*arch);
       t.arch_overridden = true;
     }
   } else if (arch) {
@@ -231,6 +299,8 @@ Target resolve_target(const TargetRequest& request) {
     t.id = "custom";
     t.name = "custom " + arch->sm() + " GPU";
     t.cc = *arch;
+    t.family = arch_family_of(*arch);
+    t.unified_memory = ref != nullptr && ref->unified_memory;
     t.source = TargetSource::custom;
     t.num_sms = request.num_sms ? *request.num_sms : ref->num_sms;
     t.memory_bytes = memory ? *memory : ref->memory_bytes();
@@ -273,8 +343,10 @@ Target detected_target(std::string name, ComputeCapability cc, std::int64_t num_
   t.id = "detected";
   t.name = std::move(name);
   t.cc = cc;
+  t.family = arch_family_of(cc);
   t.num_sms = num_sms;
   t.memory_bytes = memory_bytes;
+  t.unified_memory = t.family == ArchFamily::blackwell_gb10;
   t.runtime_memory_bytes = memory_bytes;
   t.runtime_memory_source = "read from the device";
   t.source = TargetSource::detected;

@@ -12,6 +12,7 @@
 
 #include "cli.hpp"
 #include "cli_run.hpp"
+#include "mlaplan/target.hpp"
 #include "temp_dir.hpp"
 
 namespace {
@@ -399,7 +400,7 @@ TEST_CASE("check --matrix", "[cli][check]") {
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.out);
   const auto& cells = j.at("files")[0].at("matrix");
-  CHECK(cells.size() == 11 * 2 * 2);
+  CHECK(cells.size() == mlaplan::gpu_presets().size() * 2 * 2);
   auto cell = [&](const std::string& gpu, const std::string& dtype, int tp) {
     for (const auto& c : cells) {
       if (c.at("gpu") == gpu && c.at("kv_cache_dtype") == dtype && c.at("tensor_parallel_size") == tp) return c;
@@ -422,6 +423,7 @@ TEST_CASE("check --matrix", "[cli][check]") {
   CHECK(cell("b200", "nvfp4_ds_mla", 8).at("supported") == true);
   CHECK(cell("a100", "fp8_ds_mla", 8).at("supported") == false);
   CHECK(cell("rtx5090", "fp8_ds_mla", 8).at("supported") == false);
+  CHECK(cell("gb10", "fp8_ds_mla", 8).at("supported") == false);
   auto text = run({"check", cfg("deepseek-v4-flash.json"), "--matrix", "--tp", "1,8"});
   CHECK(text.code == 0);
   CHECK_THAT(text.out, Catch::Contains("  gpu            kv dtype         TP   DP  result\n"));

@@ -355,6 +355,41 @@ TEST_CASE("wrong types and ranges", "[config]") {
         "t.json: /qk_rope_head_dim: qk_rope_head_dim = 600 exceeds head_dim = 512");
 }
 
+TEST_CASE("dspark_block_size: the DSpark drafter's block, 0 when absent", "[config]") {
+  // Released configs: V4.1-Flash has 5 under text_config; V4-Flash has none (its draft layer is MTP).
+  CHECK(load_config(src("configs/deepseek-v4.1-flash.json")).dspark_block_size == 5);
+  CHECK(load_config(src("configs/deepseek-v4-flash.json")).dspark_block_size == 0);
+  CHECK(load_config(src("configs/deepseek-v3.2.json")).dspark_block_size == 0);
+  // Flat V4.1 and V4 (a V4-Flash-0731 re-release has it at the top level); absence adds no finding.
+  CHECK(parse_config(v41(R"("dspark_block_size": 5)"), "t.json").dspark_block_size == 5);
+  const auto absent = parse_config(v41(""), "t.json");
+  CHECK(absent.dspark_block_size == 0);
+  for (const auto& f : absent.findings) CHECK(f.message.find("dspark_block_size") == std::string::npos);
+  const std::string v4 = R"({"model_type": "deepseek_v4", "num_hidden_layers": 2, "num_nextn_predict_layers": 1,
+                             "compress_ratios": [4, 128, 0], "dspark_block_size": )";
+  CHECK(parse_config(v4 + "5}", "t.json").dspark_block_size == 5);
+  CHECK(parse_config(v4 + "1}", "t.json").dspark_block_size == 1);
+  CHECK(parse_config(v4 + "64}", "t.json").dspark_block_size == 64);
+  // A written 0 is "no DSpark drafter", as when absent (configs without a drafter carry it).
+  CHECK(parse_config(v41(R"("dspark_block_size": 0)"), "t.json").dspark_block_size == 0);
+  CHECK(load_config(src("configs/small/v41-6layer-reindex.json")).dspark_block_size == 0);
+  // Bad values: the pointer, the field, the value and the allowed range (or the type).
+  CHECK(error_of(v41(R"("dspark_block_size": 65)")) ==
+        "t.json: /dspark_block_size: dspark_block_size = 65 is out of range; allowed 0..64");
+  CHECK(error_of(v4 + "-1}") == "t.json: /dspark_block_size: dspark_block_size = -1 is out of range; allowed 0..64");
+  CHECK(error_of(v4 + "18446744073709551615}") ==
+        "t.json: /dspark_block_size: dspark_block_size = 18446744073709551615 is out of range; allowed 0..64");
+  CHECK(error_of(v41(R"("dspark_block_size": "5")")) ==
+        "t.json: /dspark_block_size: dspark_block_size must be an integer, got the string \"5\"");
+  CHECK(error_of(v41(R"("dspark_block_size": null)")) ==
+        "t.json: /dspark_block_size: dspark_block_size must be an integer, got null");
+  CHECK(error_of(v4 + "5.0}") == "t.json: /dspark_block_size: dspark_block_size must be an integer, got 5.0");
+  // Composite V4.1: read under text_config, and named there.
+  CHECK(error_of(R"({"model_type": "deepseek_v41", "text_config": {"num_nextn_predict_layers": 0,
+                    "dspark_block_size": 100}})") ==
+        "t.json: /text_config/dspark_block_size: dspark_block_size = 100 is out of range; allowed 0..64");
+}
+
 TEST_CASE("bad JSON is rejected with a clear message", "[config][bad-input]") {
   CHECK(error_of("") == "t.json: the file is empty; expected a JSON object (a model config.json)");
   CHECK(error_of("  \n") == "t.json: the file is empty; expected a JSON object (a model config.json)");

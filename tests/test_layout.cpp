@@ -119,8 +119,8 @@ std::string gib2(std::int64_t bytes) {
 // =============================================================== targets
 
 TEST_CASE("GPU presets: ids, figures and the default", "[target]") {
-  const std::vector<std::string> ids = {"h100", "h200", "h800",  "h20",          "b200",   "b300",
-                                        "gb200", "a100", "l40s", "rtx-pro-6000", "rtx5090"};
+  const std::vector<std::string> ids = {"h100", "h200", "h800",  "h20",          "b200",    "b300",
+                                        "gb200", "a100", "l40s", "rtx-pro-6000", "rtx5090", "gb10"};
   REQUIRE(gpu_presets().size() == ids.size());
   for (std::size_t i = 0; i < ids.size(); ++i) CHECK(gpu_presets()[i].id == ids[i]);
 
@@ -128,7 +128,7 @@ TEST_CASE("GPU presets: ids, figures and the default", "[target]") {
   const Fig figs[] = {{"h100", 9, 0, 132, 80},  {"h200", 9, 0, 132, 141},  {"h800", 9, 0, 132, 80},
                       {"h20", 9, 0, 78, 96},    {"b200", 10, 0, 148, 180}, {"b300", 10, 3, 148, 288},
                       {"gb200", 10, 0, 148, 186}, {"a100", 8, 0, 108, 80}, {"l40s", 8, 9, 142, 48},
-                      {"rtx-pro-6000", 12, 0, 188, 96}, {"rtx5090", 12, 0, 170, 32}};
+                      {"rtx-pro-6000", 12, 0, 188, 96}, {"rtx5090", 12, 0, 170, 32}, {"gb10", 12, 1, 48, 128}};
   for (const auto& f : figs) {
     INFO(f.id);
     const Target t = gpu(f.id);
@@ -156,7 +156,8 @@ TEST_CASE("GPU ids are matched loosely; unknown ids get a suggestion", "[target]
   CHECK(find_gpu_preset("RTX_PRO_6000").id == "rtx-pro-6000");
   CHECK(find_gpu_preset("rtx pro 6000").id == "rtx-pro-6000");
   const std::string known =
-      " Known ids: h100, h200, h800, h20, b200, b300, gb200, a100, l40s, rtx-pro-6000, rtx5090 (or describe the "
+      " Known ids: h100, h200, h800, h20, b200, b300, gb200, a100, l40s, rtx-pro-6000, rtx5090, gb10 (or describe "
+      "the "
       "GPU with --arch, --num-sms and --gpu-memory-gib)";
   require_error([] { find_gpu_preset("h300"); }, ErrorKind::usage,
                 "--gpu: unknown GPU 'h300'; did you mean 'h100'?" + known);
@@ -242,7 +243,7 @@ TEST_CASE("resolve_target: custom --arch, overrides, bad values", "[target]") {
       },
       ErrorKind::usage,
       "--arch sm86 without --gpu needs --num-sms and --gpu-memory-gib: no preset has compute capability 8.6 "
-      "(presets: h100, h200, h800, h20, b200, b300, gb200, a100, l40s, rtx-pro-6000, rtx5090)");
+      "(presets: h100, h200, h800, h20, b200, b300, gb200, a100, l40s, rtx-pro-6000, rtx5090, gb10)");
   {
     TargetRequest r;
     r.gpu = "h100";

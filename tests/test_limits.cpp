@@ -484,7 +484,7 @@ TEST_CASE("limits: check", "[limits][check]") {
     const std::string tps16 = "1,2,4,8,16,32,64,128,256,512,1024,2048,4096,1,2,4";
     const auto r = run({"check", real, "--matrix", "--tensor-parallel-size", tps16, "--json"});
     require_accepted(r);
-    CHECK(json::parse(r.out).at("files")[0].at("matrix").size() == 11 * 2 * 16);
+    CHECK(json::parse(r.out).at("files")[0].at("matrix").size() == gpu_presets().size() * 2 * 16);
     require_rejected(run({"check", real, "--matrix", "--tensor-parallel-size", tps16 + ",8"}), 1,
                      "--tensor-parallel-size has 17 values; allowed 1..16");
     require_rejected(run({"check", real, "--matrix", "--tensor-parallel-size", "1,4097"}), 1,
@@ -515,7 +515,7 @@ TEST_CASE("limits: check", "[limits][check]") {
     CHECK(r.seconds < kQuickSeconds);
     const auto files = json::parse(r.out).at("files");
     REQUIRE(files.size() == 3);
-    CHECK(files[2].at("matrix").size() == 11 * 2 * 16);
+    CHECK(files[2].at("matrix").size() == gpu_presets().size() * 2 * 16);
     // Past it: rejected before anything is printed, naming the configs, the total and what to split.
     require_rejected(run({"check", at, missing, past, "--matrix", "--tensor-parallel-size", tps16}), 1,
                      "--matrix: 8193 layers (backbone + draft) in the first 3 configs (up to '" + past +

@@ -28,13 +28,45 @@ struct ComputeCapability {
   auto operator<=>(const ComputeCapability&) const = default;
 };
 
+/// The architecture family of a compute capability, for people and for backend rules: the
+/// kernels a backend ships differ by family (SM12.0 and SM12.1 are both "Blackwell" but neither is
+/// the datacentre part's sm100).
+enum class ArchFamily {
+  ampere,                ///< 8.0, 8.6, 8.7 (A100, RTX 30, Orin)
+  ada,                   ///< 8.9 (L40S, RTX 40)
+  hopper,                ///< 9.x (H100, H200, H800, H20)
+  blackwell_datacentre,  ///< 10.x (B200, B300, GB200)
+  blackwell_rtx,         ///< 12.0 (RTX PRO 6000 Blackwell, GeForce RTX 50)
+  blackwell_gb10,        ///< 12.1 (GB10: DGX Spark)
+  other,                 ///< any other capability (7.x, 11.0)
+};
+/// Stable snake_case name: "hopper", "blackwell_datacentre", "blackwell_gb10", "other".
+std::string_view to_string(ArchFamily f);
+/// For people: "Hopper", "Blackwell datacentre", "Blackwell GB10", "Ada Lovelace".
+std::string_view arch_family_title(ArchFamily f);
+/// The family of a compute capability: 9.x hopper, 10.x blackwell_datacentre, 12.0 blackwell_rtx,
+/// 12.1 blackwell_gb10, 8.0 / 8.6 / 8.7 ampere, 8.9 ada, anything else other.
+constexpr ArchFamily arch_family_of(const ComputeCapability& cc) {
+  if (cc.major == 9) return ArchFamily::hopper;
+  if (cc.major == 10) return ArchFamily::blackwell_datacentre;
+  if (cc.major == 12 && cc.minor == 0) return ArchFamily::blackwell_rtx;
+  if (cc.major == 12 && cc.minor == 1) return ArchFamily::blackwell_gb10;
+  if (cc.major == 8 && (cc.minor == 0 || cc.minor == 6 || cc.minor == 7)) return ArchFamily::ampere;
+  if (cc.major == 8 && cc.minor == 9) return ArchFamily::ada;
+  return ArchFamily::other;
+}
+
 /// One GPU preset. Memory is the vendor's nominal figure read as GiB (see memory_bytes()).
 struct GpuPreset {
   std::string_view id;           ///< --gpu value: "h200"
   std::string_view name;         ///< for people: "NVIDIA H200 SXM"
   ComputeCapability cc;
+  ArchFamily family;             ///< arch_family_of(cc) (checked when the table is compiled)
   std::int64_t num_sms;
   std::int64_t memory_gib;       ///< vendor figure ("141 GB"), taken as GiB
+  /// The memory is the system's, shared with the CPU (GB10): the OS and host processes hold part of
+  /// it, so less than memory_gib is there for the GPU.
+  bool unified_memory;
   bool reference_for_arch;       ///< fills num_sms / memory for `--arch` given without `--gpu`
   std::string_view note;         ///< variants, unconfirmed figures; "" if none
   /// The total the CUDA runtime reports (cudaMemGetInfo, torch's total_memory), which vLLM's
@@ -73,8 +105,13 @@ struct Target {
   std::string id;                 ///< preset id, or "custom" / "detected"
   std::string name;               ///< for people
   ComputeCapability cc;
+  /// arch_family_of(cc): follows an --arch override of a preset's capability.
+  ArchFamily family = ArchFamily::other;
   std::int64_t num_sms = 0;
   std::int64_t memory_bytes = 0;
+  /// Memory shared with the CPU (GB10): a preset's mark; custom targets take the mark of their
+  /// capability's reference preset, detected devices that of their family (blackwell_gb10).
+  bool unified_memory = false;
   /// What the CUDA runtime reports as the total (the preset's measured figure, or the detected
   /// device's); 0 when unknown (a custom target, a preset not measured, --gpu-memory-gib given).
   std::int64_t runtime_memory_bytes = 0;
@@ -103,8 +140,9 @@ struct TargetRequest {
 /// - --gpu: that preset; --arch / --num-sms / --gpu-memory-gib override its fields.
 /// - --arch without --gpu: a custom target. --num-sms and --gpu-memory-gib fill it; what is not
 ///   given comes from the reference preset of that compute capability (h200 for 9.0, b200 for 10.0,
-///   b300 for 10.3, a100 for 8.0, l40s for 8.9, rtx-pro-6000 for 12.0), and `filled_from` / `note`
-///   say so. With no preset of that capability both flags are required (Error usage).
+///   b300 for 10.3, a100 for 8.0, l40s for 8.9, rtx-pro-6000 for 12.0, gb10 for 12.1), and
+///   `filled_from` / `note` say so. With no preset of that capability both flags are required
+///   (Error usage). The family is the capability's; unified_memory is the reference preset's.
 /// - neither: the default preset (h200), `default_used` set; --num-sms / --gpu-memory-gib override it.
 /// Every bad value is Error(usage) naming the flag, the value and what is allowed.
 Target resolve_target(const TargetRequest& request);
