@@ -33,15 +33,27 @@ LayoutOptions LayoutFlags::resolved(std::int64_t spec_tokens) const {
   LayoutOptions o = options;
   o.include_draft_layers = !no_draft_layers;
   o.num_speculative_tokens = spec_tokens;
+  o.fused_attention = fused_attention == "true"    ? FusedAttention::on
+                      : fused_attention == "false" ? FusedAttention::off
+                                                   : FusedAttention::auto_;
   return o;
 }
 
 void bind_layout_flags(CLI::App& sub, LayoutFlags& f, bool with_kv_dtype) {
   if (with_kv_dtype) {
     sub.add_option("--kv-cache-dtype", f.options.kv_cache_dtype,
-                   "auto | fp8 | fp8_ds_mla | nvfp4_ds_mla (default auto = fp8_ds_mla)")
+                   "auto | bfloat16 | fp8 | fp8_e4m3 | fp8_e5m2 | fp8_ds_mla | nvfp4_ds_mla (default auto: what the "
+                   "backend stores, fp8_ds_mla on FlashMLA)")
         ->group("Layout");
   }
+  sub.add_option("--attention-backend", f.options.attention_backend,
+                 "vLLM's backend name, e.g. FLASHMLA_SPARSE_DSV41, FLASHINFER_MLA_SPARSE_DSV41 (default: vLLM's "
+                 "choice for the GPU)")
+      ->group("Layout");
+  sub.add_option("--dsv4-fused-attention", f.fused_attention,
+                 "auto | true | false: vLLM's attention_config.dsv4_fused_attention (V4.1 on SM100; default auto)")
+      ->check(one_of({"auto", "true", "false"}))
+      ->group("Layout");
   sub.add_option("--indexer-cache-dtype", f.options.indexer_cache_dtype, "fp8 | fp4 (default fp8)")->group("Layout");
   add_int_option(sub, "--block-size", f.options.block_size,
                  "tokens per page of the global caches (default: the backend's for the arch)",
@@ -69,6 +81,9 @@ void bind_layout_flags(CLI::App& sub, LayoutFlags& f, bool with_kv_dtype) {
       ->group("Parallelism");
   add_int_option(sub, "--data-parallel-size,--dp", f.options.data_parallel_size, "DP size (default 1)",
                  parallel_size_range())
+      ->group("Parallelism");
+  add_int_option(sub, "--decode-context-parallel-size,--dcp", f.options.decode_context_parallel_size,
+                 "DCP size (default 1; only 1 is planned)", parallel_size_range())
       ->group("Parallelism");
 }
 

@@ -32,11 +32,13 @@ struct TargetFlags {
 };
 void bind_target_flags(CLI::App& sub, TargetFlags& f);
 
-/// --kv-cache-dtype, --indexer-cache-dtype, --block-size, --max-model-len,
-/// --max-num-batched-tokens, --no-draft-layers, --tensor/pipeline/data-parallel-size
+/// --kv-cache-dtype, --attention-backend, --dsv4-fused-attention, --indexer-cache-dtype,
+/// --block-size, --max-model-len, --max-num-batched-tokens, --no-draft-layers,
+/// --tensor/pipeline/data/decode-context-parallel-size
 struct LayoutFlags {
   LayoutOptions options;
   bool no_draft_layers = false;
+  std::string fused_attention = "auto";  ///< --dsv4-fused-attention auto | true | false
   LayoutOptions resolved(std::int64_t spec_tokens) const;
 };
 void bind_layout_flags(CLI::App& sub, LayoutFlags& f, bool with_kv_dtype = true);

@@ -103,8 +103,18 @@ std::vector<RowFormat> build_table() {
                    {
                        {"values", 0, 1024, "bf16", 512, "dims 0-511", Region::data},
                    },
-                   "none (raw bf16)", "FlashInfer MLA backends",
-                   "FlashInfer backends only; not a kv dtype of the sparse FlashMLA backend"));
+                   "none (raw bf16)", "vLLM's FlashInfer sparse-MLA backend for V4.1 on SM10x (plain rows, pages aligned to 512)",
+                   "FLASHINFER_MLA_SPARSE_DSV41 on SM10x under --kv-cache-dtype bfloat16 or auto"));
+  t.push_back(make(RowFormatId::fp8_per_tensor, "fp8_per_tensor", "plain e4m3 latent, 512 B, one per-tensor scale",
+                   {
+                       {"values", 0, 512, "e4m3", 512, "dims 0-511, x / scale with one scale for the whole cache",
+                        Region::data},
+                   },
+                   "one per-tensor scale held outside the cache (vLLM sets it to 1.0): stored value = e4m3(x / scale), "
+                   "round to nearest even, saturating at +-448",
+                   "vLLM's FlashInfer sparse-MLA backend for V4.1 on SM10x (the plain per-tensor FP8 KV layout, pages "
+                   "aligned to 512)",
+                   "FLASHINFER_MLA_SPARSE_DSV41 on SM10x under --kv-cache-dtype fp8 or fp8_e4m3"));
   return t;
 }
 
@@ -149,7 +159,9 @@ std::int64_t indexer_page_alignment(RowFormatId main_format) {
   switch (main_format) {
     case RowFormatId::fp8_ds_mla_v4: return 576;
     case RowFormatId::v41_fp8:
-    case RowFormatId::v41_fp4: return 512;
+    case RowFormatId::v41_fp4:
+    case RowFormatId::bf16:
+    case RowFormatId::fp8_per_tensor: return 512;
     case RowFormatId::fp8_ds_mla_v32: return 1;
     default: break;
   }

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "mlaplan/number_format.hpp"
+#include "mlaplan/rules.hpp"
 #include "mlaplan/text.hpp"
 
 namespace mlaplan {
@@ -23,9 +24,6 @@ constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 // 4 rows at ratio 4 and 8 rows at ratio 128; the state spans coff x ratio tokens.
 constexpr std::int64_t kV40StateBlockC4 = 4;
 constexpr std::int64_t kV40StateBlockC128 = 8;
-constexpr std::int64_t kV40CompressedBlock = 256;  // tokens per page of V4.0's compressed caches
-constexpr std::int64_t kV41WindowBlock = 32;
-constexpr std::int64_t kV40WindowBlock = 64;
 constexpr std::int64_t kV41RingMinRows = 8;
 
 std::int64_t sat_add(std::int64_t a, std::int64_t b) {
@@ -59,25 +57,6 @@ std::int64_t next_pow2(std::int64_t x) {
   return p;
 }
 
-LayoutCheck make_check(std::string id, Severity sev, ErrorKind kind, std::string message, std::string fix = {}) {
-  LayoutCheck c;
-  c.finding.id = std::move(id);
-  c.finding.severity = sev;
-  c.finding.message = std::move(message);
-  c.finding.fix = std::move(fix);
-  c.kind = kind;
-  return c;
-}
-LayoutCheck usage_check(std::string id, std::string message) {
-  return make_check(std::move(id), Severity::error, ErrorKind::usage, std::move(message));
-}
-LayoutCheck unsupported_check(std::string id, std::string message, std::string fix = {}) {
-  return make_check(std::move(id), Severity::error, ErrorKind::unsupported, std::move(message), std::move(fix));
-}
-LayoutCheck info_check(std::string id, std::string message) {
-  return make_check(std::move(id), Severity::info, ErrorKind::usage, std::move(message));
-}
-
 BytesPerToken reduced(std::int64_t num, std::int64_t den) {
   const std::int64_t g = std::gcd(num, den);
   return g > 1 ? BytesPerToken{num / g, den / g} : BytesPerToken{num, den};
@@ -88,257 +67,6 @@ BytesPerToken add(const BytesPerToken& a, const BytesPerToken& b) {
   const std::int64_t x = checked_mul(a.numerator, den / a.denominator, "bytes per token");
   const std::int64_t y = checked_mul(b.numerator, den / b.denominator, "bytes per token");
   return reduced(checked_add(x, y, "bytes per token"), den);
-}
-
-// The value of a range-checked integer flag, or a usage check naming it.
-bool in_range(std::vector<LayoutCheck>& checks, std::string_view flag, std::int64_t v, std::int64_t lo,
-              std::int64_t hi, std::string_view why = {}) {
-  if (v >= lo && v <= hi) return true;
-  std::string msg = std::string(flag) + ": '" + std::to_string(v) + "' is out of range; allowed " +
-                    std::to_string(lo) + ".." + std::to_string(hi);
-  if (!why.empty()) msg += " (" + std::string(why) + ")";
-  std::string id = "layout." + std::string(flag.substr(2));
-  std::replace(id.begin(), id.end(), '-', '_');
-  checks.push_back(usage_check(std::move(id), msg));
-  return false;
-}
-
-struct Resolved {
-  KvCacheDtype kv = KvCacheDtype::fp8_ds_mla;
-  IndexerCacheDtype idx = IndexerCacheDtype::fp8;
-  std::int64_t block = 0;
-  bool block_default = true;
-  std::int64_t mml = 0;
-  bool mml_default = true;
-  std::int64_t in_flight = 0;
-  bool in_flight_default = true;
-  std::int64_t spec = 0;
-  std::int64_t tp = 1, pp = 1, dp = 1;
-  std::int64_t local_heads = 0;
-  std::int64_t padded_heads = 0;
-  std::vector<std::int64_t> partition;
-  bool usable = true;  // no usage error: a layout can be built
-};
-
-// Stage of each layer (backbone by partition, draft layers on the last stage).
-std::vector<std::int64_t> stage_of_layers(const Topology& topo, const std::vector<std::int64_t>& partition) {
-  std::vector<std::int64_t> stage(topo.layers.size(), static_cast<std::int64_t>(partition.size()) - 1);
-  std::size_t layer = 0;
-  for (std::size_t s = 0; s < partition.size(); ++s) {
-    for (std::int64_t k = 0; k < partition[s] && layer < topo.layers.size(); ++k, ++layer) {
-      stage[layer] = static_cast<std::int64_t>(s);
-    }
-  }
-  for (std::size_t i = 0; i < topo.layers.size(); ++i) {
-    if (topo.layers[i].draft) stage[i] = static_cast<std::int64_t>(partition.size()) - 1;
-  }
-  return stage;
-}
-
-struct PpViolation {
-  std::int64_t layer = 0;
-  std::int64_t source = 0;
-  std::string what;
-};
-
-// The first backbone layer whose KV source, index source or candidate source sits on another stage.
-std::optional<PpViolation> first_pp_violation(const Topology& topo, const std::vector<std::int64_t>& partition) {
-  const auto stage = stage_of_layers(topo, partition);
-  const auto cand = topo.candidate_source();
-  for (const Layer& l : topo.layers) {
-    if (l.draft) continue;
-    const auto st = stage[static_cast<std::size_t>(l.index)];
-    auto other = [&](std::int64_t src) { return stage[static_cast<std::size_t>(src)] != st; };
-    if (l.kv_source && *l.kv_source != l.index && other(*l.kv_source)) {
-      return PpViolation{l.index, *l.kv_source, "reads the compressed KV and indexer-key caches of its KV source"};
-    }
-    if (l.index_source && *l.index_source != l.index && other(*l.index_source)) {
-      return PpViolation{l.index, *l.index_source, "reuses the top-k indices of its index source"};
-    }
-    if (cand && l.is_index_source && l.index > *cand && other(*cand)) {
-      return PpViolation{l.index, *cand, "is constrained by the candidate blocks of the candidate source"};
-    }
-  }
-  return std::nullopt;
-}
-
-std::string stage_ranges(const std::vector<std::int64_t>& partition, std::int64_t drafts, std::int64_t backbone) {
-  std::string s;
-  std::int64_t first = 0;
-  for (auto n : partition) {
-    if (!s.empty()) s += ", ";
-    s += std::to_string(first) + "-" + std::to_string(first + n - 1);
-    first += n;
-  }
-  if (drafts > 0) {
-    s += " (draft layers " + std::to_string(backbone) + "-" + std::to_string(backbone + drafts - 1) +
-         " with the last stage)";
-  }
-  return s;
-}
-
-Resolved resolve(const ModelConfig& cfg, const Topology& topo, const Target& target, const LayoutOptions& o,
-                 std::vector<LayoutCheck>& checks) {
-  Resolved r;
-  const std::string family = std::string(to_string(cfg.family));
-
-  // ---- flag values (usage) ----
-  try {
-    r.kv = parse_kv_cache_dtype(o.kv_cache_dtype);
-    if (o.kv_cache_dtype != to_string(r.kv)) {
-      checks.push_back(info_check("layout.kv_cache_dtype", "--kv-cache-dtype " + o.kv_cache_dtype + " resolves to " +
-                                                               std::string(to_string(r.kv)) +
-                                                               " (the sparse-MLA backend's resolution)"));
-    }
-  } catch (const Error& e) {
-    checks.push_back(usage_check("layout.kv_cache_dtype", e.what()));
-    r.usable = false;
-  }
-  try {
-    r.idx = parse_indexer_cache_dtype(o.indexer_cache_dtype);
-  } catch (const Error& e) {
-    checks.push_back(usage_check("layout.indexer_cache_dtype", e.what()));
-    r.usable = false;
-  }
-  const auto P = LayoutLimits::max_parallel_size;
-  r.usable &= in_range(checks, "--tensor-parallel-size", o.tensor_parallel_size, 1, P);
-  r.usable &= in_range(checks, "--data-parallel-size", o.data_parallel_size, 1, P);
-  r.usable &= in_range(checks, "--pipeline-parallel-size", o.pipeline_parallel_size, 1,
-                       std::min(P, cfg.num_hidden_layers), "a stage needs at least one of the " +
-                           std::to_string(cfg.num_hidden_layers) + " backbone layers");
-  r.usable &= in_range(checks, "--spec-tokens", o.num_speculative_tokens, 0,
-                       LayoutLimits::max_speculative_tokens);
-  if (o.block_size) r.usable &= in_range(checks, "--block-size", *o.block_size, 1, LayoutLimits::max_block_size);
-  if (o.max_model_len) {
-    r.usable &= in_range(checks, "--max-model-len", *o.max_model_len, 1, cfg.max_position_embeddings,
-                         "the model's max_position_embeddings is " + std::to_string(cfg.max_position_embeddings));
-  }
-  if (o.in_flight_tokens) {
-    r.usable &= in_range(checks, "--max-num-batched-tokens", *o.in_flight_tokens, 1,
-                         LayoutLimits::max_in_flight_tokens);
-  }
-  if (!r.usable) return r;
-
-  r.tp = o.tensor_parallel_size;
-  r.pp = o.pipeline_parallel_size;
-  r.dp = o.data_parallel_size;
-  r.spec = o.num_speculative_tokens;
-  r.mml_default = !o.max_model_len;
-  r.mml = o.max_model_len.value_or(cfg.max_position_embeddings);
-  if (r.mml_default) {
-    checks.push_back(info_check("layout.max_model_len", "max_model_len " + std::to_string(r.mml) +
-                                                            ": the config's max_position_embeddings"));
-  }
-  r.in_flight_default = !o.in_flight_tokens;
-  r.in_flight = o.in_flight_tokens.value_or(default_in_flight_tokens(target));
-  if (r.in_flight_default && cfg.family != Family::deepseek_v32) {
-    checks.push_back(info_check("layout.in_flight_tokens",
-                                "window pages sized for " + std::to_string(r.in_flight) +
-                                    " in-flight tokens per request (vLLM's default max_num_batched_tokens "
-                                    "for its OpenAI server on " + target.name + ")"));
-  }
-
-  // ---- backend rules (unsupported) ----
-  const ComputeCapability& cc = target.cc;
-  const std::string tgt = "target " + target.id + " is " + cc.sm() + " (compute capability " + cc.str() + ")";
-  if (cc.major != 9 && cc.major != 10) {
-    checks.push_back(unsupported_check(
-        "backend.arch", "FlashMLA Sparse is only supported on Hopper and Blackwell DC devices; " + tgt +
-                            ", supported: 9.x (sm90) and 10.x (sm100, sm103)",
-        "use a Hopper or Blackwell datacentre GPU (--gpu h200, --gpu b200)"));
-  }
-  if (r.kv == KvCacheDtype::nvfp4_ds_mla) {
-    if (cfg.family != Family::deepseek_v41) {
-      checks.push_back(unsupported_check(
-          "backend.kv_cache_dtype", "--kv-cache-dtype nvfp4_ds_mla is the DeepSeek V4.1 cache format; " + family +
-                                        " configs support auto, fp8, fp8_ds_mla",
-          "use --kv-cache-dtype fp8_ds_mla"));
-    } else if (cc.major != 10) {
-      checks.push_back(unsupported_check(
-          "backend.kv_cache_dtype",
-          "nvfp4_ds_mla needs SM100 (FlashMLA V4.1 fp8/fp4 sparse decode); " + tgt,
-          "use --kv-cache-dtype fp8_ds_mla, or a compute capability 10.x GPU (--gpu b200)"));
-    }
-  }
-  if (r.idx == IndexerCacheDtype::fp4 && cfg.family == Family::deepseek_v32) {
-    checks.push_back(unsupported_check("backend.indexer_cache_dtype",
-                                       "--indexer-cache-dtype fp4 is a DeepSeek V4/V4.1 option; deepseek_v32 "
-                                       "keeps its indexer keys in fp8 (132 bytes per row)",
-                                       "use --indexer-cache-dtype fp8"));
-  }
-  const auto allowed = backend_block_sizes(cfg.family, cc);
-  r.block = allowed.front();
-  r.block_default = !o.block_size;
-  if (o.block_size) {
-    if (std::find(allowed.begin(), allowed.end(), *o.block_size) != allowed.end()) {
-      r.block = *o.block_size;
-    } else {
-      const std::string b = std::to_string(*o.block_size);
-      checks.push_back(unsupported_check(
-          "backend.block_size",
-          "No common block size for " + b + " between kv_manager=[" + b + "] and backend=[" + join(allowed) +
-              "] (--block-size: the sparse-MLA backend for " + family + " on " + cc.sm() + " uses " + join(allowed) +
-              ")",
-          "omit --block-size"));
-    }
-  } else {
-    checks.push_back(info_check("layout.block_size", "block size " + std::to_string(r.block) +
-                                                         ": the sparse-MLA backend's kernel block size for " +
-                                                         family + " on " + cc.sm()));
-  }
-
-  // Tensor parallelism: the latent is shared, so TP splits query heads only.
-  const std::int64_t heads = cfg.num_attention_heads;
-  if (heads % r.tp != 0) {
-    std::vector<std::int64_t> divisors;
-    for (std::int64_t t = 1; t <= heads && t <= P; ++t) {
-      if (heads % t == 0) divisors.push_back(t);
-    }
-    checks.push_back(unsupported_check(
-        "backend.tensor_parallel", "--tensor-parallel-size " + std::to_string(r.tp) +
-                                       " does not divide num_attention_heads " + std::to_string(heads) +
-                                       "; TP sizes that divide it: " + join(divisors)));
-  } else {
-    r.local_heads = heads / r.tp;
-    const auto padded = padded_query_heads(r.local_heads);
-    if (padded) {
-      r.padded_heads = *padded;
-    } else {
-      std::int64_t min_tp = 0;
-      for (std::int64_t t = 1; t <= heads && t <= P; ++t) {
-        if (heads % t == 0 && heads / t <= 128) {
-          min_tp = t;
-          break;
-        }
-      }
-      checks.push_back(unsupported_check(
-          "backend.query_heads",
-          "FP8 decode kernel requires h_q in {64, 128}: --tensor-parallel-size " + std::to_string(r.tp) + " leaves " +
-              std::to_string(r.local_heads) + " query heads per rank (at most 128; fewer are padded to 64 or 128)",
-          min_tp > 0 ? "use --tensor-parallel-size " + std::to_string(min_tp) + " or more" : std::string{}));
-    }
-  }
-
-  // Pipeline parallelism: a V4.1 sharing group must stay on one stage.
-  r.partition = pipeline_partition(cfg.num_hidden_layers, r.pp);
-  if (const auto v = first_pp_violation(topo, r.partition)) {
-    const auto stage = stage_of_layers(topo, r.partition);
-    std::vector<std::int64_t> working;
-    for (std::int64_t p = 1; p <= cfg.num_hidden_layers && p <= P; ++p) {
-      if (!first_pp_violation(topo, pipeline_partition(cfg.num_hidden_layers, p))) working.push_back(p);
-    }
-    const std::int64_t drafts = o.include_draft_layers ? cfg.num_draft_layers : 0;
-    checks.push_back(unsupported_check(
-        "backend.pipeline_cut",
-        "--pipeline-parallel-size " + std::to_string(r.pp) + " cuts a DeepSeek V4.1 sharing group: layer " +
-            std::to_string(v->layer) + " (stage " + std::to_string(stage[static_cast<std::size_t>(v->layer)]) + ") " +
-            v->what + ", layer " + std::to_string(v->source) + " (stage " +
-            std::to_string(stage[static_cast<std::size_t>(v->source)]) +
-            "); PP splits inside a v4.1 kv-sharing group are not supported. Stages hold layers " +
-            stage_ranges(r.partition, drafts, cfg.num_hidden_layers) + ". Pipeline sizes that work: " + join(working),
-        "use --pipeline-parallel-size " + join(working)));
-  }
-  return r;
 }
 
 CacheObject make_object(std::int64_t layer, CacheKind kind, CacheScope scope, RowFormatId fmt, std::int64_t ratio,
@@ -360,11 +88,21 @@ CacheObject make_object(std::int64_t layer, CacheKind kind, CacheScope scope, Ro
 }
 
 // The cache objects of every layer, as vLLM allocates them (docs/layout-accounting.md).
-std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& topo, const Resolved& r,
+// The window and compressed row formats of V4.1 for the resolved kv-cache layout.
+std::pair<RowFormatId, RowFormatId> v41_formats(KvCacheDtype kv) {
+  switch (kv) {
+    case KvCacheDtype::fp8_ds_mla: return {RowFormatId::fp8_ds_mla_v4, RowFormatId::fp8_ds_mla_v4};
+    case KvCacheDtype::nvfp4_ds_mla: return {RowFormatId::v41_fp8, RowFormatId::v41_fp4};
+    case KvCacheDtype::bfloat16: return {RowFormatId::bf16, RowFormatId::bf16};
+    case KvCacheDtype::fp8_e4m3: return {RowFormatId::fp8_per_tensor, RowFormatId::fp8_per_tensor};
+  }
+  return {RowFormatId::fp8_ds_mla_v4, RowFormatId::fp8_ds_mla_v4};
+}
+
+std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& topo, const ResolvedLayoutOptions& r,
                                        bool include_draft) {
   std::vector<CacheObject> objs;
-  const auto stage = stage_of_layers(topo, r.partition);
-  const bool fp8 = r.kv == KvCacheDtype::fp8_ds_mla;
+  const auto& stage = r.stage_of_layer;
   const RowFormatId idx_fmt = r.idx == IndexerCacheDtype::fp8 ? RowFormatId::indexer_fp8 : RowFormatId::indexer_fp4;
   const std::int64_t window = std::max<std::int64_t>(cfg.sliding_window, 1);
   // At most 4 (V4.1), 5 (V4.0) or 2 (V3.2) objects per layer: no reallocation on the way.
@@ -388,22 +126,22 @@ std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& t
     const std::size_t first = objs.size();
     switch (cfg.family) {
       case Family::deepseek_v41: {
-        const RowFormatId win_fmt = fp8 ? RowFormatId::fp8_ds_mla_v4 : RowFormatId::v41_fp8;
-        const RowFormatId main_fmt = fp8 ? RowFormatId::fp8_ds_mla_v4 : RowFormatId::v41_fp4;
+        const auto [win_fmt, main_fmt] = v41_formats(r.kv);
         const FormatGeometry wg = geometry(win_fmt);
         CacheObject w = make_object(l.index, CacheKind::swa, CacheScope::per_request, win_fmt, 1, wg.row_bytes,
-                                    kV41WindowBlock, kV41WindowBlock, wg.page_alignment);
+                                    r.window_block, r.window_block, wg.page_alignment);
         w.window_tokens = window;
         objs.push_back(std::move(w));
         if (l.is_kv_source) {
           const std::int64_t ratio = l.compress_ratio;
-          const std::int64_t rows = r.block / ratio;
+          const std::int64_t block = r.global_block(ratio);
+          const std::int64_t rows = block / ratio;
           const FormatGeometry mg = geometry(main_fmt);
           objs.push_back(make_object(l.index, CacheKind::compressed, CacheScope::global, main_fmt, ratio, mg.row_bytes,
-                                     rows, r.block, mg.page_alignment));
+                                     rows, block, mg.page_alignment));
           if (l.owns_indexer_cache) {
             objs.push_back(make_object(l.index, CacheKind::indexer, CacheScope::global, idx_fmt, ratio,
-                                       geometry(idx_fmt).row_bytes, rows, r.block, indexer_page_alignment(main_fmt)));
+                                       geometry(idx_fmt).row_bytes, rows, block, indexer_page_alignment(main_fmt)));
           }
           if (l.owns_compressor_state) {
             const std::int64_t ring = std::max(kV41RingMinRows, next_pow2(r.spec + 2));
@@ -422,7 +160,7 @@ std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& t
         const RowFormatId f = RowFormatId::fp8_ds_mla_v4;
         const FormatGeometry g = geometry(f);
         CacheObject w = make_object(l.index, CacheKind::swa, CacheScope::per_request, f, 1, g.row_bytes,
-                                    kV40WindowBlock, kV40WindowBlock, g.page_alignment);
+                                    r.window_block, r.window_block, g.page_alignment);
         w.window_tokens = window;
         objs.push_back(std::move(w));
         if (l.is_kv_source) {
@@ -667,14 +405,6 @@ std::string stage_words(const Layout& L, std::int64_t s) {
 
 // ---------------------------------------------------------------- small public helpers
 
-std::string_view to_string(KvCacheDtype d) {
-  switch (d) {
-    case KvCacheDtype::fp8_ds_mla: return "fp8_ds_mla";
-    case KvCacheDtype::nvfp4_ds_mla: return "nvfp4_ds_mla";
-  }
-  return "?";
-}
-
 std::string_view to_string(IndexerCacheDtype d) {
   switch (d) {
     case IndexerCacheDtype::fp8: return "fp8";
@@ -724,28 +454,6 @@ IndexerCacheDtype parse_indexer_cache_dtype(std::string_view value) {
               (near.empty() ? std::string() : "; did you mean '" + near + "'?"));
 }
 
-std::vector<std::int64_t> backend_block_sizes(Family family, const ComputeCapability& cc) {
-  switch (family) {
-    case Family::deepseek_v41: return {cc.major == 9 ? 64 : 128};
-    case Family::deepseek_v4: return {kV40CompressedBlock};
-    case Family::deepseek_v32: return {64};
-  }
-  return {64};
-}
-
-std::int64_t default_block_size(Family family, const ComputeCapability& cc) {
-  return backend_block_sizes(family, cc).front();
-}
-
-std::int64_t window_block_size(Family family) {
-  switch (family) {
-    case Family::deepseek_v41: return kV41WindowBlock;
-    case Family::deepseek_v4: return kV40WindowBlock;
-    case Family::deepseek_v32: return 0;
-  }
-  return 0;
-}
-
 bool vllm_large_gpu(const Target& target) {
   std::string who = target.id + " " + target.name;
   std::transform(who.begin(), who.end(), who.begin(),
@@ -792,9 +500,7 @@ std::int64_t BytesPerToken::times_ceil(std::int64_t tokens) const {
 
 std::vector<LayoutCheck> check_layout(const ModelConfig& cfg, const Topology& topo, const Target& target,
                                       const LayoutOptions& options) {
-  std::vector<LayoutCheck> checks;
-  (void)resolve(cfg, topo, target, options, checks);
-  return checks;
+  return resolve_layout_options(cfg, topo, target, options).checks;
 }
 
 void check_layout_flags(const ModelConfig& cfg, const Topology& topo, const LayoutOptions& options) {
@@ -812,8 +518,9 @@ void throw_on_error(const std::vector<LayoutCheck>& checks) {
 
 Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& target, const LayoutOptions& options,
                    Strictness strictness) {
-  std::vector<LayoutCheck> checks;
-  Resolved r = resolve(cfg, topo, target, options, checks);
+  auto resolution = resolve_layout_options(cfg, topo, target, options);
+  auto& checks = resolution.checks;
+  const ResolvedLayoutOptions& r = resolution.options;
   if (strictness == Strictness::strict) throw_on_error(checks);
   for (const auto& c : checks) {
     if (c.finding.severity == Severity::error && c.kind == ErrorKind::usage) throw Error(c.kind, c.finding.message);
@@ -823,12 +530,15 @@ Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& t
   Layout L;
   L.family = cfg.family;
   L.target = target;
+  L.backend = r.backend.id;
+  L.backend_how = r.backend.how;
+  L.page_states = r.page_states;
   L.kv_cache_dtype = r.kv;
   L.kv_cache_dtype_requested = options.kv_cache_dtype;
   L.indexer_cache_dtype = r.idx;
   L.block_size = r.block;
   L.block_size_default = r.block_default;
-  L.window_block_size = window_block_size(cfg.family);
+  L.window_block_size = r.window_block;
   L.sliding_window = cfg.family == Family::deepseek_v32 ? 0 : cfg.sliding_window;
   L.max_model_len = r.mml;
   L.max_model_len_default = r.mml_default;

@@ -95,11 +95,6 @@ void check_size(std::int64_t v, const char* flag) {
   }
 }
 
-std::string fraction(std::int64_t num, std::int64_t den) {
-  const std::int64_t g = std::gcd(num, den);
-  return std::to_string(num / g) + "/" + std::to_string(den / g);
-}
-
 Finding error(std::string id, std::string message, std::string path, std::string fix) {
   return Finding{std::move(id), Severity::error, std::move(message), std::move(path), std::move(fix)};
 }
@@ -256,16 +251,6 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
 
   pl.local_query_heads = ceil_div(heads, tp);
   pl.padded_query_heads = padded_query_heads(pl.local_query_heads).value_or(0);
-  if (pl.padded_query_heads > pl.local_query_heads) {
-    const std::int64_t idle = pl.padded_query_heads - pl.local_query_heads;
-    pl.findings.push_back(Finding{
-        "placement.head_padding", Severity::info,
-        "TP " + std::to_string(tp) + ": " + std::to_string(pl.local_query_heads) + " of " + std::to_string(heads) +
-            " query heads per rank run in a " + std::to_string(pl.padded_query_heads) + "-head kernel (" +
-            std::to_string(idle) + " idle, " + fraction(idle, pl.padded_query_heads) + " of the attention math)",
-        fp + "/num_attention_heads",
-        "DP attention (--data-parallel-size) keeps all " + std::to_string(heads) + " heads on each rank"});
-  }
   if (pp > layers) return pl;  // no partition to place on
 
   // ---- stages

@@ -82,6 +82,8 @@ FitCore fit_core(const ModelConfig& cfg, const Layout& L, const WeightsReport& w
                  const PlanRequest& req, const std::string& weights_how, TermSource weights_source) {
   FitCore c;
   c.placement = place_weights(cfg, weights, pl, kinds);
+  // The kernel head count is the backend's (placement pads for FlashMLA).
+  c.placement.padded_query_heads = padded_heads(L.backend, c.placement.local_query_heads).value_or(0);
   std::vector<std::int64_t> avail;
   const std::int64_t nst = static_cast<std::int64_t>(c.placement.stages.size());
   for (std::int64_t s = 0; s < nst; ++s) {
@@ -259,6 +261,7 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   for (const auto& rr : p.rules) p.findings.push_back(rr.finding);
 
   p.layout = plan_layout(config, topology, p.target, layout_options, Strictness::lenient);
+  p.kernel_shapes = kernel_shapes(config, topology, p.target, layout_options);
   PlanWeights w = load_plan_weights(config, req);
   p.fit = plan_fit(config, topology, *p.layout, std::move(w.report), w.source, w.how, req);
   if (w.files) p.fit->files = std::move(w.files);
@@ -280,7 +283,11 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   p.batch = make_decode_batch(req.batch, p.layout->max_model_len,
                               p.layout->max_model_len_default ? MaxModelLenSource::config_default
                                                               : MaxModelLenSource::flag);
-  if (req.schedules) p.schedules = plan_decode_schedules(config, topology, *p.layout, p.batch);
+  // FlashMLA's tile plans, where the backend runs FlashMLA (the fused path keeps them for its
+  // split-KV fallback); FlashInfer's kernels plan their own work.
+  const BackendId backend = p.layout->backend;
+  const bool flashmla = backend_info(backend).tile_plans || backend == BackendId::flashmla_sparse_dsv41_fused;
+  if (req.schedules && flashmla) p.schedules = plan_decode_schedules(config, topology, *p.layout, p.batch);
 
   // The exit decision: backend rules, then the layout rules of placement, then the fit.
   p.exit_code = rules_exit_code(p.rules);

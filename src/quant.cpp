@@ -217,6 +217,14 @@ void dequant_bf16(const std::uint8_t* row, float* out) {
   for (int j = 0; j < 512; ++j) out[j] = bf16_to_float(load_u16(row + 2 * j));
 }
 
+// Plain e4m3 with the per-tensor scale vLLM's FlashInfer path uses (1.0): the value itself.
+void quant_fp8_per_tensor(const std::uint16_t* x, std::uint8_t* row) {
+  for (int j = 0; j < 512; ++j) row[j] = float_to_e4m3(bf16_to_float(x[j]));
+}
+void dequant_fp8_per_tensor(const std::uint8_t* row, float* out) {
+  for (int j = 0; j < 512; ++j) out[j] = e4m3_to_float(row[j]);
+}
+
 // Checks the arguments every row call shares and returns the row's offsets.
 RowOffsets checked_row(const char* fn, RowFormatId id, const void* a, const void* b,
                        std::int64_t rows_per_page, std::int64_t row_in_page) {
@@ -364,6 +372,7 @@ void quantize_row(RowFormatId id, const std::uint16_t* bf16_in, std::uint8_t* pa
     case RowFormatId::indexer_fp8: quant_indexer_fp8(bf16_in, data, scale); return;
     case RowFormatId::indexer_fp4: quant_indexer_fp4(bf16_in, data, scale); return;
     case RowFormatId::bf16: quant_bf16(bf16_in, data); return;
+    case RowFormatId::fp8_per_tensor: quant_fp8_per_tensor(bf16_in, data); return;
     case RowFormatId::compressor_state: break;
   }
   throw_internal("quantize_row: unhandled format");
@@ -382,6 +391,7 @@ void dequantize_row(RowFormatId id, const std::uint8_t* page_base, std::int64_t 
     case RowFormatId::indexer_fp8: dequant_indexer_fp8(data, scale, out); return;
     case RowFormatId::indexer_fp4: dequant_indexer_fp4(data, scale, out); return;
     case RowFormatId::bf16: dequant_bf16(data, out); return;
+    case RowFormatId::fp8_per_tensor: dequant_fp8_per_tensor(data, out); return;
     case RowFormatId::compressor_state: break;
   }
   throw_internal("dequantize_row: unhandled format");

@@ -289,8 +289,9 @@ TEST_CASE("check --format github: one annotation per finding", "[cli][check]") {
           "FlashMLA sparse decode kernel reads index widths in blocks of 64",
       "::error file=" + flat + ",line=17,col=17,title=mla-plan backend.topk_width::index_topk 5 is not a multiple of 64; the "
           "FlashMLA sparse decode kernel reads index widths in blocks of 64",
-      "::error file=" + flat + ",title=mla-plan backend.tensor_parallel::--tensor-parallel-size 8 does not divide "
-          "num_attention_heads 4; TP sizes that divide it: 1, 2, 4",
+      "::error file=" + flat + ",line=6,col=26,title=mla-plan backend.tensor_parallel::Total number of attention heads "
+          "(4) must be divisible by tensor parallel size (8); TP sizes that divide it: 1, 2, 4 (fix: use "
+          "--tensor-parallel-size 1, 2, 4)",
       "::warning file=" + flat + ",title=mla-plan weights.expert_dtype::no expert_dtype: routed experts are taken as stored like "
           "the other linear layers",
       "::error file=" + flat + ",line=6,col=26,title=mla-plan placement.tensor_parallel::--tensor-parallel-size 8 does not "
@@ -423,7 +424,8 @@ TEST_CASE("check --matrix", "[cli][check]") {
   CHECK(cell("b200", "nvfp4_ds_mla", 8).at("supported") == true);
   CHECK(cell("a100", "fp8_ds_mla", 8).at("supported") == false);
   CHECK(cell("rtx5090", "fp8_ds_mla", 8).at("supported") == false);
-  CHECK(cell("gb10", "fp8_ds_mla", 8).at("supported") == false);
+  CHECK(cell("gb10", "fp8_ds_mla", 8).at("supported") == true);  // FlashInfer's SM120 class
+  CHECK(cell("gb10", "nvfp4_ds_mla", 8).at("supported") == false);
   auto text = run({"check", cfg("deepseek-v4-flash.json"), "--matrix", "--tp", "1,8"});
   CHECK(text.code == 0);
   CHECK_THAT(text.out, Catch::Contains("  gpu            kv dtype         TP   DP  result\n"));

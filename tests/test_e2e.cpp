@@ -119,7 +119,11 @@ TEST_CASE("e2e: unsupported target exits 3, a budget too small exits 4", "[e2e][
   CHECK_THAT(small.err, Catch::StartsWith("mla-plan: error: To serve at least one request with the model's max seq "
                                           "len (163840)"));
   CHECK_THAT(small.err, Catch::Contains("Would fit: --max-model-len 22272"));
-  auto bad_dtype = run({cfg("deepseek-v4.1-flash.json"), "--kv-cache-dtype", "bfloat16"});
+  // bfloat16 is a kv-cache dtype vLLM takes and FlashMLA refuses (3); "bf16" is none (1).
+  auto bf16 = run({cfg("deepseek-v4.1-flash.json"), "--kv-cache-dtype", "bfloat16"});
+  CHECK(bf16.code == 3);
+  CHECK_THAT(bf16.err, Catch::Contains("DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got bfloat16."));
+  auto bad_dtype = run({cfg("deepseek-v4.1-flash.json"), "--kv-cache-dtype", "bf16"});
   CHECK(bad_dtype.code == 1);
   CHECK(bad_dtype.out.empty());
 }

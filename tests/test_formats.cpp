@@ -26,7 +26,7 @@ namespace {
 
 constexpr RowFormatId kQuantizable[] = {
     RowFormatId::fp8_ds_mla_v4, RowFormatId::v41_fp8,     RowFormatId::v41_fp4, RowFormatId::fp8_ds_mla_v32,
-    RowFormatId::indexer_fp8,   RowFormatId::indexer_fp4, RowFormatId::bf16,
+    RowFormatId::indexer_fp8,   RowFormatId::indexer_fp4, RowFormatId::bf16,  RowFormatId::fp8_per_tensor,
 };
 
 std::string name_of(RowFormatId id) { return std::string(row_format(id).name); }
@@ -142,6 +142,8 @@ double error_bound(RowFormatId id, std::int64_t dim, double x, double amax) {
       const double s = std::max(amax / 6.0 * (1.0 + 1.0 / 16.0), std::ldexp(1.0, -6));
       return std::fabs(x) / 4.0 + s / 4.0;
     }
+    case RowFormatId::fp8_per_tensor:  // e4m3 of the value itself (scale 1), saturating at 448
+      return std::fabs(x) / 16.0 + std::ldexp(1.0, -10) + std::max(0.0, std::fabs(x) - 448.0);
     case RowFormatId::bf16:
     case RowFormatId::compressor_state: return 0.0;
   }
@@ -306,7 +308,7 @@ TEST_CASE("page sizes reject bad arguments and overflow", "[formats]") {
 
 TEST_CASE("each byte map tiles its row exactly", "[formats]") {
   const auto formats = all_row_formats();
-  REQUIRE(formats.size() == 8);
+  REQUIRE(formats.size() == 9);
   std::map<std::string, int> names;
   for (std::size_t i = 0; i < formats.size(); ++i) {
     const RowFormat& f = formats[i];
@@ -665,7 +667,7 @@ TEST_CASE("re-quantising dequantised rows gives the same values and, but for hal
         if (page1 != page2) {
           ++byte_changes;
           bool explained = false;
-          if (id != RowFormatId::v41_fp4 && id != RowFormatId::bf16) {
+          if (id != RowFormatId::v41_fp4 && id != RowFormatId::bf16 && id != RowFormatId::fp8_per_tensor) {
             for (double m : max_code_per_tile(id, page1, 3, 1)) explained = explained || m == half_range;
           }
           if (!explained) ++unexplained_byte_changes;
@@ -673,7 +675,7 @@ TEST_CASE("re-quantising dequantised rows gives the same values and, but for hal
       }
       CHECK(value_changes == 0);
       CHECK(unexplained_byte_changes == 0);
-      if (id == RowFormatId::v41_fp4 || id == RowFormatId::bf16) {
+      if (id == RowFormatId::v41_fp4 || id == RowFormatId::bf16 || id == RowFormatId::fp8_per_tensor) {
         CHECK(byte_changes == 0);
       } else {
         CHECK(byte_changes > 0);  // the half-range exception does occur with power-of-two scales

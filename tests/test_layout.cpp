@@ -331,18 +331,24 @@ TEST_CASE("kv and indexer cache dtypes", "[layout]") {
   LayoutOptions o;
   o.kv_cache_dtype = "int8";
   require_error([&] { plan(v41(), "h200", o); }, ErrorKind::usage,
-                "--kv-cache-dtype: 'int8' is not a kv-cache dtype of the sparse-MLA backend; " + list);
+                "--kv-cache-dtype: 'int8' is not a kv-cache dtype; allowed: auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2, "
+                "fp8_ds_mla, nvfp4_ds_mla");
 }
 
 TEST_CASE("block sizes, windows, in-flight defaults, head padding, PP partition", "[layout]") {
-  CHECK(default_block_size(Family::deepseek_v41, {9, 0}) == 64);
-  CHECK(default_block_size(Family::deepseek_v41, {10, 0}) == 128);
-  CHECK(default_block_size(Family::deepseek_v41, {10, 3}) == 128);
-  CHECK(default_block_size(Family::deepseek_v4, {9, 0}) == 256);
-  CHECK(default_block_size(Family::deepseek_v32, {10, 0}) == 64);
-  CHECK(window_block_size(Family::deepseek_v41) == 32);
-  CHECK(window_block_size(Family::deepseek_v4) == 64);
-  CHECK(window_block_size(Family::deepseek_v32) == 0);
+  using B = BackendId;
+  CHECK(backend_block_sizes(B::flashmla_sparse_dsv41, Family::deepseek_v41, {9, 0}) == std::vector<std::int64_t>{64});
+  CHECK(backend_block_sizes(B::flashmla_sparse_dsv41, Family::deepseek_v41, {10, 0}) == std::vector<std::int64_t>{128});
+  CHECK(backend_block_sizes(B::flashmla_sparse_dsv41_fused, Family::deepseek_v41, {10, 3}) ==
+        std::vector<std::int64_t>{128});
+  CHECK(backend_block_sizes(B::flashmla_sparse_dsv4, Family::deepseek_v4, {9, 0}) == std::vector<std::int64_t>{256});
+  CHECK(backend_block_sizes(B::flashmla_sparse, Family::deepseek_v32, {10, 0}) == std::vector<std::int64_t>{64});
+  CHECK(backend_block_sizes(B::flashinfer_mla_sparse_sm120, Family::deepseek_v41, {12, 0}) ==
+        std::vector<std::int64_t>{64, 128});
+  CHECK(backend_window_block(B::flashmla_sparse_dsv41, Family::deepseek_v41) == 32);
+  CHECK(backend_window_block(B::flashinfer_mla_sparse_sm120, Family::deepseek_v41) == 64);
+  CHECK(backend_window_block(B::flashmla_sparse_dsv4, Family::deepseek_v4) == 64);
+  CHECK(backend_window_block(B::flashmla_sparse, Family::deepseek_v32) == 0);
   CHECK(plan(v41(), "h200").block_size == 64);
   CHECK(plan(v41(), "b200").block_size == 128);
   CHECK(plan(v41(), "b200").block_size_default);
@@ -827,11 +833,11 @@ TEST_CASE("backend rules reject with their messages", "[layout]") {
     LayoutOptions o;
     o.kv_cache_dtype = "nvfp4_ds_mla";
     require_error([&] { plan(v40(), "b200", o); }, ErrorKind::unsupported,
-                  "--kv-cache-dtype nvfp4_ds_mla is the DeepSeek V4.1 cache format; deepseek_v4 configs support auto, "
-                  "fp8, fp8_ds_mla");
+                  "nvfp4_ds_mla is the DeepSeek V4.1 KV cache format; DeepSeek V4.0 and V3.2 store fp8_ds_mla "
+                  "(--kv-cache-dtype nvfp4_ds_mla on FLASHMLA_SPARSE_DSV4)");
     require_error([&] { plan(v32(), "b200", o); }, ErrorKind::unsupported,
-                  "--kv-cache-dtype nvfp4_ds_mla is the DeepSeek V4.1 cache format; deepseek_v32 configs support "
-                  "auto, fp8, fp8_ds_mla");
+                  "nvfp4_ds_mla is the DeepSeek V4.1 KV cache format; DeepSeek V4.0 and V3.2 store fp8_ds_mla "
+                  "(--kv-cache-dtype nvfp4_ds_mla on FLASHMLA_SPARSE)");
   }
   SECTION("V3.2 has no fp4 indexer") {
     LayoutOptions o;
@@ -841,29 +847,38 @@ TEST_CASE("backend rules reject with their messages", "[layout]") {
                   "(132 bytes per row)");
   }
   SECTION("only Hopper and Blackwell datacentre GPUs") {
-    for (const char* g : {"a100", "l40s", "rtx-pro-6000", "rtx5090"}) {
+    for (const char* g : {"a100", "l40s"}) {
       const Target t = gpu(g);
       require_error([&] { plan(v41(), g); }, ErrorKind::unsupported,
                     "FlashMLA Sparse is only supported on Hopper and Blackwell DC devices; target " + std::string(g) +
                         " is " + t.cc.sm() + " (compute capability " + t.cc.str() +
+                        "), supported: 9.x (sm90) and 10.x (sm100, sm103); FlashInfer's sparse MLA backend of "
+                        "DeepSeek V4 / V4.1 runs on 10.x and 12.x");
+    }
+    for (const char* g : {"rtx-pro-6000", "rtx5090"}) {
+      const Target t = gpu(g);
+      require_error([&] { plan(v32(), g); }, ErrorKind::unsupported,
+                    "FlashMLA Sparse is only supported on Hopper and Blackwell DC devices; target " + std::string(g) +
+                        " is " + t.cc.sm() + " (compute capability " + t.cc.str() +
                         "), supported: 9.x (sm90) and 10.x (sm100, sm103)");
+      CHECK(plan(v41(), g).backend == BackendId::flashinfer_mla_sparse_sm120);
     }
   }
   SECTION("block size") {
     LayoutOptions o;
     o.block_size = 16;
     require_error([&] { plan(v41(), "h200", o); }, ErrorKind::unsupported,
-                  "No common block size for 16 between kv_manager=[16] and backend=[64] (--block-size: the sparse-MLA "
-                  "backend for deepseek_v41 on sm90 uses 64)");
+                  "No common block size for 16 between kv_manager=[16] and backend=[64] (--block-size: "
+                  "FLASHMLA_SPARSE_DSV41 for deepseek_v41 on sm90 uses 64)");
     o.block_size = 64;
     require_error([&] { plan(v41(), "b200", o); }, ErrorKind::unsupported,
-                  "No common block size for 64 between kv_manager=[64] and backend=[128] (--block-size: the sparse-MLA "
-                  "backend for deepseek_v41 on sm100 uses 128)");
+                  "No common block size for 64 between kv_manager=[64] and backend=[128] (--block-size: "
+                  "FLASHMLA_SPARSE_DSV41 (fused) for deepseek_v41 on sm100 uses 128)");
     CHECK_FALSE(plan(v41(), "h200", o).block_size_default);
     o.block_size = 64;
     require_error([&] { plan(v40(), "h200", o); }, ErrorKind::unsupported,
-                  "No common block size for 64 between kv_manager=[64] and backend=[256] (--block-size: the "
-                  "sparse-MLA backend for deepseek_v4 on sm90 uses 256)");
+                  "No common block size for 64 between kv_manager=[64] and backend=[256] (--block-size: "
+                  "FLASHMLA_SPARSE_DSV4 for deepseek_v4 on sm90 uses 256)");
     o.block_size = 0;
     require_error([&] { plan(v41(), "h200", o); }, ErrorKind::usage,
                   "--block-size: '0' is out of range; allowed 1..1048576");
@@ -872,8 +887,8 @@ TEST_CASE("backend rules reject with their messages", "[layout]") {
     LayoutOptions o;
     o.tensor_parallel_size = 3;
     require_error([&] { plan(v41(), "h200", o); }, ErrorKind::unsupported,
-                  "--tensor-parallel-size 3 does not divide num_attention_heads 64; TP sizes that divide it: 1, 2, 4, "
-                  "8, 16, 32, 64");
+                  "Total number of attention heads (64) must be divisible by tensor parallel size (3); TP sizes that "
+                  "divide it: 1, 2, 4, 8, 16, 32, 64");
     for (std::int64_t tp : {1, 2, 4, 8, 16, 32, 64}) {
       o.tensor_parallel_size = tp;
       const Layout L = plan(v41(), "h200", o);
@@ -891,8 +906,8 @@ TEST_CASE("backend rules reject with their messages", "[layout]") {
     const Model wide = model_from_text(text);
     o.tensor_parallel_size = 1;
     require_error([&] { plan(wide, "h200", o); }, ErrorKind::unsupported,
-                  "FP8 decode kernel requires h_q in {64, 128}: --tensor-parallel-size 1 leaves 256 query heads per "
-                  "rank (at most 128; fewer are padded to 64 or 128)");
+                  "FlashMLA sparse does not support 256 heads (the decode kernel requires h_q in {64, 128}). "
+                  "--tensor-parallel-size 1 leaves 256 query heads per rank (at most 128; fewer are padded to 64, 128)");
     const auto checks = check_layout(wide.cfg, wide.topo, gpu("h200"), o);
     bool found = false;
     for (const auto& c : checks) {
@@ -1046,8 +1061,8 @@ TEST_CASE("findings instead of exceptions: check_layout and lenient plans", "[la
     CHECK(c.finding.severity == Severity::info);
     infos.insert(c.finding.id);
   }
-  CHECK(infos == std::set<std::string>{"layout.kv_cache_dtype", "layout.block_size", "layout.max_model_len",
-                                       "layout.in_flight_tokens"});
+  CHECK(infos == std::set<std::string>{"layout.attention_backend", "layout.kv_cache_dtype", "layout.block_size",
+                                       "layout.max_model_len", "layout.in_flight_tokens"});
 }
 
 TEST_CASE("BytesPerToken prints exact decimals", "[layout]") {

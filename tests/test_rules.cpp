@@ -56,7 +56,17 @@ TEST_CASE("released configs pass on H200 and B200 with fp8_ds_mla", "[rules]") {
 }
 
 TEST_CASE("rule: compute capability", "[rules]") {
-  for (const auto g : {"a100", "l40s", "rtx-pro-6000", "rtx5090"}) {
+  // SM12x runs V4.1 through FlashInfer's SM120 class; V3.2 has no backend there.
+  for (const auto g : {"rtx-pro-6000", "rtx5090", "gb10"}) {
+    INFO(g);
+    CHECK_FALSE(find(eval(released("deepseek-v4.1-flash.json"), gpu(g)), "backend.arch"));
+    const auto rs = eval(released("deepseek-v3.2.json"), gpu(g));
+    const auto r = find(rs, "backend.arch");
+    REQUIRE(r);
+    CHECK_THAT(r->finding.message, Catch::StartsWith("FlashMLA Sparse is only supported on Hopper and Blackwell DC "
+                                                     "devices; target " + std::string(g)));
+  }
+  for (const auto g : {"a100", "l40s"}) {
     INFO(g);
     const auto rs = eval(released("deepseek-v4.1-flash.json"), gpu(g));
     const auto r = find(rs, "backend.arch");
@@ -84,14 +94,25 @@ TEST_CASE("rule: nvfp4_ds_mla needs SM100 and V4.1", "[rules]") {
 
 TEST_CASE("rule: kv cache dtype values", "[rules]") {
   RuleOptions o;
+  // bfloat16 is a value vLLM takes; FlashMLA refuses it with its message (exit 3, not a usage error).
   o.layout.kv_cache_dtype = "bfloat16";
   const auto rs = eval(released("deepseek-v4.1-flash.json"), gpu("h200"), o);
-  const auto r = find(rs, "layout.kv_cache_dtype");
+  const auto r = find(rs, "backend.kv_cache_dtype");
   REQUIRE(r);
-  CHECK(r->kind == ErrorKind::usage);
-  CHECK_THAT(r->finding.message, Catch::Contains("bfloat16"));
-  CHECK_THAT(r->finding.message, Catch::Contains("fp8_ds_mla"));
-  for (const auto ok : {"auto", "fp8", "fp8_ds_mla"}) {
+  CHECK(r->kind == ErrorKind::unsupported);
+  CHECK(r->finding.message ==
+        "DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got bfloat16. Please set --kv-cache-dtype fp8 or "
+        "select a backend that supports bfloat16 KV cache. (--kv-cache-dtype bfloat16 on FLASHMLA_SPARSE_DSV41)");
+  CHECK(r->finding.fix == "use --kv-cache-dtype auto, fp8, fp8_ds_mla");
+  // A value vLLM does not have is a usage error with the nearest value.
+  o.layout.kv_cache_dtype = "fp8_ds";
+  const auto bad = find(eval(released("deepseek-v4.1-flash.json"), gpu("h200"), o), "layout.kv_cache_dtype");
+  REQUIRE(bad);
+  CHECK(bad->kind == ErrorKind::usage);
+  CHECK(bad->finding.message ==
+        "--kv-cache-dtype: 'fp8_ds' is not a kv-cache dtype; allowed: auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2, "
+        "fp8_ds_mla, nvfp4_ds_mla; did you mean 'fp8_ds_mla'?");
+  for (const auto ok : {"auto", "fp8", "fp8_ds_mla", "FP8"}) {
     o.layout.kv_cache_dtype = ok;
     CHECK(errors(eval(released("deepseek-v4.1-flash.json"), gpu("h200"), o)) == 0);
   }
@@ -164,7 +185,9 @@ TEST_CASE("rule: query heads per rank and TP", "[rules]") {
   o.layout.tensor_parallel_size = 1;
   const auto r = find(eval(wide, gpu("h200"), o), "backend.query_heads");
   REQUIRE(r);
-  CHECK_THAT(r->finding.message, Catch::StartsWith("FP8 decode kernel requires h_q in {64, 128}"));
+  CHECK(r->finding.message ==
+        "DeepseekV4 FlashMLA does not support 256 heads (FP8 decode kernel requires h_q in {64, 128}). "
+        "--tensor-parallel-size 1 leaves 256 query heads per rank (at most 128; fewer are padded to 64, 128)");
   CHECK(r->finding.fix == "use --tensor-parallel-size 2 or more");
   o.layout.tensor_parallel_size = 2;
   CHECK_FALSE(find(eval(wide, gpu("h200"), o), "backend.query_heads"));

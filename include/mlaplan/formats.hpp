@@ -22,7 +22,8 @@ enum class RowFormatId {
   indexer_fp8,       ///< 132: indexer key, fp8; page-striped
   indexer_fp4,       ///< 68:  indexer key, fp4 (MXFP4); page-striped
   compressor_state,  ///< 4096: fp32 compressor state (no quantisation)
-  bf16,              ///< 1024: plain bf16 latent
+  bf16,              ///< 1024: plain bf16 latent (FlashInfer SM10x under bfloat16 / auto)
+  fp8_per_tensor,    ///< 512: plain e4m3 latent, one per-tensor scale outside the cache (FlashInfer SM10x under fp8)
 };
 
 /// Which part of a page a field lives in. Rows of a format that is not page-striped have only a
@@ -61,7 +62,8 @@ constexpr FormatGeometry geometry(RowFormatId id) noexcept {
     case RowFormatId::indexer_fp8: return {132, 128, 4, true, 576, 128, 128};
     case RowFormatId::indexer_fp4: return {68, 64, 4, true, 576, 128, 32};
     case RowFormatId::compressor_state: return {4096, 4096, 0, false, 1, 512, 0};
-    case RowFormatId::bf16: return {1024, 1024, 0, false, 1, 512, 0};
+    case RowFormatId::bf16: return {1024, 1024, 0, false, 512, 512, 0};
+    case RowFormatId::fp8_per_tensor: return {512, 512, 0, false, 512, 512, 0};
   }
   return {0, 0, 0, false, 1, 0, 0};
 }
@@ -97,8 +99,9 @@ std::int64_t padded_page_bytes(std::int64_t rows, std::int64_t row_bytes, std::i
 /// padded_page_bytes(rows_per_page, row_bytes, page_alignment) of the format.
 std::int64_t page_bytes(RowFormatId id, std::int64_t rows_per_page);
 /// Page alignment of an indexer-key cache that sits next to a main cache of `main_format`:
-/// 576 next to fp8_ds_mla_v4, 512 next to v41_fp8 / v41_fp4 (nvfp4_ds_mla), 1 for V3.2 (the
-/// public sources give V3.2 no page padding). Error internal for other formats.
+/// 576 next to fp8_ds_mla_v4, 512 next to v41_fp8 / v41_fp4 (nvfp4_ds_mla) and next to the
+/// plain bf16 / fp8 rows of FlashInfer, 1 for V3.2 (the public sources give V3.2 no page
+/// padding). Error internal for other formats.
 std::int64_t indexer_page_alignment(RowFormatId main_format);
 
 /// Where row t of a page of N rows starts, in bytes from the page start.

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mlaplan/backends.hpp"
 #include "mlaplan/config.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan/formats.hpp"
@@ -22,27 +23,18 @@ namespace mlaplan {
 
 // ---------------------------------------------------------------- dtypes, block sizes, heads
 
-/// --kv-cache-dtype after resolution (auto and fp8 resolve to fp8_ds_mla, as the backend does).
-enum class KvCacheDtype { fp8_ds_mla, nvfp4_ds_mla };
 /// --indexer-cache-dtype.
 enum class IndexerCacheDtype { fp8, fp4 };
 
-std::string_view to_string(KvCacheDtype d);
 std::string_view to_string(IndexerCacheDtype d);
 
-/// auto | fp8 | fp8_ds_mla | nvfp4_ds_mla; anything else Error(usage) listing them.
+/// The FlashMLA backends' resolution of --kv-cache-dtype, which mla-plan's kernels implement
+/// (verify, bench): auto, fp8 and fp8_ds_mla are fp8_ds_mla; nvfp4_ds_mla; anything else
+/// Error(usage) listing them. Planning resolves the value per backend (backends.hpp).
 KvCacheDtype parse_kv_cache_dtype(std::string_view value);
 /// fp8 | fp4; anything else Error(usage).
 IndexerCacheDtype parse_indexer_cache_dtype(std::string_view value);
 
-/// The block sizes (uncompressed tokens per page of the global caches) the sparse-MLA backend
-/// accepts for a family on an arch: V4.1 {64} on compute capability 9.x, {128} otherwise; V4.0 {256};
-/// V3.2 {64}.
-std::vector<std::int64_t> backend_block_sizes(Family family, const ComputeCapability& cc);
-/// The first of backend_block_sizes: the default --block-size.
-std::int64_t default_block_size(Family family, const ComputeCapability& cc);
-/// Window-cache tokens per page: 32 for V4.1, 64 for V4.0, 0 for V3.2 (no window).
-std::int64_t window_block_size(Family family);
 /// vLLM's default max_num_batched_tokens for its OpenAI server on this GPU: 8192 with at least
 /// 70 GiB of memory (A100 excepted), else 2048. The default in-flight tokens of a request.
 std::int64_t default_in_flight_tokens(const Target& target);
@@ -50,7 +42,7 @@ std::int64_t default_in_flight_tokens(const Target& target);
 /// a large GPU: at least 70 GiB of memory, an A100 excepted.
 bool vllm_large_gpu(const Target& target);
 /// Local query heads padded for the FlashMLA decode kernel: 64 when <= 64, 128 when <= 128,
-/// nothing above 128.
+/// nothing above 128 (padded_heads() of backends.hpp gives every backend's).
 std::optional<std::int64_t> padded_query_heads(std::int64_t local_heads);
 /// vLLM's even split of `num_layers` backbone layers over `pp` stages: num_layers / pp each, the
 /// remainder one extra layer each on the stages just before the last. Requires 1 <= pp <= num_layers.
@@ -60,12 +52,15 @@ std::vector<std::int64_t> pipeline_partition(std::int64_t num_layers, std::int64
 
 /// What the user asked for. Strings are the flag values as given; optional fields take defaults.
 struct LayoutOptions {
-  std::string kv_cache_dtype = "auto";          ///< --kv-cache-dtype
+  std::string kv_cache_dtype = "auto";          ///< --kv-cache-dtype (vLLM's values; the backend resolves it)
+  std::optional<std::string> attention_backend; ///< --attention-backend (vLLM's name); default: vLLM's choice
+  FusedAttention fused_attention = FusedAttention::auto_;  ///< --dsv4-fused-attention
+  std::int64_t decode_context_parallel_size = 1;           ///< --decode-context-parallel-size
   std::string indexer_cache_dtype = "fp8";      ///< --indexer-cache-dtype
   std::optional<std::int64_t> block_size;       ///< --block-size (default: backend's for the arch)
   std::optional<std::int64_t> max_model_len;    ///< --max-model-len (default: max_position_embeddings)
   std::optional<std::int64_t> in_flight_tokens; ///< tokens one request may schedule in a step (vLLM's max_num_batched_tokens); default default_in_flight_tokens()
-  std::int64_t num_speculative_tokens = 0;      ///< sizes the V4.1 compressor-state ring
+  std::int64_t num_speculative_tokens = 0;      ///< sizes the V4.1 compressor-state ring; the draft's window width
   bool include_draft_layers = true;             ///< give draft (MTP / DSpark) layers their caches
   std::int64_t tensor_parallel_size = 1;
   std::int64_t pipeline_parallel_size = 1;
@@ -79,11 +74,9 @@ struct LayoutCheck {
   ErrorKind kind = ErrorKind::unsupported;
 };
 
-/// Every check, without throwing for user values: bad flag values (usage), backend rules the
-/// target breaks (unsupported) and the defaults applied (info). Finding ids:
-///   layout.<flag> (usage errors and infos), backend.arch, backend.kv_cache_dtype,
-///   backend.indexer_cache_dtype, backend.block_size, backend.tensor_parallel,
-///   backend.query_heads, backend.pipeline_cut.
+/// Every check of resolve_layout_options() (rules.hpp), without throwing for user values: bad
+/// flag values (usage), backend, parallel and speculative rules the target breaks (unsupported)
+/// and the defaults applied (info). Finding ids: layout.<flag>, backend.*, spec.*.
 std::vector<LayoutCheck> check_layout(const ModelConfig& cfg, const Topology& topo, const Target& target,
                                       const LayoutOptions& options);
 
@@ -186,10 +179,15 @@ struct Parallelism {
 struct Layout {
   Family family = Family::deepseek_v41;
   Target target;
+  BackendId backend = BackendId::flashmla_sparse_dsv41;  ///< the attention backend vLLM runs
+  std::string backend_how;                    ///< how it was chosen, for people
   KvCacheDtype kv_cache_dtype = KvCacheDtype::fp8_ds_mla;
   std::string kv_cache_dtype_requested;       ///< as given ("auto")
   IndexerCacheDtype indexer_cache_dtype = IndexerCacheDtype::fp8;
-  std::int64_t block_size = 0;                ///< tokens per page of the global caches
+  std::int64_t block_size = 0;                ///< tokens per page of ratio-1 global caches
+  /// Rows per page the backend fixes (the SM120 class: 64; a ratio-r cache's page then covers
+  /// 64 x r tokens); 0 when a page covers block_size tokens at every ratio.
+  std::int64_t page_states = 0;
   bool block_size_default = true;
   std::int64_t window_block_size = 0;
   std::int64_t sliding_window = 0;

@@ -114,7 +114,9 @@ struct Plan {
   std::optional<Layout> layout;          ///< absent when the flags make no layout possible
   std::optional<Fit> fit;                ///< with a layout
   DecodeBatch batch;
+  /// FlashMLA's tile-scheduler plans, one per layer type; empty when the backend is not FlashMLA.
   std::vector<LayerTypeSchedule> schedules;
+  std::vector<KernelShape> kernel_shapes;  ///< every kernel instantiation the engine launches
   std::vector<RuleResult> rules;         ///< backend rules on the target
   std::vector<Finding> findings;         ///< config, rules, placement, budget, guards
   int exit_code = 0;                     ///< 0, 3 (unsupported) or 4 (does not fit / a guard failed)

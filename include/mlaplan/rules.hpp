@@ -1,13 +1,17 @@
 #pragma once
-// The sparse-MLA backend's capability and dtype rules (docs/rules.md): every rule evaluated for a
-// config on a target, each result a finding with a stable id, a severity, a message naming the
-// value and what is allowed, and a fix where one exists.
+// Every rule a config, a target, a backend and the flags are judged by, in one module
+// (docs/rules.md): the flag values, vLLM's backend choice and its refusals, the model's shape, the
+// parallel layout, speculative decoding, and the kernel shapes the engine will launch. Each result
+// is a finding with a stable id, a severity, a message naming the value and what is allowed, and a
+// fix where one exists. The layout (layout.hpp) is built from the options resolved here only.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "mlaplan/backends.hpp"
 #include "mlaplan/config.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan/layout.hpp"
@@ -21,8 +25,95 @@ struct RuleInfo {
   std::string_view id;
   std::string_view summary;
 };
-/// Every rule id the engine can report, in evaluation order.
+/// Every rule id the module can report, in evaluation order.
 const std::vector<RuleInfo>& rule_catalogue();
+
+/// The draft model speculative decoding runs, read from the config.
+enum class DraftMethod {
+  none,    ///< no draft layers (num_nextn_predict_layers 0)
+  mtp,     ///< MTP stages (V4.0 / V3.2 num_nextn_predict_layers without dspark_block_size)
+  dspark,  ///< DSpark block drafter (V4.1's draft layers; V4.0 re-releases with dspark_block_size)
+};
+std::string_view to_string(DraftMethod m);  ///< "none", "mtp", "dspark"
+DraftMethod draft_method(const ModelConfig& cfg);
+
+/// The options a layout is built from, after every rule.
+struct ResolvedLayoutOptions {
+  BackendChoice backend;
+  KvCacheDtype kv = KvCacheDtype::fp8_ds_mla;
+  IndexerCacheDtype idx = IndexerCacheDtype::fp8;
+  std::int64_t block = 0;            ///< tokens per page of ratio-1 global caches
+  bool block_default = true;
+  std::int64_t page_states = 0;      ///< rows per page the backend fixes (SM120: 64), 0: block / ratio
+  std::int64_t window_block = 0;     ///< window-cache tokens per page
+  std::int64_t mml = 0;
+  bool mml_default = true;
+  std::int64_t in_flight = 0;
+  bool in_flight_default = true;
+  std::int64_t spec = 0;
+  std::int64_t tp = 1, pp = 1, dp = 1, dcp = 1;
+  std::int64_t local_heads = 0;
+  std::int64_t padded_heads = 0;     ///< 0 when the backend has no kernel for the local heads
+  std::vector<std::int64_t> partition;       ///< backbone layers per pipeline stage
+  std::vector<std::int64_t> stage_of_layer;  ///< per layer (backbone then draft)
+  bool usable = true;                ///< no usage error: a layout can be built
+
+  /// Tokens per page of a global cache of ratio `ratio` (>= 1).
+  std::int64_t global_block(std::int64_t ratio) const { return page_states > 0 ? page_states * ratio : block; }
+};
+
+/// Resolves the layout flags: usage errors for bad values, the backend vLLM would run and every
+/// backend, model-shape, parallel and speculative rule (errors: unsupported), the defaults applied
+/// (infos). Never throws for user values except an unknown --kv-cache-dtype / --attention-backend
+/// spelling, which is recorded as a usage check too.
+struct LayoutResolution {
+  ResolvedLayoutOptions options;
+  std::vector<LayoutCheck> checks;
+};
+LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& topo, const Target& target,
+                                        const LayoutOptions& options);
+
+// ---------------------------------------------------------------- kernel shapes
+
+enum class ShapeStatus {
+  available,  ///< the backend has this instantiation on the target
+  missing,    ///< it does not: the engine fails at start-up or in CUDA-graph capture
+  unknown,    ///< depends on the library version (the note says which)
+};
+std::string_view to_string(ShapeStatus s);  ///< "available", "missing", "unknown"
+
+/// One kernel instantiation the engine launches for the planned layout.
+struct KernelShape {
+  std::string phase;                     ///< "decode" or "prefill"
+  std::string kernel;                    ///< the library's kernel, for people
+  std::vector<LayerType> layer_types;    ///< the layer types that launch it
+  bool draft = false;                    ///< launched by the draft model's layers
+  std::int64_t local_heads = 0;          ///< query heads per rank after TP
+  std::int64_t kernel_heads = 0;         ///< what the kernel runs (padded); 0: none
+  std::int64_t d_qk = 0;
+  std::int64_t d_v = 0;
+  std::int64_t topk = 0;                 ///< main index width
+  std::int64_t extra_topk = 0;           ///< extra (compressed) index width, 0: none
+  std::int64_t page_rows = 0;            ///< main cache rows per page
+  std::int64_t extra_page_rows = 0;      ///< extra cache rows per page, 0: none
+  std::string kv_layout;                 ///< "fp8_ds_mla", ...
+  ShapeStatus status = ShapeStatus::available;
+  std::string note;                      ///< why missing / unknown, or how a width is derived
+  std::string fix;                       ///< when not available
+};
+
+/// Every instantiation the engine needs for the resolved options (decode and prefill, backbone
+/// and draft), with the backend's verdict. Empty when the options are not usable.
+std::vector<KernelShape> kernel_shapes(const ModelConfig& cfg, const Topology& topo, const Target& target,
+                                       const ResolvedLayoutOptions& options);
+/// resolve_layout_options() then kernel_shapes(); empty when the flags are not usable.
+std::vector<KernelShape> kernel_shapes(const ModelConfig& cfg, const Topology& topo, const Target& target,
+                                       const LayoutOptions& options);
+/// The width of a DSpark draft's non-causal window indices: cdiv(window + n, 64) x 64 (vLLM's
+/// get_dspark_swa_index_width; one version aligned to 128, another to 512).
+std::int64_t dspark_window_width(std::int64_t window, std::int64_t num_speculative_tokens);
+
+// ---------------------------------------------------------------- all rules
 
 /// What the rules are evaluated against besides the config: the model dtype the engine would run
 /// (the config's unless overridden) and the layout flags.
@@ -37,11 +128,13 @@ struct RuleResult {
   ErrorKind kind = ErrorKind::unsupported;
 };
 
-/// Evaluates every rule. Never throws for user values: bad flag values come back as usage errors.
+/// Evaluates every rule: resolve_layout_options()'s checks, the model's shape and the kernel
+/// shapes (a missing one is an error, an unknown one a warning). Never throws for user values:
+/// bad flag values come back as usage errors.
 std::vector<RuleResult> evaluate_rules(const ModelConfig& cfg, const Topology& topo, const Target& target,
                                        const RuleOptions& options);
 
-/// The exit code of a set of results: 0 when no error, else the highest kind among the errors.
+/// The exit code of a set of results: 0 when no error, else the most severe kind among the errors.
 int rules_exit_code(const std::vector<RuleResult>& results);
 
 }  // namespace mlaplan
