@@ -79,7 +79,46 @@ json target_json(const Target& t) {
   j["source"] = std::string(to_string(t.source));
   j["default"] = t.default_used;
   j["overridden"] = t.overridden_fields();
+  j["family"] = std::string(to_string(t.family));
+  j["unified_memory"] = t.unified_memory;
   if (!t.note.empty()) j["note"] = t.note;
+  return j;
+}
+
+json backend_json(const Layout& l) {
+  const BackendInfo& b = backend_info(l.backend);
+  json j;
+  j["id"] = std::string(b.key);
+  j["vllm_name"] = std::string(b.vllm_name);
+  j["variant"] = std::string(b.variant);
+  j["attention_class"] = std::string(b.attention_class);
+  j["source"] = std::string(b.source);
+  j["chosen"] = l.backend_how;
+  j["decode_path"] = std::string(b.decode_path);
+  j["tile_plans"] = b.tile_plans;
+  return j;
+}
+
+json kernel_shape_json(const KernelShape& s) {
+  json types = json::array();
+  for (auto t : s.layer_types) types.push_back(std::string(to_string(t)));
+  json j;
+  j["phase"] = s.phase;
+  j["kernel"] = s.kernel;
+  j["layer_types"] = std::move(types);
+  j["draft"] = s.draft;
+  j["local_heads"] = s.local_heads;
+  j["kernel_heads"] = s.kernel_heads;
+  j["d_qk"] = s.d_qk;
+  j["d_v"] = s.d_v;
+  j["topk"] = s.topk;
+  j["extra_topk"] = s.extra_topk;
+  j["page_rows"] = s.page_rows;
+  j["extra_page_rows"] = s.extra_page_rows;
+  j["kv_layout"] = s.kv_layout;
+  j["status"] = std::string(to_string(s.status));
+  j["note"] = s.note;
+  j["fix"] = s.fix;
   return j;
 }
 
@@ -88,6 +127,7 @@ json bpt_json(const BytesPerToken& b) { return json(b.value()); }
 json layout_json(const Layout& l) {
   json j;
   j["block_size"] = l.block_size;
+  j["page_states"] = l.page_states;
   j["window_block_size"] = l.window_block_size;
   j["indexer_cache_dtype"] = std::string(to_string(l.indexer_cache_dtype));
   j["max_model_len"] = l.max_model_len;
@@ -346,7 +386,11 @@ std::string render_plan_json(const PlanResult& r) {
   j["target"] = target_json(r.target);
   if (r.layout) {
     j["kv_cache_dtype"] = std::string(to_string(r.layout->kv_cache_dtype));
+    j["backend"] = backend_json(*r.layout);
     j["layout"] = layout_json(*r.layout);
+    json shapes = json::array();
+    for (const auto& s : r.kernel_shapes) shapes.push_back(kernel_shape_json(s));
+    j["kernel_shapes"] = std::move(shapes);
     j["parallel"] = parallel_json(r.layout->parallel);
   }
   if (r.fit) {

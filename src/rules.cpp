@@ -605,7 +605,8 @@ std::vector<KernelShape> kernel_shapes(const ModelConfig& cfg, const Topology& t
   for (int pass = 0; pass < 2; ++pass) {
     const bool prefill = pass == 1;
     for (const Layer& l : topo.layers) {
-      if (l.draft && !drafts) continue;
+      // Draft layers: their decode (verification) step; their prefill is the backbone's shapes.
+      if (l.draft && (!drafts || prefill)) continue;
       KernelShape s;
       s.phase = prefill ? "prefill" : "decode";
       s.kernel = kname + (prefill ? " prefill" : " decode");
