@@ -275,7 +275,16 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
                                      "; pass the model directory with its safetensors files, or --weights-gib",
                                  "", "--weights-gib"});
   }
-  for (const auto& f : p.fit->placement.findings) p.findings.push_back(f);
+  // A config field the rules already refused (TP against the heads) is not refused twice.
+  auto refused_by_rules = [&](const Finding& f) {
+    return f.severity == Severity::error && !f.path.empty() &&
+           std::any_of(p.rules.begin(), p.rules.end(), [&](const RuleResult& rr) {
+             return rr.finding.severity == Severity::error && rr.finding.path == f.path;
+           });
+  };
+  for (const auto& f : p.fit->placement.findings) {
+    if (!refused_by_rules(f)) p.findings.push_back(f);
+  }
   if (!p.fit->stages.empty()) {  // every stage's budget says the same of its options
     for (const auto& f : p.fit->stages.front().budget.findings) p.findings.push_back(f);
   }
