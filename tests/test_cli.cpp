@@ -173,6 +173,77 @@ TEST_CASE("plan text output names groups and sources", "[cli]") {
   CHECK_THAT(v4.out, Catch::Contains("layers 3-41 (every 2nd, 20 layers): c128a"));
 }
 
+TEST_CASE("plan text: the attention backend, its kernel shapes and what the decode schedules serve", "[cli][backend]") {
+  const std::string v41 = cfg("deepseek-v4.1-flash.json");
+  // RTX PRO 6000: FlashInfer's SM120 class, which plans its own decode work.
+  auto sm120 = run({v41, "--tp", "8", "--gpu", "rtx-pro-6000", "--spec-tokens", "5"});
+  REQUIRE(sm120.code == 0);
+  CHECK_THAT(sm120.out, Catch::Contains("max_model_len 1048576\n"
+                                        "attention backend: FLASHINFER_MLA_SPARSE_DSV41 (SM120 class)\n"
+                                        "  chosen: vLLM's default on sm120\n"
+                                        "  decode path: FlashInfer SM120 sparse MLA decode over fp8_ds_mla pages of 64 rows\n"
+                                        "  kernels: FlashInfer SM120 DSV4 sparse MLA decode, FlashInfer SM120 DSV4 sparse MLA "
+                                        "prefill\n"
+                                        "  kernel shapes (heads: per rank -> what the kernel runs):\n"
+                                        "    phase    layer types      heads   d_qk  topk (+ extra)  page rows  status\n"
+                                        "    decode   swaonly          8 -> 8   512  128             64         available\n"
+                                        "    decode   c2a, c1a         8 -> 8   512  128 + 512       64 + 64    available\n"
+                                        "    decode   swaonly (draft)  8 -> 8   512  192             64         unknown\n"
+                                        "      note: (h_q 8, topk 192): FlashInfer <= 0.6.18 dispatches a fixed (heads, "
+                                        "topk) table"));
+  CHECK_THAT(sm120.out, Catch::Contains("      fix: use FlashInfer 0.7.0 or later\n"
+                                        "    prefill  swaonly          8 -> 8   512  128             64         available\n"));
+  CHECK_THAT(sm120.out, Catch::Contains("\nparallelism: TP 8 "));
+  CHECK_THAT(sm120.out, Catch::Contains("\ndecode schedules: none; the engine's backend plans its own work: "
+                                        "FLASHINFER_MLA_SPARSE_DSV41 (SM120 class) takes no FlashMLA tile plans\n"));
+  CHECK_THAT(sm120.out, !Catch::Contains("no FlashMLA sparse decode kernel"));
+  // B200: the fused FlashMLA path; the plans shown serve its split-KV fallback.
+  auto b200 = run({v41, "--tp", "8", "--gpu", "b200", "--spec-tokens", "5"});
+  REQUIRE(b200.code == 0);
+  CHECK_THAT(b200.out, Catch::Contains("\nattention backend: FLASHMLA_SPARSE_DSV41 (fused)\n  chosen: vLLM's default on sm100, "
+                                       "fused because"));
+  CHECK_THAT(b200.out, Catch::Contains("    decode   c1a              8 -> 64   512  128 + 512       32 + 128   available\n"));
+  CHECK_THAT(b200.out, Catch::Contains("the default batch:\n  note: FLASHMLA_SPARSE_DSV41 (fused) decodes with its fused "
+                                       "kernel, which needs no tile plan: these plans serve its split-KV fallback\n"
+                                       "  c1a (20 layers): kernel sm100-head64"));
+  // H200: split-KV FlashMLA, which decodes with the plans shown: no remark.
+  auto h200 = run({v41, "--tp", "8"});
+  REQUIRE(h200.code == 0);
+  CHECK_THAT(h200.out, Catch::Contains("\nattention backend: FLASHMLA_SPARSE_DSV41\n  chosen: vLLM's default on sm90\n"
+                                       "  decode path: FlashMLA split-KV sparse decode, one tile-scheduler plan per layer type\n"));
+  CHECK_THAT(h200.out, Catch::Contains("the default batch:\n  c1a (20 layers): kernel sm90-sparse"));
+  CHECK_THAT(h200.out, !Catch::Contains("split-KV fallback"));
+  // A shape that is missing: its note and fix under its row.
+  auto flat = run({cfg("small/v41-8layer-flat.json")});
+  CHECK(flat.code == 3);
+  CHECK_THAT(flat.out, Catch::Contains("         missing\n      note: topk 8 is not a multiple of 64 (the sparse decode "
+                                       "kernel reads blocks of 64)\n      fix: "));
+  // A refused arch: the closest entry, said to be refused.
+  auto a100 = run({v41, "--tp", "8", "--gpu", "a100"});
+  CHECK(a100.code == 3);
+  CHECK_THAT(a100.out, Catch::Contains("attention backend: FLASHMLA_SPARSE_DSV41 (refused: backend.arch; the closest entry "
+                                       "is shown)\n"));
+  // The table's lines stay within the width of the cache-objects table.
+  for (const auto* out : {&sm120.out, &b200.out, &h200.out}) {
+    bool in_table = false;
+    for (const auto& line : lines_of(*out)) {
+      if (line.rfind("    phase ", 0) == 0) in_table = true;
+      else if (line.rfind("    ", 0) != 0) in_table = false;
+      if (in_table && line.rfind("      ", 0) != 0) CHECK(line.size() <= 100);
+    }
+  }
+  // Markdown: the backend and the same table.
+  auto md = run({v41, "--tp", "8", "--gpu", "rtx-pro-6000", "--spec-tokens", "5", "--format", "markdown"});
+  REQUIRE(md.code == 0);
+  CHECK_THAT(md.out, Catch::Contains("**Attention backend**: `FLASHINFER_MLA_SPARSE_DSV41 (SM120 class)` (vLLM's default on "
+                                     "sm120)  \n"));
+  CHECK_THAT(md.out, Catch::Contains("| phase | kernel | layer types | heads per rank -&gt; kernel | d\\_qk | topk (+ extra) "
+                                     "| page rows | status |\n"));
+  CHECK_THAT(md.out, Catch::Contains("| decode | FlashInfer SM120 DSV4 sparse MLA decode | swaonly (draft) | 8 -&gt; 8 | 512 | "
+                                     "192 | 64 | **unknown**: (h\\_q 8, topk 192)"));
+  CHECK_THAT(md.out, Catch::Contains("**Decode schedules**: none; the engine's backend plans its own work"));
+}
+
 TEST_CASE("schedule direct mode: the worked example", "[cli][schedule]") {
   auto r = run({"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "128", "--lengths",
                 "2048,2048,2048", "--json"});
