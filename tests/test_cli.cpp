@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -497,16 +498,76 @@ TEST_CASE("check --matrix", "[cli][check]") {
   CHECK(cell("rtx5090", "fp8_ds_mla", 8).at("supported") == false);
   CHECK(cell("gb10", "fp8_ds_mla", 8).at("supported") == true);  // FlashInfer's SM120 class
   CHECK(cell("gb10", "nvfp4_ds_mla", 8).at("supported") == false);
+  // The backend vLLM runs in each cell; none where it refuses the arch.
+  CHECK(cell("h200", "fp8_ds_mla", 8).at("backend") == "flashmla_sparse_dsv41");
+  CHECK(cell("b200", "fp8_ds_mla", 8).at("backend") == "flashmla_sparse_dsv41_fused");
+  CHECK(cell("b200", "nvfp4_ds_mla", 8).at("backend") == "flashmla_sparse_dsv41_fused");
+  CHECK(cell("rtx-pro-6000", "fp8_ds_mla", 8).at("backend") == "flashinfer_mla_sparse_sm120");
+  CHECK(cell("gb10", "fp8_ds_mla", 1).at("backend") == "flashinfer_mla_sparse_sm120");
+  CHECK(cell("a100", "fp8_ds_mla", 8).at("backend").is_null());
+  // Reasons: each distinct one once in the file's `reasons`, cells refer to it by reason_id.
+  const auto& reasons = j.at("files")[0].at("reasons");
+  REQUIRE(reasons.is_array());
+  std::set<std::string> distinct;
+  std::set<std::size_t> used;
+  for (const auto& c : cells) {
+    if (c.at("supported") == true) {
+      CHECK(c.at("reason") == "");
+      CHECK(c.at("reason_id").is_null());
+      continue;
+    }
+    const auto id = c.at("reason_id").get<std::size_t>();
+    REQUIRE(id < reasons.size());
+    CHECK(reasons.at(id) == c.at("reason"));
+    distinct.insert(c.at("reason").get<std::string>());
+    used.insert(id);
+  }
+  CHECK(distinct.size() == reasons.size());  // no reason twice
+  CHECK(used.size() == reasons.size());      // none unused
+  // The a100 cells share one reason (the arch), so do nvfp4 on h200 at TP 1 and 8.
+  CHECK(cell("a100", "fp8_ds_mla", 1).at("reason_id") == cell("a100", "nvfp4_ds_mla", 8).at("reason_id"));
+  CHECK(cell("h200", "nvfp4_ds_mla", 1).at("reason_id") == cell("h200", "nvfp4_ds_mla", 8).at("reason_id"));
+  // The first reason is the first failing cell's (h100 at TP 1).
+  CHECK(cell("h100", "fp8_ds_mla", 1).at("reason_id") == 0);
+
   auto text = run({"check", cfg("deepseek-v4-flash.json"), "--matrix", "--tp", "1,8"});
   CHECK(text.code == 0);
-  CHECK_THAT(text.out, Catch::Contains("  gpu            kv dtype         TP   DP  result\n"));
-  CHECK_THAT(text.out, Catch::Contains(
-                           "  h200           fp8_ds_mla        8    1  yes fits: 10.29x requests of 1048576 tokens, "
-                           "weights 19.24 GiB per GPU\n"));
-  CHECK_THAT(text.out, Catch::Contains("  h200           fp8_ds_mla        1    1  no  does not fit: weights 145.30 GiB per "
-                                       "GPU leave nothing (short by 23.07 GiB) for the KV cache; one request of 1048576 "
-                                       "tokens needs 10.06 GiB\n"));
+  CHECK_THAT(text.out, Catch::Contains("  gpu            kv dtype         TP   DP  backend                                    "
+                                       "result\n"));
+  CHECK_THAT(text.out, Catch::Contains("  h200           fp8_ds_mla        8    1  FLASHMLA_SPARSE_DSV4                       "
+                                       "yes fits: 10.29x requests of 1048576 tokens, weights 19.24 GiB per GPU\n"));
   CHECK_THAT(text.out, !Catch::Contains("nvfp4_ds_mla"));  // V4.0 has no nvfp4 cells
+  // Cells name their reason by number; the legend below the table holds each reason once.
+  const std::string h200_tp1 = "does not fit: weights 145.30 GiB per GPU leave nothing (short by 23.07 GiB) for the KV "
+                               "cache; one request of 1048576 tokens needs 10.06 GiB";
+  const auto lines = lines_of(text.out);
+  std::string h200_ref;
+  std::vector<std::string> legend;
+  bool in_legend = false;
+  for (const auto& line : lines) {
+    if (line.rfind("  h200           fp8_ds_mla        1    1  FLASHMLA_SPARSE_DSV4 ", 0) == 0) {
+      const auto at = line.find("no  [");
+      REQUIRE(at != std::string::npos);
+      h200_ref = line.substr(at + 4);
+    }
+    if (line == "  reasons:") in_legend = true;
+    else if (in_legend && line.rfind("  [", 0) == 0) legend.push_back(line.substr(2));
+    else in_legend = false;
+  }
+  REQUIRE(!legend.empty());
+  for (std::size_t i = 0; i < legend.size(); ++i) {
+    CHECK_THAT(legend[i], Catch::StartsWith("[" + std::to_string(i + 1) + "] "));  // numbered 1, 2, ...
+  }
+  CHECK(h200_ref == "[2]");  // h100 TP 1 is [1]
+  CHECK(std::find(legend.begin(), legend.end(), h200_ref + " " + h200_tp1) != legend.end());
+  // A reason shared by many cells (a100's arch: 2 cells) is printed once.
+  const std::string a100 = "FlashMLA Sparse is only supported on Hopper and Blackwell DC devices; target a100";
+  std::size_t count = 0;
+  for (auto p = text.out.find(a100); p != std::string::npos; p = text.out.find(a100, p + 1)) ++count;
+  CHECK(count == 1);
+  CHECK_THAT(text.out, Catch::Contains("  a100           fp8_ds_mla        8    1  -  "));
+  CHECK_THAT(text.out, Catch::Contains("  rtx-pro-6000   fp8_ds_mla        8    1  FLASHINFER_MLA_SPARSE_DSV41 (SM120 class)  "));
+  CHECK_THAT(text.out, Catch::Contains("  b200           fp8_ds_mla        8    1  FLASHMLA_SPARSE_DSV4 "));
   auto several_tp = run({"check", cfg("deepseek-v4.1-flash.json"), "--tensor-parallel-size", "1,2"});
   CHECK(several_tp.code == 1);
 }
