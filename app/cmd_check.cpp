@@ -2,6 +2,7 @@
 // pass/fail line and its findings; the exit code is the most severe among the files (docs/ci.md).
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -11,6 +12,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "backend_text.hpp"
 #include "commands.hpp"
 #include "json_out.hpp"
 #include "mlaplan/error.hpp"
@@ -332,14 +334,50 @@ class CheckPrinter {
   std::size_t failed_ = 0;
 };
 
-/// The line of one matrix cell (without its newline).
+/// The width of the matrix's backend column: the longest backend_title() of the catalogue, so
+/// that every table has the same columns whatever backends its cells run.
+int backend_column_width() {
+  static const int width = [] {
+    std::size_t w = 7;  // "backend"
+    for (const auto& b : backend_catalogue()) w = std::max(w, backend_title(b.id).size());
+    return static_cast<int>(w);
+  }();
+  return width;
+}
+
+/// The line of one matrix cell (without its newline): `result` is the fit of a supported cell,
+/// or "[N]", the number of its reason in the legend below the table.
 std::string matrix_line(std::string_view gpu, const std::string& dtype, std::int64_t tp, std::int64_t dp,
-                        bool supported, const std::string& result) {
+                        const std::string& backend, bool supported, const std::string& result) {
   char line[512];
-  std::snprintf(line, sizeof line, "  %-14s %-14s %4lld %4lld  %s ", std::string(gpu).c_str(), dtype.c_str(),
-                static_cast<long long>(tp), static_cast<long long>(dp), supported ? "yes" : "no ");
+  std::snprintf(line, sizeof line, "  %-14s %-14s %4lld %4lld  %-*s  %s ", std::string(gpu).c_str(), dtype.c_str(),
+                static_cast<long long>(tp), static_cast<long long>(dp), backend_column_width(),
+                backend.empty() ? "-" : backend.c_str(), supported ? "yes" : "no ");
   return line + printable(result);
 }
+
+/// The distinct reasons of one config's matrix, numbered in order of first appearance.
+class ReasonLegend {
+ public:
+  /// The index (0-based) of `reason`, added when new.
+  std::size_t id(const std::string& reason) {
+    const auto it = std::find(reasons_.begin(), reasons_.end(), reason);
+    if (it != reasons_.end()) return static_cast<std::size_t>(it - reasons_.begin());
+    reasons_.push_back(reason);
+    return reasons_.size() - 1;
+  }
+  const std::vector<std::string>& reasons() const { return reasons_; }
+  /// "  reasons:\n  [1] text\n..." ("" when no cell has one).
+  std::string text() const {
+    if (reasons_.empty()) return {};
+    std::string o = "  reasons:\n";
+    for (std::size_t i = 0; i < reasons_.size(); ++i) o += "  [" + std::to_string(i + 1) + "] " + printable(reasons_[i]) + "\n";
+    return o;
+  }
+
+ private:
+  std::vector<std::string> reasons_;
+};
 
 /// A config of the matrix as read before anything is planned: the config, or why it could not
 /// be read.
@@ -413,10 +451,12 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
     topology_error = e;
   }
   ojson cells = ojson::array();
+  ReasonLegend legend;
   std::string table;
   if (!json) {
     char line[512];
-    std::snprintf(line, sizeof line, "  %-14s %-14s %4s %4s  %s\n", "gpu", "kv dtype", "TP", "DP", "result");
+    std::snprintf(line, sizeof line, "  %-14s %-14s %4s %4s  %-*s  %s\n", "gpu", "kv dtype", "TP", "DP",
+                  backend_column_width(), "backend", "result");
     table = printable(path) + "\n" + line;
   }
   for (const auto& g : gpu_presets()) {
@@ -430,6 +470,7 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
         po.layout.options.tensor_parallel_size = tp;
         po.layout.options.data_parallel_size = dp;
         std::string result;
+        std::optional<BackendId> backend;
         bool supported = false;
         double concurrency = 0;
         std::int64_t weights = 0;
@@ -445,6 +486,7 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
           req.shard_kinds = kinds;
           const auto r = make_plan_on(cfg, *topology, req);
           code = r.exit_code;
+          if (r.layout && !backend_refusal(r)) backend = r.layout->backend;  // refused: vLLM runs none
           supported = r.exit_code == 0 && r.fit && r.fit->decided;
           if (r.fit) {
             concurrency = r.fit->total_concurrency;
@@ -468,27 +510,33 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
           code = exit_code(e.kind());
           result = e.what();
         }
+        const std::optional<std::size_t> reason_id =
+            supported ? std::nullopt : std::optional<std::size_t>(legend.id(result));
         if (json) {
           cells.push_back({{"gpu", g.id},
                            {"kv_cache_dtype", dtype},
                            {"tensor_parallel_size", tp},
                            {"data_parallel_size", dp},
                            {"enable_expert_parallel", opt.plan.fit.deploy.enable_expert_parallel},
+                           {"backend", backend ? ojson(std::string(backend_info(*backend).key)) : ojson(nullptr)},
                            {"supported", supported},
                            {"exit_code", code},
                            {"maximum_concurrency", concurrency},
                            {"weights_bytes_per_gpu", weights},
-                           {"reason", supported ? "" : result}});
+                           {"reason", supported ? "" : result},
+                           {"reason_id", reason_id ? ojson(*reason_id) : ojson(nullptr)}});
         } else {
-          table += matrix_line(g.id, dtype, tp, dp, supported, result) + "\n";
+          table += matrix_line(g.id, dtype, tp, dp, backend ? backend_title(*backend) : std::string(), supported,
+                               reason_id ? "[" + std::to_string(*reason_id + 1) + "]" : result) +
+                   "\n";
         }
       }
     }
   }
   if (json) {
-    json->file({{"config", path}, {"exit_code", 0}, {"matrix", std::move(cells)}});
+    json->file({{"config", path}, {"exit_code", 0}, {"matrix", std::move(cells)}, {"reasons", legend.reasons()}});
   } else {
-    out << table << "\n";
+    out << table << legend.text() << "\n";
   }
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <locale>
 #include <sstream>
 
+#include "backend_text.hpp"
 #include "commands.hpp"
 #include "mlaplan/number_format.hpp"
 #include "mlaplan/text.hpp"
@@ -121,6 +122,28 @@ std::string render_plan_markdown(const PlanResult& r) {
     o << "\nweights: " << md(f.weights_how) << "\n\n";
   }
 
+  if (r.layout) {
+    const Layout& l = *r.layout;
+    o << "**Attention backend**: " << code(backend_title(l.backend));
+    if (const Finding* f = backend_refusal(r)) o << " **refused** (" << code(f->id) << "; the closest entry is shown)";
+    if (!l.backend_how.empty()) o << " (" << md(l.backend_how) << ")";
+    o << "  \ndecode path: " << md(std::string(backend_info(l.backend).decode_path)) << "\n\n";
+    if (!r.kernel_shapes.empty()) {
+      o << "| phase | kernel | layer types | heads per rank -&gt; kernel | d\\_qk | topk (+ extra) | page rows | status |\n"
+        << "|---|---|---|---:|---:|---:|---:|---|\n";
+      for (const auto& s : r.kernel_shapes) {
+        const bool available = s.status == ShapeStatus::available;
+        o << "| " << md(s.phase) << " | " << md(s.kernel) << " | " << md(shape_layer_types(s)) << " | "
+          << md(shape_heads(s)) << " | " << s.d_qk << " | " << md(shape_topk(s)) << " | " << md(shape_page_rows(s))
+          << " | " << (available ? std::string("available") : "**" + std::string(to_string(s.status)) + "**");
+        if (!available && !s.note.empty()) o << ": " << md(s.note);
+        if (!available && !s.fix.empty()) o << "<br>fix: " << md(s.fix);
+        o << " |\n";
+      }
+      o << "\n";
+    }
+  }
+
   o << "| type | layers | draft | attends to |\n|---|---:|---:|---|\n";
   for (auto type : t.types_present) {
     o << "| " << code(std::string(to_string(type))) << " | " << t.count(type) << " | " << t.count_draft(type) << " | "
@@ -148,8 +171,12 @@ std::string render_plan_markdown(const PlanResult& r) {
       << a.global_pages.str() << " in pages (the engine's); one request at max_model_len: " << format_gib(a.total_rows)
       << " in rows, " << format_gib(a.total_pages) << " in pages\n\n";
   }
+  const std::string remark = schedules_remark(r);
+  if (r.layout && r.schedules.empty()) o << "**Decode schedules**: none; " << md(remark) << "\n\n";
   if (!r.schedules.empty()) {
-    o << "**Decode schedules** (" << md(r.batch.description) << ")\n\n"
+    o << "**Decode schedules** (" << md(r.batch.description) << ")\n\n";
+    if (!remark.empty()) o << md(remark) << "\n\n";
+    o
       << "| type | kernel | partitions used / idle | split requests | blocks per partition | mla-plan decode |\n"
       << "|---|---|---|---|---|---|\n";
     for (const auto& s : r.schedules) {

@@ -6,6 +6,7 @@
 #include <locale>
 #include <sstream>
 
+#include "backend_text.hpp"
 #include "commands.hpp"
 #include "mlaplan/number_format.hpp"
 #include "mlaplan/text.hpp"
@@ -76,6 +77,7 @@ std::string type_meaning(LayerType t) {
 std::string human_bytes(std::int64_t b);
 std::string render_schedule_summary(const ScheduleEntry& e, bool show_records);
 std::string render_layout_text(const PlanResult& r);
+std::string render_backend_text(const PlanResult& r);
 std::string render_fit_text(const PlanResult& r);
 
 std::string render_plan_text(const PlanResult& r, bool show_records) {
@@ -165,8 +167,10 @@ std::string render_plan_text(const PlanResult& r, bool show_records) {
   }
 
   o << render_layout_text(r);
+  const std::string remark = schedules_remark(r);
   if (!r.schedules.empty()) {
     o << "\ndecode schedules for " << r.batch.description << ":\n";
+    if (!remark.empty()) o << "  note: " << remark << "\n";
     for (const auto& s : r.schedules) {
       ScheduleEntry e{std::string(to_string(s.type)) + " (" + std::to_string(s.num_layers) + " layer" +
                           (s.num_layers == 1 ? "" : "s") + ")",
@@ -179,7 +183,7 @@ std::string render_plan_text(const PlanResult& r, bool show_records) {
       o << "    mla-plan decode: " << to_string(s.mode.mode) << " (" << s.mode.reason << ")\n";
     }
   } else if (r.layout) {
-    o << "\ndecode schedules: none (no FlashMLA sparse decode kernel for this target and head count)\n";
+    o << "\ndecode schedules: none; " << remark << "\n";
   }
   std::vector<const Finding*> problems, notes;
   for (const auto& f : r.findings) (f.severity == Severity::info ? notes : problems).push_back(&f);
@@ -265,6 +269,50 @@ std::string fixed(double v, int digits) { return format_fixed(v, digits); }
 
 }  // namespace
 
+/// The attention backend: its title, how it was chosen, its decode path, the kernels it launches
+/// and one row per kernel shape (a note and a fix under each shape that is not available).
+std::string render_backend_text(const PlanResult& r) {
+  if (!r.layout) return {};
+  const Layout& l = *r.layout;
+  const BackendInfo& b = backend_info(l.backend);
+  std::ostringstream o;
+  o.imbue(std::locale::classic());  // no digit grouping from the global locale
+  o << "attention backend: " << backend_heading(r) << "\n";
+  if (!l.backend_how.empty()) o << "  chosen: " << printable(l.backend_how) << "\n";
+  o << "  decode path: " << b.decode_path << "\n";
+  if (r.kernel_shapes.empty()) return o.str();
+  std::vector<std::string> kernels;
+  for (const auto& s : r.kernel_shapes) {
+    if (std::find(kernels.begin(), kernels.end(), s.kernel) == kernels.end()) kernels.push_back(s.kernel);
+  }
+  o << "  kernels:";
+  for (std::size_t i = 0; i < kernels.size(); ++i) o << (i ? ", " : " ") << printable(kernels[i]);
+  o << "\n  kernel shapes (heads: per rank -> what the kernel runs):\n";
+  // Column widths from the longest cell (layer types and widths vary by family).
+  int types_w = 11, heads_w = 5, topk_w = 14, pages_w = 9;
+  for (const auto& s : r.kernel_shapes) {
+    types_w = std::max(types_w, static_cast<int>(shape_layer_types(s).size()));
+    heads_w = std::max(heads_w, static_cast<int>(shape_heads(s).size()));
+    topk_w = std::max(topk_w, static_cast<int>(shape_topk(s).size()));
+    pages_w = std::max(pages_w, static_cast<int>(shape_page_rows(s).size()));
+  }
+  char line[512];
+  std::snprintf(line, sizeof line, "    %-7s  %-*s  %-*s  %4s  %-*s  %-*s  %s\n", "phase", types_w, "layer types", heads_w,
+                "heads", "d_qk", topk_w, "topk (+ extra)", pages_w, "page rows", "status");
+  o << line;
+  for (const auto& s : r.kernel_shapes) {
+    std::snprintf(line, sizeof line, "    %-7s  %-*s  %-*s  %4lld  %-*s  %-*s  %s\n", printable(s.phase).c_str(), types_w,
+                  shape_layer_types(s).c_str(), heads_w, shape_heads(s).c_str(), static_cast<long long>(s.d_qk), topk_w,
+                  shape_topk(s).c_str(), pages_w, shape_page_rows(s).c_str(), std::string(to_string(s.status)).c_str());
+    o << line;
+    if (s.status != ShapeStatus::available) {
+      if (!s.note.empty()) o << "      note: " << printable(s.note) << "\n";
+      if (!s.fix.empty()) o << "      fix: " << printable(s.fix) << "\n";
+    }
+  }
+  return o.str();
+}
+
 std::string render_layout_text(const PlanResult& r) {
   std::ostringstream o;
   o.imbue(std::locale::classic());  // no digit grouping from the global locale
@@ -284,6 +332,7 @@ std::string render_layout_text(const PlanResult& r) {
   o << ", indexer " << to_string(l.indexer_cache_dtype) << ", block " << l.block_size;
   if (l.window_block_size > 0) o << ", window block " << l.window_block_size;
   o << ", max_model_len " << l.max_model_len << "\n";
+  o << render_backend_text(r);
   const auto& p = l.parallel;
   o << "parallelism: TP " << p.tensor_parallel_size << " (" << p.local_query_heads << " query heads per rank";
   if (p.padded_query_heads > 0) o << ", padded to " << p.padded_query_heads;

@@ -4,9 +4,11 @@
 // puts each drawing in its own inline <svg> under a heading and the rest in tables.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numbers>
 
+#include "backend_text.hpp"
 #include "mlaplan/number_format.hpp"
 #include "palette.hpp"
 #include "report.hpp"
@@ -788,17 +790,31 @@ Figure schedules(const PlanResult& r) {
   g.add(std::move(defs));
 
   double y = 0;
+  const std::string remark = schedules_remark(r);
   if (r.schedules.empty()) {
-    const std::string why = r.layout ? "no FlashMLA sparse decode kernel for " + r.target.id + " (" + r.target.cc.sm() +
-                                           ") with " + std::to_string(r.layout->parallel.local_query_heads) +
-                                           " query heads per rank"
-                                     : "no layout";
-    g.add(text_at(kMargin, 16, "No decode schedules: " + why + ".", 13));
-    f.height = 30;
+    std::string why = "no layout";
+    if (r.layout && backend_info(r.layout->backend).tile_plans) {
+      why = "no FlashMLA sparse decode kernel for " + r.target.id + " (" + r.target.cc.sm() + ") with " +
+            std::to_string(r.layout->parallel.local_query_heads) + " query heads per rank";
+    } else if (r.layout) {
+      why = remark;
+    }
+    for (const auto& line : svg::wrap_text("No decode schedules: " + why + ".", 13, kWidth - 2 * kMargin)) {
+      g.add(text_at(kMargin, y + 16, line, 13));
+      y += 19;
+    }
+    f.height = y + 11;
     return f;
   }
   g.add(text_at(kMargin, 14, "One decode step of " + r.batch.description, 12.5));
   y = 22;
+  if (!remark.empty()) {
+    for (const auto& line : svg::wrap_text(remark, 12, kWidth - 2 * kMargin)) {
+      g.add(text_at(kMargin, y + 12, line, 12, "start", kMuted));
+      y += 17;
+    }
+    y += 2;
+  }
   Element legend = svg::group("legend");
   LegendFlow flow(legend, kMargin, y, kWidth - kMargin);
   flow.add(swatch("#8c959f"), 14, "a request's blocks in one partition (coloured by layer type)");
@@ -819,6 +835,104 @@ Figure schedules(const PlanResult& r) {
     y += chart.height + 8;
   }
   f.height = y;
+  return f;
+}
+
+// ------------------------------------------------------------------ 3b. attention backend
+
+/// The cells of one kernel-shape row, in kKernelShapeColumns order.
+constexpr std::array<std::string_view, 8> kKernelShapeColumns{
+    "phase", "kernel", "layer types", "heads per rank -> kernel", "d_qk", "topk (+ extra)", "page rows", "status"};
+
+std::vector<std::string> kernel_shape_cells(const KernelShape& s) {
+  return {s.phase,         s.kernel,         shape_layer_types(s),    shape_heads(s), std::to_string(s.d_qk),
+          shape_topk(s),   shape_page_rows(s), std::string(to_string(s.status))};
+}
+
+std::string_view shape_colour(ShapeStatus s) {
+  return s == ShapeStatus::available ? kPassColour : s == ShapeStatus::missing ? kErrorColour : kWarningColour;
+}
+
+/// The backend vLLM runs, how it was chosen, its decode path and one row per kernel shape (a
+/// shape that is not available in the error or warning colour, with its note and fix below).
+Figure backend_figure(const PlanResult& r) {
+  Figure f;
+  Element& g = f.body;
+  g.set("class", "backend");
+  double y = 0;
+  if (!r.layout) {
+    g.add(text_at(kMargin, 16, "No layout: no backend was chosen.", 13));
+    f.height = 30;
+    return f;
+  }
+  const Layout& l = *r.layout;
+  const BackendInfo& b = backend_info(l.backend);
+  g.set("data-backend", b.key);
+  g.add(text_at(kMargin, y + 15, backend_heading(r), 14, "start", backend_refusal(r) ? kErrorColour : kInk, true));
+  y += 22;
+  const double room = kWidth - 2 * kMargin;
+  for (const auto& line : svg::wrap_text((l.backend_how.empty() ? std::string() : "chosen: " + l.backend_how + " · ") +
+                                             "decode path: " + std::string(b.decode_path),
+                                         12, room)) {
+    g.add(text_at(kMargin, y + 13, line, 12, "start", kMuted));
+    y += 17;
+  }
+  if (r.kernel_shapes.empty()) {
+    f.height = y + 6;
+    return f;
+  }
+  y += 6;
+  const double font = 11.5, pad = 6, row_h = 18;
+  std::vector<double> widths;
+  // Headers are bold: a tenth wider than text_width's regular estimate.
+  for (const auto& c : kKernelShapeColumns) widths.push_back(1.1 * svg::text_width(c, font) + 2 * pad);
+  for (const auto& s : r.kernel_shapes) {
+    const auto cells = kernel_shape_cells(s);
+    for (std::size_t c = 0; c < cells.size(); ++c) widths[c] = std::max(widths[c], svg::text_width(cells[c], font) + 2 * pad);
+  }
+  double sum = 0;
+  for (double w : widths) sum += w;
+  while (sum > room) {  // the widest column gives way (the kernel names) until the table fits
+    auto it = std::max_element(widths.begin(), widths.end());
+    if (*it <= 60) break;
+    const double cut = std::min(*it - 60, sum - room);
+    *it -= cut;
+    sum -= cut;
+  }
+  Element table = svg::group("kernel-shapes");
+  auto draw_row = [&](const std::vector<std::string>& cells, Element row, bool header, std::size_t index,
+                      std::string_view status_ink) {
+    row.add(filled_rect(kMargin, y, std::min(sum, room), row_h, header ? "#eaeef2" : index % 2 ? "#f6f8fa" : "#ffffff"));
+    double x = kMargin;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      const bool status = !header && c + 1 == cells.size();
+      const std::string shown = svg::fit_text(cells[c], font, widths[c] - 2 * pad);
+      Element cell = text_at(x + pad, y + 13, shown, font, "start", status ? status_ink : kInk, header || status);
+      if (shown != cells[c]) cell.tooltip(cells[c]);
+      row.add(std::move(cell));
+      x += widths[c];
+    }
+    y += row_h;
+    return row;
+  };
+  table.add(draw_row({kKernelShapeColumns.begin(), kKernelShapeColumns.end()}, svg::group("header"), true, 0, kInk));
+  for (std::size_t i = 0; i < r.kernel_shapes.size(); ++i) {
+    const KernelShape& s = r.kernel_shapes[i];
+    Element row = svg::group("kernel-shape " + std::string(to_string(s.status)));
+    row.set("data-phase", s.phase).set("data-status", to_string(s.status));
+    row = draw_row(kernel_shape_cells(s), std::move(row), false, i, shape_colour(s.status));
+    if (s.status != ShapeStatus::available) {
+      std::string text = s.note;
+      if (!s.fix.empty()) text += (text.empty() ? "fix: " : " · fix: ") + s.fix;
+      for (const auto& line : svg::wrap_text(text, 11, room - 24)) {
+        row.add(text_at(kMargin + 24, y + 12, line, 11, "start", shape_colour(s.status)));
+        y += 16;
+      }
+    }
+    table.add(std::move(row));
+  }
+  g.add(std::move(table));
+  f.height = y + 8;
   return f;
 }
 
@@ -974,6 +1088,7 @@ std::vector<Section> drawings(const PlanResult& r) {
   std::vector<Section> s;
   s.push_back({"layer-map", "Layer map", layer_map(r)});
   s.push_back({"memory", "KV-cache memory", memory_picture(r)});
+  s.push_back({"backend", "Attention backend and kernel shapes", backend_figure(r)});
   s.push_back({"schedules", "Decode schedules (FlashMLA tile scheduler), one per layer type", schedules(r)});
   return s;
 }
@@ -1069,6 +1184,8 @@ constexpr std::string_view kCss =
     "td.info{background:#475467 !important}"
     "td.pass{color:#067647;font-weight:bold}"
     "td.fail{color:#b42318;font-weight:bold}"
+    "td.warn{color:#b54708;font-weight:bold}"
+    "tr.missing td{background:#fbe9e7}"
     "code{font-family:monospace;font-size:12px}"
     "ul.notes{color:#57606a;font-size:13px}";
 
@@ -1107,6 +1224,40 @@ std::string render_report_html(const PlanResult& r, const std::vector<ResultFile
 
   for (auto& s : drawings(r)) {
     body.add(Element("h2")).set("id", s.id).text(s.heading);
+    if (s.id == "backend") {
+      // A table, not a drawing: the backend's lines, then one row per kernel shape.
+      if (!r.layout) {
+        body.add(Element("p")).text("No layout: no backend was chosen.");
+        continue;
+      }
+      const Layout& l = *r.layout;
+      const BackendInfo& b = backend_info(l.backend);
+      Element& p = body.add(Element("p"));
+      p.set("class", "backend").set("data-backend", b.key);
+      p.add(Element("strong")).text(backend_heading(r));
+      p.add(Element("span")).text(" (" + std::string(b.attention_class) + ", " + std::string(b.source) + ")");
+      if (!l.backend_how.empty()) body.add(Element("p")).set("class", "meta").text("chosen: " + l.backend_how);
+      body.add(Element("p")).set("class", "meta").text("decode path: " + std::string(b.decode_path));
+      if (r.kernel_shapes.empty()) continue;
+      std::vector<std::string> header(kKernelShapeColumns.begin(), kKernelShapeColumns.end());
+      header.push_back("note");
+      Element table = html_table(header);
+      table.set("class", "kernel-shapes");
+      for (const auto& x : r.kernel_shapes) {
+        Element& tr = table.add(Element("tr"));
+        tr.set("class", "kernel-shape " + std::string(to_string(x.status))).set("data-status", to_string(x.status));
+        const auto cells = kernel_shape_cells(x);
+        for (std::size_t c = 0; c + 1 < cells.size(); ++c) tr.add(Element("td")).text(cells[c]);
+        tr.add(Element("td"))
+            .set("class", x.status == ShapeStatus::available ? "pass" : x.status == ShapeStatus::missing ? "fail" : "warn")
+            .text(cells.back());
+        std::string note = x.note;
+        if (!x.fix.empty()) note += (note.empty() ? "fix: " : "; fix: ") + x.fix;
+        tr.add(Element("td")).text(note);
+      }
+      body.add(std::move(table));
+      continue;
+    }
     Element root = svg_root(s.figure.height);
     root.set("xmlns", "http://www.w3.org/2000/svg");
     root.add(std::move(s.figure.body));

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -171,6 +172,77 @@ TEST_CASE("plan text output names groups and sources", "[cli]") {
   REQUIRE(v4.code == 0);
   CHECK_THAT(v4.out, Catch::Contains("layers 2-42 (every 2nd, 21 layers): c4a"));
   CHECK_THAT(v4.out, Catch::Contains("layers 3-41 (every 2nd, 20 layers): c128a"));
+}
+
+TEST_CASE("plan text: the attention backend, its kernel shapes and what the decode schedules serve", "[cli][backend]") {
+  const std::string v41 = cfg("deepseek-v4.1-flash.json");
+  // RTX PRO 6000: FlashInfer's SM120 class, which plans its own decode work.
+  auto sm120 = run({v41, "--tp", "8", "--gpu", "rtx-pro-6000", "--spec-tokens", "5"});
+  REQUIRE(sm120.code == 0);
+  CHECK_THAT(sm120.out, Catch::Contains("max_model_len 1048576\n"
+                                        "attention backend: FLASHINFER_MLA_SPARSE_DSV41 (SM120 class)\n"
+                                        "  chosen: vLLM's default on sm120\n"
+                                        "  decode path: FlashInfer SM120 sparse MLA decode over fp8_ds_mla pages of 64 rows\n"
+                                        "  kernels: FlashInfer SM120 DSV4 sparse MLA decode, FlashInfer SM120 DSV4 sparse MLA "
+                                        "prefill\n"
+                                        "  kernel shapes (heads: per rank -> what the kernel runs):\n"
+                                        "    phase    layer types      heads   d_qk  topk (+ extra)  page rows  status\n"
+                                        "    decode   swaonly          8 -> 8   512  128             64         available\n"
+                                        "    decode   c2a, c1a         8 -> 8   512  128 + 512       64 + 64    available\n"
+                                        "    decode   swaonly (draft)  8 -> 8   512  192             64         unknown\n"
+                                        "      note: (h_q 8, topk 192): FlashInfer <= 0.6.18 dispatches a fixed (heads, "
+                                        "topk) table"));
+  CHECK_THAT(sm120.out, Catch::Contains("      fix: use FlashInfer 0.7.0 or later\n"
+                                        "    prefill  swaonly          8 -> 8   512  128             64         available\n"));
+  CHECK_THAT(sm120.out, Catch::Contains("\nparallelism: TP 8 "));
+  CHECK_THAT(sm120.out, Catch::Contains("\ndecode schedules: none; the engine's backend plans its own work: "
+                                        "FLASHINFER_MLA_SPARSE_DSV41 (SM120 class) takes no FlashMLA tile plans\n"));
+  CHECK_THAT(sm120.out, !Catch::Contains("no FlashMLA sparse decode kernel"));
+  // B200: the fused FlashMLA path; the plans shown serve its split-KV fallback.
+  auto b200 = run({v41, "--tp", "8", "--gpu", "b200", "--spec-tokens", "5"});
+  REQUIRE(b200.code == 0);
+  CHECK_THAT(b200.out, Catch::Contains("\nattention backend: FLASHMLA_SPARSE_DSV41 (fused)\n  chosen: vLLM's default on sm100, "
+                                       "fused because"));
+  CHECK_THAT(b200.out, Catch::Contains("    decode   c1a              8 -> 64   512  128 + 512       32 + 128   available\n"));
+  CHECK_THAT(b200.out, Catch::Contains("the default batch:\n  note: FLASHMLA_SPARSE_DSV41 (fused) decodes with its fused "
+                                       "kernel, which needs no tile plan: these plans serve its split-KV fallback\n"
+                                       "  c1a (20 layers): kernel sm100-head64"));
+  // H200: split-KV FlashMLA, which decodes with the plans shown: no remark.
+  auto h200 = run({v41, "--tp", "8"});
+  REQUIRE(h200.code == 0);
+  CHECK_THAT(h200.out, Catch::Contains("\nattention backend: FLASHMLA_SPARSE_DSV41\n  chosen: vLLM's default on sm90\n"
+                                       "  decode path: FlashMLA split-KV sparse decode, one tile-scheduler plan per layer type\n"));
+  CHECK_THAT(h200.out, Catch::Contains("the default batch:\n  c1a (20 layers): kernel sm90-sparse"));
+  CHECK_THAT(h200.out, !Catch::Contains("split-KV fallback"));
+  // A shape that is missing: its note and fix under its row.
+  auto flat = run({cfg("small/v41-8layer-flat.json")});
+  CHECK(flat.code == 3);
+  CHECK_THAT(flat.out, Catch::Contains("         missing\n      note: topk 8 is not a multiple of 64 (the sparse decode "
+                                       "kernel reads blocks of 64)\n      fix: "));
+  // A refused arch: the closest entry, said to be refused.
+  auto a100 = run({v41, "--tp", "8", "--gpu", "a100"});
+  CHECK(a100.code == 3);
+  CHECK_THAT(a100.out, Catch::Contains("attention backend: FLASHMLA_SPARSE_DSV41 (refused: backend.arch; the closest entry "
+                                       "is shown)\n"));
+  // The table's lines stay within the width of the cache-objects table.
+  for (const auto* out : {&sm120.out, &b200.out, &h200.out}) {
+    bool in_table = false;
+    for (const auto& line : lines_of(*out)) {
+      if (line.rfind("    phase ", 0) == 0) in_table = true;
+      else if (line.rfind("    ", 0) != 0) in_table = false;
+      if (in_table && line.rfind("      ", 0) != 0) CHECK(line.size() <= 100);
+    }
+  }
+  // Markdown: the backend and the same table.
+  auto md = run({v41, "--tp", "8", "--gpu", "rtx-pro-6000", "--spec-tokens", "5", "--format", "markdown"});
+  REQUIRE(md.code == 0);
+  CHECK_THAT(md.out, Catch::Contains("**Attention backend**: `FLASHINFER_MLA_SPARSE_DSV41 (SM120 class)` (vLLM's default on "
+                                     "sm120)  \n"));
+  CHECK_THAT(md.out, Catch::Contains("| phase | kernel | layer types | heads per rank -&gt; kernel | d\\_qk | topk (+ extra) "
+                                     "| page rows | status |\n"));
+  CHECK_THAT(md.out, Catch::Contains("| decode | FlashInfer SM120 DSV4 sparse MLA decode | swaonly (draft) | 8 -&gt; 8 | 512 | "
+                                     "192 | 64 | **unknown**: (h\\_q 8, topk 192)"));
+  CHECK_THAT(md.out, Catch::Contains("**Decode schedules**: none; the engine's backend plans its own work"));
 }
 
 TEST_CASE("schedule direct mode: the worked example", "[cli][schedule]") {
@@ -422,16 +494,76 @@ TEST_CASE("check --matrix", "[cli][check]") {
   CHECK(cell("rtx5090", "fp8_ds_mla", 8).at("supported") == false);
   CHECK(cell("gb10", "fp8_ds_mla", 8).at("supported") == true);  // FlashInfer's SM120 class
   CHECK(cell("gb10", "nvfp4_ds_mla", 8).at("supported") == false);
+  // The backend vLLM runs in each cell; none where it refuses the arch.
+  CHECK(cell("h200", "fp8_ds_mla", 8).at("backend") == "flashmla_sparse_dsv41");
+  CHECK(cell("b200", "fp8_ds_mla", 8).at("backend") == "flashmla_sparse_dsv41_fused");
+  CHECK(cell("b200", "nvfp4_ds_mla", 8).at("backend") == "flashmla_sparse_dsv41_fused");
+  CHECK(cell("rtx-pro-6000", "fp8_ds_mla", 8).at("backend") == "flashinfer_mla_sparse_sm120");
+  CHECK(cell("gb10", "fp8_ds_mla", 1).at("backend") == "flashinfer_mla_sparse_sm120");
+  CHECK(cell("a100", "fp8_ds_mla", 8).at("backend").is_null());
+  // Reasons: each distinct one once in the file's `reasons`, cells refer to it by reason_id.
+  const auto& reasons = j.at("files")[0].at("reasons");
+  REQUIRE(reasons.is_array());
+  std::set<std::string> distinct;
+  std::set<std::size_t> used;
+  for (const auto& c : cells) {
+    if (c.at("supported") == true) {
+      CHECK(c.at("reason") == "");
+      CHECK(c.at("reason_id").is_null());
+      continue;
+    }
+    const auto id = c.at("reason_id").get<std::size_t>();
+    REQUIRE(id < reasons.size());
+    CHECK(reasons.at(id) == c.at("reason"));
+    distinct.insert(c.at("reason").get<std::string>());
+    used.insert(id);
+  }
+  CHECK(distinct.size() == reasons.size());  // no reason twice
+  CHECK(used.size() == reasons.size());      // none unused
+  // The a100 cells share one reason (the arch), so do nvfp4 on h200 at TP 1 and 8.
+  CHECK(cell("a100", "fp8_ds_mla", 1).at("reason_id") == cell("a100", "nvfp4_ds_mla", 8).at("reason_id"));
+  CHECK(cell("h200", "nvfp4_ds_mla", 1).at("reason_id") == cell("h200", "nvfp4_ds_mla", 8).at("reason_id"));
+  // The first reason is the first failing cell's (h100 at TP 1).
+  CHECK(cell("h100", "fp8_ds_mla", 1).at("reason_id") == 0);
+
   auto text = run({"check", cfg("deepseek-v4-flash.json"), "--matrix", "--tp", "1,8"});
   CHECK(text.code == 0);
-  CHECK_THAT(text.out, Catch::Contains("  gpu            kv dtype         TP   DP  result\n"));
-  CHECK_THAT(text.out, Catch::Contains(
-                           "  h200           fp8_ds_mla        8    1  yes fits: 10.29x requests of 1048576 tokens, "
-                           "weights 19.24 GiB per GPU\n"));
-  CHECK_THAT(text.out, Catch::Contains("  h200           fp8_ds_mla        1    1  no  does not fit: weights 145.30 GiB per "
-                                       "GPU leave nothing (short by 23.07 GiB) for the KV cache; one request of 1048576 "
-                                       "tokens needs 10.06 GiB\n"));
+  CHECK_THAT(text.out, Catch::Contains("  gpu            kv dtype         TP   DP  backend                                    "
+                                       "result\n"));
+  CHECK_THAT(text.out, Catch::Contains("  h200           fp8_ds_mla        8    1  FLASHMLA_SPARSE_DSV4                       "
+                                       "yes fits: 10.29x requests of 1048576 tokens, weights 19.24 GiB per GPU\n"));
   CHECK_THAT(text.out, !Catch::Contains("nvfp4_ds_mla"));  // V4.0 has no nvfp4 cells
+  // Cells name their reason by number; the legend below the table holds each reason once.
+  const std::string h200_tp1 = "does not fit: weights 145.30 GiB per GPU leave nothing (short by 23.07 GiB) for the KV "
+                               "cache; one request of 1048576 tokens needs 10.06 GiB";
+  const auto lines = lines_of(text.out);
+  std::string h200_ref;
+  std::vector<std::string> legend;
+  bool in_legend = false;
+  for (const auto& line : lines) {
+    if (line.rfind("  h200           fp8_ds_mla        1    1  FLASHMLA_SPARSE_DSV4 ", 0) == 0) {
+      const auto at = line.find("no  [");
+      REQUIRE(at != std::string::npos);
+      h200_ref = line.substr(at + 4);
+    }
+    if (line == "  reasons:") in_legend = true;
+    else if (in_legend && line.rfind("  [", 0) == 0) legend.push_back(line.substr(2));
+    else in_legend = false;
+  }
+  REQUIRE(!legend.empty());
+  for (std::size_t i = 0; i < legend.size(); ++i) {
+    CHECK_THAT(legend[i], Catch::StartsWith("[" + std::to_string(i + 1) + "] "));  // numbered 1, 2, ...
+  }
+  CHECK(h200_ref == "[2]");  // h100 TP 1 is [1]
+  CHECK(std::find(legend.begin(), legend.end(), h200_ref + " " + h200_tp1) != legend.end());
+  // A reason shared by many cells (a100's arch: 2 cells) is printed once.
+  const std::string a100 = "FlashMLA Sparse is only supported on Hopper and Blackwell DC devices; target a100";
+  std::size_t count = 0;
+  for (auto p = text.out.find(a100); p != std::string::npos; p = text.out.find(a100, p + 1)) ++count;
+  CHECK(count == 1);
+  CHECK_THAT(text.out, Catch::Contains("  a100           fp8_ds_mla        8    1  -  "));
+  CHECK_THAT(text.out, Catch::Contains("  rtx-pro-6000   fp8_ds_mla        8    1  FLASHINFER_MLA_SPARSE_DSV41 (SM120 class)  "));
+  CHECK_THAT(text.out, Catch::Contains("  b200           fp8_ds_mla        8    1  FLASHMLA_SPARSE_DSV4 "));
   auto several_tp = run({"check", cfg("deepseek-v4.1-flash.json"), "--tensor-parallel-size", "1,2"});
   CHECK(several_tp.code == 1);
 }

@@ -560,7 +560,7 @@ TEST_CASE("report HTML holds the drawings inline and the findings as a table", "
   const auto h2 = find_all(*root, [](const Node& n) { return n.tag == "h2"; });
   std::vector<std::string> headings;
   for (const auto* h : h2) headings.push_back(h->text);
-  CHECK(headings == std::vector<std::string>{"Layer map", "KV-cache memory",
+  CHECK(headings == std::vector<std::string>{"Layer map", "KV-cache memory", "Attention backend and kernel shapes",
                                              "Decode schedules (FlashMLA tile scheduler), one per layer type",
                                              "Findings"});
   const auto tables = find_all(*root, [](const Node& n) { return n.tag == "table" && n.has_class("findings"); });
@@ -578,6 +578,82 @@ TEST_CASE("report HTML holds the drawings inline and the findings as a table", "
   CHECK(rest.find("https://") == std::string::npos);
   CHECK(rest.find("url(") == rest.find("url(#"));
   CHECK_THAT(html, Catch::Contains("Content-Security-Policy"));
+}
+
+TEST_CASE("report: the attention backend and one kernel-shape row per shape, missing shapes marked", "[report]") {
+  // The flat test model's widths (topk 8) are no FlashMLA decode shape: its decode rows are missing.
+  const auto r = plan_of("small/v41-8layer-flat.json");
+  REQUIRE(r.layout);
+  REQUIRE(!r.kernel_shapes.empty());
+  std::size_t missing = 0;
+  for (const auto& s : r.kernel_shapes) missing += s.status == mlaplan::ShapeStatus::missing;
+  REQUIRE(missing > 0);
+  REQUIRE(missing < r.kernel_shapes.size());
+
+  // HTML: a table like the findings table, one row per shape after the header.
+  auto html = parse_xml(mlaplan::cli::render_report_html(r, {}));
+  const auto backend = find_all(*html, [](const Node& n) { return n.tag == "p" && n.has_class("backend"); });
+  REQUIRE(backend.size() == 1);
+  CHECK(backend[0]->attr("data-backend") == "flashmla_sparse_dsv41");
+  CHECK_THAT(backend[0]->all_text(), Catch::Contains("FLASHMLA_SPARSE_DSV41"));
+  const auto tables = find_all(*html, [](const Node& n) { return n.tag == "table" && n.has_class("kernel-shapes"); });
+  REQUIRE(tables.size() == 1);
+  const auto rows = find_all(*tables[0], [](const Node& n) { return n.tag == "tr"; });
+  CHECK(rows.size() == r.kernel_shapes.size() + 1);
+  const auto header = find_all(*rows[0], [](const Node& n) { return n.tag == "th"; });
+  REQUIRE(header.size() == 9);
+  CHECK(header[0]->text == "phase");
+  CHECK(header[7]->text == "status");
+  const auto html_missing = find_all(*tables[0], [](const Node& n) { return n.tag == "tr" && n.has_class("missing"); });
+  CHECK(html_missing.size() == missing);
+  for (std::size_t i = 0; i < r.kernel_shapes.size() && i + 1 < rows.size(); ++i) {
+    const auto& s = r.kernel_shapes[i];
+    const auto tds = find_all(*rows[i + 1], [](const Node& n) { return n.tag == "td"; });
+    REQUIRE(tds.size() == 9);
+    CHECK(tds[0]->text == s.phase);
+    CHECK(tds[1]->text == s.kernel);
+    CHECK(tds[4]->text == std::to_string(s.d_qk));
+    CHECK(tds[7]->text == std::string(mlaplan::to_string(s.status)));
+    if (s.status == mlaplan::ShapeStatus::missing) {
+      CHECK(tds[7]->has_class("fail"));
+      CHECK_THAT(tds[8]->text, Catch::Contains(s.note));
+      CHECK_THAT(tds[8]->text, Catch::Contains("fix: " + s.fix));
+    } else {
+      CHECK(tds[7]->has_class("pass"));
+    }
+  }
+
+  // SVG: the same rows, a group each, the missing ones with their class.
+  auto svg = parse_xml(mlaplan::cli::render_report_svg(r, {}));
+  const auto section = find_all(*svg, [](const Node& n) { return n.attr("id") == "backend"; });
+  REQUIRE(section.size() == 1);
+  const auto figure = find_all(*section[0], [](const Node& n) { return n.has_class("backend"); });
+  REQUIRE(figure.size() == 1);
+  CHECK(figure[0]->attr("data-backend") == "flashmla_sparse_dsv41");
+  const auto svg_rows = find_all(*svg, [](const Node& n) { return n.has_class("kernel-shape"); });
+  CHECK(svg_rows.size() == r.kernel_shapes.size());
+  const auto svg_missing = find_all(*svg, [](const Node& n) { return n.has_class("kernel-shape") && n.has_class("missing"); });
+  CHECK(svg_missing.size() == missing);
+  for (const auto* row : svg_missing) CHECK(row->attr("data-status") == "missing");
+}
+
+TEST_CASE("report: a FlashInfer backend plans its own decode work", "[report]") {
+  mlaplan::cli::PlanOptions opt;
+  opt.config = cfg("deepseek-v4.1-flash.json");
+  opt.layout.options.tensor_parallel_size = 8;
+  opt.target.gpu = "rtx-pro-6000";
+  const auto r = mlaplan::cli::compute_plan(opt);
+  REQUIRE(r.layout);
+  CHECK(r.schedules.empty());
+  auto svg = parse_xml(mlaplan::cli::render_report_svg(r, {}));
+  const auto sched = find_all(*svg, [](const Node& n) { return n.has_class("schedules"); });
+  REQUIRE(sched.size() == 1);
+  CHECK_THAT(sched[0]->all_text(), Catch::Contains("the engine's backend plans its own work"));
+  CHECK_THAT(sched[0]->all_text(), !Catch::Contains("no FlashMLA sparse decode kernel"));
+  const auto figure = find_all(*svg, [](const Node& n) { return n.has_class("backend"); });
+  REQUIRE(figure.size() == 1);
+  CHECK(figure[0]->attr("data-backend") == "flashinfer_mla_sparse_sm120");
+  CHECK(find_all(*svg, [](const Node& n) { return n.has_class("kernel-shape"); }).size() == r.kernel_shapes.size());
 }
 
 TEST_CASE("report output is deterministic", "[report]") {
@@ -795,7 +871,9 @@ TEST_CASE("check --format markdown: a table of files", "[report]") {
   CHECK_THAT(r.out, Catch::Contains("| `nope.json` | **FAIL** | 2 | **error** `config.invalid`: cannot read 'nope.json'"));
   auto m = run({"check", cfg("deepseek-v4-flash.json"), "--matrix", "--tp", "1,8", "--format", "markdown"});
   CHECK(m.code == 0);
-  CHECK_THAT(m.out, Catch::Contains("  h200           fp8_ds_mla        8    1  yes fits: 10.29x requests of 1048576 tokens"));
+  CHECK_THAT(m.out, Catch::Contains("  h200           fp8_ds_mla        8    1  FLASHMLA_SPARSE_DSV4                       "
+                                    "yes fits: 10.29x requests of 1048576 tokens"));
+  CHECK_THAT(m.out, Catch::Contains("\n  reasons:\n  [1] does not fit: "));
   CHECK_THAT(m.out, Catch::StartsWith("```text\n"));
   CHECK_THAT(m.out, Catch::EndsWith("```\n"));
 }
