@@ -634,7 +634,12 @@ std::vector<KernelShape> kernel_shapes(const ModelConfig& cfg, const Topology& t
           s.extra_topk = l.type == LayerType::c128a ? ceil_div(ceil_div(r.mml, 128), 128) * 128 : cfg.index_topk;
         }
       }
-      if (prefill) {
+      if (prefill && b == BackendId::flashinfer_mla_sparse_sm120) {
+        // The SM120 class prefills through its decode kernel (vLLM's _forward_prefill calls
+        // trtllm_batch_decode_sparse_mla_dsv4 with the window and the extra indices apart): the
+        // decode widths and pages.
+        s.note = "prefill runs the SM120 decode kernel: window and extra indices apart, as in decode";
+      } else if (prefill) {
         // The prefill kernel reads one combined index list: window and extra widths, padded to 128.
         s.topk = v32 ? cfg.index_topk : ceil_div(s.topk + s.extra_topk, 128) * 128;
         s.extra_topk = 0;
