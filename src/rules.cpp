@@ -308,8 +308,12 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
       msg = "nvfp4_ds_mla needs SM100 (FlashMLA V4.1 fp8/fp4 sparse decode); " + tgt;
       fix = "use --kv-cache-dtype fp8_ds_mla, or a compute capability 10.x GPU (--gpu b200)";
     } else if (kv_value == "nvfp4_ds_mla" && b == BackendId::flashmla_sparse_dsv41) {
-      fix = "leave --dsv4-fused-attention unset (the fused path stores nvfp4_ds_mla), or use --kv-cache-dtype "
-            "fp8_ds_mla";
+      // Unset, the flag only helps where the fused path has the model's shape; when it is off for
+      // another reason (heads per o_group) say that instead.
+      fix = o.fused_attention == FusedAttention::off || r.backend.fused_off_reason.empty()
+                ? "leave --dsv4-fused-attention unset (the fused path stores nvfp4_ds_mla), or use --kv-cache-dtype "
+                  "fp8_ds_mla"
+                : "use --kv-cache-dtype fp8_ds_mla (" + r.backend.fused_off_reason + ")";
     } else {
       msg += " (--kv-cache-dtype " + kv_value + " on " + backend_title(b) + ")";
     }
