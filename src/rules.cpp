@@ -308,8 +308,12 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
       msg = "nvfp4_ds_mla needs SM100 (FlashMLA V4.1 fp8/fp4 sparse decode); " + tgt;
       fix = "use --kv-cache-dtype fp8_ds_mla, or a compute capability 10.x GPU (--gpu b200)";
     } else if (kv_value == "nvfp4_ds_mla" && b == BackendId::flashmla_sparse_dsv41) {
-      fix = "leave --dsv4-fused-attention unset (the fused path stores nvfp4_ds_mla), or use --kv-cache-dtype "
-            "fp8_ds_mla";
+      // Unset, the flag only helps where the fused path has the model's shape; when it is off for
+      // another reason (heads per o_group) say that instead.
+      fix = o.fused_attention == FusedAttention::off || r.backend.fused_off_reason.empty()
+                ? "leave --dsv4-fused-attention unset (the fused path stores nvfp4_ds_mla), or use --kv-cache-dtype "
+                  "fp8_ds_mla"
+                : "use --kv-cache-dtype fp8_ds_mla (" + r.backend.fused_off_reason + ")";
     } else {
       msg += " (--kv-cache-dtype " + kv_value + " on " + backend_title(b) + ")";
     }
@@ -634,7 +638,12 @@ std::vector<KernelShape> kernel_shapes(const ModelConfig& cfg, const Topology& t
           s.extra_topk = l.type == LayerType::c128a ? ceil_div(ceil_div(r.mml, 128), 128) * 128 : cfg.index_topk;
         }
       }
-      if (prefill) {
+      if (prefill && b == BackendId::flashinfer_mla_sparse_sm120) {
+        // The SM120 class prefills through its decode kernel (vLLM's _forward_prefill calls
+        // trtllm_batch_decode_sparse_mla_dsv4 with the window and the extra indices apart): the
+        // decode widths and pages.
+        s.note = "prefill runs the SM120 decode kernel: window and extra indices apart, as in decode";
+      } else if (prefill) {
         // The prefill kernel reads one combined index list: window and extra widths, padded to 128.
         s.topk = v32 ? cfg.index_topk : ceil_div(s.topk + s.extra_topk, 128) * 128;
         s.extra_topk = 0;
