@@ -27,7 +27,7 @@ inline const Finding* backend_refusal(const Plan& r) {
 /// (refused: backend.arch; the closest entry is shown)".
 inline std::string backend_heading(const Plan& r) {
   if (!r.layout) return {};
-  std::string s = backend_title(r.layout->backend);
+  std::string s = backend_title(r.layout->backend, r.layout->family);
   if (const Finding* f = backend_refusal(r)) s += " (refused: " + f->id + "; the closest entry is shown)";
   return s;
 }
@@ -60,7 +60,7 @@ inline std::string shape_page_rows(const KernelShape& s) {
 inline std::string schedules_remark(const Plan& r) {
   if (!r.layout) return {};
   const BackendInfo& b = backend_info(r.layout->backend);
-  const std::string title = backend_title(r.layout->backend);
+  const std::string title = backend_title(r.layout->backend, r.layout->family);
   if (b.tile_plans) {
     return r.schedules.empty() ? "no FlashMLA sparse decode kernel for this target and head count" : std::string();
   }

@@ -510,8 +510,8 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
           code = exit_code(e.kind());
           result = e.what();
         }
-        const std::optional<std::size_t> reason_id =
-            supported ? std::nullopt : std::optional<std::size_t>(legend.id(result));
+        std::optional<std::size_t> reason_id;
+        if (!supported) reason_id = legend.id(result);
         if (json) {
           cells.push_back({{"gpu", g.id},
                            {"kv_cache_dtype", dtype},
@@ -526,7 +526,7 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
                            {"reason", supported ? "" : result},
                            {"reason_id", reason_id ? ojson(*reason_id) : ojson(nullptr)}});
         } else {
-          table += matrix_line(g.id, dtype, tp, dp, backend ? backend_title(*backend) : std::string(), supported,
+          table += matrix_line(g.id, dtype, tp, dp, backend ? backend_title(*backend, cfg.family) : std::string(), supported,
                                reason_id ? "[" + std::to_string(*reason_id + 1) + "]" : result) +
                    "\n";
         }

@@ -89,7 +89,7 @@ json backend_json(const Layout& l) {
   const BackendInfo& b = backend_info(l.backend);
   json j;
   j["id"] = std::string(b.key);
-  j["vllm_name"] = std::string(b.vllm_name);
+  j["vllm_name"] = std::string(backend_vllm_name(l.backend, l.family));
   j["variant"] = std::string(b.variant);
   j["attention_class"] = std::string(b.attention_class);
   j["source"] = std::string(b.source);

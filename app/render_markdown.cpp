@@ -124,7 +124,7 @@ std::string render_plan_markdown(const PlanResult& r) {
 
   if (r.layout) {
     const Layout& l = *r.layout;
-    o << "**Attention backend**: " << code(backend_title(l.backend));
+    o << "**Attention backend**: " << code(backend_title(l.backend, l.family));
     if (const Finding* f = backend_refusal(r)) o << " **refused** (" << code(f->id) << "; the closest entry is shown)";
     if (!l.backend_how.empty()) o << " (" << md(l.backend_how) << ")";
     o << "  \ndecode path: " << md(std::string(backend_info(l.backend).decode_path)) << "\n\n";

@@ -46,10 +46,10 @@ std::vector<BackendInfo> make_catalogue() {
       {{"auto", K::fp8_ds_mla, {}, 0},
        {"fp8", K::fp8_ds_mla, {}, 0},
        {"fp8_ds_mla", K::fp8_ds_mla, {}, 0},
+       {"fp8_e4m3", K::fp8_ds_mla, {}, 0},
+       {"fp8_e5m2", K::fp8_ds_mla, {}, 0},
        {"nvfp4_ds_mla", std::nullopt, kNvfp4NeedsFused, 0},
-       {"bfloat16", std::nullopt, kFp8LayoutOnly, 0},
-       {"fp8_e4m3", std::nullopt, kFp8LayoutOnly, 0},
-       {"fp8_e5m2", std::nullopt, kFp8LayoutOnly, 0}},
+       {"bfloat16", std::nullopt, kFp8LayoutOnly, 0}},
       {64, 128}, "DeepseekV4 FlashMLA does not support {n} heads (FP8 decode kernel requires h_q in {64, 128}).",
       "FlashMLA split-KV sparse decode, one tile-scheduler plan per layer type", true});
   c.push_back(BackendInfo{
@@ -104,9 +104,9 @@ std::vector<BackendInfo> make_catalogue() {
       {{"auto", K::fp8_ds_mla, {}, 0},
        {"fp8", K::fp8_ds_mla, {}, 0},
        {"fp8_ds_mla", K::fp8_ds_mla, {}, 0},
+       {"fp8_e4m3", K::fp8_ds_mla, {}, 0},
+       {"fp8_e5m2", K::fp8_ds_mla, {}, 0},
        {"bfloat16", std::nullopt, kFp8LayoutOnly, 0},
-       {"fp8_e4m3", std::nullopt, kFp8LayoutOnly, 0},
-       {"fp8_e5m2", std::nullopt, kFp8LayoutOnly, 0},
        {"nvfp4_ds_mla", std::nullopt, kNvfp4V41Only, 0}},
       {64, 128}, "DeepseekV4 FlashMLA does not support {n} heads (FP8 decode kernel requires h_q in {64, 128}).",
       "FlashMLA split-KV sparse decode, one tile-scheduler plan per layer type", true});
@@ -135,10 +135,6 @@ std::string upper(std::string_view s) {
   std::string out(s);
   for (auto& ch : out) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   return out;
-}
-
-bool has_family(const BackendInfo& b, Family f) {
-  return std::find(b.families.begin(), b.families.end(), f) != b.families.end();
 }
 
 std::string replace_all(std::string_view text, std::string_view token, std::string_view with) {
@@ -196,9 +192,15 @@ const BackendInfo& backend_info(BackendId id) {
   return catalogue()[i];
 }
 
-std::string backend_title(BackendId id) {
+std::string_view backend_vllm_name(BackendId id, std::optional<Family> family) {
+  // One class serves V4.1 and V4.0 on SM12x; vLLM names it per family.
+  if (id == BackendId::flashinfer_mla_sparse_sm120 && family == Family::deepseek_v4) return "FLASHINFER_MLA_SPARSE_DSV4";
+  return backend_info(id).vllm_name;
+}
+
+std::string backend_title(BackendId id, std::optional<Family> family) {
   const auto& b = backend_info(id);
-  std::string s(b.vllm_name);
+  std::string s(backend_vllm_name(id, family));
   if (!b.variant.empty()) s += " (" + std::string(b.variant) + ")";
   return s;
 }
@@ -365,9 +367,15 @@ BackendChoice choose_backend(const ModelConfig& cfg, const Target& target,
     } else {
       msg = "FlashMLA Sparse is only supported on Hopper and Blackwell DC devices; target " + target.id + " is " +
             arch_words(target) + ", supported: 9.x (sm90) and 10.x (sm100, sm103)";
-      fix = cfg.family == Family::deepseek_v32 ? "use a Hopper or Blackwell datacentre GPU (--gpu h200, --gpu b200)"
-                                               : "use a Hopper or Blackwell datacentre GPU (--gpu h200, --gpu b200), "
-                                                 "or an SM12x GPU with the FlashInfer backend (--gpu rtx-pro-6000)";
+      if (cfg.family == Family::deepseek_v32) {
+        fix = "use a Hopper or Blackwell datacentre GPU (--gpu h200, --gpu b200)";
+      } else if (major == 12) {
+        fix = "omit --attention-backend: vLLM runs " + backend_title(BackendId::flashinfer_mla_sparse_sm120, cfg.family) +
+              " on SM12x";
+      } else {
+        fix = "use a Hopper or Blackwell datacentre GPU (--gpu h200, --gpu b200), or an SM12x GPU with the FlashInfer "
+              "backend (--gpu rtx-pro-6000)";
+      }
     }
     if (!attention_backend && major != 12 && cfg.family != Family::deepseek_v32) {
       // No backend of the family runs on this arch (Ampere, Ada, ...): vLLM falls to FlashMLA.
@@ -399,7 +407,7 @@ BackendChoice choose_backend(const ModelConfig& cfg, const Target& target,
   } else if (fused == FusedAttention::on && id != BackendId::flashmla_sparse_dsv41) {
     return refuse(id, "backend.fused_attention",
                   "--dsv4-fused-attention true applies to the FlashMLA backend of DeepSeek V4.1 on SM100; the chosen "
-                  "backend is " + backend_title(id),
+                  "backend is " + backend_title(id, cfg.family),
                   "omit --dsv4-fused-attention");
   }
   ch.id = id;

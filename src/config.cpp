@@ -297,7 +297,8 @@ void fit_ratio_list(Section& s, const std::string& pointer, std::vector<std::int
 }
 
 /// dspark_block_size (V4.1-Flash, V4-Flash-0731 re-releases): the DSpark drafter's block, 1..64.
-/// Optional: 0 when absent (the draft layers are MTP stages). A written 0 means the same: configs
+/// Optional: 0 when absent (V4.0 draft layers are then MTP stages; V4.1's are DSpark stages whose
+/// block is not declared). A written 0 means the same: configs
 /// without a drafter carry it (configs/small/v41-6layer-reindex.json; DeepSeek's reference code
 /// sets dspark_block_size = 0 with n_mtp_layers = 0), so the range accepted is 0..64.
 std::int64_t read_dspark_block_size(Section& s) {

@@ -35,14 +35,6 @@ std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
   return __builtin_mul_overflow(a, b, &r) ? kInt64Max : r;
 }
 
-std::string join(const std::vector<std::int64_t>& v) {
-  std::string s;
-  for (auto x : v) {
-    if (!s.empty()) s += ", ";
-    s += std::to_string(x);
-  }
-  return s;
-}
 
 
 // Whole numbers in full, others as %g ("0.9", "nan").

@@ -273,7 +273,7 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
     checks.push_back(unsupported_check(r.backend.refusal_id, r.backend.refusal, r.backend.fix));
   } else {
     checks.push_back(info_check("layout.attention_backend",
-                                "attention backend " + backend_title(b) + " (" + r.backend.how + "): " +
+                                "attention backend " + backend_title(b, cfg.family) + " (" + r.backend.how + "): " +
                                     std::string(backend_info(b).decode_path)));
   }
   if (!r.backend.fused_off_reason.empty() && o.fused_attention == FusedAttention::auto_ && cc.major == 10) {
@@ -284,10 +284,10 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
   const auto kvr = resolve_kv_cache_dtype(b, kv_value, cc.major);
   if (kvr.layout) {
     r.kv = *kvr.layout;
-    if (kv_value != to_string(r.kv)) {
+    if (kv_value != to_string(r.kv) && r.backend.refusal.empty()) {
       checks.push_back(info_check("layout.kv_cache_dtype", "--kv-cache-dtype " + kv_value + " resolves to " +
                                                                std::string(to_string(r.kv)) + " on " +
-                                                               backend_title(b)));
+                                                               backend_title(b, cfg.family)));
     }
   } else {
     // A lenient plan shows the layout the value has where the family stores it, else auto's.
@@ -315,7 +315,7 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
                   "fp8_ds_mla"
                 : "use --kv-cache-dtype fp8_ds_mla (" + r.backend.fused_off_reason + ")";
     } else {
-      msg += " (--kv-cache-dtype " + kv_value + " on " + backend_title(b) + ")";
+      msg += " (--kv-cache-dtype " + kv_value + " on " + backend_title(b, cfg.family) + ")";
     }
     checks.push_back(unsupported_check("backend.kv_cache_dtype", msg, fix));
   }
@@ -332,7 +332,7 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
   r.window_block = backend_window_block(b, cfg.family);
   r.block = allowed.front();
   r.block_default = !o.block_size;
-  const std::string b_title = backend_title(b);
+  const std::string b_title = backend_title(b, cfg.family);
   if (o.block_size) {
     if (std::find(allowed.begin(), allowed.end(), *o.block_size) != allowed.end()) {
       if (r.page_states == 0) r.block = *o.block_size;
@@ -462,7 +462,16 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
               "--spec-tokens " + n + " is below dspark_block_size " + blk +
                   ". vLLM versions disagree: one refuses it (\"DSpark requires num_speculative_tokens >= "
                   "dspark_block_size (" + blk + "); got " + n +
-                  ". Smaller values produce incorrect output.\"), later ones accept it with a warning",
+                  ". Smaller values produce incorrect output.\"), later ones dropped the check",
+              "use --spec-tokens " + blk, p + "/dspark_block_size"));
+        } else if (cfg.dspark_block_size > 0 && r.spec % cfg.dspark_block_size != 0) {
+          checks.push_back(warning_check(
+              "spec.dspark_block_size",
+              "--spec-tokens " + n + " is not a multiple of dspark_block_size " + blk +
+                  ". vLLM versions disagree: the newest takes n_predict from dspark_block_size and refuses it "
+                  "(\"num_speculative_tokens:" + n + " must be divisible by n_predict=" + blk +
+                  "\"); earlier ones run it (one deployment measured 4.4% acceptance at 7 against 34.7% at 5 with "
+                  "block 5)",
               "use --spec-tokens " + blk, p + "/dspark_block_size"));
         }
         if (r.pp > 1) {
@@ -515,7 +524,7 @@ void judge(KernelShape& s, BackendId b, const ModelConfig& cfg, const Target& ta
   const std::string heads = std::to_string(s.local_heads);
   if (s.kernel_heads == 0) {
     s.status = ShapeStatus::missing;
-    s.note = heads + " query heads per rank: no " + backend_title(b) + " kernel has that many";
+    s.note = heads + " query heads per rank: no " + backend_title(b, cfg.family) + " kernel has that many";
     s.fix = "a larger --tensor-parallel-size";
     return;
   }
@@ -572,7 +581,8 @@ void judge(KernelShape& s, BackendId b, const ModelConfig& cfg, const Target& ta
 std::vector<KernelShape> kernel_shapes(const ModelConfig& cfg, const Topology& topo, const Target& target,
                                        const ResolvedLayoutOptions& r) {
   std::vector<KernelShape> out;
-  if (!r.usable || r.local_heads <= 0) return out;
+  // A backend vLLM refuses launches nothing: there are no shapes to judge.
+  if (!r.usable || r.local_heads <= 0 || !r.backend.refusal.empty()) return out;
   const BackendId b = r.backend.id;
   const bool v32 = cfg.family == Family::deepseek_v32;
   const std::string kv = std::string(to_string(r.kv));

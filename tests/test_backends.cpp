@@ -163,15 +163,16 @@ void check_kv_table(BackendId b, int cc_major, const std::vector<KvCase>& cases)
 
 TEST_CASE("kv dtypes: what every value becomes on each backend, or vLLM's refusal", "[backends]") {
   using K = KvCacheDtype;
-  // FlashMLA split-KV (V4.1): the fp8 spellings store fp8_ds_mla; nvfp4 needs the fused layer.
+  // FlashMLA split-KV (V4.1): every fp8 spelling stores fp8_ds_mla (_resolve_dsv4_kv_cache_dtype
+  // writes fp8_ds_mla back for any value starting with fp8); nvfp4 needs the fused layer.
   check_kv_table(BackendId::flashmla_sparse_dsv41, 9,
                  {{"auto", K::fp8_ds_mla, ""},
                   {"fp8", K::fp8_ds_mla, ""},
                   {"fp8_ds_mla", K::fp8_ds_mla, ""},
                   {"nvfp4_ds_mla", std::nullopt, kNvfp4NeedsFused},
                   {"bfloat16", std::nullopt, kFp8LayoutOnly},
-                  {"fp8_e4m3", std::nullopt, kFp8LayoutOnly},
-                  {"fp8_e5m2", std::nullopt, kFp8LayoutOnly}});
+                  {"fp8_e4m3", K::fp8_ds_mla, ""},
+                  {"fp8_e5m2", K::fp8_ds_mla, ""}});
   // The fused path: nvfp4_ds_mla on SM100; other layouts are refused with dsv4_fused_attention's text.
   check_kv_table(BackendId::flashmla_sparse_dsv41_fused, 10,
                  {{"auto", K::fp8_ds_mla, ""},
@@ -208,8 +209,8 @@ TEST_CASE("kv dtypes: what every value becomes on each backend, or vLLM's refusa
                   {"fp8", K::fp8_ds_mla, ""},
                   {"fp8_ds_mla", K::fp8_ds_mla, ""},
                   {"bfloat16", std::nullopt, kFp8LayoutOnly},
-                  {"fp8_e4m3", std::nullopt, kFp8LayoutOnly},
-                  {"fp8_e5m2", std::nullopt, kFp8LayoutOnly},
+                  {"fp8_e4m3", K::fp8_ds_mla, ""},
+                  {"fp8_e5m2", K::fp8_ds_mla, ""},
                   {"nvfp4_ds_mla", std::nullopt, kNvfp4V41Only}});
   check_kv_table(BackendId::flashmla_sparse, 10,
                  {{"auto", K::fp8_ds_mla, ""},
@@ -237,6 +238,17 @@ TEST_CASE("kv dtypes through evaluate_rules: whole messages and fixes per backen
   };
   const std::string fi10 = " on FLASHINFER_MLA_SPARSE_DSV41 (SM10x))";
   const std::string sm120 = " on FLASHINFER_MLA_SPARSE_DSV41 (SM120 class))";
+  {
+    // fp8_e4m3 on B200: the fused path is off for that spelling, and split-KV FlashMLA stores it as
+    // fp8_ds_mla.
+    RuleOptions o;
+    o.layout.kv_cache_dtype = "fp8_e4m3";
+    const auto rs = eval(v41(), gpu("b200"), o);
+    CHECK(errors(rs) == 0);
+    const auto r = resolve_layout_options(v41(), build_topology(v41()), gpu("b200"), o.layout);
+    CHECK(r.options.backend.id == BackendId::flashmla_sparse_dsv41);
+    CHECK(r.options.kv == KvCacheDtype::fp8_ds_mla);
+  }
   const std::vector<Case> cases = {
       {"b200", std::string("FLASHINFER_MLA_SPARSE_DSV41"), FusedAttention::auto_, "fp8_ds_mla",
        std::string(kFlashInferNoDsMla) + " (--kv-cache-dtype fp8_ds_mla" + fi10,
@@ -257,10 +269,10 @@ TEST_CASE("kv dtypes through evaluate_rules: whole messages and fixes per backen
       {"b200", std::nullopt, FusedAttention::off, "nvfp4_ds_mla", kNvfp4NeedsFused,
        "leave --dsv4-fused-attention unset (the fused path stores nvfp4_ds_mla), or use --kv-cache-dtype "
        "fp8_ds_mla"},
-      // fp8_e4m3 on B200: the fused path is off for that layout; split-KV FlashMLA refuses it.
-      {"b200", std::nullopt, FusedAttention::auto_, "fp8_e4m3",
-       with_d(kFp8LayoutOnly, "fp8_e4m3") + " (--kv-cache-dtype fp8_e4m3 on FLASHMLA_SPARSE_DSV41)",
-       "use --kv-cache-dtype auto, fp8, fp8_ds_mla"},
+      // bfloat16 on B200: the fused path is off for that layout; split-KV FlashMLA refuses it.
+      {"b200", std::nullopt, FusedAttention::auto_, "bfloat16",
+       with_d(kFp8LayoutOnly, "bfloat16") + " (--kv-cache-dtype bfloat16 on FLASHMLA_SPARSE_DSV41)",
+       "use --kv-cache-dtype auto, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla"},
   };
   for (const auto& c : cases) {
     INFO(c.gpu << " " << c.backend.value_or("(default)") << " --kv-cache-dtype " << c.kv);

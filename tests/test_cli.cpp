@@ -562,7 +562,7 @@ TEST_CASE("check --matrix", "[cli][check]") {
   for (auto p = text.out.find(a100); p != std::string::npos; p = text.out.find(a100, p + 1)) ++count;
   CHECK(count == 1);
   CHECK_THAT(text.out, Catch::Contains("  a100           fp8_ds_mla        8    1  -  "));
-  CHECK_THAT(text.out, Catch::Contains("  rtx-pro-6000   fp8_ds_mla        8    1  FLASHINFER_MLA_SPARSE_DSV41 (SM120 class)  "));
+  CHECK_THAT(text.out, Catch::Contains("  rtx-pro-6000   fp8_ds_mla        8    1  FLASHINFER_MLA_SPARSE_DSV4 (SM120 class)   "));
   CHECK_THAT(text.out, Catch::Contains("  b200           fp8_ds_mla        8    1  FLASHMLA_SPARSE_DSV4 "));
   auto several_tp = run({"check", cfg("deepseek-v4.1-flash.json"), "--tensor-parallel-size", "1,2"});
   CHECK(several_tp.code == 1);

@@ -105,7 +105,7 @@ TEST_CASE("rule: kv cache dtype values", "[rules]") {
   CHECK(r->finding.message ==
         "DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got bfloat16. Please set --kv-cache-dtype fp8 or "
         "select a backend that supports bfloat16 KV cache. (--kv-cache-dtype bfloat16 on FLASHMLA_SPARSE_DSV41)");
-  CHECK(r->finding.fix == "use --kv-cache-dtype auto, fp8, fp8_ds_mla");
+  CHECK(r->finding.fix == "use --kv-cache-dtype auto, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla");
   // A value vLLM does not have is a usage error with the nearest value.
   o.layout.kv_cache_dtype = "fp8_ds";
   const auto bad = find(eval(released("deepseek-v4.1-flash.json"), gpu("h200"), o), "layout.kv_cache_dtype");

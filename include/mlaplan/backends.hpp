@@ -67,8 +67,12 @@ struct BackendInfo {
 /// The catalogue, in BackendId order.
 std::span<const BackendInfo> backend_catalogue();
 const BackendInfo& backend_info(BackendId id);
-/// "FLASHMLA_SPARSE_DSV41 (fused)" / "FLASHINFER_MLA_SPARSE_DSV41 (SM120 class)" / "FLASHMLA_SPARSE_DSV4"
-std::string backend_title(BackendId id);
+/// "FLASHMLA_SPARSE_DSV41 (fused)" / "FLASHINFER_MLA_SPARSE_DSV41 (SM120 class)" / "FLASHMLA_SPARSE_DSV4";
+/// with `family` deepseek_v4 the SM120 class is vLLM's FLASHINFER_MLA_SPARSE_DSV4.
+std::string backend_title(BackendId id, std::optional<Family> family = std::nullopt);
+/// vLLM's --attention-backend name of the entry for `family` (the SM120 class is
+/// FLASHINFER_MLA_SPARSE_DSV4 for V4.0, FLASHINFER_MLA_SPARSE_DSV41 for V4.1).
+std::string_view backend_vllm_name(BackendId id, std::optional<Family> family = std::nullopt);
 /// The entry of `key` (BackendInfo::key), or nothing.
 std::optional<BackendId> parse_backend_key(std::string_view key);
 
@@ -123,7 +127,7 @@ struct BackendChoice {
 /// --dsv4-fused-attention: vLLM's attention_config.dsv4_fused_attention (None: auto).
 enum class FusedAttention { auto_, on, off };
 
-/// vLLM's choice (vllm/models/deepseek_v4_1/model.py _select_dsv4_attn_cls, and the V4.0 / V3.2
+/// vLLM's choice (vllm/models/deepseek_v4_1/nvidia/model.py _select_dsv4_attn_cls, and the V4.0 / V3.2
 /// backends' capability checks): the SM120 class on 12.x by default, FlashMLA elsewhere, fused on
 /// SM100 when attention_config.dsv4_fused_attention allows it and the kernel has the model's
 /// shape (8 heads per o_group, a FlashMLA kv layout). `attention_backend` is vLLM's spelling

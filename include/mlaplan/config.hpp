@@ -93,7 +93,7 @@ struct ModelConfig {
 
   std::int64_t num_hidden_layers = 0;     ///< backbone layers (n)
   std::int64_t num_draft_layers = 0;      ///< num_nextn_predict_layers: MTP (V4.0, V3.2) or DSpark (V4.1)
-  std::int64_t dspark_block_size = 0;  ///< DSpark drafter block (0: absent: the draft layers are MTP stages)
+  std::int64_t dspark_block_size = 0;  ///< DSpark drafter block; 0: absent (V4.0 drafts are then MTP stages)
   std::int64_t num_attention_heads = 0;
   std::int64_t num_key_value_heads = 1;
   std::int64_t head_dim = 0;              ///< q/k head size the attention kernel sees (V3.2: kv_lora_rank + rope)

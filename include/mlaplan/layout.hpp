@@ -171,7 +171,7 @@ struct Parallelism {
   std::int64_t pipeline_parallel_size = 1;
   std::int64_t data_parallel_size = 1;
   std::int64_t local_query_heads = 0;   ///< num_attention_heads / TP
-  std::int64_t padded_query_heads = 0;  ///< 64 or 128 (0 when > 128 in a lenient plan)
+  std::int64_t padded_query_heads = 0;  ///< the backend's kernel head count (FlashMLA 64 / 128, FlashInfer 8..128); 0: none
   std::vector<Stage> stages;
 };
 
