@@ -3,8 +3,8 @@
 
 namespace mlaplan::kernels::detail {
 
-void launch_decode_528(const DecodeParams& p, const LaunchDims& dims) {
-  launch_decode<RowFormat::v41_fp8_528, false, RowFormat::v41_fp8_528>(p, dims);
+void launch_decode_528(const DecodeParams& p, const DecodeLaunch& launch) {
+  launch_decode<RowFormat::v41_fp8_528, false, RowFormat::v41_fp8_528>(p, launch);
 }
 
 }  // namespace mlaplan::kernels::detail

@@ -3,8 +3,8 @@
 
 namespace mlaplan::kernels::detail {
 
-void launch_decode_528_288(const DecodeParams& p, const LaunchDims& dims) {
-  launch_decode<RowFormat::v41_fp8_528, true, RowFormat::v41_fp4_288>(p, dims);
+void launch_decode_528_288(const DecodeParams& p, const DecodeLaunch& launch) {
+  launch_decode<RowFormat::v41_fp8_528, true, RowFormat::v41_fp4_288>(p, launch);
 }
 
 }  // namespace mlaplan::kernels::detail

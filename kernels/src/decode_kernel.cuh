@@ -18,8 +18,12 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "cuda_check.hpp"
 #include "decode_layout.hpp"
@@ -657,16 +661,15 @@ __global__ void __launch_bounds__(L::kDecodeThreads, 1) sparse_decode_kernel(con
   }
 }
 
-/// Launches a decode kernel (either kind) with dims d. In split_kv it is a programmatic dependent
-/// launch (cudaLaunchAttributeProgrammaticStreamSerialization): when the previous kernel in the
-/// stream is the GPU scheduler, which executes griddepcontrol.launch_dependents at its start, the
-/// decode grid is launched while the scheduler runs and waits in grid_dependency_wait() for its
-/// records. After any other kernel the launch behaves as an ordinary one. MLAPLAN_DECODE_PDL=0 turns
-/// the programmatic launch off (A/B timing). cluster_z / cluster_x > 1: clusters of that many CTAs
-/// along grid z / x.
+/// Launches a decode kernel (either kind) as `launch` says: its dims, clusters of
+/// dims.cluster_x x 1 x dims.cluster_z CTAs, and with launch.pdl (split_kv) a programmatic
+/// dependent launch (cudaLaunchAttributeProgrammaticStreamSerialization): when the previous kernel
+/// in the stream is the GPU scheduler, which executes griddepcontrol.launch_dependents at its
+/// start, the decode grid is launched while the scheduler runs and waits in grid_dependency_wait()
+/// for its records. After any other kernel the launch behaves as an ordinary one.
 template <class Kernel>
-void launch_decode_grid(Kernel* kernel, const DecodeParams& p, const LaunchDims& d, const char* what,
-                        unsigned cluster_z = 1, unsigned cluster_x = 1) {
+void launch_decode_grid(Kernel* kernel, const DecodeParams& p, const DecodeLaunch& launch, const char* what) {
+  const LaunchDims& d = launch.dims;
   MLAPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(d.smem_bytes)));
   cudaLaunchConfig_t cfg = {};
@@ -676,16 +679,16 @@ void launch_decode_grid(Kernel* kernel, const DecodeParams& p, const LaunchDims&
   cfg.stream = static_cast<cudaStream_t>(p.stream);
   cudaLaunchAttribute attr[2];
   unsigned n = 0;
-  if (p.mode == DecodeMode::split_kv && decode_pdl_allowed()) {
+  if (launch.pdl) {
     attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[n].val.programmaticStreamSerializationAllowed = 1;
     ++n;
   }
-  if (cluster_z > 1 || cluster_x > 1) {
+  if (d.cluster_z > 1 || d.cluster_x > 1) {
     attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n].val.clusterDim.x = cluster_x;
+    attr[n].val.clusterDim.x = d.cluster_x;
     attr[n].val.clusterDim.y = 1;
-    attr[n].val.clusterDim.z = cluster_z;
+    attr[n].val.clusterDim.z = d.cluster_z;
     ++n;
   }
   cfg.attrs = attr;
@@ -719,28 +722,38 @@ int max_active_clusters(Kernel* kernel, const LaunchDims& d, unsigned cluster_x,
   return n;
 }
 
-/// True when every cluster of cluster_x CTAs (along x) of a grid of d's shape is resident at once
-/// (asked once per kernel and cluster size 2, 4 or 8).
+/// cudaOccupancyMaxActiveClusters of (current device, kernel, cluster shape), asked once each (the
+/// answer depends on the kernel's resources and the device, not on the grid); thread-safe.
+template <class Kernel>
+int cached_max_active_clusters(Kernel* kernel, const LaunchDims& d, unsigned cluster_x, unsigned cluster_z) {
+  static std::mutex mu;
+  static std::map<std::tuple<int, const void*, unsigned, unsigned>, int> cache;
+  int dev = 0;
+  MLAPLAN_CUDA_CHECK(cudaGetDevice(&dev));
+  const auto key = std::make_tuple(dev, reinterpret_cast<const void*>(kernel), cluster_x, cluster_z);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  const int n = max_active_clusters(kernel, d, cluster_x, cluster_z);
+  std::lock_guard<std::mutex> lock(mu);
+  cache[key] = n;
+  return n;
+}
+
+/// True when every cluster of cluster_x CTAs (along x) of a grid of d's shape is resident at once.
 template <class Kernel>
 bool clusters_fit(Kernel* kernel, const LaunchDims& d, unsigned cluster_x) {
-  static int cached[4] = {-1, -1, -1, -1};
-  const int slot = cluster_x == 2 ? 1 : cluster_x == 4 ? 2 : cluster_x == 8 ? 3 : 0;
-  if (slot == 0) return false;
-  if (cached[slot] < 0) {
-    cached[slot] = max_active_clusters(kernel, d, cluster_x, 1);
-#if defined(MLAPLAN_WS_TRACE)
-    std::fprintf(stderr, "clusters of %u: at most %d resident\n", cluster_x, cached[slot]);
-#endif
-  }
+  if (cluster_x != 2 && cluster_x != 4 && cluster_x != 8) return false;
   const long long ctas = static_cast<long long>(d.grid_x) * d.grid_y * d.grid_z;
-  return static_cast<long long>(cached[slot]) * cluster_x >= ctas;
+  return static_cast<long long>(cached_max_active_clusters(kernel, d, cluster_x, 1)) * cluster_x >= ctas;
 }
 
 /// True when a grid of d's shape launched as 2-CTA clusters (along z) of `kernel` has every cluster,
-/// or one per two SMs, resident at once (cudaOccupancyMaxActiveClusters, asked once per kernel).
+/// or one per two SMs, resident at once.
 template <class Kernel>
 bool pair_clusters_fit(Kernel* kernel, const LaunchDims& d) {
-  static const int max_clusters = max_active_clusters(kernel, d, 1, 2);
+  const int max_clusters = cached_max_active_clusters(kernel, d, 1, 2);
   int dev = 0, sms = 0;
   MLAPLAN_CUDA_CHECK(cudaGetDevice(&dev));
   MLAPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -750,8 +763,8 @@ bool pair_clusters_fit(Kernel* kernel, const LaunchDims& d) {
 
 /// Body of the launch functions of decode_*.cu.
 template <RowFormat kMain, bool kHasExtra, RowFormat kExtra>
-void launch_decode(const DecodeParams& p, const LaunchDims& d) {
-  launch_decode_grid(&sparse_decode_kernel<kMain, kHasExtra, kExtra>, p, d, "sparse_decode_kernel<<<...>>>");
+void launch_decode(const DecodeParams& p, const DecodeLaunch& launch) {
+  launch_decode_grid(&sparse_decode_kernel<kMain, kHasExtra, kExtra>, p, launch, "sparse_decode_kernel<<<...>>>");
 }
 
 }  // namespace mlaplan::kernels::detail

@@ -31,36 +31,8 @@ struct DecodeSmem {
   static constexpr std::size_t total = valid + 2 * kRows * 4;
 };
 
-/// Shared memory of the SM90 (wgmma) decode kernel, decode_sm90.cuh: 256 threads = two warpgroups,
-/// warpgroup w owns head dims 256w .. 256w + 255 of Q, K and O. Offsets from a 1024-byte aligned
-/// base (the 128-byte swizzle needs it; `alloc` includes the slack to align the dynamic base).
-struct DecodeSm90Smem {
-  static constexpr int kRows = 64;
-  static constexpr int kHeads = 64;
-  static constexpr int kDim = 512;
-  static constexpr int kThreads = 256;
-  static constexpr int kChunkBytes = 64 * 128;  // one 64-dim chunk of 64 rows, 128-byte swizzled
-  // Raw-row staging, one area per warpgroup: warpgroup 0 stages bytes 0..255 of each 576-byte data
-  // row, warpgroup 1 bytes 256..575; both append the row's 8 scale bytes. The strides put 8
-  // consecutive rows in 8 distinct 16-byte bank groups (conflict-free 16-byte accesses).
-  static constexpr int kStage0Stride = 272;
-  static constexpr int kStage1Stride = 336;
-  static constexpr int kStage0Scale = 256;  // offset of the scale bytes in a staged row
-  static constexpr int kStage1Scale = 320;
-
-  static constexpr std::size_t q = 0;                                               // bf16 8 chunks
-  static constexpr std::size_t k = q + 8 * std::size_t(kChunkBytes);                // bf16 8 chunks
-  static constexpr std::size_t stage0 = k + 8 * std::size_t(kChunkBytes);           // u8 [64][272]
-  static constexpr std::size_t stage1 = stage0 + std::size_t(kRows) * kStage0Stride;  // u8 [64][336]
-  static constexpr std::size_t xchg = stage1 + std::size_t(kRows) * kStage1Stride;  // f32 [2][64 x 64]
-  static constexpr std::size_t xchg_half = std::size_t(kHeads) * kRows * 4;
-  static constexpr std::size_t mask = xchg + 2 * xchg_half;                         // u32 [2 wg][2][4]
-  static constexpr std::size_t total = mask + 2 * 2 * 4 * 4;
-  static constexpr std::size_t alloc = total + 1024;
-};
-
 /// Shared memory of the warp-specialised SM90 decode kernel, decode_sm90_ws.cuh: 512 threads = two
-/// math warpgroups (head dims 256w .. 256w + 255 of Q, K and O, as in DecodeSm90Smem) and two
+/// math warpgroups (head dims 256w .. 256w + 255 of Q, K and O) and two
 /// producer warpgroups that gather and dequantise rows into a double-buffered K tile. No staging
 /// area: the producers hold a block's raw bytes in registers.
 struct DecodeSm90WsSmem {
@@ -96,11 +68,6 @@ static_assert(DecodeSm90WsSmem::k % 1024 == 0 && DecodeSm90WsSmem::xchg % 1024 =
 static_assert(DecodeSm90WsSmem::alloc <= 227 * 1024, "SM90 warp-specialised decode shared memory exceeds the sm_90 limit");
 static_assert(2 * DecodeSm90WsSmem::kMathRegs + 2 * DecodeSm90WsSmem::kProducerRegs <= 4 * 128,
               "setmaxnreg: the warpgroups' registers must fit the launch's 4 x 128");
-
-static_assert(DecodeSm90Smem::k % 1024 == 0 && DecodeSm90Smem::stage0 % 16 == 0 &&
-                  DecodeSm90Smem::stage1 % 16 == 0 && DecodeSm90Smem::xchg % 16 == 0,
-              "SM90 decode: swizzled tiles need 1024-byte, staging and exchange 16-byte alignment");
-static_assert(DecodeSm90Smem::alloc <= 227 * 1024, "SM90 decode shared memory exceeds the sm_90 limit");
 
 static_assert(DecodeSmem::stage % 16 == 0, "staging rows need 16-byte alignment for cp.async");
 static_assert(DecodeSmem::total <= 227 * 1024, "decode shared memory exceeds the sm_90 limit");

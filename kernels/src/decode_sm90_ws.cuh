@@ -3,7 +3,7 @@
 // alone or main + extra 584 cache): the default kernel of the 584 variants on compute capability
 // 9.0 (docs/kernels.md, "Decode on sm_90a"; docs/perf.md, "v6" and "v7").
 //
-// Same contract as decode_kernel.cuh and decode_sm90.cuh (DecodeParams, split_kv records or
+// Same contract as decode_kernel.cuh (DecodeParams, split_kv records or
 // one_pass, the partial outputs combine.cu merges). Grid (P or b, s_q, h_q / 64), 512 threads,
 // one CTA per SM (DecodeSm90WsSmem):
 // - warpgroups 2 and 3, the producers (64 registers after setmaxnreg): for every 64-row block of
@@ -12,19 +12,13 @@
 //   dequantises into it (128-byte swizzled, the layout wgmma reads; rows without a valid id ->
 //   zeros), writes the block's valid-row bits and arrives on `full`. The next block's rows are
 //   prefetched into L2 meanwhile, and the row ids are loaded two blocks ahead.
-// - warpgroups 0 and 1, the math (192 registers): the seesaw (ws_math_seesaw, the default: each
-//   warpgroup owns every other block's Q K^T and softmax and hands P to the other) or, with
-//   kSeesaw false (MLAPLAN_DECODE_KERNEL=sm90_ws6), the v6 math: warpgroup w owns head dims
-//   256w .. 256w + 255 of Q, of the K tile and of O (64 x 256 fp32 in registers). Per block: await
-//   the previous block's P V and release its buffer (`empty`); wait `full`; S_w = Q_w K_w^T (16
-//   wgmma m64n64k16); S = S_0 + S_1 through shared memory (both warpgroups hold the same sum, bit
-//   for bit); online softmax in registers; O = alpha O + P V (8 wgmma m64n128k16, P from
-//   registers, V = the same K tile read MN-major), left in flight until the next block.
-// - kPair (h_q 128 when a CTA has at least two blocks, launch_decode_sm90ws): the two 64-head CTAs
+// - warpgroups 0 and 1, the math (192 registers): the seesaw (ws_math_seesaw): each warpgroup owns
+//   every other block's Q K^T and softmax and hands P to the other (docs/perf.md "v7").
+// - kPair (h_q 128 when a CTA has at least two blocks, plan_decode_launch): the two 64-head CTAs
 //   of a request form a cluster; each dequantises half of every block (32 rows, 8 threads per row)
 //   into its own buffer and copies it into the other's with cp.async.bulk (shared::cluster),
 //   completing on the other's `full`.
-// - one_pass with more CTAs than SMs (decode_launch_dims): one CTA per SM, each over a contiguous
+// - one_pass with more CTAs than SMs (plan_decode_launch): one CTA per SM, each over a contiguous
 //   range of whole requests; the producers prefetch the next request's Q into L2.
 // The producers meet the math only through the mbarrier pairs, so the gather and dequantisation
 // of block i + 1 overlap the MMAs and the softmax of block i.
@@ -593,16 +587,14 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
 
 #endif  // MLAPLAN_SM90A_WGMMA
 
-template <bool kHasExtra, bool kSeesaw, bool kPair, bool kCSplit = false>
+template <bool kHasExtra, bool kPair, bool kCSplit = false>
 __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(const DecodeParams p) {
-  static_assert(kSeesaw || !kPair, "the 2-CTA pair runs the seesaw math");
-  static_assert(!kCSplit || (kSeesaw && !kPair), "cluster_split runs the seesaw math of one CTA");
+  static_assert(!(kCSplit && kPair), "cluster_split runs one CTA per 64 heads");
 #if MLAPLAN_SM90A_WGMMA
   extern __shared__ __align__(1024) std::uint8_t smem_raw[];
   std::uint8_t* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
   const int tid = static_cast<int>(threadIdx.x);
   const int wg = tid >> 7;        // 0, 1: math (head dims 256 wg ..); 2: producer
-  const int wq = (tid >> 5) & 3;  // warp in the warpgroup: math rows 16 wq .. of S and O; producer rows 16 wq ..
   const int lane = tid & 31;
   const int part = static_cast<int>(blockIdx.x);
   const int s = static_cast<int>(blockIdx.y);
@@ -871,99 +863,9 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
 
   // ------------------------------------------------------------------ math
   setmaxnreg_inc<W9::kMathRegs>();
-  if constexpr (kSeesaw) {
-    const WsWork work{begin_req, end_req, begin_block, end_block, begin_split, first_split, last_split, s, head0,
-                      bar_full, bar_empty};
-    ws_math_seesaw<kHasExtra, kPair, kCSplit>(p, smem, work);
-  } else {
-    const int t4 = lane & 3;
-    const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
-    const float kNegInf = -__int_as_float(0x7F800000);
-    std::uint8_t* sQ = smem + W9::q;
-    float4* x_own = reinterpret_cast<float4*>(smem + W9::xchg + wg * W9::xchg_half) + wq * 256 + lane;
-    const float4* x_peer = reinterpret_cast<const float4*>(smem + W9::xchg + (1 - wg) * W9::xchg_half) + wq * 256 + lane;
-    const int wg_bar = 1 + wg;    // the 128 threads of this warpgroup
-    const int pair_bar = 3 + wq;  // warp wq of both math warpgroups (64 threads)
-    // wgmma descriptors of this warpgroup's half of Q (K-major, 8-row groups 1 KiB apart) and of K
-    // buffer 0 (K-major for Q K^T; MN-major for P V: 64-dim chunks 8 KiB apart). Offsets inside the
-    // tiles are added to the address field (>> 4; shared addresses stay below 2^18, so no carry).
-    const std::uint64_t q_desc = sw128_desc(smem_addr(sQ) + 4 * wg * W9::kChunkBytes, 16, 1024);
-    const std::uint64_t k_desc = sw128_desc(smem_addr(smem + W9::k) + 4 * wg * W9::kChunkBytes, 16, 1024);
-    const std::uint64_t v_desc = sw128_desc(smem_addr(smem + W9::k) + 4 * wg * W9::kChunkBytes, W9::kChunkBytes, 1024);
-    std::uint32_t it = 0;  // blocks consumed so far (buffer it & 1)
-
-    for (int r = begin_req; r <= end_req && r < p.b; ++r) {
-      const WsRequest q = ws_request<kHasExtra>(p, r, s, begin_req, end_req, begin_block, end_block);
-      const bool split = (r == begin_req && first_split) || (r == end_req && last_split);
-
-      // Every warp of this warpgroup is done with the previous request's Q (its last Q K^T was
-      // awaited before that request's epilogue).
-      named_barrier_sync(wg_bar, 128);
-      ws_load_q_half(p, sQ, q.bs, head0, wg, tid & 127);
-      named_barrier_sync(wg_bar, 128);  // Q of this warpgroup is in shared memory
-
-      float o[128];
-#pragma unroll
-      for (int i = 0; i < 128; ++i) o[i] = 0.0f;
-      float m_run[2] = {kNegInf, kNegInf};
-      float l_run[2] = {0.0f, 0.0f};  // this thread's part of the row sums (its 16 columns per block)
-      bool pv_pending = false;        // the previous block's P V is in flight (buffer (it - 1) & 1)
-
-      for (int blk = q.blk0; blk < q.blk1; ++blk, ++it) {
-        const int buf = static_cast<int>(it & 1u);
-        const std::uint64_t kd = desc_add(k_desc, static_cast<std::uint32_t>(buf) * (W9::kTileBytes >> 4));
-        const std::uint64_t vd = desc_add(v_desc, static_cast<std::uint32_t>(buf) * (W9::kTileBytes >> 4));
-        // The previous block's P V first: its buffer goes back to the producers before this block's
-        // wait, and no wgmma is in flight while Q K^T is issued (with P V's accumulators still in
-        // flight, ptxas runs out of registers and serialises every wgmma: C7512).
-        // (The wait is unconditional: behind a branch ptxas cannot tell that nothing is in flight.)
-        wgmma_wait<0>();
-        reg_fence(o);
-        if (pv_pending) mbar_arrive(bar_empty + 8 * (buf ^ 1));
-        mbar_wait(bar_full + 8 * buf, (it >> 1) & 1u);
-
-        // S_w = Q[:, dims of w] K[:, dims of w]^T: 16 k steps of 16 dims (4 per 64-dim chunk).
-        float sacc[32];
-        ws_issue_qk<16>(sacc, q_desc, kd);
-        wgmma_wait<0>();
-        reg_fence(sacc);
-
-        // S = S_0 + S_1: the thread with the same warp and lane in the other warpgroup holds the
-        // same 32 elements; a + b == b + a, so both warpgroups get the same S.
-#pragma unroll
-        for (int v = 0; v < 8; ++v) x_own[32 * v] = make_float4(sacc[4 * v], sacc[4 * v + 1], sacc[4 * v + 2], sacc[4 * v + 3]);
-        named_barrier_sync(pair_bar, 64);
-#pragma unroll
-        for (int v = 0; v < 8; ++v) {
-          const float4 t = x_peer[32 * v];
-          sacc[4 * v] += t.x;
-          sacc[4 * v + 1] += t.y;
-          sacc[4 * v + 2] += t.z;
-          sacc[4 * v + 3] += t.w;
-        }
-        named_barrier_sync(pair_bar, 64);  // the peer has read this warp's partial
-
-        // Online softmax. Element 4j + 2h + e of sacc: head row 16 wq + g + 8h, key 8j + 2 t4 + e.
-        const std::uint64_t kmask = *reinterpret_cast<const std::uint64_t*>(masks + buf * 16);  // bit j: key j valid
-        float alpha[2];
-        std::uint32_t pa[4][4];
-        ws_softmax_block(sacc, kmask, t4, scale_log2, m_run, l_run, alpha, pa);
-        rescale_o_rows(o, alpha);
-        // O[:, dims of w] += P V[:, dims of w]: V = the K tile read MN-major.
-        ws_issue_pv(o, pa, vd);
-        pv_pending = true;
-      }
-      wgmma_wait<0>();
-      reg_fence(o);
-      if (pv_pending) mbar_arrive(bar_empty + 8 * ((it - 1u) & 1u));
-
-      // Epilogue: this thread holds head rows 16 wq + g + 8h, dims 256 wg + 8j + 2 t4 (+1).
-      float l_row[2];
-      quad_row_sums(l_run, l_row);
-      const int split_idx = split ? p.num_splits[r] + (r == begin_req ? begin_split : 0) : 0;
-      ws_store_o_staged(p, o, l_row, m_run, q.bs, s, split, split_idx, head0, wg, sQ + wg * (W9::kTileBytes / 2), wg_bar);
-    }
-  }
+  const WsWork work{begin_req, end_req, begin_block, end_block, begin_split, first_split, last_split, s, head0,
+                    bar_full, bar_empty};
+  ws_math_seesaw<kHasExtra, kPair, kCSplit>(p, smem, work);
 #elif defined(__CUDA_ARCH__)
   // Compiled for sm_100a too; the host launches this kernel on compute capability 9.0 only.
   (void)p;
@@ -971,45 +873,29 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
 #endif
 }
 
-/// Launch of the warp-specialised kernel (decode_launch_dims gives 384 threads and
-/// DecodeSm90WsSmem::alloc bytes when it is selected, host.cpp).
+/// Launch of the warp-specialised kernel as plan_decode_launch decided it: cluster_split clusters
+/// along x (launch.dims.cluster_x > 1), the 2-CTA pair along z (launch.pair), else one CTA per
+/// 64 heads.
 template <bool kHasExtra>
-void launch_decode_sm90ws(const DecodeParams& p, const LaunchDims& d) {
-  if (sm90_ws6_enabled()) {
-    launch_decode_grid(&sparse_decode_sm90ws_kernel<kHasExtra, false, false>, p, d, "sparse_decode_sm90ws_kernel<<<...>>>");
-    return;
+void launch_decode_sm90ws(const DecodeParams& p, const DecodeLaunch& launch) {
+  if (launch.dims.cluster_x > 1) {
+    launch_decode_grid(&sparse_decode_sm90ws_kernel<kHasExtra, false, true>, p, launch,
+                       "sparse_decode_sm90ws_kernel (cluster_split)");
+  } else if (launch.pair) {
+    launch_decode_grid(&sparse_decode_sm90ws_kernel<kHasExtra, true, false>, p, launch,
+                       "sparse_decode_sm90ws_kernel (2-CTA clusters)");
+  } else {
+    launch_decode_grid(&sparse_decode_sm90ws_kernel<kHasExtra, false, false>, p, launch,
+                       "sparse_decode_sm90ws_kernel<<<...>>>");
   }
-  if (d.cluster_x > 1) {
-    // cluster_split: C CTAs per request as one cluster along x; where not all such clusters can be
-    // resident at once (shared memory, GPC sizes) it takes half as many, down to one CTA per request.
-    auto* split = &sparse_decode_sm90ws_kernel<kHasExtra, true, false, true>;
-    LaunchDims e = d;
-    while (e.cluster_x > 1 && !clusters_fit(split, e, e.cluster_x)) {
-      e.cluster_x /= 2;
-      e.grid_x = static_cast<unsigned>(p.b) * e.cluster_x;
-    }
-    if (e.cluster_x > 1) {
-      launch_decode_grid(split, p, e, "sparse_decode_sm90ws_kernel (cluster_split)", 1, e.cluster_x);
-    } else {
-      launch_decode_grid(&sparse_decode_sm90ws_kernel<kHasExtra, true, false>, p, e, "sparse_decode_sm90ws_kernel<<<...>>>");
-    }
-    return;
-  }
-  // h_q 128: the two 64-head CTAs of a request share the dequantisation as a 2-CTA cluster when the
-  // clusters fit and a CTA has at least two blocks on average (below that the cluster's start and
-  // lock step cost more than the halved conversion saves: docs/perf.md "v8").
-  static_assert(W9::kRows == 64, "decode_request_blocks counts 64-row blocks");
-  const bool pays = static_cast<std::int64_t>(p.b) * p.s_q * decode_request_blocks(p.topk, kHasExtra, p.extra_topk) >=
-                    2 * static_cast<std::int64_t>(d.grid_x) * d.grid_y;
-  const int choice = sm90_ws_pair_choice();
-  if (d.grid_z == 2 && (choice > 0 || (choice == 0 && pays))) {
-    auto* pair = &sparse_decode_sm90ws_kernel<kHasExtra, true, true>;
-    if (pair_clusters_fit(pair, d)) {
-      launch_decode_grid(pair, p, d, "sparse_decode_sm90ws_kernel (2-CTA clusters)", 2);
-      return;
-    }
-  }
-  launch_decode_grid(&sparse_decode_sm90ws_kernel<kHasExtra, true, false>, p, d, "sparse_decode_sm90ws_kernel<<<...>>>");
+}
+
+/// Whether the clusters a grid of `d` needs are resident at once, for the kernel that grid runs.
+template <bool kHasExtra>
+bool sm90ws_clusters_fit_of(const LaunchDims& d) {
+  if (d.cluster_x > 1) return clusters_fit(&sparse_decode_sm90ws_kernel<kHasExtra, false, true>, d, d.cluster_x);
+  if (d.cluster_z > 1) return pair_clusters_fit(&sparse_decode_sm90ws_kernel<kHasExtra, true, false>, d);
+  return true;
 }
 
 }  // namespace mlaplan::kernels::detail

@@ -3,8 +3,10 @@
 
 namespace mlaplan::kernels::detail {
 
-void launch_decode_sm90ws_584(const DecodeParams& p, const LaunchDims& dims) {
-  launch_decode_sm90ws<false>(p, dims);
+void launch_decode_sm90ws_584(const DecodeParams& p, const DecodeLaunch& launch) {
+  launch_decode_sm90ws<false>(p, launch);
 }
+
+bool sm90ws_clusters_fit_584(const LaunchDims& d) { return sm90ws_clusters_fit_of<false>(d); }
 
 }  // namespace mlaplan::kernels::detail

@@ -5,9 +5,11 @@
 
 namespace mlaplan::kernels::detail {
 
-void launch_decode_sm90ws_584_584(const DecodeParams& p, const LaunchDims& dims) {
-  launch_decode_sm90ws<true>(p, dims);
+void launch_decode_sm90ws_584_584(const DecodeParams& p, const DecodeLaunch& launch) {
+  launch_decode_sm90ws<true>(p, launch);
 }
+
+bool sm90ws_clusters_fit_584_584(const LaunchDims& d) { return sm90ws_clusters_fit_of<true>(d); }
 
 #if defined(MLAPLAN_WS_TRACE)
 /// Prints the per-block timelines of the last traced launch (decode_sm90_ws.cuh, WsTrace).

@@ -24,46 +24,18 @@ void cuda_check(cudaError_t e, const char* call, const char* file, int line) {
                   cudaGetErrorString(e) + ") at " + file + ":" + std::to_string(line));
 }
 
-bool current_device_is_sm90() {
-  constexpr int kCached = 64;
-  static int cache[kCached] = {};  // 0 unknown, 1 yes, 2 no
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  if (dev >= 0 && dev < kCached && cache[dev] != 0) return cache[dev] == 1;
-  int major = 0, minor = 0;
-  bool yes = false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess) {
-    yes = major == 9 && minor == 0;
-  } else {
-    (void)cudaGetLastError();
-  }
-  if (dev >= 0 && dev < kCached) cache[dev] = yes ? 1 : 2;
-  return yes;
-}
-
-int current_device_sm_count() {
-  constexpr int kCached = 64;
-  static int cache[kCached] = {};  // 0 unknown
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  if (dev >= 0 && dev < kCached && cache[dev] != 0) return cache[dev];
-  int n = 0;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  if (dev >= 0 && dev < kCached) cache[dev] = n;
-  return n;
-}
-
 }  // namespace detail
+
+DecodeDevice current_decode_device() {
+  int dev = 0;
+  MLAPLAN_CUDA_CHECK(cudaGetDevice(&dev));
+  DecodeDevice d;
+  MLAPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&d.cc_major, cudaDevAttrComputeCapabilityMajor, dev));
+  MLAPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&d.cc_minor, cudaDevAttrComputeCapabilityMinor, dev));
+  MLAPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&d.num_sms, cudaDevAttrMultiProcessorCount, dev));
+  d.clusters_fit = &detail::sm90ws_clusters_fit;
+  return d;
+}
 
 int device_count() {
   int n = 0;

@@ -2,7 +2,6 @@
 // heuristics (kept here, out of the .cu files, so they are testable without a GPU).
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,47 +71,12 @@ std::size_t decode_smem_bytes(RowFormat /*main*/, bool /*has_extra*/, RowFormat 
   return DecodeSmem::total;  // one layout serves every format pair (staging rows sized for 584)
 }
 
-bool decode_pdl_allowed() {
-  static const bool allowed = [] {
-    const char* e = std::getenv("MLAPLAN_DECODE_PDL");
-    return e == nullptr || std::string_view(e) != "0";
-  }();
-  return allowed;
-}
+}  // namespace detail
 
-namespace {
-/// MLAPLAN_DECODE_KERNEL (read once; empty when unset): which decode kernel an A/B run asks for.
-std::string_view decode_kernel_env() {
-  static const std::string value = [] {
-    const char* e = std::getenv("MLAPLAN_DECODE_KERNEL");
-    return e == nullptr ? std::string() : std::string(e);
-  }();
-  return value;
-}
-}  // namespace
+namespace detail {
 
-bool sm90_pair_enabled() { return decode_kernel_env() == "sm90_pair"; }
-
-int cluster_split_override() {
-  static const int value = [] {
-    const char* e = std::getenv("MLAPLAN_CLUSTER_SPLIT");
-    if (e == nullptr) return 0;
-    const int v = std::atoi(e);
-    return v == 1 || v == 2 || v == 4 || v == 8 ? v : 0;
-  }();
-  return value;
-}
-
-bool sm90_ws6_enabled() { return decode_kernel_env() == "sm90_ws6"; }
-
-int sm90_ws_pair_choice() {
-  const std::string_view e = decode_kernel_env();
-  return e == "sm90_ws_pair" ? 1 : e == "sm90_ws_single" ? -1 : 0;
-}
-
-bool sm90_ws_enabled() {
-  const std::string_view e = decode_kernel_env();
-  return e != "sm90_v5" && e != "sm90_pair";
+bool sm90ws_clusters_fit(const LaunchDims& d, bool has_extra) {
+  return has_extra ? sm90ws_clusters_fit_584_584(d) : sm90ws_clusters_fit_584(d);
 }
 
 }  // namespace detail
@@ -121,42 +85,20 @@ namespace {
 
 struct VariantEntry {
   DecodeVariant variant;
-  detail::DecodeLauncher launch;
-  detail::DecodeLauncher launch_sm90;    ///< the sm_90a (wgmma) lock-step kernel, null where there is none
-  detail::DecodeLauncher launch_sm90ws;  ///< the sm_90a warp-specialised kernel, null where there is none
+  detail::DecodeLauncher launch;     ///< the portable kernel
+  detail::DecodeLauncher launch_ws;  ///< the warp-specialised sm_90a kernel, null where there is none
 };
 
 const std::vector<VariantEntry>& variant_table() {
   static const std::vector<VariantEntry> table = {
       {{RowFormat::fp8_ds_mla_584, false, RowFormat::fp8_ds_mla_584}, &detail::launch_decode_584,
-       &detail::launch_decode_sm90_584, &detail::launch_decode_sm90ws_584},
+       &detail::launch_decode_sm90ws_584},
       {{RowFormat::fp8_ds_mla_584, true, RowFormat::fp8_ds_mla_584}, &detail::launch_decode_584_584,
-       &detail::launch_decode_sm90_584_584, &detail::launch_decode_sm90ws_584_584},
-      {{RowFormat::v41_fp8_528, false, RowFormat::v41_fp8_528}, &detail::launch_decode_528, nullptr, nullptr},
-      {{RowFormat::v41_fp8_528, true, RowFormat::v41_fp4_288}, &detail::launch_decode_528_288, nullptr, nullptr},
+       &detail::launch_decode_sm90ws_584_584},
+      {{RowFormat::v41_fp8_528, false, RowFormat::v41_fp8_528}, &detail::launch_decode_528, nullptr},
+      {{RowFormat::v41_fp8_528, true, RowFormat::v41_fp4_288}, &detail::launch_decode_528_288, nullptr},
   };
   return table;
-}
-
-/// The table entry for p's formats, or null (no throw; select_decode_variant reports).
-const VariantEntry* find_variant(const DecodeParams& p) {
-  for (const auto& e : variant_table()) {
-    const DecodeVariant& v = e.variant;
-    if (v.main == p.main.format && v.has_extra == p.has_extra && (!v.has_extra || v.extra == p.extra.format)) return &e;
-  }
-  return nullptr;
-}
-
-/// MLAPLAN_DECODE_KERNEL=generic keeps the portable kernel on sm_90 too (A/B timing, tests).
-bool sm90_kernel_allowed() { return detail::decode_kernel_env() != "generic"; }
-
-/// The sm_90a launcher for p on the current device, or null (other device, other formats).
-detail::DecodeLauncher sm90_launcher(const DecodeParams& p) {
-  const VariantEntry* e = find_variant(p);
-  if (e == nullptr || e->launch_sm90 == nullptr || !sm90_kernel_allowed() || !detail::current_device_is_sm90()) {
-    return nullptr;
-  }
-  return detail::sm90_ws_enabled() && e->launch_sm90ws != nullptr ? e->launch_sm90ws : e->launch_sm90;
 }
 
 std::string variant_name(const DecodeVariant& v) {
@@ -238,43 +180,113 @@ void check_decode_params(const DecodeParams& p) {
   }
 }
 
-LaunchDims decode_launch_dims(const DecodeParams& p) {
-  LaunchDims d;
+std::string_view to_string(DecodeKernel k) {
+  switch (k) {
+    case DecodeKernel::generic: return "generic";
+    case DecodeKernel::sm90_ws: return "sm90_ws";
+  }
+  return "unknown";
+}
+
+std::string DecodeLaunch::describe() const {
+  std::string s = std::string(to_string(kernel)) + " " + std::string(to_string(mode));
+  s += ", grid " + std::to_string(dims.grid_x) + "x" + std::to_string(dims.grid_y) + "x" + std::to_string(dims.grid_z);
+  if (dims.cluster_x > 1) s += ", cluster " + std::to_string(dims.cluster_x) + " CTAs per request";
+  if (pair) s += ", 2-CTA pair";
+  s += ", " + std::to_string(dims.block) + " threads";
+  if (pdl) s += ", PDL";
+  if (combine) s += ", combine";
+  return s;
+}
+
+DecodeLaunch plan_decode_launch(const DecodeParams& p, const DecodeDevice& dev) {
+  check_decode_params(p);
+  const VariantEntry& e = variant_table()[select_decode_variant(p)];
+  DecodeLaunch L;
+  L.asked = p.mode;
+  L.mode = p.mode;
+  const bool sm90a = dev.cc_major == 9 && dev.cc_minor == 0;
+  const bool ws_here = e.launch_ws != nullptr && sm90a;
+  if (p.force.kernel == DecodeKernel::sm90_ws && !ws_here) {
+    throw_unsupported("decode: the sm90_ws kernel runs fp8_ds_mla_584 (alone or + 584) on compute capability 9.0; "
+                      "asked for " + variant_name(e.variant) + " on " + std::to_string(dev.cc_major) + "." +
+                      std::to_string(dev.cc_minor));
+  }
+  const bool ws = ws_here && p.force.kernel != DecodeKernel::generic;
+  L.kernel = ws ? DecodeKernel::sm90_ws : DecodeKernel::generic;
+  LaunchDims& d = L.dims;
   d.grid_x = static_cast<unsigned>(p.mode == DecodeMode::split_kv ? p.num_sm_parts : p.b);
   d.grid_y = static_cast<unsigned>(p.s_q);
   d.grid_z = static_cast<unsigned>(p.h_q / kHeadsPerCta);
-  const detail::DecodeLauncher sm90 = sm90_launcher(p);
-  if (sm90 != nullptr && detail::sm90_ws_enabled()) {
+  if (ws) {
     d.block = detail::DecodeSm90WsSmem::kThreads;
     d.smem_bytes = detail::DecodeSm90WsSmem::alloc;
-    // one_pass with more CTAs than SMs: one CTA per SM, each taking a contiguous range of whole
-    // requests (the kernel derives it from gridDim.x), so that its producers start the next
-    // request while its math finishes the last one (docs/perf.md "v8").
-    const std::int64_t per_request = static_cast<std::int64_t>(d.grid_y) * d.grid_z;
-    const int sms = detail::current_device_sm_count();
-    if (p.mode == DecodeMode::cluster_split) {
-      // C CTAs per request as one cluster (MLAPLAN_CLUSTER_SPLIT=1/2/4/8 overrides C for A/B runs).
-      const std::int64_t n_blocks = decode_request_blocks(p.topk, p.has_extra, p.extra_topk);
-      const int forced = detail::cluster_split_override();
-      const std::int64_t c = forced > 0 ? forced
-                                        : cluster_split_ctas(static_cast<std::int64_t>(p.b) * per_request, n_blocks,
-                                                             std::max(sms, 1));
-      if (c > 1) {
-        d.grid_x = static_cast<unsigned>(p.b * c);
-        d.cluster_x = static_cast<unsigned>(c);
-      }
-    }
-    if (p.mode != DecodeMode::split_kv && d.cluster_x == 1 && sms > 0 && static_cast<std::int64_t>(p.b) * per_request > sms) {
-      d.grid_x = static_cast<unsigned>(std::max<std::int64_t>(1, sms / per_request));
-    }
-  } else if (sm90 != nullptr) {
-    d.block = detail::DecodeSm90Smem::kThreads;
-    d.smem_bytes = detail::DecodeSm90Smem::alloc;
   } else {
     d.block = detail::kDecodeThreads;
     d.smem_bytes = detail::decode_smem_bytes(p.main.format, p.has_extra, p.extra.format);
   }
-  return d;
+  L.combine = p.mode == DecodeMode::split_kv;
+  L.pdl = p.mode == DecodeMode::split_kv && !p.force.no_pdl;
+  auto fits = [&](const LaunchDims& x) { return !dev.clusters_fit || dev.clusters_fit(x, p.has_extra); };
+  const std::int64_t per_request = static_cast<std::int64_t>(d.grid_y) * d.grid_z;
+  const std::int64_t n_blocks = decode_request_blocks(p.topk, p.has_extra, p.extra_topk);
+
+  // cluster_split: C CTAs per request as one cluster along x (sm90_ws only), halved until every
+  // cluster is resident at once; with no cluster left the request runs in one CTA (one_pass).
+  if (p.mode == DecodeMode::cluster_split) {
+    if (!ws) {
+      L.mode = DecodeMode::one_pass;
+      L.fallback = "cluster_split needs the sm90_ws kernel (compute capability 9.0, fp8_ds_mla 584); ran one_pass";
+    } else {
+      const std::int64_t asked_c =
+          p.force.cluster_ctas > 0 ? p.force.cluster_ctas
+                                   : cluster_split_ctas(static_cast<std::int64_t>(p.b) * per_request, n_blocks,
+                                                        std::max(dev.num_sms, 1));
+      std::int64_t c = asked_c;
+      for (; c > 1; c /= 2) {
+        LaunchDims x = d;
+        x.grid_x = static_cast<unsigned>(p.b * c);
+        x.cluster_x = static_cast<unsigned>(c);
+        if (fits(x)) {
+          d = x;
+          break;
+        }
+      }
+      if (c <= 1) {
+        L.mode = DecodeMode::one_pass;
+        if (asked_c > 1) {
+          L.fallback = "clusters of " + std::to_string(asked_c) + " CTAs do not fit on this device; ran one_pass";
+        }
+      } else if (c < asked_c) {
+        L.fallback = "clusters of " + std::to_string(asked_c) + " CTAs do not fit; ran " + std::to_string(c);
+      }
+    }
+  }
+  // one_pass with more CTAs than SMs on sm90_ws: one CTA per SM, each over a contiguous range of
+  // whole requests, so that its producers start the next request while its math finishes the
+  // last (docs/perf.md "v8").
+  if (ws && L.mode == DecodeMode::one_pass && dev.num_sms > 0 &&
+      static_cast<std::int64_t>(p.b) * per_request > dev.num_sms) {
+    d.grid_x = static_cast<unsigned>(std::max<std::int64_t>(1, dev.num_sms / per_request));
+  }
+  // h_q 128 on sm90_ws: the two 64-head CTAs of a request share the dequantisation as a 2-CTA
+  // cluster when a CTA has at least two blocks on average (below that the cluster's start and lock
+  // step cost more than the halved conversion saves: docs/perf.md "v8") and the pairs fit.
+  if (ws && d.cluster_x == 1 && d.grid_z == 2) {
+    const bool pays = static_cast<std::int64_t>(p.b) * p.s_q * n_blocks >=
+                      2 * static_cast<std::int64_t>(d.grid_x) * d.grid_y;
+    if (p.force.pair > 0 || (p.force.pair == 0 && pays)) {
+      LaunchDims x = d;
+      x.cluster_z = 2;
+      if (fits(x)) {
+        d = x;
+        L.pair = true;
+      } else if (p.force.pair > 0) {
+        L.fallback = "2-CTA pairs do not fit on this device; ran one CTA per 64 heads";
+      }
+    }
+  }
+  return L;
 }
 
 LaunchDims combine_launch_dims(const DecodeParams& p) {
@@ -289,13 +301,18 @@ LaunchDims combine_launch_dims(const DecodeParams& p) {
   return d;
 }
 
-void sparse_decode(const DecodeParams& p) {
+DecodeLaunch sparse_decode(const DecodeParams& p) {
   check_decode_params(p);
-  if (p.b == 0) return;
-  const std::size_t v = select_decode_variant(p);
-  const detail::DecodeLauncher sm90 = sm90_launcher(p);
-  (sm90 != nullptr ? sm90 : variant_table()[v].launch)(p, decode_launch_dims(p));
-  if (p.mode == DecodeMode::split_kv) detail::launch_combine(p, combine_launch_dims(p));
+  if (p.b == 0) {
+    DecodeLaunch none;
+    none.asked = none.mode = p.mode;
+    return none;
+  }
+  const DecodeLaunch L = plan_decode_launch(p, current_decode_device());
+  const VariantEntry& e = variant_table()[select_decode_variant(p)];
+  (L.kernel == DecodeKernel::sm90_ws ? e.launch_ws : e.launch)(p, L);
+  if (L.combine) detail::launch_combine(p, combine_launch_dims(p));
+  return L;
 }
 
 }  // namespace mlaplan::kernels

@@ -263,7 +263,10 @@ struct DecodeResult {
   mlaplan::DecodeComparison cmp;
   mlaplan::DecodeComparison cmp_one_pass;  ///< the same inputs run with DecodeMode::one_pass
   mlaplan::DecodeComparison cmp_cluster;   ///< ... with DecodeMode::cluster_split
-  unsigned cluster_ctas = 1;                ///< its planned CTAs per request (decode_launch_dims)
+  unsigned cluster_ctas = 1;                ///< its CTAs per request as launched (DecodeLaunch)
+  /// split_kv again with every other path the device has for the case (DecodeParams::force): the
+  /// portable kernel where sm90_ws runs, the 2-CTA pair forced on and off at h_q 128.
+  std::vector<std::pair<std::string, mlaplan::DecodeComparison>> forced;
   std::int32_t parts = 0;
   std::int32_t split_requests = 0;
 };
@@ -344,7 +347,7 @@ DecodeResult run_decode_case(const DecodeCase& c) {
   p.lse = d_lse.as<float>();
   p.o_accum = d_oacc.as<float>();
   p.lse_accum = d_lacc.as<float>();
-  mk::sparse_decode(p);
+  const mk::DecodeLaunch launched = mk::sparse_decode(p);
   mk::synchronize();
 
   const auto out_bits = mk::to_host<std::uint16_t>(d_out, static_cast<std::size_t>(qrows) * D);
@@ -405,14 +408,36 @@ DecodeResult run_decode_case(const DecodeCase& c) {
     p1.num_sm_parts = 0;
     p1.o_accum = nullptr;
     p1.lse_accum = nullptr;
-    if (m == mk::DecodeMode::cluster_split) r.cluster_ctas = mk::decode_launch_dims(p1).cluster_x;
-    mk::sparse_decode(p1);
+    const mk::DecodeLaunch l1 = mk::sparse_decode(p1);
+    if (m == mk::DecodeMode::cluster_split) r.cluster_ctas = l1.dims.cluster_x;
     mk::synchronize();
     const auto bits1 = mk::to_host<std::uint16_t>(d_out, static_cast<std::size_t>(qrows) * D);
     const auto lse1 = mk::to_host<float>(d_lse, static_cast<std::size_t>(qrows));
     std::vector<float> out1(bits1.size());
     for (std::size_t i = 0; i < out1.size(); ++i) out1[i] = mlaplan::bf16_to_float(bits1[i]);
     (m == mk::DecodeMode::one_pass ? r.cmp_one_pass : r.cmp_cluster) = mlaplan::compare_decode(out1, ref_out, lse1, ref_lse, tol);
+  }
+  // The other paths of this device for the same inputs, in split_kv with the same plan.
+  std::vector<std::pair<std::string, mk::DecodeForce>> forces;
+  if (launched.kernel == mk::DecodeKernel::sm90_ws) {
+    forces.push_back({"generic kernel", mk::DecodeForce{mk::DecodeKernel::generic, 0, 0, false}});
+    if (c.h_q == 128) {
+      forces.push_back({"2-CTA pair", mk::DecodeForce{std::nullopt, 1, 0, false}});
+      forces.push_back({"no pair", mk::DecodeForce{std::nullopt, -1, 0, false}});
+    }
+  }
+  forces.push_back({"ordinary launch (no PDL)", mk::DecodeForce{std::nullopt, 0, 0, true}});
+  for (const auto& [label, force] : forces) {
+    for (DeviceBuffer* poison : {&d_out, &d_lse}) poison->fill_bytes(0xFF);
+    mk::DecodeParams pf = p;
+    pf.force = force;
+    (void)mk::sparse_decode(pf);
+    mk::synchronize();
+    const auto bits = mk::to_host<std::uint16_t>(d_out, static_cast<std::size_t>(qrows) * D);
+    const auto lsef = mk::to_host<float>(d_lse, static_cast<std::size_t>(qrows));
+    std::vector<float> outf(bits.size());
+    for (std::size_t i = 0; i < outf.size(); ++i) outf[i] = mlaplan::bf16_to_float(bits[i]);
+    r.forced.emplace_back(label, mlaplan::compare_decode(outf, ref_out, lsef, ref_lse, tol));
   }
   r.parts = parts;
   for (int i = 0; i < b; ++i) r.split_requests += splits[static_cast<std::size_t>(i + 1)] - splits[static_cast<std::size_t>(i)] > 1;
@@ -422,6 +447,9 @@ DecodeResult run_decode_case(const DecodeCase& c) {
               r.cmp_one_pass.message.c_str());
   std::printf("decode %-46s cluster_split (%d CTAs per request)      | %s\n", c.name.c_str(),
               static_cast<int>(r.cluster_ctas), r.cmp_cluster.message.c_str());
+  for (const auto& [label, cmp] : r.forced) {
+    std::printf("decode %-46s %-38s | %s\n", c.name.c_str(), label.c_str(), cmp.message.c_str());
+  }
   std::fflush(stdout);
   return r;
 }
@@ -435,6 +463,10 @@ void check_case(const DecodeCase& c) {
   REQUIRE(r.cmp_one_pass.pass);
   INFO("cluster_split: " << r.cmp_cluster.message);
   REQUIRE(r.cmp_cluster.pass);
+  for (const auto& [label, cmp] : r.forced) {
+    INFO(label << ": " << cmp.message);
+    REQUIRE(cmp.pass);
+  }
 }
 
 CacheSpec fp8(int page, std::int32_t topk) { return {RowFormat::fp8_ds_mla_584, page, topk}; }
@@ -675,14 +707,14 @@ TEST_CASE("sparse decode, small cases for the sanitizers", "[gpu][decode][saniti
   c.sms = 6;
   c.seed = 6;
   check_case(c);
-  c.name = "584 alone, h_q 128, s_q 2 (with MLAPLAN_DECODE_KERNEL=sm90_pair: the 2-CTA cluster kernel)";
+  c.name = "584 alone, h_q 128, s_q 2 (also with the 2-CTA pair forced on and off)";
   c.main = fp8(32, 64);
   c.has_extra = false;
   c.sms = 6;
   c.seed = 7;
   check_case(c);
   // More CTAs than a device's SMs in one_pass: the sm_90a warp-specialised kernel then runs one CTA
-  // per SM over a range of whole requests (decode_launch_dims).
+  // per SM over a range of whole requests (plan_decode_launch).
   c.name = "584 + 584 extra, b 140, h_q 128: one_pass over request ranges";
   c.b = 140;
   c.s_q = 1;
@@ -911,7 +943,7 @@ TEST_CASE("decode plan mode: one pass when the SMs get enough requests", "[gpu][
   p.b = 200;
   p.s_q = 1;
   p.h_q = 128;
-  const mk::LaunchDims d = mk::decode_launch_dims(p);
+  const mk::LaunchDims d = mk::plan_decode_launch(p, mk::current_decode_device()).dims;
   REQUIRE(d.grid_z == 2u);
   const int sms = mk::device_info(0).sm_count;
   if (d.block == 512u && 200 * 2 > sms) {
@@ -929,7 +961,7 @@ TEST_CASE("decode plan mode: one pass when the SMs get enough requests", "[gpu][
   pc.topk = 128;
   pc.has_extra = true;
   pc.extra_topk = 512;
-  const mk::LaunchDims dc = mk::decode_launch_dims(pc);
+  const mk::LaunchDims dc = mk::plan_decode_launch(pc, mk::current_decode_device()).dims;
   if (dc.block == 512u) {
     const auto c = static_cast<unsigned>(mlaplan::cluster_split_ctas(8, 10, sms));
     REQUIRE(dc.cluster_x == c);

@@ -10,6 +10,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -181,8 +183,23 @@ using mlaplan::decode_plan_mode;
 using mlaplan::kOnePassMaxRows;
 using mlaplan::to_string;
 
+/// The decode kernels: the portable one (every format pair, every arch) and the warp-specialised
+/// sm_90a one (fp8_ds_mla 584, alone or with a 584 extra cache, compute capability 9.0).
+enum class DecodeKernel { generic, sm90_ws };
+std::string_view to_string(DecodeKernel k);  ///< "generic", "sm90_ws"
+
+/// An explicit choice of path, for tests and benchmarks; callers leave it default and the rule of
+/// plan_decode_launch() decides.
+struct DecodeForce {
+  std::optional<DecodeKernel> kernel;  ///< generic: the portable kernel on sm_90a too
+  int pair = 0;                        ///< h_q 128 on sm90_ws: 1 the 2-CTA pair, -1 one CTA per 64 heads, 0 the rule
+  int cluster_ctas = 0;                ///< cluster_split's CTAs per request (1, 2, 4, 8), 0 the rule
+  bool no_pdl = false;                 ///< split_kv: an ordinary launch instead of the programmatic one
+};
+
 struct DecodeParams {
   DecodeMode mode = DecodeMode::split_kv;         ///< one_pass: the plan and scratch fields are unused
+  DecodeForce force;                              ///< tests only
 
   std::int32_t b = 0;
   std::int32_t s_q = 1;
@@ -235,18 +252,54 @@ std::size_t select_decode_variant(const DecodeParams& p);
 struct LaunchDims {
   unsigned grid_x = 1, grid_y = 1, grid_z = 1;
   unsigned cluster_x = 1;  ///< cluster_split on sm_90a: the CTAs that share a request (clusters along x)
+  unsigned cluster_z = 1;  ///< the 2-CTA pair on sm_90a: the two 64-head CTAs of a request (clusters along z)
   unsigned block = 1;
   std::size_t smem_bytes = 0;
 };
-LaunchDims decode_launch_dims(const DecodeParams& p);
+
+/// What a launch decision depends on of the device.
+struct DecodeDevice {
+  int cc_major = 0;
+  int cc_minor = 0;
+  int num_sms = 0;
+  /// Whether the clusters of the sm90_ws kernel (with an extra cache or not) that a grid of `d`
+  /// (d.cluster_x x 1 x d.cluster_z CTAs each) needs can be resident at once (an occupancy query on
+  /// a real device); null: they all fit.
+  std::function<bool(const LaunchDims& d, bool has_extra)> clusters_fit;
+};
+/// The current device (cudaGetDevice) with its occupancy query; Error no_gpu without one.
+DecodeDevice current_decode_device();
+
+/// The whole launch of one decode call, decided in one place (plan_decode_launch) and reported as
+/// it ran (sparse_decode returns it).
+struct DecodeLaunch {
+  DecodeMode asked = DecodeMode::split_kv;  ///< DecodeParams::mode
+  DecodeMode mode = DecodeMode::split_kv;   ///< as run: cluster_split runs as one_pass where no cluster fits
+  DecodeKernel kernel = DecodeKernel::generic;
+  LaunchDims dims;                          ///< of the decode kernel
+  bool pair = false;                        ///< 2-CTA clusters along z sharing the dequantisation
+  bool pdl = false;                         ///< programmatic dependent launch after the scheduler
+  bool combine = false;                     ///< the combine kernel runs after (split_kv)
+  std::string fallback;                     ///< "" or what was asked and could not run here, and what ran
+  /// "sm90_ws cluster_split, grid 128x1x1, cluster 4, 384 threads, 216 KiB" style, for reports.
+  std::string describe() const;
+};
+
+/// The decision: kernel (sm90_ws on compute capability 9.0 for the 584 pairs, else generic),
+/// grid, cluster_split's CTAs per request (cluster_split_ctas, halved until the clusters fit; one
+/// CTA per request, as one_pass, when none fits or the kernel has no clusters), the 2-CTA pair at
+/// h_q 128 (when a CTA has at least two blocks on average and the pairs fit), PDL, the combine.
+/// Host only: testable with any DecodeDevice. Throws like check_decode_params.
+DecodeLaunch plan_decode_launch(const DecodeParams& p, const DecodeDevice& device);
 LaunchDims combine_launch_dims(const DecodeParams& p);
 
 /// Throws usage when a params struct breaks a documented shape or limit (null pointers, h_q not
 /// 64/128, page strides too small or not a multiple of 16, num_sm_parts out of range).
 void check_decode_params(const DecodeParams& p);
 
-/// Launches the decode kernel, then (split_kv) the combine kernel. Asynchronous on p.stream; launch errors
-/// are checked immediately.
-void sparse_decode(const DecodeParams& p);
+/// Launches plan_decode_launch(p, current_decode_device()): the decode kernel, then (split_kv) the
+/// combine kernel. Asynchronous on p.stream; launch errors are checked immediately. Returns the
+/// launch that ran.
+DecodeLaunch sparse_decode(const DecodeParams& p);
 
 }  // namespace mlaplan::kernels

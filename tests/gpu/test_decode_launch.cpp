@@ -1,0 +1,180 @@
+// plan_decode_launch: the one host decision of a decode call (kernel, mode as run, grid, clusters,
+// the 2-CTA pair, PDL, combine), over described devices. No GPU is used: this runs in CI.
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "mlaplan/decode_mode.hpp"
+#include "mlaplan/error.hpp"
+#include "mlaplan_kernels/kernels.hpp"
+
+namespace mk = mlaplan::kernels;
+using mlaplan::DecodeMode;
+
+namespace {
+
+// Host memory standing in for device buffers: plan_decode_launch only checks pointers and strides.
+alignas(16) std::array<std::uint8_t, 4096> g_mem{};
+
+mk::DecodeParams params(DecodeMode mode, std::int32_t b, std::int32_t h_q, bool extra,
+                        mk::RowFormat main = mk::RowFormat::fp8_ds_mla_584,
+                        mk::RowFormat extra_format = mk::RowFormat::fp8_ds_mla_584) {
+  mk::DecodeParams p;
+  p.mode = mode;
+  p.b = b;
+  p.s_q = 1;
+  p.h_q = h_q;
+  auto* u16 = reinterpret_cast<std::uint16_t*>(g_mem.data());
+  auto* i32 = reinterpret_cast<std::int32_t*>(g_mem.data());
+  auto* f32 = reinterpret_cast<float*>(g_mem.data());
+  p.q = u16;
+  p.out = u16;
+  p.lse = f32;
+  p.indices = i32;
+  p.topk = 128;
+  p.main = {main, g_mem.data(), 32, mk::padded_page_stride(main, 32), 4};
+  p.has_extra = extra;
+  if (extra) {
+    p.extra = {extra_format, g_mem.data(), 64, mk::padded_page_stride(extra_format, 64), 4};
+    p.extra_indices = i32;
+    p.extra_topk = 512;
+  }
+  if (mode == DecodeMode::split_kv) {
+    p.num_sm_parts = mk::sm90_num_sm_parts(132, 1, h_q);
+    p.sched_records = i32;
+    p.num_splits = i32;
+    p.o_accum = f32;
+    p.lse_accum = f32;
+  }
+  return p;
+}
+
+mk::DecodeDevice device(int major, int minor, int sms) {
+  mk::DecodeDevice d;
+  d.cc_major = major;
+  d.cc_minor = minor;
+  d.num_sms = sms;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("decode launch: kernel per device and format, PDL and combine", "[launch]") {
+  const auto h200 = device(9, 0, 132);
+  const auto b200 = device(10, 0, 148);
+  auto l = mk::plan_decode_launch(params(DecodeMode::split_kv, 64, 64, true), h200);
+  CHECK(l.kernel == mk::DecodeKernel::sm90_ws);
+  CHECK(l.mode == DecodeMode::split_kv);
+  CHECK(l.dims.grid_x == 132u);
+  CHECK(l.dims.grid_z == 1u);
+  CHECK(l.dims.block == 512u);
+  CHECK(l.pdl);
+  CHECK(l.combine);
+  CHECK_FALSE(l.pair);
+  CHECK(l.fallback.empty());
+  CHECK(l.describe() == "sm90_ws split_kv, grid 132x1x1, 512 threads, PDL, combine");
+
+  auto p = params(DecodeMode::split_kv, 64, 64, true);
+  p.force.no_pdl = true;
+  CHECK_FALSE(mk::plan_decode_launch(p, h200).pdl);
+  p.force = {};
+  p.force.kernel = mk::DecodeKernel::generic;
+  CHECK(mk::plan_decode_launch(p, h200).kernel == mk::DecodeKernel::generic);
+
+  // The 528 formats and every other arch run the portable kernel.
+  CHECK(mk::plan_decode_launch(params(DecodeMode::split_kv, 64, 64, true, mk::RowFormat::v41_fp8_528,
+                                      mk::RowFormat::v41_fp4_288),
+                               h200)
+            .kernel == mk::DecodeKernel::generic);
+  CHECK(mk::plan_decode_launch(params(DecodeMode::split_kv, 64, 64, true), b200).kernel == mk::DecodeKernel::generic);
+  p.force.kernel = mk::DecodeKernel::sm90_ws;
+  CHECK_THROWS_AS(mk::plan_decode_launch(p, b200), mlaplan::Error);
+  // one_pass: no combine, no PDL, one CTA per request.
+  l = mk::plan_decode_launch(params(DecodeMode::one_pass, 20, 64, true), b200);
+  CHECK(l.dims.grid_x == 20u);
+  CHECK_FALSE(l.combine);
+  CHECK_FALSE(l.pdl);
+}
+
+TEST_CASE("decode launch: cluster_split, its halving and its fallbacks", "[launch]") {
+  const auto h200 = device(9, 0, 132);
+  // b 32 at h_q 64, topk 128 + 512 (10 blocks): C = cluster_split_ctas(32, 10, 132).
+  const auto c = mlaplan::cluster_split_ctas(32, 10, 132);
+  REQUIRE(c == 4);
+  auto l = mk::plan_decode_launch(params(DecodeMode::cluster_split, 32, 64, true), h200);
+  CHECK(l.mode == DecodeMode::cluster_split);
+  CHECK(l.dims.cluster_x == 4u);
+  CHECK(l.dims.grid_x == 128u);
+  CHECK(l.fallback.empty());
+  CHECK(l.describe() == "sm90_ws cluster_split, grid 128x1x1, cluster 4 CTAs per request, 512 threads");
+
+  // Clusters of 4 do not fit, 2 do: the launch takes 2 and says so.
+  auto only2 = h200;
+  only2.clusters_fit = [](const mk::LaunchDims& d, bool) { return d.cluster_x <= 2; };
+  l = mk::plan_decode_launch(params(DecodeMode::cluster_split, 32, 64, true), only2);
+  CHECK(l.dims.cluster_x == 2u);
+  CHECK(l.dims.grid_x == 64u);
+  CHECK(l.fallback == "clusters of 4 CTAs do not fit; ran 2");
+
+  // No cluster fits: one CTA per request, as one_pass.
+  auto none = h200;
+  none.clusters_fit = [](const mk::LaunchDims& d, bool) { return d.cluster_x <= 1 && d.cluster_z <= 1; };
+  l = mk::plan_decode_launch(params(DecodeMode::cluster_split, 32, 64, true), none);
+  CHECK(l.asked == DecodeMode::cluster_split);
+  CHECK(l.mode == DecodeMode::one_pass);
+  CHECK(l.dims.cluster_x == 1u);
+  CHECK(l.dims.grid_x == 32u);
+  CHECK(l.fallback == "clusters of 4 CTAs do not fit on this device; ran one_pass");
+
+  // A forced cluster size.
+  auto p = params(DecodeMode::cluster_split, 32, 64, true);
+  p.force.cluster_ctas = 2;
+  CHECK(mk::plan_decode_launch(p, h200).dims.cluster_x == 2u);
+
+  // The portable kernel has no clusters: cluster_split runs as one_pass there.
+  l = mk::plan_decode_launch(params(DecodeMode::cluster_split, 32, 64, true), device(10, 0, 148));
+  CHECK(l.kernel == mk::DecodeKernel::generic);
+  CHECK(l.mode == DecodeMode::one_pass);
+  CHECK(l.fallback == "cluster_split needs the sm90_ws kernel (compute capability 9.0, fp8_ds_mla 584); ran one_pass");
+}
+
+TEST_CASE("decode launch: one CTA per SM over request ranges, the 2-CTA pair", "[launch]") {
+  const auto h200 = device(9, 0, 132);
+  // one_pass with 200 x 2 CTAs > 132 SMs on sm90_ws: 132 / 2 = 66 CTAs along x.
+  auto l = mk::plan_decode_launch(params(DecodeMode::one_pass, 200, 128, true), h200);
+  CHECK(l.dims.grid_x == 66u);
+  CHECK(l.dims.grid_z == 2u);
+  // h_q 128 split_kv, b 64: 64 x 10 blocks >= 2 x 66 partitions: the pair pays and fits.
+  l = mk::plan_decode_launch(params(DecodeMode::split_kv, 64, 128, true), h200);
+  CHECK(l.dims.grid_x == 66u);
+  CHECK(l.pair);
+  CHECK(l.dims.cluster_z == 2u);
+  // b 4: 40 blocks < 132: one CTA per 64 heads.
+  l = mk::plan_decode_launch(params(DecodeMode::split_kv, 4, 128, true), h200);
+  CHECK_FALSE(l.pair);
+  // Forced on where the pairs do not fit: the fallback says so; forced off: no pair.
+  auto nofit = h200;
+  nofit.clusters_fit = [](const mk::LaunchDims& d, bool) { return d.cluster_z <= 1; };
+  auto p = params(DecodeMode::split_kv, 4, 128, true);
+  p.force.pair = 1;
+  l = mk::plan_decode_launch(p, nofit);
+  CHECK_FALSE(l.pair);
+  CHECK(l.fallback == "2-CTA pairs do not fit on this device; ran one CTA per 64 heads");
+  CHECK(mk::plan_decode_launch(p, h200).pair);
+  p = params(DecodeMode::split_kv, 64, 128, true);
+  p.force.pair = -1;
+  CHECK_FALSE(mk::plan_decode_launch(p, h200).pair);
+  // h_q 64 never pairs.
+  CHECK_FALSE(mk::plan_decode_launch(params(DecodeMode::split_kv, 64, 64, true), h200).pair);
+}
+
+TEST_CASE("decode launch: parameter errors are the checks' own", "[launch]") {
+  auto p = params(DecodeMode::split_kv, 64, 96, true);
+  CHECK_THROWS_AS(mk::plan_decode_launch(p, device(9, 0, 132)), mlaplan::Error);
+  p = params(DecodeMode::split_kv, 64, 64, true, mk::RowFormat::v41_fp4_288, mk::RowFormat::v41_fp4_288);
+  CHECK_THROWS_AS(mk::plan_decode_launch(p, device(9, 0, 132)), mlaplan::Error);
+  CHECK(std::string(mk::to_string(mk::DecodeKernel::sm90_ws)) == "sm90_ws");
+}
