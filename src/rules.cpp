@@ -564,10 +564,11 @@ void judge(KernelShape& s, BackendId b, const ModelConfig& cfg, const Target& ta
         s.note = "FlashInfer's SM120 DSV4 sparse-MLA kernels take pages of 64 rows only; this cache has " +
                  std::to_string(s.page_rows);
         s.fix = "omit --block-size";
-      } else if (!sm120_common_width(s.topk) || (s.extra_topk > 0 && !sm120_common_width(s.extra_topk))) {
+      } else if (!sm120_common_width(s.topk)) {
+        // vLLM's start-up check asks FlashInfer for (padded heads, main width) only
+        // (has_flashinfer_sparse_mla_sm120_config); the extra segment's width is a runtime length.
         s.status = ShapeStatus::unknown;
         s.note = "(h_q " + std::to_string(s.kernel_heads) + ", topk " + std::to_string(s.topk) +
-                 (s.extra_topk > 0 ? ", extra " + std::to_string(s.extra_topk) : std::string()) +
                  "): FlashInfer <= 0.6.18 dispatches a fixed (heads, topk) table (128, 512 and 1024; 192 and 256 "
                  "added later, flashinfer#4380); 0.7.0 takes any width";
         s.fix = "use FlashInfer 0.7.0 or later";

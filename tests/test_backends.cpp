@@ -1168,14 +1168,15 @@ TEST_CASE("kernel shapes of V4-Flash and V3.2 per TP", "[backends][kernel]") {
           line("prefill", "c128a", false, h, 64, round_up(W + C, 128), 0, 64, 0, "available")};
       CHECK(shapes_of(c, "h200", o) == flashmla);
       CHECK(shapes_of(c, "b200", o) == flashmla);
-      // SM120: the c128a width (8,192) is outside FlashInfer <= 0.6.18's table: unknown.
+      // SM120: the main width (the window, 128) is what vLLM asks FlashInfer for; the c128a extra
+      // width (8,192) is a runtime length there.
       CHECK(shapes_of(c, "rtx-pro-6000", o) ==
             std::vector<std::string>{line("decode", "swaonly", false, h, h, W, 0, 64, 0, "available"),
                                      line("decode", "c4a", false, h, h, W, K, 64, 64, "available"),
-                                     line("decode", "c128a", false, h, h, W, C, 64, 2, "unknown"),
+                                     line("decode", "c128a", false, h, h, W, C, 64, 2, "available"),
                                      line("prefill", "swaonly", false, h, h, W, 0, 64, 0, "available"),
                                      line("prefill", "c4a", false, h, h, W, K, 64, 64, "available"),
-                                     line("prefill", "c128a", false, h, h, W, C, 64, 2, "unknown")});
+                                     line("prefill", "c128a", false, h, h, W, C, 64, 2, "available")});
     }
     // A shorter max_model_len narrows c128a: 128K tokens -> round_up(1024, 128) = 1,024 (in the table).
     LayoutOptions o;

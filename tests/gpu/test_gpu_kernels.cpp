@@ -935,40 +935,45 @@ TEST_CASE("decode plan mode: one pass when the SMs get enough requests", "[gpu][
   REQUIRE(mk::decode_plan_mode(0, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
   REQUIRE_THROWS_AS(mk::decode_plan_mode(1, 0, 64, 128, true, 512, 132), mlaplan::Error);
   REQUIRE(mk::to_string(DecodeMode::one_pass) == "one_pass");
-  // The one-pass launch has one CTA per request and no combine; the sm_90a warp-specialised kernel
-  // (512 threads) instead runs one CTA per SM over ranges of whole requests once the requests
-  // outnumber the SMs.
+  // The launch on this device (plan_decode_launch's rules over described devices are tested in
+  // tests/gpu/test_decode_launch.cpp): one_pass with more CTAs than SMs on the sm_90a kernel runs
+  // one CTA per SM over request ranges; cluster_split takes cluster_split_ctas CTAs per request
+  // there, and runs as one_pass with the portable kernel elsewhere.
+  alignas(16) static std::uint8_t mem[4096] = {};
   mk::DecodeParams p;
   p.mode = DecodeMode::one_pass;
   p.b = 200;
   p.s_q = 1;
   p.h_q = 128;
-  const mk::LaunchDims d = mk::plan_decode_launch(p, mk::current_decode_device()).dims;
-  REQUIRE(d.grid_z == 2u);
+  p.q = p.out = reinterpret_cast<std::uint16_t*>(mem);
+  p.lse = reinterpret_cast<float*>(mem);
+  p.indices = p.extra_indices = reinterpret_cast<std::int32_t*>(mem);
+  p.topk = 128;
+  p.main = {RowFormat::fp8_ds_mla_584, mem, 32, mk::padded_page_stride(RowFormat::fp8_ds_mla_584, 32), 4};
+  p.has_extra = true;
+  p.extra = {RowFormat::fp8_ds_mla_584, mem, 64, mk::padded_page_stride(RowFormat::fp8_ds_mla_584, 64), 4};
+  p.extra_topk = 512;
+  const mk::DecodeDevice dev = mk::current_decode_device();
   const int sms = mk::device_info(0).sm_count;
-  if (d.block == 512u && 200 * 2 > sms) {
-    REQUIRE(d.grid_x == static_cast<unsigned>(std::max(1, sms / 2)));
-  } else {
-    REQUIRE(d.grid_x == 200u);
-  }
-  // cluster_split on the warp-specialised kernel: C = cluster_split_ctas CTAs per request along x
-  // (clusters of C); elsewhere it launches as one_pass.
-  mk::DecodeParams pc;
+  REQUIRE(dev.num_sms == sms);
+  const bool sm90 = dev.cc_major == 9 && dev.cc_minor == 0;
+  const mk::DecodeLaunch l = mk::plan_decode_launch(p, dev);
+  REQUIRE(l.dims.grid_z == 2u);
+  REQUIRE(l.kernel == (sm90 ? mk::DecodeKernel::sm90_ws : mk::DecodeKernel::generic));
+  REQUIRE(l.dims.grid_x == (sm90 && 200 * 2 > sms ? static_cast<unsigned>(std::max(1, sms / 2)) : 200u));
+  mk::DecodeParams pc = p;
   pc.mode = DecodeMode::cluster_split;
   pc.b = 8;
-  pc.s_q = 1;
   pc.h_q = 64;
-  pc.topk = 128;
-  pc.has_extra = true;
-  pc.extra_topk = 512;
-  const mk::LaunchDims dc = mk::plan_decode_launch(pc, mk::current_decode_device()).dims;
-  if (dc.block == 512u) {
+  const mk::DecodeLaunch lc = mk::plan_decode_launch(pc, dev);
+  if (sm90) {
     const auto c = static_cast<unsigned>(mlaplan::cluster_split_ctas(8, 10, sms));
-    REQUIRE(dc.cluster_x == c);
-    REQUIRE(dc.grid_x == 8u * c);
+    REQUIRE(lc.dims.cluster_x == c);
+    REQUIRE(lc.dims.grid_x == 8u * c);
+    REQUIRE(lc.fallback.empty());
   } else {
-    REQUIRE(dc.cluster_x == 1u);
-    REQUIRE(dc.grid_x == 8u);
+    REQUIRE(lc.mode == DecodeMode::one_pass);
+    REQUIRE_FALSE(lc.fallback.empty());
   }
   REQUIRE(mk::to_string(DecodeMode::cluster_split) == "cluster_split");
 }
