@@ -253,7 +253,7 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   p.target = req.resolved_target ? *req.resolved_target : resolve_target(req.target);
   LayoutOptions layout_options = req.layout;
   layout_options.num_speculative_tokens = req.batch.spec_tokens;
-  p.rules = evaluate_rules(config, topology, p.target, RuleOptions{req.dtype, layout_options});
+  p.rules = evaluate_rules(config, topology, p.target, RuleOptions{req.dtype, layout_options}, &p.kernel_shapes);
   for (const auto& rr : p.rules) {
     if (rr.finding.severity == Severity::error && rr.kind == ErrorKind::usage) throw_usage(rr.finding.message);
   }
@@ -261,7 +261,6 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   for (const auto& rr : p.rules) p.findings.push_back(rr.finding);
 
   p.layout = plan_layout(config, topology, p.target, layout_options, Strictness::lenient);
-  p.kernel_shapes = kernel_shapes(config, topology, p.target, layout_options);
   PlanWeights w = load_plan_weights(config, req);
   p.fit = plan_fit(config, topology, *p.layout, std::move(w.report), w.source, w.how, req);
   if (w.files) p.fit->files = std::move(w.files);

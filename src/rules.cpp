@@ -604,6 +604,7 @@ std::vector<KernelShape> kernel_shapes(const ModelConfig& cfg, const Topology& t
 
   // One decode shape per (layer type, draft), equal shapes merged.
   std::map<std::tuple<bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, std::size_t> seen;
+  // Shapes are judged once each: a config of thousands of layers has a handful of shapes.
   auto add = [&](KernelShape s, LayerType type) {
     const auto key = std::make_tuple(s.phase == "prefill", s.topk, s.extra_topk, s.page_rows, s.extra_page_rows);
     if (auto it = seen.find(key); it != seen.end()) {
@@ -612,14 +613,29 @@ std::vector<KernelShape> kernel_shapes(const ModelConfig& cfg, const Topology& t
       e.draft = e.draft && s.draft;
       return;
     }
+    judge(s, b, cfg, target);
     s.layer_types.push_back(type);
     seen.emplace(key, out.size());
     out.push_back(std::move(s));
   };
 
+  // The distinct (draft, type, ratio) of the layers, in order: a config of thousands of layers
+  // has a handful.
+  struct Kind {
+    bool draft;
+    LayerType type;
+    int compress_ratio;
+  };
+  std::vector<Kind> kinds;
+  for (const Layer& l : topo.layers) {
+    const bool known = std::any_of(kinds.begin(), kinds.end(), [&](const Kind& k) {
+      return k.draft == l.draft && k.type == l.type && k.compress_ratio == l.compress_ratio;
+    });
+    if (!known) kinds.push_back(Kind{l.draft, l.type, l.compress_ratio});
+  }
   for (int pass = 0; pass < 2; ++pass) {
     const bool prefill = pass == 1;
-    for (const Layer& l : topo.layers) {
+    for (const Kind& l : kinds) {
       // Draft layers: their decode (verification) step; their prefill is the backbone's shapes.
       if (l.draft && (!drafts || prefill)) continue;
       KernelShape s;
@@ -661,7 +677,6 @@ std::vector<KernelShape> kernel_shapes(const ModelConfig& cfg, const Topology& t
         s.extra_page_rows = 0;
         s.note = v32 ? "index_topk over the latent cache" : "round_up(window + extra widths, 128), one combined list";
       }
-      judge(s, b, cfg, target);
       add(std::move(s), l.type);
     }
   }
@@ -690,7 +705,7 @@ RuleResult info(std::string id, std::string message, std::string path = {}) {
 }  // namespace
 
 std::vector<RuleResult> evaluate_rules(const ModelConfig& cfg, const Topology& topo, const Target& target,
-                                       const RuleOptions& options) {
+                                       const RuleOptions& options, std::vector<KernelShape>* shapes) {
   std::vector<RuleResult> out;
   const std::string p = cfg.field_prefix;
 
@@ -756,8 +771,9 @@ std::vector<RuleResult> evaluate_rules(const ModelConfig& cfg, const Topology& t
   // failed (a refused backend, a head size or width the backend cannot take says so already).
   const bool erred = std::any_of(out.begin(), out.end(),
                                  [](const RuleResult& x) { return x.finding.severity == Severity::error; });
+  std::vector<KernelShape> all_shapes = kernel_shapes(cfg, topo, target, resolution.options);
   if (usable && !erred) {
-    for (const auto& s : kernel_shapes(cfg, topo, target, resolution.options)) {
+    for (const auto& s : all_shapes) {
       if (s.status == ShapeStatus::available) continue;
       std::string types;
       for (auto t : s.layer_types) types += (types.empty() ? "" : ", ") + std::string(to_string(t));
@@ -771,6 +787,7 @@ std::vector<RuleResult> evaluate_rules(const ModelConfig& cfg, const Topology& t
       out.push_back(std::move(rr));
     }
   }
+  if (shapes != nullptr) *shapes = std::move(all_shapes);
   return out;
 }
 

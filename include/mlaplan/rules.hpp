@@ -129,10 +129,11 @@ struct RuleResult {
 };
 
 /// Evaluates every rule: resolve_layout_options()'s checks, the model's shape and the kernel
-/// shapes (a missing one is an error, an unknown one a warning). Never throws for user values:
-/// bad flag values come back as usage errors.
+/// shapes (a missing one is an error, an unknown one a warning); `shapes`, when given, receives
+/// kernel_shapes() of the resolved options. Never throws for user values: bad flag values come
+/// back as usage errors.
 std::vector<RuleResult> evaluate_rules(const ModelConfig& cfg, const Topology& topo, const Target& target,
-                                       const RuleOptions& options);
+                                       const RuleOptions& options, std::vector<KernelShape>* shapes = nullptr);
 
 /// The exit code of a set of results: 0 when no error, else the most severe kind among the errors.
 int rules_exit_code(const std::vector<RuleResult>& results);
