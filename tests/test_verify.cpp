@@ -4,12 +4,15 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
 #include "mlaplan/error.hpp"
 #include "mlaplan/verify.hpp"
+#include "verify_output.hpp"
 
 using namespace mlaplan;
 
@@ -432,4 +435,81 @@ TEST_CASE("verify on several devices: one thread each, results in listed order, 
     opts.timing_iterations = 0;
     CHECK_THROWS_WITH(run_verify_devices(cfg, topo, devices, opts), "--iterations: '0' is out of range; allowed 1..10000");
   }
+}
+
+// ------------------------------------------------------------------ what verify prints
+
+TEST_CASE("verify's matrix: the mode asked, as run, the launch and the fallback", "[verify][output]") {
+  const auto cfg = released("deepseek-v4.1-flash.json");
+  const auto topo = build_topology(cfg);
+  auto opts = small_batch();
+  opts.kv_cache_dtypes = {"fp8_ds_mla"};
+  opts.decode_modes = kAllModes;
+  auto dev = make_host_verify_device({}, /*cluster_kernel=*/false);
+  VerifyMultiReport one;
+  VerifyDeviceReport d;
+  d.label = "device 0";
+  d.name = "Fake H200";
+  d.report = run_verify(cfg, topo, gpu("h200"), *dev, opts);
+  d.exit_code = d.report.exit_code;
+  one.devices.push_back(d);
+  const mlaplan::cli::VerifyGpuInfo g{0, "Fake H200", "sm_90", "9.0", 132, 141LL << 30, 13000, 13000};
+
+  std::ostringstream text;
+  mlaplan::cli::write_verify_text(text, "v41.json", {g}, one, "all");
+  const std::string t = text.str();
+  INFO(t);
+  CHECK_THAT(t, Catch::StartsWith("mla-plan verify: v41.json on Fake H200 (sm_90, 132 SMs)\n"));
+  CHECK_THAT(t, Catch::Contains("kv dtype      type      h_q mode           ran           result         max abs"));
+  CHECK_THAT(t, Catch::Contains("time us  kernel  grid      cluster pair  layout / reason\n"));
+  CHECK_THAT(t, Catch::Contains("fp8_ds_mla    c1a        64 split_kv+      split_kv      PASS"));
+  CHECK_THAT(t, Catch::Contains("fp8_ds_mla    c1a        64 cluster_split  one_pass      PASS"));
+  CHECK_THAT(t, Catch::Contains("host    4x1x1     -       -     fp8_ds_mla_v4/32 + fp8_ds_mla_v4/64; fallback: "));
+  CHECK_THAT(t, Catch::Contains("host    132x1x1   -       -     "));
+  CHECK_THAT(t, Catch::Contains(", + the planner's choice for this batch"));
+
+  const auto j = nlohmann::json::parse(mlaplan::cli::verify_json("v41.json", {g}, one, "all"));
+  CHECK(j.at("decode_mode") == "all");
+  CHECK(j.at("device").at("name") == "Fake H200");
+  const auto& m = j.at("matrix");
+  REQUIRE(m.size() == 9);
+  CHECK(m[2].at("decode_mode") == "cluster_split");
+  CHECK(m[2].at("planned_mode") == "split_kv");
+  CHECK(m[2].at("mode_ran") == "one_pass");
+  CHECK(m[2].at("launch").at("kernel") == "host");
+  CHECK(m[2].at("launch").at("grid") == nlohmann::json({4, 1, 1}));
+  CHECK(m[2].at("launch").at("cluster") == nlohmann::json({1, 1, 1}));
+  CHECK(m[2].at("launch").at("pair") == false);
+  CHECK_THAT(m[2].at("launch").at("fallback").get<std::string>(), Catch::Contains("ran one_pass"));
+  CHECK(m[0].at("launch").at("combine") == true);
+
+  // Several devices: a section each, in listed order; one that failed says why.
+  VerifyMultiReport two = one;
+  VerifyDeviceReport bad;
+  bad.index = 1;
+  bad.label = "device 1";
+  bad.name = "Fake H200";
+  bad.error = "no CUDA device 1 (found 1)";
+  bad.exit_code = 6;
+  bad.exit_message = bad.error;
+  two.devices.push_back(bad);
+  two.exit_code = 6;
+  two.exit_message = "device 1: " + bad.error;
+  auto g1 = g;
+  g1.index = 1;
+  std::ostringstream text2;
+  mlaplan::cli::write_verify_text(text2, "v41.json", {g, g1}, two, "all");
+  const std::string t2 = text2.str();
+  INFO(t2);
+  CHECK_THAT(t2, Catch::StartsWith("mla-plan verify: v41.json on 2 devices, at once: device 0 Fake H200, device 1 Fake "
+                                   "H200\n\ndevice 0: Fake H200 (sm_90, 132 SMs): exit 0, 9 cells (9 PASS) in "));
+  CHECK_THAT(t2, Catch::Contains("\ndevice 1: Fake H200 (sm_90, 132 SMs): exit 6, error: no CUDA device 1 (found 1)"));
+  CHECK(t2.find("device 0:") < t2.find("device 1:"));
+  const auto j2 = nlohmann::json::parse(mlaplan::cli::verify_json("v41.json", {g, g1}, two, "all"));
+  REQUIRE(j2.at("devices").size() == 2);
+  CHECK(j2.at("devices")[0].at("label") == "device 0");
+  CHECK(j2.at("devices")[0].at("matrix").size() == 9);
+  CHECK(j2.at("devices")[1].at("error") == "no CUDA device 1 (found 1)");
+  CHECK(j2.at("devices")[1].at("exit_code") == 6);
+  CHECK(j2.at("exit_code") == 6);
 }
