@@ -3,18 +3,17 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cstdio>
+#include <chrono>
 #include <limits>
-#include <nlohmann/json.hpp>
+#include <map>
 #include <ostream>
 
 #include "commands.hpp"
-#include "json_out.hpp"
+#include "flag_values.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan/limits.hpp"
-#include "mlaplan/number_format.hpp"
-#include "mlaplan/text.hpp"
 #include "mlaplan/verify.hpp"
+#include "verify_output.hpp"
 
 #ifdef MLAPLAN_HAVE_CUDA
 #include "local_gpu.hpp"
@@ -24,15 +23,18 @@
 
 namespace mlaplan::cli {
 
-using ojson = nlohmann::ordered_json;
-
 void setup_verify(CLI::App& app, VerifyCliOptions& opt) {
   auto* sub = app.add_subcommand(
       "verify", "Run the project's sparse-MLA kernels on the local GPU over the planned layout and schedules, "
                 "and check them against the host quantizer, scheduler and reference");
   sub->add_option("CONFIG", opt.config, "config.json, or a directory holding one")->required();
-  add_int_option(*sub, "--device", opt.device, "CUDA device index (default 0)",
-                 IntRange{0, std::numeric_limits<int>::max(), {}});
+  add_device_list_option(*sub, "--device", opt.device,
+                         "CUDA device index, a comma-separated list (each runs at once on its own thread; an index "
+                         "may repeat), or all (default 0)");
+  sub->add_option("--decode-mode", opt.decode_mode,
+                  "decode mode of each cell: planned (the planner's choice per layer type), all (one cell per "
+                  "mode), split_kv, one_pass or cluster_split (default planned)")
+      ->check(one_of(verify_decode_mode_values()));
   add_list_option(*sub, "--kv-cache-dtype", opt.kv_dtypes,
                   "kv dtypes to verify, comma-separated (default: every dtype the backend lists)");
   sub->add_flag("--force", opt.force, "also run combinations the backend rules reject (labelled as such)");
@@ -50,38 +52,62 @@ void setup_verify(CLI::App& app, VerifyCliOptions& opt) {
 #ifdef MLAPLAN_HAVE_CUDA
 namespace {
 
-// Formatting of the matrix (only a build with the kernels prints one).
-std::string sci(double v) { return format_scientific(v, 2); }
+/// A GPU the kernels were not built for: the rules say why; nothing runs.
+class NoDevice final : public VerifyDevice {
+ public:
+  explicit NoDevice(std::string why) : why_(std::move(why)) {}
+  VerifyRun run(const VerifyProblem&) override { throw Error(ErrorKind::no_gpu, why_); }
+  std::string unsupported_reason(const VerifyProblem&) const override { return why_; }
 
-ojson cell_json(const VerifyCell& c) {
-  ojson j = {{"kv_cache_dtype", c.kv_cache_dtype},
-             {"layer_type", std::string(to_string(c.type))},
-             {"h_q", c.h_q},
-             {"status", std::string(to_string(c.status))},
-             {"forced", c.forced},
-             {"reason", c.reason}};
-  if (!c.main_format.empty()) {
-    j["main"] = {{"format", c.main_format}, {"page_block_size", c.main_page}, {"page_stride", c.main_stride},
-                 {"topk", c.topk}};
+ private:
+  std::string why_;
+};
+
+/// The CUDA verify device `index`, or a NoDevice saying why there is none (no_gpu).
+std::unique_ptr<VerifyDevice> open_verify_device(int index) {
+  try {
+    return kernels::make_cuda_verify_device(index);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::no_gpu) throw;
+    return std::make_unique<NoDevice>(e.what());
   }
-  if (!c.extra_format.empty()) {
-    j["extra"] = {{"format", c.extra_format}, {"page_block_size", c.extra_page}, {"page_stride", c.extra_stride},
-                  {"topk", c.extra_topk}};
+}
+
+VerifyGpuInfo gpu_info(const LocalGpu& g) {
+  VerifyGpuInfo v;
+  v.index = g.info.index;
+  v.name = g.info.name;
+  v.sm = g.target.cc.sm();
+  v.compute_capability = g.target.cc.str();
+  v.num_sms = g.info.sm_count;
+  v.memory_bytes = g.info.global_mem_bytes;
+  v.driver_version = g.info.driver_version;
+  v.runtime_version = g.info.runtime_version;
+  return v;
+}
+
+/// The device indices of --device: `all` every device there is (Error no_gpu with none), else as
+/// listed, each checked to exist (Error usage naming the item).
+std::vector<int> listed_devices(const DeviceList& d, std::ostream& err) {
+  const int count = kernels::device_count();
+  if (count == 0) {
+    (void)open_local_gpu(d.all || d.indices.empty() ? 0 : d.indices.front(), "verify", err);  // throws no_gpu
   }
-  if (c.ran) {
-    j["b"] = c.b;
-    j["kernel"] = c.kernel;
-    j["quantize_match"] = c.quantize_match;
-    j["schedule_match"] = c.schedule_match;
-    j["max_abs"] = c.decode.max_abs;
-    j["max_rel"] = c.decode.max_rel;
-    j["cos_diff"] = c.decode.cos_diff;
-    j["lse_max_abs"] = c.decode.lse_max_abs;
-    j["tolerance"] = {{"abs", 1e-3}, {"rel", 2.01 / 128}, {"cos_diff", 5e-6}, {"lse_abs", 1e-6},
-                      {"lse_rel", 8.01 / 65536}};
-    j["decode_us"] = c.decode_us;
+  if (d.all) {
+    std::vector<int> all;
+    for (int i = 0; i < count; ++i) all.push_back(i);
+    return all;
   }
-  return j;
+  if (d.indices.size() > 1) {
+    for (std::size_t i = 0; i < d.indices.size(); ++i) {
+      if (d.indices[i] >= count) {
+        throw_usage("--device[" + std::to_string(i) + "]: '" + std::to_string(d.indices[i]) +
+                    "' does not exist; allowed 0.." + std::to_string(count - 1) + " (this machine has " +
+                    std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s") + ")");
+      }
+    }
+  }
+  return d.indices.empty() ? std::vector<int>{0} : d.indices;
 }
 
 }  // namespace
@@ -103,6 +129,7 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   }
   VerifyOptions vo;
   vo.kv_cache_dtypes = kv_dtypes;
+  vo.decode_modes = parse_verify_decode_modes(opt.decode_mode);
   vo.batch = opt.batch.options;
   vo.layout.tensor_parallel_size = opt.tensor_parallel_size;
   vo.layout.num_speculative_tokens = opt.batch.options.spec_tokens;
@@ -118,90 +145,57 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
               "this mla-plan was built without CUDA: verify needs the project's kernels (install the CUDA toolkit "
               "and rebuild; see README)");
 #else
-  const LocalGpu gpu = open_local_gpu(opt.device, "verify", err);
-  const auto& info = gpu.info;
-  const Target& target = gpu.target;
+  const std::vector<int> indices = listed_devices(opt.device, err);
   vo.progress = [&err](const std::string& s) { err << s << "\n" << std::flush; };
 
-  std::unique_ptr<VerifyDevice> device;
-  std::string unusable;
-  try {
-    device = kernels::make_cuda_verify_device(opt.device);
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::no_gpu) throw;
-    unusable = e.what();
+  std::vector<VerifyGpuInfo> gpus;
+  VerifyMultiReport multi;
+  if (indices.size() == 1) {
+    // One device: on this thread, as verify always ran (an Error escapes to the CLI's boundary).
+    const LocalGpu gpu = open_local_gpu(indices.front(), "verify", err);
+    gpus.push_back(gpu_info(gpu));
+    const auto t0 = std::chrono::steady_clock::now();
+    std::unique_ptr<VerifyDevice> device = open_verify_device(indices.front());
+    VerifyDeviceReport d;
+    d.index = gpu.info.index;
+    d.name = gpu.info.name;
+    d.label = "device " + std::to_string(d.index);
+    d.report = run_verify(cfg, topo, gpu.target, *device, vo);
+    d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    d.exit_code = d.report.exit_code;
+    d.exit_message = d.report.exit_message;
+    multi.exit_code = d.exit_code;
+    multi.exit_message = d.exit_message;
+    multi.devices.push_back(std::move(d));
+  } else {
+    // Several: one thread per listed device (run_verify_devices), each with its own VerifyDevice.
+    std::map<int, LocalGpu> opened;
+    std::map<int, int> seen;
+    std::vector<VerifyDeviceEntry> entries;
+    for (const int index : indices) {
+      auto it = opened.find(index);
+      if (it == opened.end()) it = opened.emplace(index, open_local_gpu(index, "verify", err)).first;
+      const LocalGpu& gpu = it->second;
+      gpus.push_back(gpu_info(gpu));
+      VerifyDeviceEntry e;
+      e.index = index;
+      e.name = gpu.info.name;
+      const int n = ++seen[index];
+      e.label = "device " + std::to_string(index) + (n > 1 ? " #" + std::to_string(n) : "");
+      e.target = gpu.target;
+      e.open = [index] { return open_verify_device(index); };
+      entries.push_back(std::move(e));
+    }
+    multi = run_verify_devices(cfg, topo, entries, vo);
   }
-  // A GPU the kernels were not built for: the rules say why; nothing runs.
-  class NoDevice final : public VerifyDevice {
-   public:
-    explicit NoDevice(std::string why) : why_(std::move(why)) {}
-    VerifyRun run(const VerifyProblem&) override { throw Error(ErrorKind::no_gpu, why_); }
-    std::string unsupported_reason(const VerifyProblem&) const override { return why_; }
-
-   private:
-    std::string why_;
-  };
-  NoDevice none(unusable);
-  const VerifyReport report = run_verify(cfg, topo, target, device ? *device : none, vo);
 
   if (opt.json) {
-    ojson j;
-    j["schema"] = kJsonSchema;
-    j["config"] = opt.config;
-    j["device"] = {{"index", info.index},
-                   {"name", info.name},
-                   {"compute_capability", target.cc.str()},
-                   {"num_sms", info.sm_count},
-                   {"memory_bytes", info.global_mem_bytes},
-                   {"driver_version", info.driver_version},
-                   {"runtime_version", info.runtime_version}};
-    std::vector<Finding> findings;
-    for (const auto& r : report.rules) findings.push_back(r.finding);
-    j["findings"] = findings_json(findings);
-    j["batch"] = {{"context_lens", report.batch.context_lens}, {"description", report.batch.description}};
-    ojson cells = ojson::array();
-    for (const auto& c : report.cells) cells.push_back(cell_json(c));
-    j["matrix"] = std::move(cells);
-    j["exit_code"] = report.exit_code;
-    out << dump_json(j);
+    out << verify_json(opt.config, gpus, multi, opt.decode_mode);
   } else {
-    out << "mla-plan verify: " << printable(opt.config, kQuotedPathMaxBytes) << " on " << info.name << " (" << target.cc.sm() << ", "
-        << info.sm_count << " SMs)\n";
-    for (const auto& r : report.rules) {
-      if (r.finding.severity == Severity::info) continue;
-      out << "  " << to_string(r.finding.severity) << " [" << r.finding.id << "]: " << printable(r.finding.message) << "\n";
-    }
-    if (!report.batch.description.empty()) out << "batch: " << report.batch.description << "\n";
-    char line[512];
-    std::snprintf(line, sizeof line, "%-13s %-8s %4s %-12s %9s %9s %9s %9s %9s  %s\n", "kv dtype", "type", "h_q",
-                  "result", "max abs", "max rel", "cos diff", "lse abs", "time us", "layout / reason");
-    out << line;
-    for (const auto& c : report.cells) {
-      const std::string status = std::string(to_string(c.status)) + (c.forced ? "*" : "");
-      const std::string h = c.h_q ? std::to_string(c.h_q) : "-";
-      if (c.ran) {
-        std::string layout = c.main_format + "/" + std::to_string(c.main_page);
-        if (!c.extra_format.empty()) layout += " + " + c.extra_format + "/" + std::to_string(c.extra_page);
-        std::snprintf(line, sizeof line, "%-13s %-8s %4s %-12s %9s %9s %9s %9s %9s  %s%s\n", c.kv_cache_dtype.c_str(),
-                      std::string(to_string(c.type)).c_str(), h.c_str(), status.c_str(), sci(c.decode.max_abs).c_str(),
-                      sci(c.decode.max_rel).c_str(), sci(c.decode.cos_diff).c_str(),
-                      sci(c.decode.lse_max_abs).c_str(), format_fixed(c.decode_us, 1).c_str(), layout.c_str(),
-                      c.reason.empty() ? "" : ("; " + c.reason).c_str());
-      } else {
-        std::snprintf(line, sizeof line, "%-13s %-8s %4s %-12s %9s %9s %9s %9s %9s  %s\n", c.kv_cache_dtype.c_str(),
-                      std::string(to_string(c.type)).c_str(), h.c_str(), status.c_str(), "-", "-", "-", "-", "-",
-                      c.reason.c_str());
-      }
-      out << line;
-    }
-    out << "tolerances: element abs 1e-3 or rel 2.01/128, cos diff 5e-6, lse abs 1e-6 or rel 8.01/65536"
-        << (std::any_of(report.cells.begin(), report.cells.end(), [](const VerifyCell& c) { return c.forced; })
-                ? "; * ran with --force, outside the backend's support"
-                : "")
-        << "\n";
+    write_verify_text(out, opt.config, gpus, multi, opt.decode_mode);
   }
-  if (report.exit_code != 0) err << "mla-plan: error: " << report.exit_message << "\n";
-  return report.exit_code;
+  if (multi.exit_code != 0) err << "mla-plan: error: " << multi.exit_message << "\n";
+  return multi.exit_code;
 #endif
 }
 

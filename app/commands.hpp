@@ -109,7 +109,8 @@ int run_check(const CheckOptions& opt, std::ostream& out, std::ostream& err);
 // ---- verify ----
 struct VerifyCliOptions {
   std::string config;
-  int device = 0;
+  DeviceList device{false, {0}};        ///< --device N | N,N,... | all
+  std::string decode_mode = "planned";  ///< --decode-mode (verify_decode_mode_values())
   std::vector<std::string> kv_dtypes;
   bool force = false;
   bool json = false;

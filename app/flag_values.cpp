@@ -218,6 +218,38 @@ CLI::Option* add_list_option(CLI::App& sub, const std::string& names, std::vecto
   });
 }
 
+std::string device_list_allowed() {
+  return "0.." + std::to_string(std::numeric_limits<int>::max()) + ", a comma-separated list of them, or all";
+}
+
+DeviceList parse_device_list_value(std::string_view flag, std::string_view text) {
+  const IntRange range{0, std::numeric_limits<int>::max(), device_list_allowed()};
+  DeviceList d;
+  if (text == "all") {
+    d.all = true;
+    return d;
+  }
+  const bool list = text.find(',') != std::string_view::npos;
+  const std::vector<std::string> items = list ? split_list_value(flag, text) : std::vector<std::string>{std::string(text)};
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string at = list ? std::string(flag) + "[" + std::to_string(i) + "]" : std::string(flag);
+    if (items[i] == "all") throw_usage(at + ": 'all' stands alone (--device all); allowed " + range.text());
+    if (!decimal_integer_syntax(items[i])) {
+      const std::string near = nearest_value(items[i], {"all"});
+      throw_usage(at + ": " + mlaplan::quoted(items[i]) + " is not a decimal integer; allowed " + range.text() +
+                  (near.empty() ? std::string() : "; did you mean '" + near + "'?"));
+    }
+    d.indices.push_back(static_cast<int>(parse_int_value(at, items[i], range)));
+  }
+  return d;
+}
+
+CLI::Option* add_device_list_option(CLI::App& sub, const std::string& names, DeviceList& into, const std::string& help) {
+  return add_converted(sub, names, help, "N|N,N,...|all", [&into](const std::string& flag, const std::string& v) {
+    into = parse_device_list_value(flag, v);
+  });
+}
+
 CLI::Validator one_of(std::vector<std::string> allowed) {
   std::string list, set;
   for (const auto& a : allowed) {

@@ -63,6 +63,18 @@ std::vector<std::string> split_list_value(std::string_view flag, std::string_vie
 /// split_list_value(), each item a decimal integer in `item`: Error(usage) naming `flag`[i].
 std::vector<std::int64_t> parse_int_list_value(std::string_view flag, std::string_view text, const IntRange& item);
 
+/// verify's --device: "all" (every CUDA device), one index, or a comma-separated list of them
+/// (an index may repeat: two runs on one GPU at once).
+struct DeviceList {
+  bool all = false;
+  std::vector<int> indices;  ///< as listed; {0} by default
+};
+/// The allowed text of --device: "0..2147483647, a comma-separated list of them, or all".
+std::string device_list_allowed();
+/// `text` as a DeviceList: Error(usage) naming `flag` (one index, as --device N always was) or
+/// `flag`[i] (an item of a list), with device_list_allowed() and, for a near miss, 'all'.
+DeviceList parse_device_list_value(std::string_view flag, std::string_view text);
+
 // Options bound through these take exactly one value (a list is one comma-separated argument);
 // given twice, the parse fails (parse_errors.hpp names the flag and both values). `names` is
 // CLI11's ("--tensor-parallel-size,--tp"); messages name the first long name.
@@ -79,6 +91,7 @@ CLI::Option* add_int_list_option(CLI::App& sub, const std::string& names, std::v
                                  const std::string& help, IntRange item);
 CLI::Option* add_list_option(CLI::App& sub, const std::string& names, std::vector<std::string>& into,
                              const std::string& help);
+CLI::Option* add_device_list_option(CLI::App& sub, const std::string& names, DeviceList& into, const std::string& help);
 
 /// A CLI11 check that the value is one of `allowed`: "--format: 'xml' is not allowed; allowed:
 /// text, json, markdown".

@@ -3,8 +3,11 @@
 #include "mlaplan/plan.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <exception>
 #include <limits>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <unordered_set>
@@ -12,6 +15,7 @@
 #include "mlaplan/error.hpp"
 #include "mlaplan/limits.hpp"
 #include "mlaplan/quant.hpp"
+#include "mlaplan/text.hpp"
 
 namespace mlaplan {
 
@@ -145,7 +149,9 @@ std::vector<float> dequantised_rows(const VerifyCache& c) {
   return rows;
 }
 
-RefDecodeOutput reference_of(const VerifyProblem& p) {
+}  // namespace
+
+RefDecodeOutput verify_reference(const VerifyProblem& p) {
   const auto main_rows = dequantised_rows(p.main);
   const auto extra_rows = p.has_extra ? dequantised_rows(p.extra) : std::vector<float>{};
   std::vector<float> q(p.q.size());
@@ -183,6 +189,8 @@ RefDecodeOutput reference_of(const VerifyProblem& p) {
   for (auto& t : pool) t.join();
   return out;
 }
+
+namespace {
 
 std::string schedule_difference(const VerifyProblem& p, const VerifyRun& run) {
   const auto& plan = p.host_plan;
@@ -303,19 +311,24 @@ VerifyProblem build_verify_problem(const ModelConfig& cfg, const Topology& topo,
   p.sched_input = s.input;
   p.host_plan = s.plan;
   p.timing_iterations = timing_iterations;
+  p.mode = s.mode.mode;
   return p;
 }
 
 void judge_verify_run(const VerifyProblem& p, const VerifyRun& run, VerifyCell& cell) {
+  judge_verify_run(p, run, verify_reference(p), cell);
+}
+
+void judge_verify_run(const VerifyProblem& p, const VerifyRun& run, const RefDecodeOutput& ref, VerifyCell& cell) {
   cell.ran = true;
   cell.decode_us = run.decode_us;
+  cell.launch = run.launch;
   const auto d_main = first_difference(run.main_bytes, p.main.expected);
   const auto d_extra = p.has_extra ? first_difference(run.extra_bytes, p.extra.expected) : -1;
   cell.quantize_match = d_main < 0 && d_extra < 0;
   cell.quantize_first_diff = d_main >= 0 ? d_main : d_extra;
   cell.schedule_message = schedule_difference(p, run);
   cell.schedule_match = cell.schedule_message.empty();
-  const auto ref = reference_of(p);
   std::vector<float> out(run.out.size());
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_float(run.out[i]);
   if (out.size() != ref.out.size() || run.lse.size() != ref.lse.size()) {
@@ -335,6 +348,26 @@ void judge_verify_run(const VerifyProblem& p, const VerifyRun& run, VerifyCell& 
   cell.status = problems.empty() ? VerifyStatus::pass : VerifyStatus::fail;
   cell.reason.clear();
   for (const auto& x : problems) cell.reason += (cell.reason.empty() ? "" : "; ") + x;
+}
+
+const std::vector<std::string>& verify_decode_mode_values() {
+  static const std::vector<std::string> v = {"planned", "all", "split_kv", "one_pass", "cluster_split"};
+  return v;
+}
+
+std::vector<DecodeMode> parse_verify_decode_modes(std::string_view value) {
+  const std::vector<DecodeMode> every = {DecodeMode::split_kv, DecodeMode::one_pass, DecodeMode::cluster_split};
+  if (value == "planned") return {};
+  if (value == "all") return every;
+  for (auto m : every) {
+    if (value == to_string(m)) return {m};
+  }
+  const auto& allowed = verify_decode_mode_values();
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  const std::string near = nearest_value(value, allowed);
+  throw_usage("--decode-mode: " + mlaplan::quoted(value) + " is not allowed; allowed: " + list +
+              (near.empty() ? std::string() : "; did you mean '" + near + "'?"));
 }
 
 void check_verify_options(const ModelConfig& cfg, const Topology& topo, const VerifyOptions& options) {
@@ -403,14 +436,24 @@ VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Targ
       }
     }
     const bool forced = !reason.empty() && options.force;
+    // One cell per (layer type, mode): the planner's mode (unknown without a plan), or each asked.
+    const std::vector<std::optional<DecodeMode>> asked_modes = [&] {
+      std::vector<std::optional<DecodeMode>> m;
+      if (options.decode_modes.empty()) m.push_back(std::nullopt);
+      for (auto x : options.decode_modes) m.push_back(x);
+      return m;
+    }();
     auto unsupported_cells = [&](const std::string& why) {
       for (auto t : topo.types_present) {
-        VerifyCell c;
-        c.kv_cache_dtype = dtype;
-        c.type = t;
-        c.status = VerifyStatus::unsupported;
-        c.reason = why;
-        report.cells.push_back(c);
+        for (const auto& m : asked_modes) {
+          VerifyCell c;
+          c.kv_cache_dtype = dtype;
+          c.type = t;
+          c.mode = m;
+          c.status = VerifyStatus::unsupported;
+          c.reason = why;
+          report.cells.push_back(c);
+        }
       }
     };
     if (!reason.empty() && !options.force) {
@@ -431,52 +474,78 @@ VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Targ
       continue;
     }
     for (const auto& s : schedules) {
-      VerifyCell c;
-      c.kv_cache_dtype = dtype;
-      c.type = s.type;
-      c.h_q = s.input.h_q;
-      c.forced = forced;
-      c.kernel = std::string(to_string(s.plan.kernel));
-      c.b = static_cast<std::int32_t>(s.input.lengths.size());
-      c.topk = static_cast<std::int32_t>(s.topk);
-      c.extra_topk = static_cast<std::int32_t>(s.extra_topk);
+      VerifyCell proto;
+      proto.kv_cache_dtype = dtype;
+      proto.type = s.type;
+      proto.h_q = s.input.h_q;
+      proto.forced = forced;
+      proto.kernel = std::string(to_string(s.plan.kernel));
+      proto.b = static_cast<std::int32_t>(s.input.lengths.size());
+      proto.topk = static_cast<std::int32_t>(s.topk);
+      proto.extra_topk = static_cast<std::int32_t>(s.extra_topk);
+      proto.planned_mode = s.mode.mode;
+      proto.planned_reason = s.mode.reason;
+      // The cells of this layer type, one per mode: the same problem (same seed), each mode run on it.
+      std::vector<VerifyCell> cells;
+      for (const auto& m : asked_modes) {
+        cells.push_back(proto);
+        cells.back().mode = m.value_or(s.mode.mode);
+      }
+      auto all_unsupported = [&](const std::string& why) {
+        for (auto& c : cells) {
+          c.status = VerifyStatus::unsupported;
+          c.reason = why;
+          report.cells.push_back(c);
+        }
+      };
       VerifyProblem problem;
       try {
         problem = build_verify_problem(cfg, topo, layout, s, seed++, options.timing_iterations);
       } catch (const Error& e) {
         if (e.kind() == ErrorKind::internal) throw;
-        c.status = VerifyStatus::unsupported;
-        c.reason = e.what();
-        report.cells.push_back(c);
+        all_unsupported(e.what());
         continue;
       }
-      c.main_format = std::string(row_format(problem.main.format).name);
-      c.main_page = problem.main.page_block_size;
-      c.main_stride = problem.main.page_stride;
-      if (problem.has_extra) {
-        c.extra_format = std::string(row_format(problem.extra.format).name);
-        c.extra_page = problem.extra.page_block_size;
-        c.extra_stride = problem.extra.page_stride;
+      for (auto& c : cells) {
+        c.main_format = std::string(row_format(problem.main.format).name);
+        c.main_page = problem.main.page_block_size;
+        c.main_stride = problem.main.page_stride;
+        if (problem.has_extra) {
+          c.extra_format = std::string(row_format(problem.extra.format).name);
+          c.extra_page = problem.extra.page_block_size;
+          c.extra_stride = problem.extra.page_stride;
+        }
       }
-      if (auto why = device.unsupported_reason(problem); !why.empty()) {
-        c.status = VerifyStatus::unsupported;
-        c.reason = why;
+      std::optional<RefDecodeOutput> reference;  // one per problem, whatever the modes
+      for (auto& c : cells) {
+        problem.mode = *c.mode;
+        if (auto why = device.unsupported_reason(problem); !why.empty()) {
+          c.status = VerifyStatus::unsupported;
+          c.reason = why;
+          report.cells.push_back(c);
+          continue;
+        }
+        say("verify: " + dtype + " " + std::string(to_string(s.type)) + " h_q " + std::to_string(c.h_q) + ", b " +
+            std::to_string(c.b) + ", " + std::string(to_string(problem.mode)) + ": " + c.main_format + " page " +
+            std::to_string(c.main_page) +
+            (problem.has_extra ? " + " + c.extra_format + " page " + std::to_string(c.extra_page) : "") + " ...");
+        try {
+          const VerifyRun run = device.run(problem);
+          if (!reference) reference = verify_reference(problem);
+          judge_verify_run(problem, run, *reference, c);
+        } catch (const Error& e) {
+          if (e.kind() == ErrorKind::usage || e.kind() == ErrorKind::internal) throw;
+          c.status = VerifyStatus::fail;
+          c.reason = std::string("device fault: ") + e.what();
+        }
+        std::string ran;
+        if (c.launch.reported) {
+          ran = " (" + (c.launch.description.empty() ? std::string(to_string(c.launch.mode)) : c.launch.description) +
+                (c.launch.fallback.empty() ? "" : "; " + c.launch.fallback) + ")";
+        }
+        say("verify:   " + std::string(to_string(c.status)) + ran + (c.reason.empty() ? "" : ": " + c.reason));
         report.cells.push_back(c);
-        continue;
       }
-      say("verify: " + dtype + " " + std::string(to_string(s.type)) + " h_q " + std::to_string(c.h_q) + ", b " +
-          std::to_string(c.b) + ": " + c.main_format + " page " + std::to_string(c.main_page) +
-          (problem.has_extra ? " + " + c.extra_format + " page " + std::to_string(c.extra_page) : "") + " ...");
-      try {
-        const VerifyRun run = device.run(problem);
-        judge_verify_run(problem, run, c);
-      } catch (const Error& e) {
-        if (e.kind() == ErrorKind::usage || e.kind() == ErrorKind::internal) throw;
-        c.status = VerifyStatus::fail;
-        c.reason = std::string("device fault: ") + e.what();
-      }
-      say("verify:   " + std::string(to_string(c.status)) + (c.reason.empty() ? "" : ": " + c.reason));
-      report.cells.push_back(c);
     }
   }
 
@@ -489,7 +558,7 @@ VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Targ
     for (const auto& c : report.cells) {
       if (c.status == VerifyStatus::fail) {
         report.exit_message = "verification failed: " + c.kv_cache_dtype + " " + std::string(to_string(c.type)) +
-                              ": " + c.reason;
+                              (c.mode ? " " + std::string(to_string(*c.mode)) : std::string()) + ": " + c.reason;
         break;
       }
     }
@@ -501,11 +570,75 @@ VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Targ
   return report;
 }
 
+VerifyMultiReport run_verify_devices(const ModelConfig& cfg, const Topology& topo,
+                                     const std::vector<VerifyDeviceEntry>& devices, const VerifyOptions& options) {
+  // Whatever does not depend on a device fails here, once, on this thread.
+  check_verify_options(cfg, topo, options);
+  VerifyMultiReport multi;
+  multi.devices.resize(devices.size());
+  // Each thread gets its own options (a copy made here, before any thread runs) whose progress
+  // goes through one mutex, so that lines are whole and one at a time. The threads share only
+  // cfg, topo and `devices`, which they read, and each writes its own slot of multi.devices.
+  std::mutex progress_mutex;
+  std::vector<VerifyOptions> per_device(devices.size(), options);
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const std::string label = devices[i].label.empty() ? "device " + std::to_string(devices[i].index) : devices[i].label;
+    multi.devices[i].index = devices[i].index;
+    multi.devices[i].name = devices[i].name;
+    multi.devices[i].label = label;
+    if (options.progress) {
+      per_device[i].progress = [&progress_mutex, &progress = options.progress, label](const std::string& line) {
+        const std::lock_guard<std::mutex> lock(progress_mutex);
+        progress(label + ": " + line);
+      };
+    }
+  }
+  auto run_one = [&](std::size_t i) {
+    VerifyDeviceReport& r = multi.devices[i];
+    const auto t0 = std::chrono::steady_clock::now();
+    auto fail = [&](int code, const std::string& what) {
+      r.report = VerifyReport{};
+      r.report.target = devices[i].target;
+      r.error = what;
+      r.exit_code = code;
+      r.exit_message = what;
+    };
+    try {
+      if (!devices[i].open) throw_internal("verify: " + r.label + " has no way to open it");
+      std::unique_ptr<VerifyDevice> device = devices[i].open();
+      if (!device) throw_internal("verify: " + r.label + " opened as nothing");
+      r.report = run_verify(cfg, topo, devices[i].target, *device, per_device[i]);
+      r.exit_code = r.report.exit_code;
+      r.exit_message = r.report.exit_message;
+    } catch (const Error& e) {
+      fail(exit_code(e.kind()), e.what());
+    } catch (const std::exception& e) {
+      fail(exit_code(ErrorKind::internal), std::string("internal error: ") + e.what());
+    } catch (...) {
+      fail(exit_code(ErrorKind::internal), "internal error: an unknown exception");
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(devices.size());
+  for (std::size_t i = 0; i < devices.size(); ++i) threads.emplace_back(run_one, i);
+  for (auto& t : threads) t.join();
+  for (const auto& d : multi.devices) {
+    const int worst = combine_exit_codes(multi.exit_code, d.exit_code);
+    if (worst != multi.exit_code) {
+      multi.exit_code = worst;
+      multi.exit_message = d.label + ": " + d.exit_message;
+    }
+  }
+  return multi;
+}
+
 namespace {
 
 class HostVerifyDevice final : public VerifyDevice {
  public:
-  explicit HostVerifyDevice(std::function<void(VerifyRun&)> perturb) : perturb_(std::move(perturb)) {}
+  HostVerifyDevice(std::function<void(VerifyRun&)> perturb, bool cluster_kernel)
+      : perturb_(std::move(perturb)), cluster_kernel_(cluster_kernel) {}
 
   std::string unsupported_reason(const VerifyProblem& p) const override {
     const auto ok = [](RowFormatId f) {
@@ -531,23 +664,61 @@ class HostVerifyDevice final : public VerifyDevice {
     const auto plan = plan_schedule(p.sched_input);
     for (const auto& rec : plan.records) r.records.insert(r.records.end(), rec.begin(), rec.end());
     r.num_splits = plan.num_splits;
-    const auto ref = reference_of(p);
+    const auto ref = verify_reference(p);
     r.out.resize(ref.out.size());
     for (std::size_t i = 0; i < ref.out.size(); ++i) r.out[i] = float_to_bf16(ref.out[i]);
     r.lse = ref.lse;
     r.decode_us = 0;
+    r.launch = launch_of(p);
     if (perturb_) perturb_(r);
     return r;
   }
 
  private:
+  /// The launch the kernels' rule would give on a device with every cluster resident: the grid of
+  /// the mode; cluster_split with cluster_split_ctas() CTAs per request (one_pass with one).
+  VerifyLaunch launch_of(const VerifyProblem& p) const {
+    VerifyLaunch L;
+    L.reported = true;
+    L.kernel = "host";
+    L.mode = p.mode;
+    const auto per_request = static_cast<std::int64_t>(p.s_q) * (p.h_q / 64);
+    L.grid_x = static_cast<std::uint32_t>(p.mode == DecodeMode::split_kv ? p.host_plan.params.num_sm_parts : p.b);
+    L.grid_y = static_cast<std::uint32_t>(p.s_q);
+    L.grid_z = static_cast<std::uint32_t>(p.h_q / 64);
+    L.block = 128;
+    if (p.mode == DecodeMode::cluster_split) {
+      if (!cluster_kernel_) {
+        L.mode = DecodeMode::one_pass;
+        L.fallback = "cluster_split needs a cluster kernel, which this device has none of; ran one_pass";
+      } else {
+        const std::int64_t c = cluster_split_ctas(static_cast<std::int64_t>(p.b) * per_request,
+                                                  decode_request_blocks(p.topk, p.has_extra, p.extra_topk),
+                                                  std::max<std::int64_t>(p.sched_input.num_sms, 1));
+        if (c > 1) {
+          L.grid_x = static_cast<std::uint32_t>(p.b * c);
+          L.cluster_x = static_cast<std::uint32_t>(c);
+        } else {
+          L.mode = DecodeMode::one_pass;
+        }
+      }
+    }
+    L.combine = L.mode == DecodeMode::split_kv;
+    L.description = L.kernel + " " + std::string(to_string(L.mode)) + ", grid " + std::to_string(L.grid_x) + "x" +
+                    std::to_string(L.grid_y) + "x" + std::to_string(L.grid_z) +
+                    (L.cluster_x > 1 ? ", cluster " + std::to_string(L.cluster_x) + " CTAs per request" : "") +
+                    (L.combine ? ", combine" : "");
+    return L;
+  }
+
   std::function<void(VerifyRun&)> perturb_;
+  bool cluster_kernel_ = true;
 };
 
 }  // namespace
 
-std::unique_ptr<VerifyDevice> make_host_verify_device(std::function<void(VerifyRun&)> perturb) {
-  return std::make_unique<HostVerifyDevice>(std::move(perturb));
+std::unique_ptr<VerifyDevice> make_host_verify_device(std::function<void(VerifyRun&)> perturb, bool cluster_kernel) {
+  return std::make_unique<HostVerifyDevice>(std::move(perturb), cluster_kernel);
 }
 
 }  // namespace mlaplan

@@ -142,7 +142,7 @@ TEST_CASE("flag values: every integer flag of every subcommand", "[cli][flag-val
     }
   }
   const std::vector<std::string> verify = {"verify", kMissing};
-  flags.push_back({verify, "--device", "--device", "0.." + i32});
+  flags.push_back({verify, "--device", "--device", "0.." + i32 + ", a comma-separated list of them, or all"});
   flags.push_back({verify, "--seed", "--seed", "0.." + u64});
   flags.push_back({verify, "--iterations", "--iterations", "1..10000"});
   flags.push_back({verify, "--tp", "--tensor-parallel-size", "1..4096"});
@@ -332,9 +332,50 @@ TEST_CASE("flag values: verify and bench check every flag before looking for a G
                 "fp8_ds_mla, nvfp4_ds_mla");
   valid({"verify", kV41, "--batch", "128", "--spec-tokens", "1"});
   valid({"verify", kV41, "--batch", "256"});
+  valid({"verify", kV41, "--batch", "4", "--decode-mode", "all", "--device", "0,0"});
+  valid({"verify", kV41, "--batch", "4", "--decode-mode", "cluster_split", "--device", "all"});
   // An invalid config is still exit 2 first.
   CHECK(run({"verify", kMissing, "--batch", "257"}).code == 2);
   CHECK(run({"bench", kMissing, "--layer-type", "dsa"}).code == 2);
+}
+
+TEST_CASE("flag values: verify's --decode-mode and --device", "[cli][flag-values]") {
+  const std::string modes = "allowed: planned, all, split_kv, one_pass, cluster_split";
+  require_usage({"verify", kMissing, "--decode-mode", "one-pass"},
+                "--decode-mode: 'one-pass' is not allowed; " + modes + "; did you mean 'one_pass'?");
+  require_usage({"verify", kMissing, "--decode-mode", "cluster"},
+                "--decode-mode: 'cluster' is not allowed; " + modes + "; did you mean 'cluster_split'?");
+  require_usage({"verify", kMissing, "--decode-mode", "xyz"}, "--decode-mode: 'xyz' is not allowed; " + modes);
+  require_usage({"verify", kMissing, "--decode-mode", "all", "--decode-mode", "planned"},
+                "--decode-mode given twice ('all' and 'planned'); give it once");
+
+  const std::string devices = "allowed 0.." + std::to_string(std::numeric_limits<int>::max()) +
+                              ", a comma-separated list of them, or all";
+  require_usage({"verify", kMissing, "--device", "al"},
+                "--device: 'al' is not a decimal integer; " + devices + "; did you mean 'all'?");
+  require_usage({"verify", kMissing, "--device", "ALL"},
+                "--device: 'ALL' is not a decimal integer; " + devices + "; did you mean 'all'?");
+  require_usage({"verify", kMissing, "--device", "0,x"}, "--device[1]: 'x' is not a decimal integer; " + devices);
+  require_usage({"verify", kMissing, "--device", "0,-1"}, "--device[1]: '-1' is out of range; " + devices);
+  require_usage({"verify", kMissing, "--device", "0,,1"},
+                "--device[1]: empty item in '0,,1'; give the items separated by single commas, none empty");
+  require_usage({"verify", kMissing, "--device", "all,0"}, "--device[0]: 'all' stands alone (--device all); " + devices);
+  require_usage({"verify", kMissing, "--device", "0", "--device", "1"},
+                "--device given twice ('0' and '1'); give it once");
+
+  auto [p, err] = parse({"verify", kMissing, "--device", "0,0,1", "--decode-mode", "all"});
+  CHECK(err.empty());
+  REQUIRE(p.command == Command::verify);
+  CHECK_FALSE(p.verify.device.all);
+  CHECK(p.verify.device.indices == std::vector<int>{0, 0, 1});
+  CHECK(p.verify.decode_mode == "all");
+  auto [q, qerr] = parse({"verify", kMissing, "--device", "all"});
+  CHECK(qerr.empty());
+  CHECK(q.verify.device.all);
+  CHECK(q.verify.decode_mode == "planned");
+  auto [d, derr] = parse({"verify", kMissing});
+  CHECK(d.verify.device.indices == std::vector<int>{0});
+  CHECK_FALSE(d.verify.device.all);
 }
 
 // ------------------------------------------------------------------ C: one line per parse error

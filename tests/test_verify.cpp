@@ -1,11 +1,18 @@
 // verify's orchestration on the host: a fake device (host quantizer, scheduler and reference)
 // must pass; a device that gets a byte, a record or an output wrong must fail with the reason.
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "mlaplan/error.hpp"
 #include "mlaplan/verify.hpp"
+#include "verify_output.hpp"
 
 using namespace mlaplan;
 
@@ -170,4 +177,339 @@ TEST_CASE("verify problems follow the planned layout", "[verify]") {
   }
   // never zeros
   CHECK(std::count(p.q.begin(), p.q.end(), std::uint16_t{0}) < static_cast<std::ptrdiff_t>(p.q.size() / 100));
+}
+
+// ------------------------------------------------------------------ decode modes
+
+namespace {
+
+/// Passes every call to a host device and records the problems' modes as they reach the device.
+class Recording final : public VerifyDevice {
+ public:
+  explicit Recording(std::unique_ptr<VerifyDevice> inner) : inner_(std::move(inner)) {}
+  VerifyRun run(const VerifyProblem& p) override {
+    modes.push_back(p.mode);
+    return inner_->run(p);
+  }
+  std::string unsupported_reason(const VerifyProblem& p) const override { return inner_->unsupported_reason(p); }
+  std::vector<DecodeMode> modes;
+
+ private:
+  std::unique_ptr<VerifyDevice> inner_;
+};
+
+std::vector<const VerifyCell*> cells_of(const VerifyReport& r, const std::string& dtype, LayerType t) {
+  std::vector<const VerifyCell*> out;
+  for (const auto& c : r.cells) {
+    if (c.kv_cache_dtype == dtype && c.type == t) out.push_back(&c);
+  }
+  return out;
+}
+
+const std::vector<DecodeMode> kAllModes = {DecodeMode::split_kv, DecodeMode::one_pass, DecodeMode::cluster_split};
+
+}  // namespace
+
+TEST_CASE("verify runs the planner's decode mode per cell", "[verify][decode-mode]") {
+  const auto cfg = released("deepseek-v4.1-flash.json");
+  const auto topo = build_topology(cfg);
+  Recording dev(make_host_verify_device());
+  auto opts = small_batch();
+  opts.kv_cache_dtypes = {"fp8_ds_mla"};
+  // 40 requests on 132 SMs: the V4.1 shapes plan differently per layer type (choose_decode_mode).
+  opts.batch.context_lens.assign(40, 3000);
+  const auto r = run_verify(cfg, topo, gpu("h200"), dev, opts);
+  CHECK(r.exit_code == 0);
+  REQUIRE(r.cells.size() == 3);
+  REQUIRE(dev.modes.size() == 3);
+  std::set<DecodeMode> seen;
+  for (std::size_t i = 0; i < r.cells.size(); ++i) {
+    const auto& c = r.cells[i];
+    INFO(to_string(c.type));
+    const auto planned = choose_decode_mode(c.b, 1, c.h_q, c.topk, !c.extra_format.empty(), c.extra_topk, 132).mode;
+    REQUIRE(c.planned_mode.has_value());
+    CHECK(*c.planned_mode == planned);
+    CHECK_FALSE(c.planned_reason.empty());
+    REQUIRE(c.mode.has_value());
+    CHECK(*c.mode == planned);
+    CHECK(dev.modes[i] == planned);  // what reached the device
+    CHECK(c.launch.reported);
+    CHECK(c.launch.mode == planned);
+    CHECK(c.launch.kernel == "host");
+    CHECK(c.schedule_match);  // the scheduler is compared in every mode
+    CHECK(c.status == VerifyStatus::pass);
+    seen.insert(planned);
+  }
+  CHECK(seen.size() >= 2);  // not every cell split_kv
+  CHECK(*cell(r, "fp8_ds_mla", LayerType::c1a).mode == DecodeMode::cluster_split);
+  CHECK(*cell(r, "fp8_ds_mla", LayerType::swaonly).mode == DecodeMode::one_pass);
+}
+
+TEST_CASE("verify --decode-mode all: three cells per kv dtype and layer type", "[verify][decode-mode]") {
+  const auto cfg = released("deepseek-v4.1-flash.json");
+  const auto topo = build_topology(cfg);
+  Recording dev(make_host_verify_device());
+  auto opts = small_batch();  // 4 requests: planned split_kv everywhere
+  opts.decode_modes = parse_verify_decode_modes("all");
+  CHECK(opts.decode_modes == kAllModes);
+  const auto r = run_verify(cfg, topo, gpu("h200"), dev, opts);
+  CHECK(r.exit_code == 0);
+  REQUIRE(r.cells.size() == 18);  // 2 dtypes x 3 types x 3 modes
+  CHECK(dev.modes.size() == 9);   // nvfp4 is rejected on SM90: its cells do not run
+  for (auto t : {LayerType::c1a, LayerType::c2a, LayerType::swaonly}) {
+    for (const std::string dtype : {"fp8_ds_mla", "nvfp4_ds_mla"}) {
+      const auto cs = cells_of(r, dtype, t);
+      REQUIRE(cs.size() == 3);
+      for (std::size_t i = 0; i < 3; ++i) {
+        REQUIRE(cs[i]->mode.has_value());
+        CHECK(*cs[i]->mode == kAllModes[i]);  // labelled, in this order
+      }
+    }
+    const auto cs = cells_of(r, "fp8_ds_mla", t);
+    for (const auto* c : cs) {
+      CHECK(c->status == VerifyStatus::pass);
+      CHECK(c->schedule_match);
+      CHECK(c->launch.mode == *c->mode);
+      CHECK(c->planned_mode == DecodeMode::split_kv);
+    }
+    CHECK(cs[0]->launch.combine);
+    CHECK(cs[0]->launch.grid_x == 132);  // split_kv: one CTA per partition
+    CHECK_FALSE(cs[1]->launch.combine);
+    CHECK(cs[1]->launch.grid_x == 4);  // one_pass: one CTA per request
+    CHECK(cs[2]->launch.cluster_x >= 2);
+    CHECK(cs[2]->launch.grid_x == 4 * cs[2]->launch.cluster_x);
+    // The same problem in every mode: the same numbers.
+    CHECK(cs[0]->decode.max_abs == cs[1]->decode.max_abs);
+  }
+  for (const auto* c : cells_of(r, "nvfp4_ds_mla", LayerType::c1a)) CHECK(c->status == VerifyStatus::unsupported);
+  // A named mode runs that one.
+  Recording one(make_host_verify_device());
+  opts.decode_modes = parse_verify_decode_modes("one_pass");
+  opts.kv_cache_dtypes = {"fp8_ds_mla"};
+  const auto r1 = run_verify(cfg, topo, gpu("h200"), one, opts);
+  REQUIRE(r1.cells.size() == 3);
+  CHECK(one.modes == std::vector<DecodeMode>(3, DecodeMode::one_pass));
+  CHECK(parse_verify_decode_modes("planned").empty());
+  CHECK_THROWS_WITH(parse_verify_decode_modes("one-pass"),
+                    "--decode-mode: 'one-pass' is not allowed; allowed: planned, all, split_kv, one_pass, "
+                    "cluster_split; did you mean 'one_pass'?");
+}
+
+TEST_CASE("verify reports the fallback of a device without a cluster kernel", "[verify][decode-mode]") {
+  const auto cfg = released("deepseek-v4.1-flash.json");
+  const auto topo = build_topology(cfg);
+  auto dev = make_host_verify_device({}, /*cluster_kernel=*/false);
+  auto opts = small_batch();
+  opts.kv_cache_dtypes = {"fp8_ds_mla"};
+  opts.decode_modes = {DecodeMode::cluster_split};
+  std::vector<std::string> progress;
+  opts.progress = [&](const std::string& s) { progress.push_back(s); };
+  const auto r = run_verify(cfg, topo, gpu("h200"), *dev, opts);
+  CHECK(r.exit_code == 0);
+  REQUIRE(r.cells.size() == 3);
+  for (const auto& c : r.cells) {
+    CHECK(c.status == VerifyStatus::pass);
+    CHECK(*c.mode == DecodeMode::cluster_split);  // asked
+    CHECK(c.launch.mode == DecodeMode::one_pass);  // as run
+    CHECK_THAT(c.launch.fallback, Catch::Contains("ran one_pass"));
+  }
+  REQUIRE(progress.size() == 6);
+  CHECK_THAT(progress[0], Catch::Contains(", cluster_split: "));
+  CHECK_THAT(progress[1], Catch::StartsWith("verify:   PASS (host one_pass, grid 4x1x1"));
+  CHECK_THAT(progress[1], Catch::Contains("ran one_pass"));
+}
+
+// ------------------------------------------------------------------ several devices at once
+
+namespace {
+
+/// A host device whose first run waits (up to 20 s) until `expected` runs have started on all
+/// devices sharing `started`: it sees them all only if they run at once.
+class Rendezvous final : public VerifyDevice {
+ public:
+  Rendezvous(std::atomic<int>& started, int expected, std::atomic<bool>& all_met)
+      : inner_(make_host_verify_device()), started_(started), expected_(expected), all_met_(all_met) {}
+  VerifyRun run(const VerifyProblem& p) override {
+    if (!waited_) {
+      waited_ = true;
+      ++started_;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (started_.load() < expected_ && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      if (started_.load() < expected_) all_met_ = false;
+    }
+    return inner_->run(p);
+  }
+  std::string unsupported_reason(const VerifyProblem& p) const override { return inner_->unsupported_reason(p); }
+
+ private:
+  std::unique_ptr<VerifyDevice> inner_;
+  std::atomic<int>& started_;
+  int expected_;
+  std::atomic<bool>& all_met_;
+  bool waited_ = false;
+};
+
+VerifyDeviceEntry entry(int index, const std::string& label, std::function<std::unique_ptr<VerifyDevice>()> open) {
+  VerifyDeviceEntry e;
+  e.index = index;
+  e.name = "Fake H200";
+  e.label = label;
+  e.target = gpu("h200");
+  e.open = std::move(open);
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("verify on several devices: one thread each, results in listed order, the worst exit code",
+          "[verify][devices]") {
+  const auto cfg = released("deepseek-v4.1-flash.json");
+  const auto topo = build_topology(cfg);
+  auto opts = small_batch();
+  opts.kv_cache_dtypes = {"fp8_ds_mla"};
+  std::vector<std::string> progress;  // appended under the runner's mutex
+  opts.progress = [&](const std::string& s) { progress.push_back(s); };
+  std::atomic<int> started{0};
+  std::atomic<bool> all_met{true};
+  std::vector<VerifyDeviceEntry> devices;
+  // Two devices that must meet: they run concurrently (as --device 0,0 runs two on one GPU).
+  devices.push_back(entry(0, "device 0", [&] { return std::make_unique<Rendezvous>(started, 2, all_met); }));
+  devices.push_back(entry(0, "device 0 #2", [&] { return std::make_unique<Rendezvous>(started, 2, all_met); }));
+  // A device whose kernels fault: its cells FAIL (exit 5).
+  devices.push_back(entry(1, "device 1", [] {
+    return make_host_verify_device(
+        [](VerifyRun&) { throw Error(ErrorKind::verify_failed, "cudaErrorIllegalAddress (an illegal memory access)"); });
+  }));
+  // A device that cannot be opened: its Error is its result (exit 6), the others still report.
+  devices.push_back(entry(2, "device 2", []() -> std::unique_ptr<VerifyDevice> {
+    throw Error(ErrorKind::no_gpu, "no CUDA device 2 (found 2)");
+  }));
+  const auto r = run_verify_devices(cfg, topo, devices, opts);
+  REQUIRE(r.devices.size() == 4);
+  CHECK(all_met);
+  CHECK(r.devices[0].label == "device 0");
+  CHECK(r.devices[1].label == "device 0 #2");
+  CHECK(r.devices[2].label == "device 1");
+  CHECK(r.devices[3].label == "device 2");
+  for (int i : {0, 1}) {
+    CHECK(r.devices[i].exit_code == 0);
+    CHECK(r.devices[i].error.empty());
+    CHECK(r.devices[i].report.cells.size() == 3);
+    for (const auto& c : r.devices[i].report.cells) CHECK(c.status == VerifyStatus::pass);
+    CHECK(r.devices[i].seconds > 0);
+  }
+  CHECK(r.devices[2].exit_code == 5);
+  CHECK(r.devices[2].report.cells.size() == 3);
+  CHECK_THAT(r.devices[2].report.cells[0].reason, Catch::Contains("cudaErrorIllegalAddress"));
+  CHECK(r.devices[3].exit_code == 6);
+  CHECK(r.devices[3].error == "no CUDA device 2 (found 2)");
+  CHECK(r.devices[3].report.cells.empty());
+  // 5 (a failure) is worse than 6 (no GPU): combine_exit_codes.
+  CHECK(r.exit_code == 5);
+  CHECK_THAT(r.exit_message, Catch::StartsWith("device 1: verification failed: fp8_ds_mla "));
+  // Whole lines, each naming its device; 2 per cell that ran.
+  CHECK(progress.size() == 18);
+  for (const auto& line : progress) {
+    const bool named = line.rfind("device 0: verify: ", 0) == 0 || line.rfind("device 0 #2: verify: ", 0) == 0 ||
+                       line.rfind("device 1: verify: ", 0) == 0;
+    CHECK(named);
+  }
+
+  SECTION("an exception escaping run_verify is that device's result") {
+    std::vector<VerifyDeviceEntry> two;
+    two.push_back(entry(0, "device 0", [] { return make_host_verify_device(); }));
+    two.push_back(entry(1, "device 1", [] {
+      return make_host_verify_device([](VerifyRun&) { throw Error(ErrorKind::internal, "bug"); });
+    }));
+    const auto r2 = run_verify_devices(cfg, topo, two, opts);
+    REQUIRE(r2.devices.size() == 2);
+    CHECK(r2.devices[0].exit_code == 0);
+    CHECK(r2.devices[1].exit_code == 70);
+    CHECK(r2.devices[1].error == "bug");
+    CHECK(r2.exit_code == 70);
+    CHECK(r2.exit_message == "device 1: bug");
+  }
+  SECTION("a bad option is a usage error before any thread") {
+    opts.timing_iterations = 0;
+    CHECK_THROWS_WITH(run_verify_devices(cfg, topo, devices, opts), "--iterations: '0' is out of range; allowed 1..10000");
+  }
+}
+
+// ------------------------------------------------------------------ what verify prints
+
+TEST_CASE("verify's matrix: the mode asked, as run, the launch and the fallback", "[verify][output]") {
+  const auto cfg = released("deepseek-v4.1-flash.json");
+  const auto topo = build_topology(cfg);
+  auto opts = small_batch();
+  opts.kv_cache_dtypes = {"fp8_ds_mla"};
+  opts.decode_modes = kAllModes;
+  auto dev = make_host_verify_device({}, /*cluster_kernel=*/false);
+  VerifyMultiReport one;
+  VerifyDeviceReport d;
+  d.label = "device 0";
+  d.name = "Fake H200";
+  d.report = run_verify(cfg, topo, gpu("h200"), *dev, opts);
+  d.exit_code = d.report.exit_code;
+  one.devices.push_back(d);
+  const mlaplan::cli::VerifyGpuInfo g{0, "Fake H200", "sm_90", "9.0", 132, 141LL << 30, 13000, 13000};
+
+  std::ostringstream text;
+  mlaplan::cli::write_verify_text(text, "v41.json", {g}, one, "all");
+  const std::string t = text.str();
+  INFO(t);
+  CHECK_THAT(t, Catch::StartsWith("mla-plan verify: v41.json on Fake H200 (sm_90, 132 SMs)\n"));
+  CHECK_THAT(t, Catch::Contains("kv dtype      type      h_q mode           ran           result         max abs"));
+  CHECK_THAT(t, Catch::Contains("time us  kernel  grid      cluster pair  layout / reason\n"));
+  CHECK_THAT(t, Catch::Contains("fp8_ds_mla    c1a        64 split_kv+      split_kv      PASS"));
+  CHECK_THAT(t, Catch::Contains("fp8_ds_mla    c1a        64 cluster_split  one_pass      PASS"));
+  CHECK_THAT(t, Catch::Contains("host    4x1x1     -       -     fp8_ds_mla_v4/32 + fp8_ds_mla_v4/64; fallback: "));
+  CHECK_THAT(t, Catch::Contains("host    132x1x1   -       -     "));
+  CHECK_THAT(t, Catch::Contains(", + the planner's choice for this batch"));
+
+  const auto j = nlohmann::json::parse(mlaplan::cli::verify_json("v41.json", {g}, one, "all"));
+  CHECK(j.at("decode_mode") == "all");
+  CHECK(j.at("device").at("name") == "Fake H200");
+  const auto& m = j.at("matrix");
+  REQUIRE(m.size() == 9);
+  CHECK(m[2].at("decode_mode") == "cluster_split");
+  CHECK(m[2].at("planned_mode") == "split_kv");
+  CHECK(m[2].at("mode_ran") == "one_pass");
+  CHECK(m[2].at("launch").at("kernel") == "host");
+  CHECK(m[2].at("launch").at("grid") == nlohmann::json({4, 1, 1}));
+  CHECK(m[2].at("launch").at("cluster") == nlohmann::json({1, 1, 1}));
+  CHECK(m[2].at("launch").at("pair") == false);
+  CHECK_THAT(m[2].at("launch").at("fallback").get<std::string>(), Catch::Contains("ran one_pass"));
+  CHECK(m[0].at("launch").at("combine") == true);
+
+  // Several devices: a section each, in listed order; one that failed says why.
+  VerifyMultiReport two = one;
+  VerifyDeviceReport bad;
+  bad.index = 1;
+  bad.label = "device 1";
+  bad.name = "Fake H200";
+  bad.error = "no CUDA device 1 (found 1)";
+  bad.exit_code = 6;
+  bad.exit_message = bad.error;
+  two.devices.push_back(bad);
+  two.exit_code = 6;
+  two.exit_message = "device 1: " + bad.error;
+  auto g1 = g;
+  g1.index = 1;
+  std::ostringstream text2;
+  mlaplan::cli::write_verify_text(text2, "v41.json", {g, g1}, two, "all");
+  const std::string t2 = text2.str();
+  INFO(t2);
+  CHECK_THAT(t2, Catch::StartsWith("mla-plan verify: v41.json on 2 devices, at once: device 0 Fake H200, device 1 Fake "
+                                   "H200\n\ndevice 0: Fake H200 (sm_90, 132 SMs): exit 0, 9 cells (9 PASS) in "));
+  CHECK_THAT(t2, Catch::Contains("\ndevice 1: Fake H200 (sm_90, 132 SMs): exit 6, error: no CUDA device 1 (found 1)"));
+  CHECK(t2.find("device 0:") < t2.find("device 1:"));
+  const auto j2 = nlohmann::json::parse(mlaplan::cli::verify_json("v41.json", {g, g1}, two, "all"));
+  REQUIRE(j2.at("devices").size() == 2);
+  CHECK(j2.at("devices")[0].at("label") == "device 0");
+  CHECK(j2.at("devices")[0].at("matrix").size() == 9);
+  CHECK(j2.at("devices")[1].at("error") == "no CUDA device 1 (found 1)");
+  CHECK(j2.at("devices")[1].at("exit_code") == 6);
+  CHECK(j2.at("exit_code") == 6);
 }

@@ -11,10 +11,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mlaplan/config.hpp"
 #include "mlaplan/decode.hpp"
+#include "mlaplan/decode_mode.hpp"
 #include "mlaplan/formats.hpp"
 #include "mlaplan/layout.hpp"
 #include "mlaplan/reference.hpp"
@@ -54,8 +56,28 @@ struct VerifyProblem {
   std::vector<float> attn_sink;          ///< [h_q]
   float softmax_scale = 0.044194173824159216f;
   SchedInput sched_input;                ///< what the GPU scheduler is given
-  SchedPlan host_plan;                   ///< the host plan it must equal
+  SchedPlan host_plan;                   ///< the host plan it must equal (in every mode)
   std::int32_t timing_iterations = 20;
+  /// How the decode runs: the planner's choice for the batch (LayerTypeSchedule::mode), or the
+  /// mode --decode-mode asks for. The scheduler runs and is compared whatever the mode.
+  DecodeMode mode = DecodeMode::split_kv;
+};
+
+/// How a decode call ran, as the device reported it (the kernels' DecodeLaunch in plain fields:
+/// the core has no CUDA).
+struct VerifyLaunch {
+  bool reported = false;                   ///< false: the device said nothing (nothing ran)
+  DecodeMode mode = DecodeMode::split_kv;  ///< as run: cluster_split runs as one_pass where no cluster fits
+  std::string kernel;                      ///< "generic", "sm90_ws" (the fake device: "host")
+  std::uint32_t grid_x = 1, grid_y = 1, grid_z = 1;
+  std::uint32_t cluster_x = 1;             ///< cluster_split's CTAs per request (clusters along x)
+  std::uint32_t cluster_z = 1;             ///< 2: the 2-CTA pair (clusters along z)
+  std::uint32_t block = 0;                 ///< threads per CTA
+  bool pair = false;                       ///< the 2-CTA pair sharing the dequantisation (h_q 128)
+  bool pdl = false;                        ///< programmatic dependent launch after the scheduler
+  bool combine = false;                    ///< the combine kernel ran after (split_kv)
+  std::string fallback;                    ///< "" or what was asked, could not run here, and what ran
+  std::string description;                 ///< DecodeLaunch::describe()
 };
 
 /// What a device returns for a problem.
@@ -67,6 +89,7 @@ struct VerifyRun {
   std::vector<std::uint16_t> out;         ///< [b, s_q, h_q, 512] bf16
   std::vector<float> lse;                 ///< [b, s_q, h_q]
   double decode_us = 0;                   ///< median time of decode + combine
+  VerifyLaunch launch;                    ///< the decode launch that ran (the timed runs run the same)
 };
 
 /// Something that runs the kernels: the CUDA device (kernels/), or a fake in tests.
@@ -83,7 +106,7 @@ class VerifyDevice {
 enum class VerifyStatus { pass, fail, unsupported };
 std::string_view to_string(VerifyStatus s);
 
-/// One cell of the matrix: a kv dtype x layer type x h_q.
+/// One cell of the matrix: a kv dtype x layer type x h_q x decode mode.
 struct VerifyCell {
   std::string kv_cache_dtype;
   LayerType type = LayerType::swaonly;
@@ -98,6 +121,10 @@ struct VerifyCell {
   std::int32_t topk = 0, extra_topk = 0;
   std::int32_t b = 0;
   std::string kernel;                    ///< scheduler kernel of the plan
+  std::optional<DecodeMode> planned_mode;  ///< the planner's choice for the batch; nullopt: no plan
+  std::string planned_reason;            ///< why (DecodeModeChoice::reason)
+  std::optional<DecodeMode> mode;        ///< the mode asked of the device; nullopt: planned, and no plan
+  VerifyLaunch launch;                   ///< what ran (launch.mode: the mode as run), when ran
   // results
   bool ran = false;
   bool quantize_match = false;
@@ -116,6 +143,9 @@ struct VerifyOptions {
   bool force = false;
   std::uint64_t seed = 20261130;
   std::int32_t timing_iterations = 20;
+  /// The decode modes each cell runs in: empty (--decode-mode planned) the planner's choice per
+  /// layer type; else one cell per mode listed (--decode-mode all: split_kv, one_pass, cluster_split).
+  std::vector<DecodeMode> decode_modes;
   /// Progress lines ("verify: fp8_ds_mla c1a ...") while kernels run; may be empty.
   std::function<void(const std::string&)> progress;
 };
@@ -149,8 +179,20 @@ VerifyProblem build_verify_problem(const ModelConfig& cfg, const Topology& topo,
                                    const LayerTypeSchedule& schedule, std::uint64_t seed,
                                    std::int32_t timing_iterations);
 
-/// Judges a device's run against the problem's host expectations.
+/// The fp64 host reference of a problem's decode, over the host-dequantised caches.
+RefDecodeOutput verify_reference(const VerifyProblem& problem);
+
+/// Judges a device's run against the problem's host expectations (the reference computed here,
+/// or given: one problem run in several modes is judged against one reference).
 void judge_verify_run(const VerifyProblem& problem, const VerifyRun& run, VerifyCell& cell);
+void judge_verify_run(const VerifyProblem& problem, const VerifyRun& run, const RefDecodeOutput& reference,
+                      VerifyCell& cell);
+
+/// The modes of --decode-mode VALUE: "planned" none (the planner's), "all" the three, or the one
+/// named. Error(usage) naming --decode-mode, the value, the allowed values and the nearest one.
+std::vector<DecodeMode> parse_verify_decode_modes(std::string_view value);
+/// The values --decode-mode takes: planned, all, split_kv, one_pass, cluster_split.
+const std::vector<std::string>& verify_decode_mode_values();
 
 /// Every option of run_verify() that needs no device: timing_iterations, the layout flags
 /// (check_layout_flags()), the kv dtypes, the batch against max_model_len (make_decode_batch())
@@ -162,8 +204,48 @@ void check_verify_options(const ModelConfig& cfg, const Topology& topo, const Ve
 VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Target& target, VerifyDevice& device,
                         const VerifyOptions& options);
 
+/// One device of `verify --device all|0,1|0,0`: what it is, and how to open it.
+struct VerifyDeviceEntry {
+  int index = 0;
+  std::string name;              ///< e.g. "NVIDIA H200"
+  std::string label;             ///< how progress lines and messages name it: "device 0" ("device 0 #2" when listed again)
+  Target target;                 ///< the planning target of the device
+  /// Opens the device's VerifyDevice; called on the device's own thread (a CUDA device's current
+  /// device is per thread). May throw.
+  std::function<std::unique_ptr<VerifyDevice>()> open;
+};
+
+/// What one device of run_verify_devices() gave.
+struct VerifyDeviceReport {
+  int index = 0;
+  std::string name;
+  std::string label;
+  VerifyReport report;           ///< its cells; empty when `error` is set
+  std::string error;             ///< "" or what escaped: opening the device or run_verify threw
+  int exit_code = 0;             ///< report.exit_code, or the error's exit code
+  std::string exit_message;      ///< "" or the reason of a non-zero exit code
+  double seconds = 0;            ///< wall time of the device's thread
+};
+
+struct VerifyMultiReport {
+  std::vector<VerifyDeviceReport> devices;  ///< in the order they were listed
+  int exit_code = 0;             ///< the worst of the devices' (combine_exit_codes)
+  std::string exit_message;      ///< of the first device with that code, prefixed by its label
+};
+
+/// Runs run_verify() on every listed device at once, one thread per entry (a device listed twice
+/// gets two threads and two VerifyDevice objects). check_verify_options() runs first, on the
+/// calling thread (a bad option throws Error(usage) before any thread starts). An Error (or any
+/// exception) in one thread is that device's result; the others still report. Progress lines
+/// are prefixed with the entry's label and delivered whole, one at a time (a mutex).
+VerifyMultiReport run_verify_devices(const ModelConfig& cfg, const Topology& topo,
+                                     const std::vector<VerifyDeviceEntry>& devices, const VerifyOptions& options);
+
 /// A device that runs everything on the host (host quantizer, host scheduler, host reference):
-/// for tests of the orchestration. `perturb` may alter a run (to test the FAIL paths).
-std::unique_ptr<VerifyDevice> make_host_verify_device(std::function<void(VerifyRun&)> perturb = {});
+/// for tests of the orchestration. `perturb` may alter a run (to test the FAIL paths). It reports
+/// a launch of kernel "host" in the mode asked; with `cluster_kernel` false it has no cluster
+/// kernel and runs cluster_split as one_pass, with the fallback said (as the generic kernel does).
+std::unique_ptr<VerifyDevice> make_host_verify_device(std::function<void(VerifyRun&)> perturb = {},
+                                                      bool cluster_kernel = true);
 
 }  // namespace mlaplan
