@@ -137,20 +137,6 @@ std::string upper(std::string_view s) {
   return out;
 }
 
-std::string replace_all(std::string_view text, std::string_view token, std::string_view with) {
-  std::string out;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    if (text.substr(i, token.size()) == token) {
-      out += with;
-      i += token.size();
-    } else {
-      out += text[i++];
-    }
-  }
-  return out;
-}
-
 std::string join_names(std::span<const std::string_view> names) {
   std::string s;
   for (auto n : names) {

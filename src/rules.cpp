@@ -73,19 +73,6 @@ std::string join(const std::vector<std::int64_t>& v) {
   return s;
 }
 
-std::string replace_all(std::string_view text, std::string_view token, std::string_view with) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size();) {
-    if (text.substr(i, token.size()) == token) {
-      out += with;
-      i += token.size();
-    } else {
-      out += text[i++];
-    }
-  }
-  return out;
-}
-
 std::string fraction(std::int64_t num, std::int64_t den) {
   const std::int64_t g = std::gcd(num, den);
   return std::to_string(num / g) + "/" + std::to_string(den / g);

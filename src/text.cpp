@@ -157,6 +157,20 @@ bool is_printable_line(std::string_view s) {
   return true;
 }
 
+std::string replace_all(std::string_view text, std::string_view token, std::string_view with) {
+  if (token.empty()) return std::string(text);
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    if (text.substr(i, token.size()) == token) {
+      out += with;
+      i += token.size();
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;

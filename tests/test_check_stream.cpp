@@ -163,7 +163,7 @@ TEST_CASE("check prints each file's result as soon as it is checked", "[check][s
   }
 }
 
-TEST_CASE("check: a flag that is wrong for a later file is that file's failure; for the first, the run's", "[check][stream]") {
+TEST_CASE("check: a flag that is wrong for a later file is that file's failure, for the first, the run's", "[check][stream]") {
   // --max-model-len 1048576 is past V3.2's max_position_embeddings (163840): a usage error, found
   // when the third file is planned. The first two files' results are already out, so the third
   // fails (exit 1) and the output stays whole.

@@ -611,7 +611,7 @@ TEST_CASE("plan shows the decode mode of every layer type", "[cli][decode]") {
   CHECK_THAT(md.out, Catch::Contains("| mla-plan decode |"));
 }
 
-TEST_CASE("bench: flags are checked before the GPU; without one, exit 6", "[cli][bench]") {
+TEST_CASE("bench: flags are checked before the GPU, without one, exit 6", "[cli][bench]") {
   auto r = run({"bench", cfg("deepseek-v4.1-flash.json"), "--batch", "1,8"});
   // This suite runs where there is no GPU (CI); on a GPU machine bench runs and exits 0.
   if (r.code != 0) {

@@ -151,7 +151,7 @@ TEST_CASE("GPU presets: ids, figures and the default", "[target]") {
   CHECK(to_string(d.source) == "preset");
 }
 
-TEST_CASE("GPU ids are matched loosely; unknown ids get a suggestion", "[target]") {
+TEST_CASE("GPU ids are matched loosely, unknown ids get a suggestion", "[target]") {
   CHECK(find_gpu_preset("H200").id == "h200");
   CHECK(find_gpu_preset("RTX_PRO_6000").id == "rtx-pro-6000");
   CHECK(find_gpu_preset("rtx pro 6000").id == "rtx-pro-6000");

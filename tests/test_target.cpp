@@ -81,7 +81,7 @@ TEST_CASE("targets: family names are stable snake_case, titles are for people", 
   }
 }
 
-TEST_CASE("targets: the family of every known capability; custom targets take it", "[target]") {
+TEST_CASE("targets: the family of every known capability, custom targets take it", "[target]") {
   struct Case { ComputeCapability cc; ArchFamily family; };
   const Case cases[] = {
       {{7, 0}, ArchFamily::other},

@@ -1,6 +1,12 @@
 // Text from the input made inert: printable(), quoted(), is_printable_line() (include/mlaplan/text.hpp).
 
 #include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <string>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -30,15 +36,15 @@ TEST_CASE("printable keeps text and escapes every control", "[text]") {
 }
 
 TEST_CASE("quoted bounds the length and escapes its own quotes", "[text]") {
-  CHECK(quoted("fp8") == "'fp8'");
-  CHECK(quoted("it's a\\b") == "'it\\'s a\\\\b'");
-  CHECK(quoted("") == "''");
+  CHECK(mlaplan::quoted("fp8") == "'fp8'");
+  CHECK(mlaplan::quoted("it's a\\b") == "'it\\'s a\\\\b'");
+  CHECK(mlaplan::quoted("") == "''");
   const std::string long_value(1000, 'x');
-  const std::string q = quoted(long_value, 10);
+  const std::string q = mlaplan::quoted(long_value, 10);
   CHECK(q == "'xxxxxxxxxx'... (1000 bytes)");
   // cut only at a character boundary: 3 x U+00E9 (2 bytes each) in 5 bytes shows 2 of them
-  CHECK(quoted("\xc3\xa9\xc3\xa9\xc3\xa9", 5) == "'\xc3\xa9\xc3\xa9'... (6 bytes)");
-  CHECK(quoted(long_value).size() < 100);
+  CHECK(mlaplan::quoted("\xc3\xa9\xc3\xa9\xc3\xa9", 5) == "'\xc3\xa9\xc3\xa9'... (6 bytes)");
+  CHECK(mlaplan::quoted(long_value).size() < 100);
 }
 
 TEST_CASE("is_printable_line is the oracle printable() satisfies", "[text]") {
@@ -53,7 +59,7 @@ TEST_CASE("is_printable_line is the oracle printable() satisfies", "[text]") {
   for (int b = 0; b < 256; ++b) all_bytes += static_cast<char>(b);
   for (const std::string& s : {all_bytes, all_bytes + all_bytes.substr(0, 130), "\xf0\x9f"s}) {
     CHECK(is_printable_line(printable(s)));
-    CHECK(is_printable_line(quoted(s, 300)));
+    CHECK(is_printable_line(mlaplan::quoted(s, 300)));
   }
 }
 
@@ -82,7 +88,7 @@ TEST_CASE("json_printable escapes what JSON allows raw but a terminal acts on", 
   CHECK(mlaplan::is_printable_line(out));
 }
 
-TEST_CASE("nearest_value: case, prefix and a few edits; nothing when far", "[text]") {
+TEST_CASE("nearest_value: case, prefix and a few edits, nothing when far", "[text]") {
   using mlaplan::nearest_value;
   const std::vector<std::string> kv{"auto", "fp8", "fp8_ds_mla", "nvfp4_ds_mla"};
   CHECK(nearest_value("FP8", kv) == "fp8");
@@ -105,4 +111,34 @@ TEST_CASE("format_grouped and format_gib", "[text]") {
   CHECK(mlaplan::format_grouped(std::numeric_limits<std::int64_t>::min()) == "-9,223,372,036,854,775,808");
   CHECK(mlaplan::format_gib(64246411784) == "59.83 GiB");
   CHECK(mlaplan::format_gib(3LL << 29, 1) == "1.5 GiB");
+}
+
+TEST_CASE("replace_all: every occurrence, left to right, not overlapping", "[text]") {
+  CHECK(mlaplan::replace_all("got {d}. Please set {d}", "{d}", "bfloat16") == "got bfloat16. Please set bfloat16");
+  CHECK(mlaplan::replace_all("aaa", "aa", "b") == "ba");
+  CHECK(mlaplan::replace_all("no token here", "{n}", "8") == "no token here");
+  CHECK(mlaplan::replace_all("{n}", "{n}", "") == "");
+  CHECK(mlaplan::replace_all("abc", "", "x") == "abc");
+}
+
+// CTest runs each Catch test case by name (catch_discover_tests): a name holding ';' (a CMake list
+// separator) or starting with '-' (read as an option) selects no test and passes without running.
+TEST_CASE("test case names are ones ctest can run", "[text][tests]") {
+  const std::filesystem::path root = std::filesystem::path(MLAPLAN_SOURCE_DIR) / "tests";
+  const std::regex name(R"re(TEST_CASE\("([^"]*)")re");
+  std::size_t seen = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (e.path().extension() != ".cpp") continue;
+    std::ifstream in(e.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (std::sregex_iterator it(text.begin(), text.end(), name), end; it != end; ++it) {
+      const std::string n = (*it)[1];
+      if (n.find("name(") != std::string::npos) continue;  // this file's pattern
+      INFO(e.path().filename().string() << ": " << n);
+      CHECK(n.find(';') == std::string::npos);
+      CHECK((n.empty() || n[0] != '-'));
+      ++seen;
+    }
+  }
+  CHECK(seen > 300);
 }

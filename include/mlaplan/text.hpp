@@ -46,6 +46,10 @@ std::string json_printable(std::string json_text);
 /// tests and the fuzz targets for "one line of printable UTF-8".
 bool is_printable_line(std::string_view s);
 
+/// `text` with every occurrence of `token` replaced by `with` (left to right, not overlapping):
+/// how the rules fill vLLM's message templates ("{d}", "{n}").
+std::string replace_all(std::string_view text, std::string_view token, std::string_view with);
+
 /// The Levenshtein distance of `a` and `b` (insertions, deletions, substitutions of one byte): how
 /// the "did you mean" suggestions of flags, commands and GPU presets find the nearest name.
 std::size_t edit_distance(std::string_view a, std::string_view b);
