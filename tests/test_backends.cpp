@@ -27,6 +27,7 @@
 #include "mlaplan/rules.hpp"
 #include "mlaplan/target.hpp"
 #include "mlaplan/topology.hpp"
+#include "rule_testing.hpp"
 
 using namespace mlaplan;
 
@@ -34,9 +35,12 @@ namespace {
 
 // ------------------------------------------------------------------ helpers
 
-std::string config_path(const std::string& name) { return std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + name; }
-
-ModelConfig released(const std::string& name) { return load_config(config_path(name)); }
+using testing_rules::config_path;
+using testing_rules::errors;
+using testing_rules::eval;
+using testing_rules::find;
+using testing_rules::gpu;
+using testing_rules::released;
 
 /// The released config `name` with `edit` applied to its attention fields (text_config for V4.1).
 ModelConfig edited(const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
@@ -47,37 +51,12 @@ ModelConfig edited(const std::string& name, const std::function<void(nlohmann::j
   return parse_config(j.dump(), name);
 }
 
-Target gpu(const std::string& id) {
-  TargetRequest r;
-  r.gpu = id;
-  return resolve_target(r);
-}
-
-std::vector<RuleResult> eval(const ModelConfig& cfg, const Target& t, RuleOptions o = {}) {
-  return evaluate_rules(cfg, build_topology(cfg), t, o);
-}
-
-/// A copy of the first result with this id and severity.
-std::optional<RuleResult> find(const std::vector<RuleResult>& rs, const std::string& id,
-                               Severity sev = Severity::error) {
-  for (const auto& r : rs) {
-    if (r.finding.id == id && r.finding.severity == sev) return r;
-  }
-  return std::nullopt;
-}
-
 std::vector<RuleResult> all_of_id(const std::vector<RuleResult>& rs, const std::string& id) {
   std::vector<RuleResult> out;
   for (const auto& r : rs) {
     if (r.finding.id == id) out.push_back(r);
   }
   return out;
-}
-
-int errors(const std::vector<RuleResult>& rs) {
-  int n = 0;
-  for (const auto& r : rs) n += r.finding.severity == Severity::error;
-  return n;
 }
 
 BackendChoice choose(const ModelConfig& cfg, const std::string& g, std::optional<std::string> name = std::nullopt,

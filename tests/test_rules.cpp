@@ -10,41 +10,15 @@
 #include "mlaplan/rules.hpp"
 #include "mlaplan/target.hpp"
 #include "mlaplan/topology.hpp"
+#include "rule_testing.hpp"
 
 using namespace mlaplan;
 
-namespace {
-
-ModelConfig released(const std::string& name) {
-  return load_config(std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + name);
-}
-
-Target gpu(const std::string& id) {
-  TargetRequest r;
-  r.gpu = id;
-  return resolve_target(r);
-}
-
-std::vector<RuleResult> eval(const ModelConfig& cfg, const Target& t, RuleOptions o = {}) {
-  return evaluate_rules(cfg, build_topology(cfg), t, o);
-}
-
-/// A copy of the first result with this id and severity (results are often temporaries).
-std::optional<RuleResult> find(const std::vector<RuleResult>& rs, const std::string& id,
-                               Severity sev = Severity::error) {
-  for (const auto& r : rs) {
-    if (r.finding.id == id && r.finding.severity == sev) return r;
-  }
-  return std::nullopt;
-}
-
-int errors(const std::vector<RuleResult>& rs) {
-  int n = 0;
-  for (const auto& r : rs) n += r.finding.severity == Severity::error;
-  return n;
-}
-
-}  // namespace
+using testing_rules::errors;
+using testing_rules::eval;
+using testing_rules::find;
+using testing_rules::gpu;
+using testing_rules::released;
 
 TEST_CASE("released configs pass on H200 and B200 with fp8_ds_mla", "[rules]") {
   for (const auto name : {"deepseek-v4.1-flash.json", "deepseek-v4-flash.json", "deepseek-v3.2.json"}) {
