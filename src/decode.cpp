@@ -121,8 +121,30 @@ std::int64_t cluster_split_ctas(std::int64_t ctas, std::int64_t n_blocks, std::i
   return c;
 }
 
+DecodeWork decode_work(const std::int32_t* lengths, std::int64_t b, std::int64_t topk, const std::int32_t* extra_lengths,
+                       std::int64_t extra_topk) {
+  DecodeWork w;
+  for (std::int64_t i = 0; i < b; ++i) {
+    const std::int64_t len = std::clamp<std::int64_t>(lengths[i], 0, topk);
+    std::int64_t blocks = (std::max<std::int64_t>(len, 1) + 63) / 64;
+    if (extra_lengths != nullptr) blocks += (std::clamp<std::int64_t>(extra_lengths[i], 0, extra_topk) + 63) / 64;
+    w.total_blocks = checked_add(w.total_blocks, blocks, "decode blocks");
+    w.max_blocks = std::max(w.max_blocks, blocks);
+  }
+  return w;
+}
+
 DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk, bool has_extra,
                                     std::int64_t extra_topk, std::int64_t num_sms) {
+  const std::int64_t n = b >= 0 && topk >= 0 && (!has_extra || extra_topk >= 0)
+                             ? decode_request_blocks(topk, has_extra, extra_topk)
+                             : 0;
+  return choose_decode_mode(b, s_q, h_q, topk, has_extra, extra_topk, num_sms,
+                            DecodeWork{b > 0 ? checked_mul(b, n, "decode blocks") : 0, n});
+}
+
+DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk, bool has_extra,
+                                    std::int64_t extra_topk, std::int64_t num_sms, const DecodeWork& work) {
   if (b < 0 || s_q < 1 || h_q < 64 || topk < 0 || num_sms < 1 || (has_extra && extra_topk < 0)) {
     throw Error(ErrorKind::usage, "decode plan: b, topk, extra_topk >= 0 and s_q, num_sms >= 1, h_q >= 64 required (got b " +
                                       std::to_string(b) + ", s_q " + std::to_string(s_q) + ", h_q " + std::to_string(h_q) +
@@ -150,12 +172,23 @@ DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64
   // each SM at least half of a cluster CTA's blocks (C 4: from 20 CTAs; C 2: every count it fits).
   const std::int64_t c = cluster_split_ctas(ctas, n_blocks, num_sms);
   const std::int64_t per_cta = (n_blocks + c - 1) / c;
+  // By the lengths: the blocks split-KV would spread, and a cluster CTA of the longest request.
+  const bool by_lengths = work.total_blocks != checked_mul(b, n_blocks, "decode blocks") || work.max_blocks != n_blocks;
+  const std::int64_t per_cta_work = (std::max<std::int64_t>(work.max_blocks, 1) + c - 1) / c;
+  const std::int64_t twice_work =
+      checked_mul(checked_mul(checked_mul(work.total_blocks, s_q, "decode blocks"), h_q / 64, "decode blocks"), 2,
+                  "decode blocks");
+  const std::string work_counts =
+      by_lengths ? std::to_string(twice_work / 2) + " blocks by the lengths (longest request " +
+                       std::to_string(work.max_blocks) + ")"
+                 : counts;
   // (The merge costs about one or two blocks' time: a cluster must save at least two blocks.)
-  if (c >= 2 && n_blocks - per_cta >= 2 && twice_blocks >= checked_mul(num_sms, per_cta, "decode blocks")) {
+  if (c >= 2 && n_blocks - per_cta >= 2 && twice_work >= checked_mul(num_sms, per_cta_work, "decode blocks")) {
     DecodeModeChoice ch{DecodeMode::cluster_split,
-                        counts + " >= " + std::to_string(num_sms) + " SMs x " + std::to_string(per_cta) + " / 2: " +
-                            std::to_string(c) + " CTAs per request as one cluster, " + std::to_string(per_cta) +
-                            " blocks each, partial rows merged in distributed shared memory, no combine"};
+                        work_counts + " >= " + std::to_string(num_sms) + " SMs x " + std::to_string(per_cta_work) +
+                            " / 2: " + std::to_string(c) + " CTAs per request as one cluster, " +
+                            std::to_string(per_cta) + " blocks each, partial rows merged in distributed shared " +
+                            "memory, no combine"};
     ch.cluster_ctas = c;
     return ch;
   }
@@ -220,8 +253,10 @@ std::vector<LayerTypeSchedule> plan_decode_schedules(const ModelConfig& cfg, con
       }
     }
     s.plan = plan_schedule(s.input);
-    s.mode = choose_decode_mode(static_cast<std::int64_t>(s.input.lengths.size()), s.input.s_q, s.input.h_q, s.topk,
-                                s.input.has_extra, s.extra_topk, s.input.num_sms);
+    const auto b = static_cast<std::int64_t>(s.input.lengths.size());
+    s.mode = choose_decode_mode(b, s.input.s_q, s.input.h_q, s.topk, s.input.has_extra, s.extra_topk, s.input.num_sms,
+                                decode_work(s.input.lengths.data(), b, s.topk,
+                                            s.input.has_extra ? s.input.extra_lengths.data() : nullptr, s.extra_topk));
     out.push_back(std::move(s));
   }
   return out;

@@ -205,3 +205,44 @@ TEST_CASE("decode mode: split, cluster or one pass by CTAs when a request is at 
   CHECK_THROWS_AS(decode_plan_mode(1, 1, 32, 128, true, 512, 132), mlaplan::Error);
   CHECK_THROWS_AS(decode_plan_mode(-1, 1, 64, 128, true, 512, 132), mlaplan::Error);
 }
+
+TEST_CASE("decode mode over the lengths: the cluster test takes the work the requests attend", "[decode]") {
+  using mlaplan::DecodeMode;
+  using mlaplan::choose_decode_mode;
+  using mlaplan::decode_work;
+  // Full lengths: the same choice as the widths, at every batch of the V4.1 shape.
+  for (const std::int64_t b : {1, 8, 19, 20, 37, 66, 67, 128}) {
+    for (const std::int64_t h : {64, 128}) {
+      const std::vector<std::int32_t> len(static_cast<std::size_t>(b), 128), elen(static_cast<std::size_t>(b), 512);
+      const auto w = decode_work(len.data(), b, 128, elen.data(), 512);
+      CHECK(w.total_blocks == 10 * b);
+      CHECK(w.max_blocks == 10);
+      const auto a = choose_decode_mode(b, 1, h, 128, true, 512, 132);
+      const auto l = choose_decode_mode(b, 1, h, 128, true, 512, 132, w);
+      CHECK(a.mode == l.mode);
+      CHECK(a.reason == l.reason);
+    }
+  }
+  // A block count: ceil(max(len, 1) / 64) main + ceil(extra / 64); lengths clamp to the widths.
+  const std::vector<std::int32_t> len = {0, 1, 64, 65, 128, 500, -3};
+  const std::vector<std::int32_t> elen = {0, 0, 1, 64, 65, 512, 9999};
+  const auto w = decode_work(len.data(), 7, 128, elen.data(), 512);
+  CHECK(w.total_blocks == 1 + 1 + (1 + 1) + (2 + 1) + (2 + 2) + (2 + 8) + (1 + 8));
+  CHECK(w.max_blocks == 10);
+  CHECK(decode_work(len.data(), 7, 128, nullptr, 0).total_blocks == 1 + 1 + 1 + 2 + 2 + 2 + 1);
+  // b 37, lengths about half the widths (6 blocks on average), the longest 10: the widths say a
+  // cluster of 2 (37 x 10 x 2 >= 132 x 5); the work (222 blocks) does not fill the SMs -> split-KV.
+  const mlaplan::DecodeWork half{222, 10};
+  CHECK(choose_decode_mode(37, 1, 64, 128, true, 512, 132).mode == DecodeMode::cluster_split);
+  const auto v = choose_decode_mode(37, 1, 64, 128, true, 512, 132, half);
+  CHECK(v.mode == DecodeMode::split_kv);
+  CHECK(v.reason == "37 CTAs x 10 blocks < 132 SMs x 9 / 2: the scheduler spreads the blocks, combine merges");
+  // At h_q 128 (74 CTAs) the one_pass test stays the widths' (one pass lasts as long as its longest
+  // request): one_pass.
+  CHECK(choose_decode_mode(37, 1, 128, 128, true, 512, 132, half).mode == DecodeMode::one_pass);
+  // Enough work for the cluster: b 30, 8 blocks on average.
+  const auto c = choose_decode_mode(30, 1, 64, 128, true, 512, 132, mlaplan::DecodeWork{240, 10});
+  CHECK(c.mode == DecodeMode::cluster_split);
+  CHECK(c.reason == "240 blocks by the lengths (longest request 10) >= 132 SMs x 3 / 2: 4 CTAs per request as one "
+                    "cluster, 3 blocks each, partial rows merged in distributed shared memory, no combine");
+}

@@ -65,6 +65,28 @@ struct DecodeModeChoice {
 DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk, bool has_extra,
                                     std::int64_t extra_topk, std::int64_t num_sms);
 
+/// What a batch's requests attend by their lengths, counted as the kernels walk them: request i has
+/// ceil(max(length_i, 1) / 64) main blocks plus ceil(extra_length_i / 64) extra ones.
+struct DecodeWork {
+  std::int64_t total_blocks = 0;  ///< over the batch (one query token each)
+  std::int64_t max_blocks = 0;    ///< of the longest request
+};
+
+/// DecodeWork of a batch: `lengths` [b] clamped to topk, `extra_lengths` [b] (empty without an
+/// extra cache) clamped to extra_topk; negative lengths count as 0.
+DecodeWork decode_work(const std::int32_t* lengths, std::int64_t b, std::int64_t topk, const std::int32_t* extra_lengths,
+                       std::int64_t extra_topk);
+
+/// The rule above, with the cluster_split test taken over the lengths' work (`work`): a cluster CTA
+/// of the longest request attends ceil(work.max_blocks / C) blocks, and split-KV spreads
+/// work.total_blocks x s_q x h_q / 64 blocks. The cluster's C and the one_pass test stay those of
+/// the widths (one_pass lasts as long as its longest request, which the widths bound; measured on
+/// the H200: with lengths drawn uniformly below the widths, b 37, split-KV beats cluster_split at
+/// h_q 64 and one_pass beats split-KV at h_q 128, docs/perf.md). Full lengths give the same choice
+/// as the widths alone.
+DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk, bool has_extra,
+                                    std::int64_t extra_topk, std::int64_t num_sms, const DecodeWork& work);
+
 /// choose_decode_mode(...).mode.
 DecodeMode decode_plan_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk, bool has_extra,
                             std::int64_t extra_topk, std::int64_t num_sms);
