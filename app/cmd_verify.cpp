@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "flag_values.hpp"
+#include "mlaplan/backends.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan/limits.hpp"
 #include "mlaplan/verify.hpp"
@@ -37,6 +38,9 @@ void setup_verify(CLI::App& app, VerifyCliOptions& opt) {
       ->check(one_of(verify_decode_mode_values()));
   add_list_option(*sub, "--kv-cache-dtype", opt.kv_dtypes,
                   "kv dtypes to verify, comma-separated (default: every dtype the backend lists)");
+  sub->add_option("--attention-backend", opt.attention_backend,
+                  "vLLM's backend name whose layout the cells run, e.g. FLASHINFER_MLA_SPARSE_DSV41 (default: vLLM's "
+                  "choice for this GPU; a backend of another architecture needs --force)");
   sub->add_flag("--force", opt.force, "also run combinations the backend rules reject (labelled as such)");
   sub->add_flag("--json", opt.json, "machine-readable matrix");
   sub->add_option("--dtype", opt.dtype, "model dtype the engine runs (default: the config's)");
@@ -124,14 +128,17 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   }
   std::vector<std::string> kv_dtypes;
   for (const auto& d : opt.kv_dtypes) {
-    const auto resolved = std::string(to_string(parse_kv_cache_dtype(d)));  // usage error for unknown values
-    if (std::find(kv_dtypes.begin(), kv_dtypes.end(), resolved) == kv_dtypes.end()) kv_dtypes.push_back(resolved);
+    // vLLM's value (usage error, with the nearest, for anything else), in its canonical spelling;
+    // what it becomes depends on the backend (fp8: fp8_ds_mla on FlashMLA, plain e4m3 on FlashInfer).
+    const std::string canonical = canonical_kv_cache_dtype(d);
+    if (std::find(kv_dtypes.begin(), kv_dtypes.end(), canonical) == kv_dtypes.end()) kv_dtypes.push_back(canonical);
   }
   VerifyOptions vo;
   vo.kv_cache_dtypes = kv_dtypes;
   vo.decode_modes = parse_verify_decode_modes(opt.decode_mode);
   vo.batch = opt.batch.options;
   vo.layout.tensor_parallel_size = opt.tensor_parallel_size;
+  vo.layout.attention_backend = opt.attention_backend;
   vo.layout.num_speculative_tokens = opt.batch.options.spec_tokens;
   vo.dtype = opt.dtype;
   vo.force = opt.force;

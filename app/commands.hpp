@@ -112,6 +112,7 @@ struct VerifyCliOptions {
   DeviceList device{false, {0}};        ///< --device N | N,N,... | all
   std::string decode_mode = "planned";  ///< --decode-mode (verify_decode_mode_values())
   std::vector<std::string> kv_dtypes;
+  std::optional<std::string> attention_backend;  ///< --attention-backend (vLLM's name)
   bool force = false;
   bool json = false;
   std::optional<std::string> dtype;

@@ -122,12 +122,15 @@ std::vector<BenchShape> bench_shapes(const ModelConfig& cfg, const Topology& top
           base.extra_topk = narrow(plan->extra_topk, "extra_topk");
         }
       }
-      for (const CacheObject* o : {main, extra}) {
-        if (o && base.unsupported.empty() && row_format(o->format).dims != kHeadDim) {
-          base.unsupported = "no decode kernel for " + std::string(row_format(o->format).name) + " (head dim " +
-                             std::to_string(row_format(o->format).dims) +
-                             "): the project's kernels cover the head-dim-512 layouts of V4 and V4.1";
-        }
+      // The kernels take 512-dim rows (V4, V4.1) or V3.2's 576-dim rows; an extra cache holds rows
+      // of the main cache's dims.
+      const std::int64_t dqk = row_format(main->format).dims;
+      if (dqk != kHeadDim && dqk != 576) {
+        base.unsupported = "no decode kernel for " + std::string(row_format(main->format).name) + " rows (" +
+                           std::to_string(dqk) + " dims); the kernels take 512 or 576";
+      } else if (extra && base.unsupported.empty() && row_format(extra->format).dims != dqk) {
+        base.unsupported = "no decode kernel reads " + std::string(row_format(main->format).name) + " with " +
+                           std::string(row_format(extra->format).name) + " rows";
       }
     }
     for (auto b : batches) {
@@ -135,10 +138,12 @@ std::vector<BenchShape> bench_shapes(const ModelConfig& cfg, const Topology& top
       s.b = static_cast<std::int32_t>(b);
       const double rows = static_cast<double>(s.topk) + (s.has_extra ? s.extra_topk : 0);
       const double tokens = static_cast<double>(s.b) * s.s_q;
-      s.flops = 2.0 * s.h_q * tokens * rows * (2.0 * kHeadDim);
+      // Q K^T over d_qk dims and P V over d_v = 512; q (d_qk) in and out (512) in bf16.
+      const double dqk = static_cast<double>(row_format(s.main_format).dims);
+      s.flops = 2.0 * s.h_q * tokens * rows * (dqk + kHeadDim);
       s.bytes = tokens * (s.topk * static_cast<double>(row_format(s.main_format).row_bytes) +
                           (s.has_extra ? s.extra_topk * static_cast<double>(row_format(s.extra_format).row_bytes) : 0.0)) +
-                2.0 * tokens * s.h_q * kHeadDim * 2.0;
+                tokens * s.h_q * (dqk + kHeadDim) * 2.0;
       if (s.unsupported.empty()) {
         s.mode = choose_decode_mode(s.b, s.s_q, s.h_q, s.topk, s.has_extra, s.extra_topk, layout.target.num_sms);
       }

@@ -29,6 +29,9 @@ void check_input(const RefDecodeInput& in) {
     throw_usage("reference: b must be >= 0, s_q and h_q >= 1 (got b " + std::to_string(in.b) + ", s_q " +
                 std::to_string(in.s_q) + ", h_q " + std::to_string(in.h_q) + ")");
   }
+  if (in.d_qk != 512 && in.d_qk != 576) {
+    throw_usage("reference: d_qk must be 512 or 576 (got " + std::to_string(in.d_qk) + ")");
+  }
   if (in.b == 0) return;
   if (in.q == nullptr) throw_usage("reference: q is null");
   if (in.topk < 0 || in.extra_topk < 0) throw_usage("reference: topk and extra_topk must be >= 0");
@@ -42,8 +45,8 @@ void check_input(const RefDecodeInput& in) {
   }
 }
 
-// Appends the valid rows of one (request, query) of one cache to `keys` (512 floats each).
-void gather(const RefRows& rows, const std::int32_t* idx, std::int32_t width, std::int32_t length,
+// Appends the valid rows of one (request, query) of one cache to `keys` (dqk floats each).
+void gather(const RefRows& rows, const std::int32_t* idx, std::int32_t width, std::int32_t length, int dqk,
             std::vector<double>& keys, std::vector<float>& scratch) {
   const std::int32_t n = std::min(width, std::max(length, 0));
   for (std::int32_t t = 0; t < n; ++t) {
@@ -52,12 +55,12 @@ void gather(const RefRows& rows, const std::int32_t* idx, std::int32_t width, st
     if (rows.num_rows > 0 && id >= rows.num_rows) continue;
     const float* src = nullptr;
     if (rows.dense != nullptr) {
-      src = rows.dense + id * kD;
+      src = rows.dense + id * dqk;
     } else {
       rows.fetch(id, scratch.data());
       src = scratch.data();
     }
-    keys.insert(keys.end(), src, src + kD);
+    keys.insert(keys.end(), src, src + dqk);
   }
 }
 
@@ -72,7 +75,8 @@ void reference_decode_range(const RefDecodeInput& in, std::int32_t b_begin, std:
   }
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<double> keys;
-  std::vector<float> scratch(kD);
+  const int dqk = in.d_qk;
+  std::vector<float> scratch(static_cast<std::size_t>(dqk));
   std::vector<double> scores;
   std::vector<double> acc(kD);
   for (std::int32_t bi = b_begin; bi < b_end; ++bi) {
@@ -82,15 +86,15 @@ void reference_decode_range(const RefDecodeInput& in, std::int32_t b_begin, std:
     for (std::int32_t s = 0; s < in.s_q; ++s) {
       const std::int64_t bs = static_cast<std::int64_t>(bi) * in.s_q + s;
       keys.clear();
-      if (in.topk > 0) gather(in.main, in.indices + bs * in.topk, in.topk, len, keys, scratch);
+      if (in.topk > 0) gather(in.main, in.indices + bs * in.topk, in.topk, len, dqk, keys, scratch);
       if (in.has_extra && in.extra_topk > 0) {
-        gather(in.extra, in.extra_indices + bs * in.extra_topk, in.extra_topk, elen, keys, scratch);
+        gather(in.extra, in.extra_indices + bs * in.extra_topk, in.extra_topk, elen, dqk, keys, scratch);
       }
-      const std::size_t nk = keys.size() / kD;
+      const std::size_t nk = keys.size() / static_cast<std::size_t>(dqk);
       scores.resize(nk);
       for (std::int32_t h = 0; h < in.h_q; ++h) {
         const std::int64_t row = bs * in.h_q + h;
-        const float* qh = in.q + row * kD;
+        const float* qh = in.q + row * dqk;
         float* oh = out + row * kD;
         if (nk == 0) {
           std::fill(oh, oh + kD, 0.0f);
@@ -99,9 +103,9 @@ void reference_decode_range(const RefDecodeInput& in, std::int32_t b_begin, std:
         }
         double mx = -inf;
         for (std::size_t k = 0; k < nk; ++k) {
-          const double* kr = keys.data() + k * kD;
+          const double* kr = keys.data() + k * static_cast<std::size_t>(dqk);
           double dot = 0;
-          for (int d = 0; d < kD; ++d) dot += static_cast<double>(qh[d]) * kr[d];
+          for (int d = 0; d < dqk; ++d) dot += static_cast<double>(qh[d]) * kr[d];
           scores[k] = dot * in.softmax_scale;
           mx = std::max(mx, scores[k]);
         }
@@ -110,7 +114,7 @@ void reference_decode_range(const RefDecodeInput& in, std::int32_t b_begin, std:
         for (std::size_t k = 0; k < nk; ++k) {
           const double p = std::exp(scores[k] - mx);
           sum += p;
-          const double* kr = keys.data() + k * kD;
+          const double* kr = keys.data() + k * static_cast<std::size_t>(dqk);  // V: its first kD values
           for (int d = 0; d < kD; ++d) acc[d] += p * kr[d];
         }
         const double l = std::log(sum) + mx;

@@ -12,6 +12,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "mlaplan/backends.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan/limits.hpp"
 #include "mlaplan/quant.hpp"
@@ -21,20 +22,20 @@ namespace mlaplan {
 
 namespace {
 
-constexpr int kDim = 512;
+constexpr int kDim = kRefHeadDim;  // d_v: the output's dims
 
 /// Decode inputs in the distribution the pass criterion is calibrated for (FlashMLA's tests draw
 /// K as randn / 10 clamped to [-1, 1]); per-16-dim magnitudes vary in [0.025, 0.1] so the
-/// quantisation scales differ from tile to tile. Never zeros.
-std::vector<std::uint16_t> random_latents(std::mt19937_64& rng, std::int64_t rows) {
+/// quantisation scales differ from tile to tile. Never zeros. `dims` values per row.
+std::vector<std::uint16_t> random_latents(std::mt19937_64& rng, std::int64_t rows, int dims) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> logmag(std::log10(0.25f), 0.0f);
-  std::vector<std::uint16_t> v(static_cast<std::size_t>(rows) * kDim);
+  std::vector<std::uint16_t> v(static_cast<std::size_t>(rows) * static_cast<std::size_t>(dims));
   for (std::int64_t r = 0; r < rows; ++r) {
-    for (int tile = 0; tile < kDim / 16; ++tile) {
+    for (int tile = 0; tile < dims / 16; ++tile) {
       const float mag = 0.1f * std::pow(10.0f, logmag(rng));
       for (int i = 0; i < 16; ++i) {
-        v[static_cast<std::size_t>(r * kDim + tile * 16 + i)] =
+        v[static_cast<std::size_t>(r * dims + tile * 16 + i)] =
             float_to_bf16(std::clamp(normal(rng) * mag, -1.0f, 1.0f));
       }
     }
@@ -131,7 +132,8 @@ void build_cache(std::mt19937_64& rng, VerifyCache& cache, std::int32_t b, std::
   }
   // Shuffle the order the rows are written in: the quantize kernel must not rely on it.
   std::shuffle(cache.slots.begin(), cache.slots.end(), rng);
-  cache.latents = random_latents(rng, static_cast<std::int64_t>(cache.slots.size()));
+  cache.latents = random_latents(rng, static_cast<std::int64_t>(cache.slots.size()),
+                                 static_cast<int>(row_format(cache.format).dims));
   const auto bytes = checked_mul(cache.num_pages, cache.page_stride, "verify cache bytes");
   cache.expected.assign(static_cast<std::size_t>(bytes), 0xFF);
   quantize_into_pages(cache.format, cache.latents.data(), static_cast<std::int64_t>(cache.slots.size()),
@@ -141,10 +143,11 @@ void build_cache(std::mt19937_64& rng, VerifyCache& cache, std::int32_t b, std::
 /// Dequantised rows of a cache's expected bytes, NaN where nothing was written.
 std::vector<float> dequantised_rows(const VerifyCache& c) {
   const std::int64_t num_rows = c.num_pages * c.page_block_size;
-  std::vector<float> rows(static_cast<std::size_t>(num_rows) * kDim, std::numeric_limits<float>::quiet_NaN());
+  const std::int64_t dims = row_format(c.format).dims;
+  std::vector<float> rows(static_cast<std::size_t>(num_rows * dims), std::numeric_limits<float>::quiet_NaN());
   for (const auto id : c.slots) {
     dequantize_from_pages(c.format, c.expected.data(), c.num_pages, c.page_block_size, c.page_stride, &id, 1,
-                          rows.data() + id * kDim);
+                          rows.data() + id * dims);
   }
   return rows;
 }
@@ -160,6 +163,7 @@ RefDecodeOutput verify_reference(const VerifyProblem& p) {
   in.b = p.b;
   in.s_q = p.s_q;
   in.h_q = p.h_q;
+  in.d_qk = p.d_qk;
   in.q = q.data();
   in.main.dense = main_rows.data();
   in.main.num_rows = p.main.num_pages * p.main.page_block_size;
@@ -268,20 +272,18 @@ VerifyProblem build_verify_problem(const ModelConfig& cfg, const Topology& topo,
   const CacheObject* main = s.type == LayerType::dsa ? find_object(layout, layer->index, CacheKind::compressed)
                                                      : find_object(layout, layer->index, CacheKind::swa);
   if (!main) throw_unsupported("the layout has no main cache for " + std::string(to_string(s.type)) + " layers");
-  // The project's kernels (and this problem's buffers) are for head dim 512 rows; V3.2's
-  // 656-byte layout holds 576 dims.
-  auto check_dims = [](RowFormatId f) {
-    if (row_format(f).dims != kDim) {
-      throw_unsupported("no decode kernel for " + std::string(row_format(f).name) + " (head dim " +
-                        std::to_string(row_format(f).dims) + ") in this build: the project's kernels cover the " +
-                        "head-dim-512 layouts of V4 and V4.1");
-    }
-  };
-  check_dims(main->format);
+  // The kernels take rows of 512 dims (V4, V4.1) or 576 (V3.2's 656-byte rows, main cache alone);
+  // a compressed cache holds rows of the main cache's dims.
+  const std::int64_t dqk = row_format(main->format).dims;
+  if (dqk != 512 && dqk != 576) {
+    throw_unsupported("no decode kernel for " + std::string(row_format(main->format).name) + " rows (" +
+                      std::to_string(dqk) + " dims); the kernels take 512 or 576");
+  }
   check_verify_size(s);
   p.b = static_cast<std::int32_t>(s.input.lengths.size());
   p.s_q = 1;
   p.h_q = s.input.h_q;
+  p.d_qk = static_cast<std::int32_t>(dqk);
   p.main.format = main->format;
   p.main.page_block_size = static_cast<std::int32_t>(main->rows_per_page);
   p.main.page_stride = main->page_bytes;
@@ -292,7 +294,11 @@ VerifyProblem build_verify_problem(const ModelConfig& cfg, const Topology& topo,
     const CacheObject* extra =
         layer->kv_source ? find_object(layout, *layer->kv_source, CacheKind::compressed) : nullptr;
     if (!extra) throw_unsupported("the layout has no compressed cache for layer " + std::to_string(layer->index));
-    check_dims(extra->format);
+    if (row_format(extra->format).dims != dqk) {
+      throw_unsupported("the compressed cache's " + std::string(row_format(extra->format).name) + " rows hold " +
+                        std::to_string(row_format(extra->format).dims) + " dims, the main cache's " +
+                        std::to_string(dqk) + ": no decode kernel reads both");
+    }
     p.has_extra = true;
     p.extra.format = extra->format;
     p.extra.page_block_size = static_cast<std::int32_t>(extra->rows_per_page);
@@ -302,7 +308,7 @@ VerifyProblem build_verify_problem(const ModelConfig& cfg, const Topology& topo,
     build_cache(rng, p.extra, p.b, p.extra_topk, p.extra_topk_length, p.extra_indices);
   }
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  p.q.resize(static_cast<std::size_t>(p.b) * static_cast<std::size_t>(p.s_q * p.h_q * kDim));
+  p.q.resize(static_cast<std::size_t>(p.b) * static_cast<std::size_t>(p.s_q * p.h_q) * static_cast<std::size_t>(p.d_qk));
   for (auto& x : p.q) x = float_to_bf16(std::clamp(normal(rng), -1.0f, 1.0f));
   std::uniform_real_distribution<float> sink(-2.0f, 4.0f);
   p.attn_sink.resize(static_cast<std::size_t>(p.h_q));
@@ -378,7 +384,7 @@ void check_verify_options(const ModelConfig& cfg, const Topology& topo, const Ve
   LayoutOptions lo = options.layout;
   lo.kv_cache_dtype = "auto";
   check_layout_flags(cfg, topo, lo);
-  for (const auto& dtype : options.kv_cache_dtypes) (void)parse_kv_cache_dtype(dtype);
+  for (const auto& dtype : options.kv_cache_dtypes) (void)canonical_kv_cache_dtype(dtype);
   // As run_verify() makes the batch of every cell: max_model_len as the layout resolves it.
   const std::int64_t mml = lo.max_model_len.value_or(cfg.max_position_embeddings);
   const DecodeBatch batch =
@@ -467,7 +473,14 @@ VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Targ
     const Layout& layout = *plan->layout;
     report.batch = plan->batch;
     check_verify_batch(report.batch, options.batch);
-    const std::vector<LayerTypeSchedule>& schedules = plan->schedules;
+    // The project's kernels run every layout on FlashMLA's tile plans; where the backend is not
+    // FlashMLA (FlashInfer plans its own work), the plan has none, and the cells get FlashMLA's
+    // plans of this device for the same batch.
+    std::vector<LayerTypeSchedule> own_schedules;
+    if (plan->schedules.empty() && !backend_info(layout.backend).tile_plans) {
+      own_schedules = plan_decode_schedules(cfg, topo, layout, plan->batch);
+    }
+    const std::vector<LayerTypeSchedule>& schedules = plan->schedules.empty() ? own_schedules : plan->schedules;
     if (schedules.empty()) {
       unsupported_cells("no FlashMLA sparse decode kernel for " + target.cc.sm() + " with " +
                         std::to_string(layout.parallel.padded_query_heads) + " query heads");
@@ -642,7 +655,8 @@ class HostVerifyDevice final : public VerifyDevice {
 
   std::string unsupported_reason(const VerifyProblem& p) const override {
     const auto ok = [](RowFormatId f) {
-      return f == RowFormatId::fp8_ds_mla_v4 || f == RowFormatId::v41_fp8 || f == RowFormatId::v41_fp4;
+      return f == RowFormatId::fp8_ds_mla_v4 || f == RowFormatId::v41_fp8 || f == RowFormatId::v41_fp4 ||
+             f == RowFormatId::fp8_ds_mla_v32 || f == RowFormatId::bf16 || f == RowFormatId::fp8_per_tensor;
     };
     if (!ok(p.main.format) || (p.has_extra && !ok(p.extra.format))) {
       return "no decode kernel for " + std::string(row_format(p.main.format).name) +

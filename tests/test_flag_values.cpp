@@ -327,8 +327,9 @@ TEST_CASE("flag values: verify and bench check every flag before looking for a G
   require_usage({"verify", kV41, "--context-lens", "1,2000000"},
                 "--context-lens[1]: '2000000' is out of range; allowed 1..1048576 (the default max_model_len "
                 "1048576, the config's max_position_embeddings)");
+  // verify takes every value vLLM does (what it becomes depends on --attention-backend).
   require_usage({"verify", kV41, "--kv-cache-dtype", "fp8,bf16"},
-                "--kv-cache-dtype: 'bf16' is not a kv-cache dtype of the sparse-MLA backend; supported: auto, fp8, "
+                "--kv-cache-dtype: 'bf16' is not a kv-cache dtype; allowed: auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2, "
                 "fp8_ds_mla, nvfp4_ds_mla");
   valid({"verify", kV41, "--batch", "128", "--spec-tokens", "1"});
   valid({"verify", kV41, "--batch", "256"});

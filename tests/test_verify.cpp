@@ -142,13 +142,50 @@ TEST_CASE("verify: nothing runs where the rules reject the config", "[verify]") 
     CHECK(c.status == VerifyStatus::unsupported);
     CHECK_THAT(c.reason, Catch::StartsWith("FlashMLA Sparse is only supported on Hopper and Blackwell DC devices"));
   }
+}
+
+TEST_CASE("verify: V3.2's 656-byte rows run as d_qk 576", "[verify]") {
+  auto dev = make_host_verify_device();
   const auto v32 = released("deepseek-v3.2.json");
-  VerifyOptions o = small_batch();
-  const auto r32 = run_verify(v32, build_topology(v32), gpu("h200"), *dev, o);
-  CHECK(r32.exit_code == 3);
+  const auto topo = build_topology(v32);
+  const auto r32 = run_verify(v32, topo, gpu("h200"), *dev, small_batch());
+  CHECK(r32.exit_code == 0);
   REQUIRE(r32.cells.size() == 1);
-  CHECK(r32.cells[0].status == VerifyStatus::unsupported);
-  CHECK_THAT(r32.cells[0].reason, Catch::StartsWith("no decode kernel for fp8_ds_mla_v32 (head dim 576) in this build"));
+  CHECK(r32.cells[0].status == VerifyStatus::pass);
+  CHECK(r32.cells[0].type == LayerType::dsa);
+  CHECK(r32.cells[0].main_format == "fp8_ds_mla_v32");
+  CHECK(r32.cells[0].topk == 2048);
+  // The problem: q of 576 dims per head, 576-dim latents, V = their first 512 dims.
+  const auto layout = plan_layout(v32, topo, gpu("h200"), LayoutOptions{});
+  const auto batch = make_decode_batch(small_batch().batch, layout.max_model_len, MaxModelLenSource::config_default);
+  const auto scheds = plan_decode_schedules(v32, topo, layout, batch);
+  REQUIRE(scheds.size() == 1);
+  const auto p = build_verify_problem(v32, topo, layout, scheds[0], 7, 1);
+  CHECK(p.d_qk == 576);
+  CHECK(p.q.size() == static_cast<std::size_t>(p.b) * p.h_q * 576);
+  CHECK(p.main.latents.size() == p.main.slots.size() * 576);
+  const auto ref = verify_reference(p);
+  CHECK(ref.out.size() == static_cast<std::size_t>(p.b) * p.h_q * 512);
+}
+
+TEST_CASE("verify: the FlashInfer plain-row layouts get FlashMLA's plans for the project's kernels", "[verify]") {
+  auto dev = make_host_verify_device();
+  const auto cfg = released("deepseek-v4.1-flash.json");
+  VerifyOptions o = small_batch();
+  o.layout.attention_backend = "FLASHINFER_MLA_SPARSE_DSV41";
+  o.force = true;  // SM10x's backend, run on this device's kernels
+  for (const std::string dtype : {"bfloat16", "fp8"}) {
+    o.kv_cache_dtypes = {dtype};
+    const auto r = run_verify(cfg, build_topology(cfg), gpu("h200"), *dev, o);
+    INFO(dtype << ": " << r.exit_message);
+    REQUIRE_FALSE(r.cells.empty());
+    for (const auto& c : r.cells) {
+      INFO(to_string(c.type) << ": " << c.reason);
+      CHECK(c.status == VerifyStatus::pass);
+      CHECK(c.forced);
+      CHECK(c.main_format == (dtype == "bfloat16" ? "bf16" : "fp8_per_tensor"));
+    }
+  }
 }
 
 TEST_CASE("verify problems follow the planned layout", "[verify]") {

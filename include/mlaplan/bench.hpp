@@ -37,8 +37,8 @@ struct BenchShape {
   std::int32_t extra_page = 0;
   std::int32_t extra_topk = 0;
   DecodeModeChoice mode;                ///< the plan the kernels run (choose_decode_mode)
-  double flops = 0;                     ///< 2 h_q b s_q (topk + extra_topk) (512 + 512)
-  double bytes = 0;                     ///< rows x row bytes x b s_q + q + out (bf16)
+  double flops = 0;                     ///< 2 h_q b s_q (topk + extra_topk) (d_qk + 512)
+  double bytes = 0;                     ///< rows x row bytes x b s_q + q (d_qk) + out (512), bf16
   std::string unsupported;              ///< "" when the project's kernels cover the formats
 };
 

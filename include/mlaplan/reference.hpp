@@ -13,11 +13,12 @@
 
 namespace mlaplan {
 
-/// Head dimension of every sparse-MLA decode in this project (d_qk = d_v = 512).
+/// Value head dimension of every sparse-MLA decode in this project (d_v = 512); the query/key head
+/// dimension d_qk is 512 (V4, V4.1) or 576 (V3.2: 512 NoPE + 64 RoPE, V = the first 512 of a key).
 inline constexpr int kRefHeadDim = 512;
 
 /// The dequantised rows of one cache, indexed by global row id (page * page_block_size + offset).
-/// Either `dense` (num_rows x 512 floats, row-major) or `fetch` (writes the 512 values of one row)
+/// Either `dense` (num_rows x d_qk floats, row-major) or `fetch` (writes the d_qk values of one row)
 /// must be set. Ids >= num_rows (when num_rows > 0) are treated like -1, as the kernels do.
 struct RefRows {
   const float* dense = nullptr;                                ///< [num_rows, 512] or null
@@ -30,7 +31,8 @@ struct RefDecodeInput {
   std::int32_t b = 0;
   std::int32_t s_q = 1;
   std::int32_t h_q = 64;
-  const float* q = nullptr;                       ///< [b, s_q, h_q, 512] (bf16 values as float)
+  std::int32_t d_qk = 512;                        ///< 512 or 576
+  const float* q = nullptr;                       ///< [b, s_q, h_q, d_qk] (bf16 values as float)
 
   RefRows main;                                   ///< main (window) cache rows
   const std::int32_t* indices = nullptr;          ///< [b, s_q, topk], global row ids or -1

@@ -33,7 +33,7 @@ struct VerifyCache {
   std::int32_t page_block_size = 0;      ///< rows per page (the layout's)
   std::int64_t page_stride = 0;          ///< padded page bytes (the layout's)
   std::int64_t num_pages = 0;
-  std::vector<std::uint16_t> latents;    ///< [rows written, 512] bf16 bit patterns
+  std::vector<std::uint16_t> latents;    ///< [rows written, row dims] bf16 bit patterns (576 for fp8_ds_mla_v32)
   std::vector<std::int64_t> slots;       ///< [rows written] global row ids
   std::vector<std::uint8_t> expected;    ///< host quantizer's pages: 0xFF, then the rows at `slots`
 };
@@ -43,7 +43,8 @@ struct VerifyProblem {
   std::int32_t b = 0;
   std::int32_t s_q = 1;
   std::int32_t h_q = 64;
-  std::vector<std::uint16_t> q;          ///< [b, s_q, h_q, 512] bf16
+  std::int32_t d_qk = 512;               ///< the rows' dims: 512, or 576 (V3.2's 656-byte rows)
+  std::vector<std::uint16_t> q;          ///< [b, s_q, h_q, d_qk] bf16
   VerifyCache main;
   std::vector<std::int32_t> indices;     ///< [b, s_q, topk]
   std::int32_t topk = 0;

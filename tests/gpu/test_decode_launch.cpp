@@ -178,3 +178,67 @@ TEST_CASE("decode launch: parameter errors are the checks' own", "[launch]") {
   CHECK_THROWS_AS(mk::plan_decode_launch(p, device(9, 0, 132)), mlaplan::Error);
   CHECK(std::string(mk::to_string(mk::DecodeKernel::sm90_ws)) == "sm90_ws");
 }
+
+TEST_CASE("plan_decode_launch: V3.2's 656-byte rows and the plain rows run the portable kernel", "[decode_launch]") {
+  const auto h200 = device(9, 0, 132);
+  auto p = params(DecodeMode::split_kv, 8, 128, false, mk::RowFormat::fp8_ds_mla_656);
+  p.d_qk = 576;
+  p.topk = 2048;
+  const auto L = mk::plan_decode_launch(p, h200);
+  CHECK(L.kernel == mk::DecodeKernel::generic);
+  CHECK(L.mode == DecodeMode::split_kv);
+  CHECK(L.dims.block == 512);
+  CHECK(L.dims.grid_x == 66);
+  CHECK(L.dims.grid_z == 2);
+  // Q and K tiles of 64 x (576 + 8) bf16, two score halves (P inside the second), raw rows 672 apart.
+  CHECK(L.dims.smem_bytes == 2u * 64 * 584 * 2 + 2u * 64 * 68 * 4 + 64u * 672 + 3u * 64 * 4 + 2u * 64 * 4);
+  CHECK(L.combine);
+  // cluster_split has no portable kernel: one_pass, and the launch says so.
+  p = params(DecodeMode::cluster_split, 8, 64, false, mk::RowFormat::fp8_ds_mla_656);
+  p.d_qk = 576;
+  const auto C = mk::plan_decode_launch(p, h200);
+  CHECK(C.mode == DecodeMode::one_pass);
+  CHECK(C.fallback == "cluster_split needs the sm90_ws kernel (compute capability 9.0, fp8_ds_mla 584); ran one_pass");
+  // d_qk must be the rows' dims.
+  p.d_qk = 512;
+  try {
+    (void)mk::plan_decode_launch(p, h200);
+    FAIL("expected an error");
+  } catch (const mlaplan::Error& e) {
+    CHECK(e.kind() == mlaplan::ErrorKind::usage);
+    CHECK(std::string(e.what()) == "decode: d_qk 512 does not match the main cache's fp8_ds_mla_656 rows (576 dims)");
+  }
+  // bf16 rows: no staging area.
+  const auto B = mk::plan_decode_launch(
+      params(DecodeMode::one_pass, 4, 64, true, mk::RowFormat::bf16_1024, mk::RowFormat::bf16_1024), h200);
+  CHECK(B.kernel == mk::DecodeKernel::generic);
+  CHECK(B.dims.smem_bytes == 2u * 64 * 520 * 2 + 2u * 64 * 68 * 4 + 64u * 72 * 2 + 3u * 64 * 4 + 2u * 64 * 4);
+  // fp8 per-tensor rows: staged like the others; the scale must be a positive finite number.
+  auto f = params(DecodeMode::one_pass, 4, 64, true, mk::RowFormat::fp8_pt_512, mk::RowFormat::fp8_pt_512);
+  CHECK(mk::plan_decode_launch(f, h200).dims.smem_bytes ==
+        2u * 64 * 520 * 2 + 2u * 64 * 68 * 4 + 64u * 72 * 2 + 64u * 592 + 3u * 64 * 4 + 2u * 64 * 4);
+  f.extra.scale = 0.0f;
+  CHECK_THROWS_WITH(mk::plan_decode_launch(f, h200),
+                    "extra cache: the per-tensor scale of fp8_pt_512 must be finite and > 0 (got 0.000000)");
+  // A pair the table does not list: refused with the list.
+  try {
+    (void)mk::plan_decode_launch(
+        params(DecodeMode::one_pass, 4, 64, true, mk::RowFormat::bf16_1024, mk::RowFormat::fp8_pt_512), h200);
+    FAIL("expected an error");
+  } catch (const mlaplan::Error& e) {
+    CHECK(e.kind() == mlaplan::ErrorKind::unsupported);
+    CHECK_THAT(std::string(e.what()), Catch::StartsWith("no decode kernel for bf16_1024 + fp8_pt_512; compiled: "));
+    CHECK_THAT(std::string(e.what()), Catch::Contains("fp8_ds_mla_656 alone"));
+  }
+}
+
+TEST_CASE("row formats of the kernels: bytes, dims, alignment", "[decode_launch]") {
+  CHECK(mk::row_bytes(mk::RowFormat::fp8_ds_mla_656) == 656);
+  CHECK(mk::row_dims(mk::RowFormat::fp8_ds_mla_656) == 576);
+  CHECK(mk::row_bytes(mk::RowFormat::bf16_1024) == 1024);
+  CHECK(mk::row_bytes(mk::RowFormat::fp8_pt_512) == 512);
+  CHECK(mk::row_dims(mk::RowFormat::fp8_ds_mla_584) == 512);
+  CHECK(mk::padded_page_stride(mk::RowFormat::fp8_ds_mla_656, 64) == 64 * 656);
+  CHECK(mk::padded_page_stride(mk::RowFormat::bf16_1024, 3) == 3072);
+  CHECK(mk::padded_page_stride(mk::RowFormat::fp8_pt_512, 3) == 1536);
+}

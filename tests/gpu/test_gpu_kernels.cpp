@@ -56,6 +56,9 @@ mlaplan::RowFormatId core_id(RowFormat f) {
     case RowFormat::fp8_ds_mla_584: return mlaplan::RowFormatId::fp8_ds_mla_v4;
     case RowFormat::v41_fp8_528: return mlaplan::RowFormatId::v41_fp8;
     case RowFormat::v41_fp4_288: return mlaplan::RowFormatId::v41_fp4;
+    case RowFormat::fp8_ds_mla_656: return mlaplan::RowFormatId::fp8_ds_mla_v32;
+    case RowFormat::bf16_1024: return mlaplan::RowFormatId::bf16;
+    case RowFormat::fp8_pt_512: return mlaplan::RowFormatId::fp8_per_tensor;
   }
   return mlaplan::RowFormatId::bf16;
 }
@@ -67,15 +70,15 @@ int num_sms() {
 
 /// Random bf16 latent rows with per-tile magnitudes that vary over orders of magnitude, so the
 /// scales differ from tile to tile (quantizer tests). Never zeros, except where a test plants them.
-std::vector<std::uint16_t> random_latents(std::mt19937_64& rng, std::int64_t n, float spread = 1.0f) {
+std::vector<std::uint16_t> random_latents(std::mt19937_64& rng, std::int64_t n, float spread = 1.0f, int dims = D) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> logmag(-1.5f, 1.0f);
-  std::vector<std::uint16_t> v(static_cast<std::size_t>(n) * D);
+  std::vector<std::uint16_t> v(static_cast<std::size_t>(n) * static_cast<std::size_t>(dims));
   for (std::int64_t r = 0; r < n; ++r) {
-    for (int tile = 0; tile < D / 16; ++tile) {
+    for (int tile = 0; tile < dims / 16; ++tile) {
       const float mag = std::pow(10.0f, spread * logmag(rng));
       for (int i = 0; i < 16; ++i) {
-        v[static_cast<std::size_t>(r * D + tile * 16 + i)] = mlaplan::float_to_bf16(normal(rng) * mag);
+        v[static_cast<std::size_t>(r * dims + tile * 16 + i)] = mlaplan::float_to_bf16(normal(rng) * mag);
       }
     }
   }
@@ -86,16 +89,16 @@ std::vector<std::uint16_t> random_latents(std::mt19937_64& rng, std::int64_t n, 
 /// (FlashMLA's own tests: K = randn / 10 clamped to [-1, 1]), with a per-16-dim magnitude in
 /// [0.25, 1] so the quantisation scales still vary. `wide` instead draws magnitudes over 0.03..10
 /// (stress data: bf16 rounding of the softmax weights then exceeds the element tolerance).
-std::vector<std::uint16_t> decode_latents(std::mt19937_64& rng, std::int64_t n, bool wide) {
-  if (wide) return random_latents(rng, n, 1.0f);
+std::vector<std::uint16_t> decode_latents(std::mt19937_64& rng, std::int64_t n, bool wide, int dims = D) {
+  if (wide) return random_latents(rng, n, 1.0f, dims);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> logmag(std::log10(0.25f), 0.0f);
-  std::vector<std::uint16_t> v(static_cast<std::size_t>(n) * D);
+  std::vector<std::uint16_t> v(static_cast<std::size_t>(n) * static_cast<std::size_t>(dims));
   for (std::int64_t r = 0; r < n; ++r) {
-    for (int tile = 0; tile < D / 16; ++tile) {
+    for (int tile = 0; tile < dims / 16; ++tile) {
       const float mag = 0.1f * std::pow(10.0f, logmag(rng));
       for (int i = 0; i < 16; ++i) {
-        v[static_cast<std::size_t>(r * D + tile * 16 + i)] = mlaplan::float_to_bf16(std::clamp(normal(rng) * mag, -1.0f, 1.0f));
+        v[static_cast<std::size_t>(r * dims + tile * 16 + i)] = mlaplan::float_to_bf16(std::clamp(normal(rng) * mag, -1.0f, 1.0f));
       }
     }
   }
@@ -147,6 +150,7 @@ struct CacheSpec {
   RowFormat format = RowFormat::fp8_ds_mla_584;
   int page_block_size = 64;
   std::int32_t topk = 128;
+  float scale = 1.0f;  ///< fp8_pt_512's per-tensor scale (quantize and decode)
 };
 
 enum class Lengths { full, random, zero_some, all_zero };
@@ -173,7 +177,7 @@ struct BuiltCache {
   DeviceBuffer data;
   std::int64_t page_stride = 0;
   std::int64_t num_pages = 0;
-  std::vector<float> rows;  // [num_rows, 512]; rows never written stay NaN
+  std::vector<float> rows;  // [num_rows, row_dims]; rows never written stay NaN
   mk::CacheView view;
 };
 
@@ -210,7 +214,9 @@ BuiltCache build_cache(std::mt19937_64& rng, const CacheSpec& spec, int b, int s
   c.num_pages = num_pages;
   c.page_stride = mk::padded_page_stride(spec.format, spec.page_block_size);
   const std::vector<std::int64_t> slots(chosen.begin(), chosen.end());
-  const std::vector<std::uint16_t> lat = decode_latents(rng, std::max<std::int64_t>(1, static_cast<std::int64_t>(slots.size())), wide);
+  const int dims = mk::row_dims(spec.format);
+  const std::vector<std::uint16_t> lat =
+      decode_latents(rng, std::max<std::int64_t>(1, static_cast<std::int64_t>(slots.size())), wide, dims);
   c.data = DeviceBuffer(static_cast<std::size_t>(c.page_stride * num_pages));
   c.data.fill_bytes(0xFF);  // every row not written decodes to NaN
   if (!slots.empty()) {
@@ -225,21 +231,28 @@ BuiltCache build_cache(std::mt19937_64& rng, const CacheSpec& spec, int b, int s
     qp.page_block_size = spec.page_block_size;
     qp.page_stride_bytes = c.page_stride;
     qp.num_pages = num_pages;
+    qp.scale = spec.scale;
     mk::quantize(qp);
     mk::synchronize();
   }
-  // Host copy of what the GPU wrote, dequantised by the host dequantiser.
+  // Host copy of what the GPU wrote, dequantised by the host dequantiser (fp8_pt_512: codes x the
+  // per-tensor scale).
   const auto bytes = mk::to_host<std::uint8_t>(c.data, static_cast<std::size_t>(c.page_stride * num_pages));
-  c.rows.assign(static_cast<std::size_t>(num_rows) * D, std::numeric_limits<float>::quiet_NaN());
+  c.rows.assign(static_cast<std::size_t>(num_rows) * static_cast<std::size_t>(dims), std::numeric_limits<float>::quiet_NaN());
   for (const std::int64_t id : slots) {
+    float* row = c.rows.data() + id * dims;
     mlaplan::dequantize_from_pages(core_id(spec.format), bytes.data(), num_pages, spec.page_block_size, c.page_stride,
-                                   &id, 1, c.rows.data() + id * D);
+                                   &id, 1, row);
+    if (spec.format == RowFormat::fp8_pt_512) {
+      for (int d = 0; d < dims; ++d) row[d] *= spec.scale;
+    }
   }
   c.view.format = spec.format;
   c.view.data = c.data.as<std::uint8_t>();
   c.view.page_block_size = spec.page_block_size;
   c.view.page_stride_bytes = c.page_stride;
   c.view.num_pages = num_pages;
+  c.view.scale = spec.scale;
   return c;
 }
 
@@ -282,7 +295,8 @@ DecodeResult run_decode_case(const DecodeCase& c) {
   if (c.has_extra) extra = build_cache(rng, c.extra, b, c.s_q, extra_len, c.invalid_fraction, c.wide, eidx);
 
   const std::int64_t qrows = static_cast<std::int64_t>(b) * c.s_q * c.h_q;
-  std::vector<std::uint16_t> q(static_cast<std::size_t>(qrows) * D);
+  const int dqk = mk::row_dims(c.main.format);
+  std::vector<std::uint16_t> q(static_cast<std::size_t>(qrows) * static_cast<std::size_t>(dqk));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (auto& x : q) x = mlaplan::float_to_bf16(std::clamp(normal(rng), -1.0f, 1.0f));
   std::vector<float> sink(static_cast<std::size_t>(c.h_q));
@@ -327,6 +341,7 @@ DecodeResult run_decode_case(const DecodeCase& c) {
   p.b = b;
   p.s_q = c.s_q;
   p.h_q = c.h_q;
+  p.d_qk = dqk;
   p.q = d_q.as<std::uint16_t>();
   p.main = main.view;
   p.indices = d_idx.as<std::int32_t>();
@@ -363,6 +378,7 @@ DecodeResult run_decode_case(const DecodeCase& c) {
   in.b = b;
   in.s_q = c.s_q;
   in.h_q = c.h_q;
+  in.d_qk = dqk;
   in.q = qf.data();
   in.main.dense = main.rows.data();
   in.main.num_rows = main.num_pages * c.main.page_block_size;
@@ -519,7 +535,9 @@ TEST_CASE("quantize 584 reproduces FlashMLA's golden bytes", "[gpu][quant][sanit
 
 TEST_CASE("quantize kernels equal the host quantizer byte for byte", "[gpu][quant]") {
   std::mt19937_64 rng(20261130);
-  for (RowFormat f : {RowFormat::fp8_ds_mla_584, RowFormat::v41_fp8_528, RowFormat::v41_fp4_288}) {
+  for (RowFormat f : {RowFormat::fp8_ds_mla_584, RowFormat::v41_fp8_528, RowFormat::v41_fp4_288,
+                      RowFormat::fp8_ds_mla_656, RowFormat::bf16_1024, RowFormat::fp8_pt_512}) {
+    const int dims = mk::row_dims(f);
     for (int pbs : {32, 64, 53}) {
       const std::int64_t pages = 7;
       const std::int64_t stride = mk::padded_page_stride(f, pbs);
@@ -529,10 +547,13 @@ TEST_CASE("quantize kernels equal the host quantizer byte for byte", "[gpu][quan
       std::shuffle(slots.begin(), slots.end(), rng);
       slots.resize(static_cast<std::size_t>(rows * 3 / 4));  // a quarter of the rows stay unwritten
       slots[3] = -1;                                         // skipped
-      auto lat = random_latents(rng, static_cast<std::int64_t>(slots.size()), 3.0f);
+      auto lat = random_latents(rng, static_cast<std::int64_t>(slots.size()), 3.0f, dims);
       // Edge tiles: all zero, huge, tiny, negative tiny (-0 codes), an exact power of two, NaN, inf.
       auto tile = [&](std::size_t row, int t, float v) {
-        for (int i = 0; i < 16; ++i) lat[row * D + static_cast<std::size_t>(t * 16 + i)] = mlaplan::float_to_bf16(v * (i % 3 == 0 ? -1.0f : 1.0f));
+        for (int i = 0; i < 16; ++i) {
+          lat[row * static_cast<std::size_t>(dims) + static_cast<std::size_t>(t * 16 + i)] =
+              mlaplan::float_to_bf16(v * (i % 3 == 0 ? -1.0f : 1.0f));
+        }
       };
       tile(0, 0, 0.0f);
       tile(0, 1, 0.0f);
@@ -545,6 +566,7 @@ TEST_CASE("quantize kernels equal the host quantizer byte for byte", "[gpu][quan
       tile(4, 5, std::numeric_limits<float>::quiet_NaN());
       tile(5, 6, std::numeric_limits<float>::infinity());
       tile(6, 31, 6.0f);
+      if (dims == 576) tile(7, 33, std::numeric_limits<float>::quiet_NaN());  // raw RoPE: copied as it is
       const auto [gpu, host] = quantize_both(f, lat, slots, pbs, stride, pages);
       const std::int64_t diff = first_difference(gpu, host);
       INFO("format " << mk::to_string(f) << ", page " << pbs << ", stride " << stride << ": first differing byte " << diff
@@ -552,7 +574,7 @@ TEST_CASE("quantize kernels equal the host quantizer byte for byte", "[gpu][quan
       REQUIRE(diff == -1);
     }
   }
-  std::printf("quantize: 584/528/288 at pages 32/64/53 equal the host quantizer\n");
+  std::printf("quantize: 584/528/288/656/bf16 1024/fp8 512 at pages 32/64/53 equal the host quantizer\n");
 }
 
 TEST_CASE("GPU scheduler reproduces FlashMLA's golden plans", "[gpu][sched]") {
@@ -727,6 +749,29 @@ TEST_CASE("sparse decode, small cases for the sanitizers", "[gpu][decode][saniti
   c.sms = 0;
   c.seed = 8;
   check_case(c);
+  // The other geometries of the portable kernel: d_qk 576 (P in the second S half) and the direct
+  // bf16 path (rows copied into sK after P V).
+  c.name = "656 alone, h_q 128, s_q 2";
+  c.b = 3;
+  c.s_q = 2;
+  c.main = {RowFormat::fp8_ds_mla_656, 32, 128};
+  c.has_extra = false;
+  c.sms = 5;
+  c.seed = 9;
+  check_case(c);
+  c.name = "bf16 + bf16 extra, -1, some empty";
+  c.s_q = 1;
+  c.h_q = 64;
+  c.main = {RowFormat::bf16_1024, 32, 64};
+  c.has_extra = true;
+  c.extra = {RowFormat::bf16_1024, 64, 128};
+  c.seed = 10;
+  check_case(c);
+  c.name = "fp8 per-tensor + extra, scale 0.25";
+  c.main = {RowFormat::fp8_pt_512, 32, 64, 0.25f};
+  c.extra = {RowFormat::fp8_pt_512, 64, 128, 0.25f};
+  c.seed = 11;
+  check_case(c);
 }
 
 TEST_CASE("sparse decode fp8_ds_mla 584 vs the host reference", "[gpu][decode]") {
@@ -890,6 +935,65 @@ TEST_CASE("sparse decode V4.1 fp8 528 main + fp4 288 extra vs the host reference
   c.lengths = Lengths::zero_some;
   c.invalid_fraction = 0.1;
   c.seed = 33;
+  check_case(c);
+}
+
+TEST_CASE("sparse decode V3.2 fp8_ds_mla 656 (d_qk 576) vs the host reference", "[gpu][decode]") {
+  DecodeCase c;
+  c.name = "656 topk 2048 page 64, h64, random lengths, sink";
+  c.b = 9;
+  c.main = {RowFormat::fp8_ds_mla_656, 64, 2048};
+  c.lengths = Lengths::random;
+  c.invalid_fraction = 0.05;
+  c.sink = Sink::finite;
+  c.seed = 41;
+  check_case(c);
+  c.name = "656 topk 2048 page 64, h128, some empty";
+  c.h_q = 128;
+  c.b = 20;
+  c.lengths = Lengths::zero_some;
+  c.sink = Sink::with_inf;
+  c.seed = 42;
+  check_case(c);
+  c.name = "656 topk 512 page 53, b 140 (one_pass: more requests than SMs)";
+  c.h_q = 64;
+  c.b = 140;
+  c.main = {RowFormat::fp8_ds_mla_656, 53, 512};
+  c.lengths = Lengths::full;
+  c.seed = 43;
+  check_case(c);
+}
+
+TEST_CASE("sparse decode plain rows (bf16 1024, fp8 512 per-tensor) vs the host reference", "[gpu][decode]") {
+  DecodeCase c;
+  c.name = "bf16 window 128 page 64";
+  c.b = 12;
+  c.main = {RowFormat::bf16_1024, 64, 128};
+  c.lengths = Lengths::random;
+  c.seed = 51;
+  check_case(c);
+  c.name = "bf16 + bf16 extra 512, h128, sink, -1";
+  c.h_q = 128;
+  c.has_extra = true;
+  c.extra = {RowFormat::bf16_1024, 64, 512};
+  c.invalid_fraction = 0.1;
+  c.sink = Sink::with_inf;
+  c.seed = 52;
+  check_case(c);
+  c.name = "fp8 per-tensor (scale 1) + extra 512, b 40";
+  c.h_q = 64;
+  c.b = 40;
+  c.main = {RowFormat::fp8_pt_512, 64, 128};
+  c.extra = {RowFormat::fp8_pt_512, 64, 512};
+  c.lengths = Lengths::zero_some;
+  c.seed = 53;
+  check_case(c);
+  c.name = "fp8 per-tensor scale 0.0625 / 0.5, h128";
+  c.h_q = 128;
+  c.main.scale = 0.0625f;
+  c.extra.scale = 0.5f;
+  c.sink = Sink::finite;
+  c.seed = 54;
   check_case(c);
 }
 

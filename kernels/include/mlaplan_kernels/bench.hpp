@@ -24,6 +24,10 @@ struct DecodeBenchShape {
   RowFormat extra_format = RowFormat::fp8_ds_mla_584;
   std::int32_t extra_page = 64;
   std::int32_t extra_topk = 512;
+  /// Variable lengths instead of full ones: request r's topk_length uniform in [0, topk] and its
+  /// extra length in [0, extra_topk], both 0 for every r % 9 == 4, and each valid index -1 with
+  /// probability 1/17 (the variable-length rows of the side-by-side measurement, docs/perf.md).
+  bool variable_lengths = false;
 };
 
 struct DecodeBenchOptions {
@@ -33,10 +37,11 @@ struct DecodeBenchOptions {
   std::uint64_t seed = 2026;
   bool time_other_mode = false;           ///< also time the plans decode_plan_mode() did not pick
   bool time_with_scheduler = false;       ///< also time scheduler + decode + combine (split_kv)
+  std::int32_t num_sm_parts = 0;          ///< split_kv's partition count P; 0: sm90_num_sm_parts of the device
 };
 
 struct DecodeBenchResult {
-  DecodeMode mode = DecodeMode::split_kv;  ///< decode_plan_mode()'s choice, the one timed
+  DecodeMode mode = DecodeMode::split_kv;  ///< choose_decode_mode()'s choice (over the lengths), the one timed
   std::int32_t num_sm_parts = 0;           ///< P of the split_kv plan
   std::int32_t split_requests = 0;         ///< requests the split_kv plan splits
   double median_us = 0;                    ///< one call: decode (+ combine in split_kv)
@@ -44,8 +49,8 @@ struct DecodeBenchResult {
   double mode_median_us[3] = {-1, -1, -1}; ///< per DecodeMode (split_kv, one_pass, cluster_split); -1: not timed
   double with_scheduler_median_us = -1;    ///< scheduler kernel + the call, when time_with_scheduler
                                            ///< (split_kv; one_pass launches no scheduler: = median_us)
-  double flops = 0;                        ///< 2 h_q b s_q rows (512 + 512), rows = topk + extra_topk
-  double bytes = 0;                        ///< rows x row bytes x b s_q + q + out (bf16)
+  double flops = 0;                        ///< 2 h_q s_q rows (512 + 512), rows = the attended rows of all requests
+  double bytes = 0;                        ///< rows x row bytes + q + out (bf16)
 };
 
 /// Builds the shape's inputs on device 0, captures one call (the plan of decode_plan_mode) in a

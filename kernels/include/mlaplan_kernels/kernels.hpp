@@ -104,13 +104,18 @@ enum class RowFormat {
   fp8_ds_mla_584,  ///< V4 layout, page-striped: N x 576 data rows, then N x 8 scale rows
   v41_fp8_528,     ///< 512 x e4m3 + 16 x UE8M0 (one per 32 dims), per row
   v41_fp4_288,     ///< 512 x e2m1 (256 B) + 32 x e4m3 scales (one per 16 dims), per row
+  fp8_ds_mla_656,  ///< V3.2: 512 x e4m3 + 4 x fp32 scales (one per 128 dims) + 64 x bf16 RoPE; 576 dims
+  bf16_1024,       ///< plain bf16, 512 dims (FlashInfer's bf16 cache)
+  fp8_pt_512,      ///< plain e4m3, 512 dims, one per-tensor scale (FlashInfer's fp8 cache; CacheView::scale)
 };
 
-/// "fp8_ds_mla_584", "v41_fp8_528", "v41_fp4_288".
+/// "fp8_ds_mla_584", "v41_fp8_528", "v41_fp4_288", "fp8_ds_mla_656", "bf16_1024", "fp8_pt_512".
 std::string_view to_string(RowFormat f);
-/// Bytes of one row (584, 528, 288).
+/// Bytes of one row (584, 528, 288, 656, 1024, 512).
 int row_bytes(RowFormat f);
-/// Alignment the page stride must be a multiple of (576, 512, 256).
+/// Values a row holds: 576 for fp8_ds_mla_656, else 512.
+int row_dims(RowFormat f);
+/// Alignment the page stride must be a multiple of (576, 512, 256, 1, 512, 512).
 int page_alignment(RowFormat f);
 /// round_up(page_block_size * row_bytes, page_alignment): the padded page stride.
 std::int64_t padded_page_stride(RowFormat f, int page_block_size);
@@ -122,6 +127,7 @@ struct CacheView {
   int page_block_size = 64;             ///< rows per page
   std::int64_t page_stride_bytes = 0;   ///< >= page_block_size * row_bytes, multiple of 16
   std::int64_t num_pages = 0;           ///< row ids >= num_pages * page_block_size are treated as -1
+  float scale = 1.0f;                   ///< fp8_pt_512: value = code x scale (finite, > 0); unused otherwise
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -129,13 +135,14 @@ struct CacheView {
 
 struct QuantizeParams {
   RowFormat format = RowFormat::fp8_ds_mla_584;
-  const std::uint16_t* latent = nullptr;  ///< [n, 512] bf16 bit patterns
+  const std::uint16_t* latent = nullptr;  ///< [n, row_dims(format)] bf16 bit patterns (576 for fp8_ds_mla_656)
   const std::int64_t* slots = nullptr;    ///< [n] global row ids (page * page_block_size + offset); -1 skips
   std::int64_t n = 0;
   std::uint8_t* cache = nullptr;          ///< [num_pages, page_stride_bytes]
   int page_block_size = 64;
   std::int64_t page_stride_bytes = 0;
   std::int64_t num_pages = 0;             ///< slots past num_pages * page_block_size are skipped
+  float scale = 1.0f;                     ///< fp8_pt_512: code = e4m3(x / scale) (finite, > 0)
   void* stream = nullptr;                 ///< cudaStream_t, null = default stream
 };
 
@@ -170,7 +177,7 @@ void schedule(const ScheduleParams& p);
 std::int32_t sm90_num_sm_parts(std::int32_t num_sms, std::int32_t s_q, std::int32_t h_q);
 
 // ------------------------------------------------------------------------------------------------
-// Sparse-MLA decode (head dim 512) with split-KV and combine
+// Sparse-MLA decode (d_v 512; d_qk 512, or 576 for V3.2's 656-byte rows) with split-KV and combine
 
 /// Largest partition count the decode accepts (a sanity bound on plans; the combine itself takes
 /// any number of partials per request).
@@ -204,7 +211,8 @@ struct DecodeParams {
   std::int32_t b = 0;
   std::int32_t s_q = 1;
   std::int32_t h_q = 64;                          ///< 64 or 128
-  const std::uint16_t* q = nullptr;               ///< [b, s_q, h_q, 512] bf16
+  std::int32_t d_qk = 512;                        ///< row_dims of the caches: 512, or 576 (fp8_ds_mla_656: V = the first 512)
+  const std::uint16_t* q = nullptr;               ///< [b, s_q, h_q, d_qk] bf16
 
   CacheView main;                                 ///< main (window) cache
   const std::int32_t* indices = nullptr;          ///< [b, s_q, topk] global row ids or -1

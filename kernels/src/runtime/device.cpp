@@ -5,8 +5,8 @@
 #include <string>
 #include <utility>
 
-#include "cuda_check.hpp"
-#include "launchers.hpp"
+#include "common/cuda_check.hpp"
+#include "common/launchers.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan_kernels/kernels.hpp"
 

@@ -1,5 +1,5 @@
 // One instantiation of the sparse decode kernel (decode_kernel.cuh): main v41_fp8_528, no extra cache.
-#include "decode_kernel.cuh"
+#include "portable/decode_kernel.cuh"
 
 namespace mlaplan::kernels::detail {
 

@@ -16,6 +16,9 @@ inline std::optional<RowFormat> kernel_format(RowFormatId id) {
     case RowFormatId::fp8_ds_mla_v4: return RowFormat::fp8_ds_mla_584;
     case RowFormatId::v41_fp8: return RowFormat::v41_fp8_528;
     case RowFormatId::v41_fp4: return RowFormat::v41_fp4_288;
+    case RowFormatId::fp8_ds_mla_v32: return RowFormat::fp8_ds_mla_656;
+    case RowFormatId::bf16: return RowFormat::bf16_1024;
+    case RowFormatId::fp8_per_tensor: return RowFormat::fp8_pt_512;
     default: return std::nullopt;
   }
 }
@@ -28,7 +31,8 @@ inline std::string decode_support_reason(RowFormatId main_id, bool has_extra, Ro
                            (has_extra ? " + " + std::string(row_format(extra_id).name) : " alone");
   if (!main || !extra) {
     return "no decode kernel in this build for " + pair +
-           " (kernels exist for fp8_ds_mla_v4 584 (+ 584) and v41_fp8 528 (+ v41_fp4 288))";
+           " (kernels exist for fp8_ds_mla_v4 584 (+ 584), v41_fp8 528 (+ v41_fp4 288), fp8_ds_mla_v32 656, "
+           "bf16 1024 (+ 1024) and fp8_per_tensor 512 (+ 512))";
   }
   for (const auto& v : supported_decode_variants()) {
     if (v.main == *main && v.has_extra == has_extra && (!has_extra || v.extra == *extra)) return {};

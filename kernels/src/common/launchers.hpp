@@ -18,12 +18,17 @@ std::size_t decode_smem_bytes(RowFormat main, bool has_extra, RowFormat extra);
 
 using DecodeLauncher = void (*)(const DecodeParams& p, const DecodeLaunch& launch);
 
-// The portable kernel (decode_kernel.cuh), one instantiation per file.
+// The portable kernel (portable/decode_kernel.cuh), one instantiation per file.
 void launch_decode_584(const DecodeParams& p, const DecodeLaunch& launch);
 void launch_decode_584_584(const DecodeParams& p, const DecodeLaunch& launch);
 void launch_decode_528(const DecodeParams& p, const DecodeLaunch& launch);
 void launch_decode_528_288(const DecodeParams& p, const DecodeLaunch& launch);
-// The warp-specialised sm_90a kernel (decode_sm90_ws.cuh): plain, 2-CTA pair (launch.pair) or
+void launch_decode_656(const DecodeParams& p, const DecodeLaunch& launch);
+void launch_decode_bf16(const DecodeParams& p, const DecodeLaunch& launch);
+void launch_decode_bf16_bf16(const DecodeParams& p, const DecodeLaunch& launch);
+void launch_decode_fp8pt(const DecodeParams& p, const DecodeLaunch& launch);
+void launch_decode_fp8pt_fp8pt(const DecodeParams& p, const DecodeLaunch& launch);
+// The warp-specialised sm_90a kernel (sm90/decode_ws.cuh): plain, 2-CTA pair (launch.pair) or
 // cluster_split (launch.dims.cluster_x > 1).
 void launch_decode_sm90ws_584(const DecodeParams& p, const DecodeLaunch& launch);
 void launch_decode_sm90ws_584_584(const DecodeParams& p, const DecodeLaunch& launch);

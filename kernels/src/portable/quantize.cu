@@ -1,12 +1,13 @@
-// Quantize kernels: bf16 latents [n, 512] -> rows of a KV format at given slots. One warp per
-// row; lane l owns dims 16l..16l+15. Byte maps: docs/layouts.md; rules: mlaplan/quant.hpp.
+// Quantize kernels: bf16 latents [n, 512] ([n, 576] for fp8_ds_mla_656) -> rows of a KV format at
+// given slots. One warp per row; lane l owns dims 16l..16l+15 (and lanes 0..7 the 656 layout's
+// RoPE units). Byte maps: docs/layouts.md; rules: mlaplan/quant.hpp.
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "cuda_check.hpp"
-#include "formats.cuh"
+#include "common/cuda_check.hpp"
+#include "common/formats.cuh"
 #include "mlaplan_kernels/kernels.hpp"
 
 namespace mlaplan::kernels::detail {
@@ -41,7 +42,7 @@ __device__ __forceinline__ LaneValues load_lane(const std::uint16_t* row, int la
   return r;
 }
 
-/// amax and the all-finite flag over a tile of `lanes` consecutive lanes (1, 2 or 4).
+/// amax and the all-finite flag over a tile of `lanes` consecutive lanes (1, 2, 4 or 8).
 __device__ __forceinline__ void reduce_tile(LaneValues& t, int lanes) {
   for (int off = 1; off < lanes; off <<= 1) {
     t.amax = fmaxf(t.amax, __shfl_xor_sync(0xFFFFFFFFu, t.amax, off));
@@ -69,7 +70,7 @@ __global__ void quantize_kernel(const QuantizeParams p) {
   const std::int64_t page = slot / p.page_block_size;
   const std::int64_t t = slot % p.page_block_size;
   std::uint8_t* base = p.cache + page * p.page_stride_bytes;
-  const std::uint16_t* row = p.latent + i * 512;
+  const std::uint16_t* row = p.latent + i * (p.format == RowFormat::fp8_ds_mla_656 ? 576 : 512);
   LaneValues v = load_lane(row, lane);
 
   if (p.format == RowFormat::fp8_ds_mla_584) {
@@ -97,6 +98,25 @@ __global__ void quantize_kernel(const QuantizeParams p) {
     const float scale = v.finite ? fp8_pow2_scale(v.amax) : 1.0f;
     *reinterpret_cast<uint4*>(r + 16 * lane) = encode_e4m3x16(v, scale);
     if ((lane & 1) == 0) r[512 + lane / 2] = v.finite ? static_cast<std::uint8_t>(__float_as_uint(scale) >> 23) : 0xFF;
+  } else if (p.format == RowFormat::fp8_ds_mla_656) {
+    // 512 e4m3 (4 tiles of 128 dims = 8 lanes), 4 fp32 scales, then the 64 RoPE dims as raw bf16.
+    std::uint8_t* r = base + t * 656;
+    reduce_tile(v, 8);
+    const float scale = v.finite ? fp8_pow2_scale(v.amax) : __uint_as_float(0x7FC00000u);
+    *reinterpret_cast<uint4*>(r + 16 * lane) = encode_e4m3x16(v, scale);
+    if ((lane & 7) == 0) *reinterpret_cast<float*>(r + 512 + 4 * (lane >> 3)) = scale;
+    if (lane < 8) *reinterpret_cast<uint4*>(r + 528 + 16 * lane) = reinterpret_cast<const uint4*>(row + 512)[lane];
+  } else if (p.format == RowFormat::bf16_1024) {
+    const uint4* src = reinterpret_cast<const uint4*>(row + 16 * lane);
+    uint4* dst = reinterpret_cast<uint4*>(base + t * 1024 + 32 * lane);
+    dst[0] = src[0];
+    dst[1] = src[1];
+  } else if (p.format == RowFormat::fp8_pt_512) {
+    // Element by element (no tiles): NaN -> 0x7F, +-inf saturates to +-448, as the host's.
+    std::uint32_t w[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int k = 0; k < 16; ++k) w[k / 4] |= static_cast<std::uint32_t>(float_to_e4m3(__fdiv_rn(v.v[k], p.scale))) << (8 * (k % 4));
+    *reinterpret_cast<uint4*>(base + t * 512 + 16 * lane) = make_uint4(w[0], w[1], w[2], w[3]);
   } else {
     // v41_fp4_288: 256 bytes of e2m1 pairs (even dim in the low nibble), then 32 e4m3 scales.
     std::uint8_t* r = base + t * 288;
@@ -127,6 +147,12 @@ void quantize(const QuantizeParams& p) {
     throw_usage("quantize: page stride " + std::to_string(p.page_stride_bytes) + " must be >= " +
                 std::to_string(static_cast<std::int64_t>(p.page_block_size) * row_bytes(p.format)) +
                 " and a multiple of 16");
+  }
+  if (p.format == RowFormat::fp8_pt_512 && !(p.scale > 0.0f && p.scale < 3.0e38f)) {
+    throw_usage("quantize: the per-tensor scale of fp8_pt_512 must be finite and > 0 (got " + std::to_string(p.scale) + ")");
+  }
+  if (reinterpret_cast<std::uintptr_t>(p.latent) % 16 != 0 || reinterpret_cast<std::uintptr_t>(p.cache) % 16 != 0) {
+    throw_usage("quantize: latent and cache must be 16-byte aligned");
   }
   const std::int64_t blocks = (p.n + detail::kWarpsPerBlock - 1) / detail::kWarpsPerBlock;
   if (blocks > 0x7FFFFFFF) throw_usage("quantize: too many rows (" + std::to_string(p.n) + ")");

@@ -1,13 +1,14 @@
-// Host side of the kernels: format geometry, parameter checks, the dispatch table and the launch
-// heuristics (kept here, out of the .cu files, so they are testable without a GPU).
+// The one dispatch of the kernels: format geometry, parameter checks, the table of compiled decode
+// instantiations (a (main, extra) pair it does not list is refused) and the launch decision
+// plan_decode_launch (kept here, out of the .cu files, so they are testable without a GPU).
 
 #include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "decode_layout.hpp"
-#include "launchers.hpp"
+#include "common/decode_layout.hpp"
+#include "common/launchers.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan_kernels/kernels.hpp"
 
@@ -22,6 +23,9 @@ std::string_view to_string(RowFormat f) {
     case RowFormat::fp8_ds_mla_584: return "fp8_ds_mla_584";
     case RowFormat::v41_fp8_528: return "v41_fp8_528";
     case RowFormat::v41_fp4_288: return "v41_fp4_288";
+    case RowFormat::fp8_ds_mla_656: return "fp8_ds_mla_656";
+    case RowFormat::bf16_1024: return "bf16_1024";
+    case RowFormat::fp8_pt_512: return "fp8_pt_512";
   }
   return "unknown";
 }
@@ -31,15 +35,23 @@ int row_bytes(RowFormat f) {
     case RowFormat::fp8_ds_mla_584: return 584;
     case RowFormat::v41_fp8_528: return 528;
     case RowFormat::v41_fp4_288: return 288;
+    case RowFormat::fp8_ds_mla_656: return 656;
+    case RowFormat::bf16_1024: return 1024;
+    case RowFormat::fp8_pt_512: return 512;
   }
   return 0;
 }
+
+int row_dims(RowFormat f) { return f == RowFormat::fp8_ds_mla_656 ? 576 : 512; }
 
 int page_alignment(RowFormat f) {
   switch (f) {
     case RowFormat::fp8_ds_mla_584: return 576;
     case RowFormat::v41_fp8_528: return 512;
     case RowFormat::v41_fp4_288: return 256;
+    case RowFormat::fp8_ds_mla_656: return 1;
+    case RowFormat::bf16_1024: return 512;
+    case RowFormat::fp8_pt_512: return 512;
   }
   return 1;
 }
@@ -67,8 +79,13 @@ std::int64_t lse_accum_elems(std::int32_t b, std::int32_t s_q, std::int32_t h_q,
 
 namespace detail {
 
-std::size_t decode_smem_bytes(RowFormat /*main*/, bool /*has_extra*/, RowFormat /*extra*/) {
-  return DecodeSmem::total;  // one layout serves every format pair (staging rows sized for 584)
+std::size_t decode_smem_bytes(RowFormat main, bool /*has_extra*/, RowFormat /*extra*/) {
+  // The main format decides the geometry (portable/decode_kernel.cuh, DecodeGeometry).
+  switch (main) {
+    case RowFormat::fp8_ds_mla_656: return DecodeSmem656::total;
+    case RowFormat::bf16_1024: return DecodeSmemDirect::total;
+    default: return DecodeSmem::total;
+  }
 }
 
 }  // namespace detail
@@ -97,6 +114,11 @@ const std::vector<VariantEntry>& variant_table() {
        &detail::launch_decode_sm90ws_584_584},
       {{RowFormat::v41_fp8_528, false, RowFormat::v41_fp8_528}, &detail::launch_decode_528, nullptr},
       {{RowFormat::v41_fp8_528, true, RowFormat::v41_fp4_288}, &detail::launch_decode_528_288, nullptr},
+      {{RowFormat::fp8_ds_mla_656, false, RowFormat::fp8_ds_mla_656}, &detail::launch_decode_656, nullptr},
+      {{RowFormat::bf16_1024, false, RowFormat::bf16_1024}, &detail::launch_decode_bf16, nullptr},
+      {{RowFormat::bf16_1024, true, RowFormat::bf16_1024}, &detail::launch_decode_bf16_bf16, nullptr},
+      {{RowFormat::fp8_pt_512, false, RowFormat::fp8_pt_512}, &detail::launch_decode_fp8pt, nullptr},
+      {{RowFormat::fp8_pt_512, true, RowFormat::fp8_pt_512}, &detail::launch_decode_fp8pt_fp8pt, nullptr},
   };
   return table;
 }
@@ -122,6 +144,10 @@ void check_cache(const CacheView& c, const char* which) {
     throw_usage(w + " cache: page stride " + std::to_string(c.page_stride_bytes) + " is not a multiple of 16");
   }
   if (reinterpret_cast<std::uintptr_t>(c.data) % 16 != 0) throw_usage(w + " cache: data is not 16-byte aligned");
+  if (c.format == RowFormat::fp8_pt_512 && !(c.scale > 0.0f && c.scale < 3.0e38f)) {
+    throw_usage(w + " cache: the per-tensor scale of fp8_pt_512 must be finite and > 0 (got " +
+                std::to_string(c.scale) + ")");
+  }
 }
 
 }  // namespace
@@ -159,6 +185,11 @@ void check_decode_params(const DecodeParams& p) {
   }
   if (!(p.softmax_scale > 0.0f)) throw_usage("decode: softmax_scale must be > 0");
   (void)select_decode_variant(p);
+  if (p.d_qk != row_dims(p.main.format)) {
+    throw_usage("decode: d_qk " + std::to_string(p.d_qk) + " does not match the main cache's " +
+                std::string(to_string(p.main.format)) + " rows (" + std::to_string(row_dims(p.main.format)) +
+                " dims)");
+  }
   if (p.b == 0) return;
   if (p.mode != DecodeMode::split_kv && p.mode != DecodeMode::one_pass && p.mode != DecodeMode::cluster_split) {
     throw_usage("decode: unknown mode");

@@ -1,6 +1,6 @@
 // One instantiation of the portable sparse decode kernel (decode_kernel.cuh): main fp8_ds_mla_584
 // with an extra fp8_ds_mla_584 cache.
-#include "decode_kernel.cuh"
+#include "portable/decode_kernel.cuh"
 
 namespace mlaplan::kernels::detail {
 

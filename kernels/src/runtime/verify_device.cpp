@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda_check.hpp"
-#include "format_support.hpp"
+#include "common/cuda_check.hpp"
+#include "common/format_support.hpp"
 #include "mlaplan_kernels/kernels.hpp"
 
 namespace mlaplan::kernels {
@@ -163,7 +163,8 @@ class CudaVerifyDevice final : public VerifyDevice {
     DeviceBuffer idx = to_device(p.indices);
     DeviceBuffer eidx = to_device(p.has_extra ? p.extra_indices : std::vector<std::int32_t>{0});
     DeviceBuffer sink = to_device(p.attn_sink);
-    const std::size_t out_elems = p.q.size();
+    // q holds d_qk dims per head, out the 512 of V.
+    const std::size_t out_elems = p.q.size() / static_cast<std::size_t>(p.d_qk) * 512;
     const std::size_t lse_elems = static_cast<std::size_t>(p.b) * static_cast<std::size_t>(p.s_q * p.h_q);
     DeviceBuffer out(out_elems * sizeof(std::uint16_t));
     DeviceBuffer lse(lse_elems * sizeof(float));
@@ -180,6 +181,7 @@ class CudaVerifyDevice final : public VerifyDevice {
     d.b = p.b;
     d.s_q = p.s_q;
     d.h_q = p.h_q;
+    d.d_qk = p.d_qk;
     d.q = q.as<std::uint16_t>();
     d.main = main.view;
     d.indices = idx.as<std::int32_t>();

@@ -7,31 +7,50 @@
 
 namespace mlaplan::kernels::detail {
 
-struct DecodeSmem {
+/// Shared memory of the portable decode kernel (portable/decode_kernel.cuh) for a head dim of kDqk
+/// (512; 576 for V3.2's 656-byte rows) and raw rows staged kStage bytes apart (0: the rows are
+/// plain bf16 and are copied straight into sK, nothing is staged). With kDqk 576 the P tile lives
+/// in the second S half (its rows read into registers before P is written), which keeps the
+/// larger Q and K tiles under the 227 KiB limit.
+template <int kDqk, int kStage>
+struct DecodeSmemT {
   static constexpr int kRows = 64;            // K/V rows per block (tile-scheduler block B)
   static constexpr int kHeads = 64;           // query heads per CTA
-  static constexpr int kDim = 512;            // head dim (QK and V)
-  static constexpr int kQKStride = 520;       // bf16 per row of sQ and sK (512 + 8 pad)
+  static constexpr int kDim = 512;            // d_v: the output dims (the first 512 of a K row)
+  static constexpr int kQK = kDqk;            // d_qk: 512, or 576 (512 NoPE + 64 RoPE)
+  static constexpr int kQKStride = kDqk + 8;  // bf16 per row of sQ and sK (+ 8 pad)
   static constexpr int kSStride = 68;         // floats per row of sS (64 + 4 pad)
-  static constexpr int kPStride = 72;         // bf16 per row of sP (64 + 8 pad)
-  static constexpr int kStageStride = 592;    // bytes per staged raw row (>= 584, multiple of 16)
+  static constexpr bool kPInS = kDqk != 512;  // P in the second S half
+  static constexpr int kPStride = kPInS ? 2 * kSStride : 72;  // bf16 per row of P
+  static constexpr int kStageStride = kStage;  // bytes per staged raw row (multiple of 16)
+  static constexpr bool kDirect = kStage == 0;
   static constexpr int kDecodeWarps = 16;
   static constexpr int kDecodeThreads = 32 * kDecodeWarps;
 
-  static constexpr std::size_t q = 0;                                                      // bf16 [64][520]
-  static constexpr std::size_t k = q + std::size_t(kHeads) * kQKStride * 2;                // bf16 [64][520]
+  static constexpr std::size_t q = 0;                                                      // bf16 [64][stride]
+  static constexpr std::size_t k = q + std::size_t(kHeads) * kQKStride * 2;                // bf16 [64][stride]
   static constexpr std::size_t s = k + std::size_t(kRows) * kQKStride * 2;                 // f32  [2][64][68]
   static constexpr std::size_t s_half = std::size_t(kHeads) * kSStride;                     // floats per half
-  static constexpr std::size_t p = s + 2 * s_half * 4;                                      // bf16 [64][72]
-  static constexpr std::size_t stage = p + std::size_t(kHeads) * kPStride * 2;             // u8   [64][592]
-  static constexpr std::size_t row_max = stage + std::size_t(kRows) * kStageStride;        // f32  [64]
+  static constexpr std::size_t p = kPInS ? s + s_half * 4 : s + 2 * s_half * 4;             // bf16 [64][kPStride]
+  static constexpr std::size_t stage = kPInS ? s + 2 * s_half * 4 : p + std::size_t(kHeads) * kPStride * 2;  // u8 [64][kStage]
+  static constexpr std::size_t row_max = stage + std::size_t(kRows) * kStage;             // f32  [64]
   static constexpr std::size_t row_sum = row_max + kHeads * 4;                             // f32  [64]
   static constexpr std::size_t row_alpha = row_sum + kHeads * 4;                           // f32  [64]
   static constexpr std::size_t valid = row_alpha + kHeads * 4;                             // i32  [2][64]
   static constexpr std::size_t total = valid + 2 * kRows * 4;
+
+  static_assert(kDqk == 512 || kDqk == 576, "head dim 512 or 576");
+  static_assert(kStage % 16 == 0 && stage % 16 == 0, "staging rows need 16-byte alignment for cp.async");
+  static_assert(total <= 227 * 1024, "decode shared memory exceeds the sm_90 limit");
 };
 
-/// Shared memory of the warp-specialised SM90 decode kernel, decode_sm90_ws.cuh: 512 threads = two
+/// The portable kernel's geometries: 584 / 528 / 288 / 512-byte rows staged 592 apart, V3.2's
+/// 656-byte rows staged 672 apart, plain bf16 rows copied directly.
+using DecodeSmem = DecodeSmemT<512, 592>;
+using DecodeSmem656 = DecodeSmemT<576, 672>;
+using DecodeSmemDirect = DecodeSmemT<512, 0>;
+
+/// Shared memory of the warp-specialised SM90 decode kernel, sm90/decode_ws.cuh: 512 threads = two
 /// math warpgroups (head dims 256w .. 256w + 255 of Q, K and O) and two
 /// producer warpgroups that gather and dequantise rows into a double-buffered K tile. No staging
 /// area: the producers hold a block's raw bytes in registers.
@@ -49,7 +68,7 @@ struct DecodeSm90WsSmem {
   static constexpr std::size_t k = q + kTileBytes;                      // bf16 [2 buffers] 8 chunks
   static constexpr std::size_t xchg = k + 2 * kTileBytes;               // f32 [2][64 x 64]
   static constexpr std::size_t xchg_half = std::size_t(kHeads) * kRows * 4;
-  // The seesaw math (decode_sm90_ws.cuh) uses the exchange area instead for P [2 warpgroups] (one
+  // The seesaw math (sm90/decode_ws.cuh) uses the exchange area instead for P [2 warpgroups] (one
   // 128-byte swizzled 64 x 64 bf16 chunk each), then the row maxima and row sums f32 [2][64] each.
   static constexpr std::size_t p_slot = xchg;
   static constexpr std::size_t row_max = p_slot + 2 * std::size_t(kChunkBytes);
@@ -69,7 +88,5 @@ static_assert(DecodeSm90WsSmem::alloc <= 227 * 1024, "SM90 warp-specialised deco
 static_assert(2 * DecodeSm90WsSmem::kMathRegs + 2 * DecodeSm90WsSmem::kProducerRegs <= 4 * 128,
               "setmaxnreg: the warpgroups' registers must fit the launch's 4 x 128");
 
-static_assert(DecodeSmem::stage % 16 == 0, "staging rows need 16-byte alignment for cp.async");
-static_assert(DecodeSmem::total <= 227 * 1024, "decode shared memory exceeds the sm_90 limit");
 
 }  // namespace mlaplan::kernels::detail

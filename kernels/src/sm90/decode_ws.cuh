@@ -27,8 +27,9 @@
 // honours setmaxnreg inside each role; an instruction that needs more than the launch limit (a
 // 256-column wgmma: 158) does not compile, hence the two 128-column halves of P V.
 
-#include "decode_kernel.cuh"
-#include "wgmma.cuh"
+#include "common/decode_layout.hpp"
+#include "sm90/ws_fragments.cuh"
+#include "sm90/wgmma.cuh"
 
 namespace mlaplan::kernels::detail {
 

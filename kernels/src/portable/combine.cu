@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
-#include "cuda_check.hpp"
-#include "launchers.hpp"
+#include "common/cuda_check.hpp"
+#include "common/launchers.hpp"
 
 namespace mlaplan::kernels::detail {
 namespace {

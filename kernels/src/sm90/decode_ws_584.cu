@@ -1,5 +1,5 @@
 // One instantiation of the warp-specialised sm_90a kernel (decode_sm90_ws.cuh): main fp8_ds_mla_584, no extra cache.
-#include "decode_sm90_ws.cuh"
+#include "sm90/decode_ws.cuh"
 
 namespace mlaplan::kernels::detail {
 

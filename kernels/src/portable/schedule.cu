@@ -23,7 +23,7 @@
 
 #include <cstdint>
 
-#include "cuda_check.hpp"
+#include "common/cuda_check.hpp"
 #include "mlaplan_kernels/kernels.hpp"
 
 namespace mlaplan::kernels::detail {

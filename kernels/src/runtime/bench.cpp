@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda_check.hpp"
+#include "common/cuda_check.hpp"
 #include "mlaplan/error.hpp"
 
 namespace mlaplan::kernels {
@@ -42,7 +42,7 @@ BenchCache make_cache(std::mt19937_64& rng, RowFormat format, int page, std::int
   const std::int64_t chunk = 65536;
   for (std::int64_t r0 = 0; r0 < pages * page; r0 += chunk) {
     const std::int64_t n = std::min(chunk, pages * page - r0);
-    std::vector<std::uint16_t> lat(static_cast<std::size_t>(n) * 512);
+    std::vector<std::uint16_t> lat(static_cast<std::size_t>(n) * static_cast<std::size_t>(row_dims(format)));
     for (auto& x : lat) x = to_bf16(normal(rng));
     std::vector<std::int64_t> slots(static_cast<std::size_t>(n));
     std::iota(slots.begin(), slots.end(), r0);
@@ -127,17 +127,39 @@ DecodeBenchResult bench_decode(const DecodeBenchShape& sh, const DecodeBenchOpti
   BenchCache main = make_cache(rng, sh.main_format, sh.main_page, bs * sh.topk);
   BenchCache extra;
   if (sh.has_extra) extra = make_cache(rng, sh.extra_format, sh.extra_page, bs * sh.extra_topk);
-  DeviceBuffer d_idx = to_device(permuted_indices(rng, bs, sh.topk));
-  DeviceBuffer d_eidx = to_device(sh.has_extra ? permuted_indices(rng, bs, sh.extra_topk) : std::vector<std::int32_t>{0});
-  std::vector<std::uint16_t> q(static_cast<std::size_t>(bs * sh.h_q * 512));
+  const int dqk = row_dims(main.view.format);
+  std::vector<std::uint16_t> q(static_cast<std::size_t>(bs * sh.h_q) * static_cast<std::size_t>(dqk));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (auto& x : q) x = to_bf16(normal(rng));
   DeviceBuffer d_q = to_device(q);
-  DeviceBuffer d_len = to_device(std::vector<std::int32_t>(static_cast<std::size_t>(sh.b), sh.topk));
-  DeviceBuffer d_elen = to_device(std::vector<std::int32_t>(static_cast<std::size_t>(sh.b), sh.has_extra ? sh.extra_topk : 0));
+  std::vector<std::int32_t> len(static_cast<std::size_t>(sh.b), sh.topk);
+  std::vector<std::int32_t> elen(static_cast<std::size_t>(sh.b), sh.has_extra ? sh.extra_topk : 0);
+  std::vector<std::int32_t> idx = permuted_indices(rng, bs, sh.topk);
+  std::vector<std::int32_t> eidx = sh.has_extra ? permuted_indices(rng, bs, sh.extra_topk) : std::vector<std::int32_t>{0};
+  if (sh.variable_lengths) {
+    std::uniform_int_distribution<std::int32_t> main_len(0, sh.topk), extra_len(0, std::max(sh.extra_topk, 0));
+    std::uniform_int_distribution<int> seventeenth(0, 16);
+    for (std::size_t r = 0; r < len.size(); ++r) {
+      const bool empty = r % 9 == 4;
+      len[r] = empty ? 0 : main_len(rng);
+      if (sh.has_extra) elen[r] = empty ? 0 : extra_len(rng);
+    }
+    for (auto& x : idx) x = seventeenth(rng) == 0 ? -1 : x;
+    if (sh.has_extra) {
+      for (auto& x : eidx) x = seventeenth(rng) == 0 ? -1 : x;
+    }
+  }
+  DeviceBuffer d_idx = to_device(idx);
+  DeviceBuffer d_eidx = to_device(eidx);
+  DeviceBuffer d_len = to_device(len);
+  DeviceBuffer d_elen = to_device(elen);
 
   // The split_kv plan exists for every shape (it is the "other" plan of one_pass shapes).
-  const std::int32_t parts = sm90_num_sm_parts(dev.sm_count, sh.s_q, sh.h_q);
+  if (opt.num_sm_parts < 0 || opt.num_sm_parts > kMaxSmParts) {
+    throw_usage("bench_decode: num_sm_parts " + std::to_string(opt.num_sm_parts) + " is outside 0.." +
+                std::to_string(kMaxSmParts));
+  }
+  const std::int32_t parts = opt.num_sm_parts > 0 ? opt.num_sm_parts : sm90_num_sm_parts(dev.sm_count, sh.s_q, sh.h_q);
   DeviceBuffer d_rec(static_cast<std::size_t>(parts) * 32), d_splits(static_cast<std::size_t>(sh.b + 1) * 4);
   ScheduleParams sp;
   sp.b = sh.b;
@@ -152,13 +174,14 @@ DecodeBenchResult bench_decode(const DecodeBenchShape& sh, const DecodeBenchOpti
   schedule(sp);
   const auto splits = to_host<std::int32_t>(d_splits, static_cast<std::size_t>(sh.b + 1));
 
-  DeviceBuffer d_out(q.size() * 2), d_lse(static_cast<std::size_t>(bs * sh.h_q) * 4);
+  DeviceBuffer d_out(static_cast<std::size_t>(bs * sh.h_q) * 512 * 2), d_lse(static_cast<std::size_t>(bs * sh.h_q) * 4);
   DeviceBuffer d_oacc(static_cast<std::size_t>(o_accum_elems(sh.b, sh.s_q, sh.h_q, parts)) * 4);
   DeviceBuffer d_lacc(static_cast<std::size_t>(lse_accum_elems(sh.b, sh.s_q, sh.h_q, parts)) * 4);
   DecodeParams p;
   p.b = sh.b;
   p.s_q = sh.s_q;
   p.h_q = sh.h_q;
+  p.d_qk = dqk;
   p.q = d_q.as<std::uint16_t>();
   p.main = main.view;
   p.indices = d_idx.as<std::int32_t>();
@@ -184,12 +207,21 @@ DecodeBenchResult bench_decode(const DecodeBenchShape& sh, const DecodeBenchOpti
   for (int i = 0; i < sh.b; ++i) {
     r.split_requests += splits[static_cast<std::size_t>(i + 1)] - splits[static_cast<std::size_t>(i)] > 1;
   }
-  r.mode = decode_plan_mode(sh.b, sh.s_q, sh.h_q, sh.topk, sh.has_extra, sh.extra_topk, dev.sm_count);
-  const double rows = static_cast<double>(sh.topk) + (sh.has_extra ? sh.extra_topk : 0);
-  r.flops = 2.0 * sh.h_q * static_cast<double>(bs) * rows * 1024.0;
-  r.bytes = static_cast<double>(bs) * (sh.topk * static_cast<double>(row_bytes(sh.main_format)) +
-                                       (sh.has_extra ? sh.extra_topk * static_cast<double>(row_bytes(sh.extra_format)) : 0.0)) +
-            2.0 * static_cast<double>(q.size()) * 2.0;
+  r.mode = choose_decode_mode(sh.b, sh.s_q, sh.h_q, sh.topk, sh.has_extra, sh.extra_topk, dev.sm_count,
+                              decode_work(len.data(), sh.b, sh.topk, sh.has_extra ? elen.data() : nullptr, sh.extra_topk))
+               .mode;
+  double main_rows = 0, extra_rows = 0;
+  for (std::size_t i = 0; i < len.size(); ++i) {
+    main_rows += std::min(len[i], sh.topk);
+    if (sh.has_extra) extra_rows += std::min(elen[i], sh.extra_topk);
+  }
+  main_rows *= sh.s_q;
+  extra_rows *= sh.s_q;
+  const double dqk_v = static_cast<double>(dqk) + 512.0;
+  r.flops = 2.0 * sh.h_q * (main_rows + extra_rows) * dqk_v;
+  r.bytes = main_rows * static_cast<double>(row_bytes(sh.main_format)) +
+            extra_rows * static_cast<double>(row_bytes(sh.extra_format)) +
+            static_cast<double>(bs * sh.h_q) * dqk_v * 2.0;
 
   cudaStream_t stream = nullptr;
   MLAPLAN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

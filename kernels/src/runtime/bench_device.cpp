@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "cuda_check.hpp"
-#include "format_support.hpp"
+#include "common/cuda_check.hpp"
+#include "common/format_support.hpp"
 #include "mlaplan_kernels/bench.hpp"
 
 namespace mlaplan::kernels {

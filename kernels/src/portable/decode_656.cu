@@ -1,0 +1,10 @@
+// One instantiation of the portable sparse decode kernel (decode_kernel.cuh): main fp8_ds_mla_656 (V3.2, d_qk 576), no extra cache.
+#include "portable/decode_kernel.cuh"
+
+namespace mlaplan::kernels::detail {
+
+void launch_decode_656(const DecodeParams& p, const DecodeLaunch& launch) {
+  launch_decode<RowFormat::fp8_ds_mla_656, false, RowFormat::fp8_ds_mla_656>(p, launch);
+}
+
+}  // namespace mlaplan::kernels::detail

@@ -1,0 +1,10 @@
+// One instantiation of the portable sparse decode kernel (decode_kernel.cuh): main fp8_pt_512 (plain e4m3 rows, per-tensor scale), no extra cache.
+#include "portable/decode_kernel.cuh"
+
+namespace mlaplan::kernels::detail {
+
+void launch_decode_fp8pt(const DecodeParams& p, const DecodeLaunch& launch) {
+  launch_decode<RowFormat::fp8_pt_512, false, RowFormat::fp8_pt_512>(p, launch);
+}
+
+}  // namespace mlaplan::kernels::detail
