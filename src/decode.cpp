@@ -159,14 +159,14 @@ DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64
   }
   // One pass costs n_blocks block times per CTA; split-KV spreads ctas * n_blocks blocks over the
   // SMs and then pays for the fp32 partials and the combine kernel. Measured on the H200 with the
-  // sm_90a kernels (docs/perf.md "v8": one pass is faster at 64 CTAs x 10 blocks, split-KV at 32),
+  // sm_90a kernels (docs/perf-history.md "v8": one pass is faster at 64 CTAs x 10 blocks, split-KV at 32),
   // one pass wins once split-KV would give each SM at least (n_blocks - 1) / 2 blocks.
   const std::int64_t n_blocks = decode_request_blocks(topk, has_extra, extra_topk);
   const std::int64_t ctas = checked_mul(checked_mul(b, s_q, "decode CTAs"), h_q / 64, "decode CTAs");
   if (n_blocks == 1) return {DecodeMode::one_pass, "a request is one 64-row block: nothing to split"};
   const std::string counts = std::to_string(ctas) + " CTAs x " + std::to_string(n_blocks) + " blocks";
   const std::int64_t twice_blocks = checked_mul(checked_mul(ctas, n_blocks, "decode blocks"), 2, "decode blocks");
-  // A cluster of C CTAs per request (docs/perf.md "v9"): each CTA attends ceil(n_blocks / C)
+  // A cluster of C CTAs per request (docs/perf-history.md "v9"): each CTA attends ceil(n_blocks / C)
   // blocks, then the C partial rows are merged through distributed shared memory (a few us).
   // Measured on the H200 against split-KV for V4.1 (10 blocks): it wins once split-KV would give
   // each SM at least half of a cluster CTA's blocks (C 4: from 20 CTAs; C 2: every count it fits).

@@ -34,7 +34,7 @@ constexpr std::int64_t decode_request_blocks(std::int64_t topk, bool has_extra, 
 }
 
 /// The most CTAs that share a request in cluster_split. 8 would be a legal cluster, but measured on
-/// the H200 (docs/perf.md "v9") the exchange of fp32 partial rows through distributed shared
+/// the H200 (docs/perf-history.md "v9") the exchange of fp32 partial rows through distributed shared
 /// memory then costs more than split-KV's combine kernel.
 inline constexpr std::int64_t kClusterSplitMaxCtas = 4;
 

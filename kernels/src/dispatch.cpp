@@ -295,14 +295,14 @@ DecodeLaunch plan_decode_launch(const DecodeParams& p, const DecodeDevice& dev) 
   }
   // one_pass with more CTAs than SMs on sm90_ws: one CTA per SM, each over a contiguous range of
   // whole requests, so that its producers start the next request while its math finishes the
-  // last (docs/perf.md "v8").
+  // last (docs/perf-history.md "v8").
   if (ws && L.mode == DecodeMode::one_pass && dev.num_sms > 0 &&
       static_cast<std::int64_t>(p.b) * per_request > dev.num_sms) {
     d.grid_x = static_cast<unsigned>(std::max<std::int64_t>(1, dev.num_sms / per_request));
   }
   // h_q 128 on sm90_ws: the two 64-head CTAs of a request share the dequantisation as a 2-CTA
   // cluster when a CTA has at least two blocks on average (below that the cluster's start and lock
-  // step cost more than the halved conversion saves: docs/perf.md "v8") and the pairs fit.
+  // step cost more than the halved conversion saves: docs/perf-history.md "v8") and the pairs fit.
   if (ws && d.cluster_x == 1 && d.grid_z == 2) {
     const bool pays = static_cast<std::int64_t>(p.b) * p.s_q * n_blocks >=
                       2 * static_cast<std::int64_t>(d.grid_x) * d.grid_y;

@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(128) combine_kernel(const DecodeParams p) {
 
   // The first kPre partials' rows are loaded before the weights are known (they do not depend on
   // them): their latency overlaps that of the lse loads and reductions below instead of following
-  // it (docs/perf.md "v8"). 10 covers every split of a V4.1 decode request (at most 10 blocks).
+  // it (docs/perf-history.md "v8"). 10 covers every split of a V4.1 decode request (at most 10 blocks).
   constexpr int kPre = 10;
   auto o_row = [&](int k) {
     return reinterpret_cast<const float4*>(

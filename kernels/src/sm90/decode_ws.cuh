@@ -1,7 +1,7 @@
 #pragma once
 // Warp-specialised SM90 (sm_90a) sparse-MLA decode for the fp8_ds_mla 584 row format (main cache
 // alone or main + extra 584 cache): the default kernel of the 584 variants on compute capability
-// 9.0 (docs/kernels.md, "Decode on sm_90a"; docs/perf.md, "v6" and "v7").
+// 9.0 (docs/kernels.md, "Decode on sm_90a"; docs/perf-history.md, "v6" and "v7").
 //
 // Same contract as decode_kernel.cuh (DecodeParams, split_kv records or
 // one_pass, the partial outputs combine.cu merges). Grid (P or b, s_q, h_q / 64), 512 threads,
@@ -13,7 +13,7 @@
 //   zeros), writes the block's valid-row bits and arrives on `full`. The next block's rows are
 //   prefetched into L2 meanwhile, and the row ids are loaded two blocks ahead.
 // - warpgroups 0 and 1, the math (192 registers): the seesaw (ws_math_seesaw): each warpgroup owns
-//   every other block's Q K^T and softmax and hands P to the other (docs/perf.md "v7").
+//   every other block's Q K^T and softmax and hands P to the other (docs/perf-history.md "v7").
 // - kPair (h_q 128 when a CTA has at least two blocks, plan_decode_launch): the two 64-head CTAs
 //   of a request form a cluster; each dequantises half of every block (32 rows, 8 threads per row)
 //   into its own buffer and copies it into the other's with cp.async.bulk (shared::cluster),
@@ -178,7 +178,7 @@ __device__ __forceinline__ void ws_softmax_block(float (&sacc)[32], std::uint64_
   pack_p_fragments(sacc, pa);
 }
 
-/// The epilogue of one math warpgroup through shared memory (docs/perf.md "v8"): what
+/// The epilogue of one math warpgroup through shared memory (docs/perf-history.md "v8"): what
 /// store_o_rows_512 (decode_kernel.cuh) writes, i.e. the request's O rows (bf16, the attention sink
 /// applied, lse) or the partial at split_idx (fp32, log2-domain lse), for this warpgroup's 256 dims
 /// of the CTA's 64 heads, staged through `stage` (32 KiB, this warpgroup's half of the Q tile: every
@@ -262,7 +262,7 @@ __device__ __forceinline__ void ws_store_o_staged(const DecodeParams& p, const f
 }
 
 #if MLAPLAN_SM90A_WGMMA
-/// cluster_split's epilogue (docs/perf.md "v9"): the C CTAs of a cluster have each attended a
+/// cluster_split's epilogue (docs/perf-history.md "v9"): the C CTAs of a cluster have each attended a
 /// contiguous part of the same request's blocks for the same 64 heads; they merge their partial
 /// rows through distributed shared memory instead of fp32 partials in global memory and a combine
 /// kernel. CTA k owns heads k x R .. k x R + R - 1 (R = 64 / C). After a cluster barrier (every CTA
@@ -375,7 +375,7 @@ struct WsWork {
 };
 
 #if MLAPLAN_SM90A_WGMMA
-/// The seesaw math (the default; docs/perf.md "v7"). Block g of the CTA's sequence (the same global
+/// The seesaw math (the default; docs/perf-history.md "v7"). Block g of the CTA's sequence (the same global
 /// count as the producers') is owned by math warpgroup g & 1 and sits in K buffer g & 1. The owner
 /// computes S = Q K^T over all 512 dims (32 wgmma m64n64k16), the online softmax against the row
 /// maxima after block g - 1, and writes P (bf16, the 128-byte swizzled K-major chunk wgmma reads)
