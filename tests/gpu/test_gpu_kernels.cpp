@@ -1019,7 +1019,7 @@ TEST_CASE("decode plan mode: one pass when the SMs get enough requests", "[gpu][
   using mk::DecodeMode;
   // V4.1-Flash decode shape on 132 SMs: window 128 + extra 512 = 640 rows.
   // 10 blocks per request: split-KV below 20 CTAs, 4-CTA clusters up to 33 CTAs, 2-CTA clusters
-  // up to 66, one pass above (tests/test_decode.cpp has the rule's edges; docs/perf.md "v9").
+  // up to 66, one pass above (tests/test_decode.cpp has the rule's edges; docs/perf-history.md "v9").
   REQUIRE(mk::decode_plan_mode(1, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
   REQUIRE(mk::decode_plan_mode(19, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
   REQUIRE(mk::decode_plan_mode(32, 1, 64, 128, true, 512, 132) == DecodeMode::cluster_split);
