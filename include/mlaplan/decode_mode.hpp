@@ -13,10 +13,10 @@ namespace mlaplan {
 ///              walks the requests and 64-row blocks of its record; split requests are merged by
 ///              a combine kernel.
 ///   one_pass - one CTA per request (grid b x s_q x h_q / 64), which it attends in one pass: no
-///              plan, no fp32 partials, no combine kernel.
+///              plan, no partials, no combine kernel.
 ///   cluster_split - a thread-block cluster of C CTAs per request (cluster_split_ctas), each over a
 ///              contiguous part of its blocks; the C partial rows are merged through distributed
-///              shared memory (sm_90a): no plan, no fp32 partials in global memory, no combine
+///              shared memory (sm_90a): no plan, no partials in global memory, no combine
 ///              kernel. Where no cluster kernel exists (other GPUs) it runs as one_pass.
 enum class DecodeMode { split_kv, one_pass, cluster_split };
 

@@ -333,7 +333,7 @@ DecodeResult run_decode_case(const DecodeCase& c) {
   DeviceBuffer d_sink = mk::to_device(sink);
   DeviceBuffer d_out(static_cast<std::size_t>(qrows) * D * 2);
   DeviceBuffer d_lse(static_cast<std::size_t>(qrows) * 4);
-  DeviceBuffer d_oacc(static_cast<std::size_t>(mk::o_accum_elems(b, c.s_q, c.h_q, parts)) * 4);
+  DeviceBuffer d_oacc(static_cast<std::size_t>(mk::o_accum_elems(b, c.s_q, c.h_q, parts)) * 2);
   DeviceBuffer d_lacc(static_cast<std::size_t>(mk::lse_accum_elems(b, c.s_q, c.h_q, parts)) * 4);
   for (DeviceBuffer* poison : {&d_out, &d_lse, &d_oacc, &d_lacc}) poison->fill_bytes(0xFF);
 
@@ -360,7 +360,7 @@ DecodeResult run_decode_case(const DecodeCase& c) {
   p.num_sm_parts = parts;
   p.out = d_out.as<std::uint16_t>();
   p.lse = d_lse.as<float>();
-  p.o_accum = d_oacc.as<float>();
+  p.o_accum = d_oacc.as<std::uint16_t>();
   p.lse_accum = d_lacc.as<float>();
   const mk::DecodeLaunch launched = mk::sparse_decode(p);
   mk::synchronize();

@@ -235,7 +235,8 @@ struct DecodeParams {
 
   std::uint16_t* out = nullptr;                   ///< [b, s_q, h_q, 512] bf16, 16-byte aligned
   float* lse = nullptr;                           ///< [b, s_q, h_q] natural log
-  float* o_accum = nullptr;                       ///< [b + num_sm_parts, s_q, h_q, 512] scratch (split_kv), 16-byte aligned
+  std::uint16_t* o_accum = nullptr;               ///< [b + num_sm_parts, s_q, h_q, 512] bf16 scratch (split_kv): each partial
+                                                  ///< normalised by its own sum; 16-byte aligned
   float* lse_accum = nullptr;                     ///< [b + num_sm_parts, s_q, h_q] scratch, log2 (split_kv)
   void* stream = nullptr;
 };

@@ -1,7 +1,8 @@
-// Combine kernel: merges the fp32 partials of every split request (docs/scheduler.md,
+// Combine kernel: merges the bf16 partials (fp32 lse) of every split request (docs/scheduler.md,
 // "What a kernel does with a record"): lse2 = log2(sum 2^(lse_k - max)) + max, weights
 // 2^(lse_k - lse2), out = sum w_k o_k, then the attention sink, bf16 out and natural-log lse.
-// One warp per (request, query token, head); lane l owns dims 4l + 128i (float4 loads).
+// One warp per (request, query token, head); lane l owns dims 4l + 128i (8-byte loads of 4 bf16),
+// accumulated in fp32.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -31,15 +32,24 @@ __global__ void __launch_bounds__(128) combine_kernel(const DecodeParams p) {
   // them): their latency overlaps that of the lse loads and reductions below instead of following
   // it (docs/perf-history.md "v8"). 10 covers every split of a V4.1 decode request (at most 10 blocks).
   constexpr int kPre = 10;
+  // Partial k's row: 512 bf16 (normalised by its own sum), four values (8 bytes) per load.
+  struct PartialRow {
+    const uint2* at;
+    __device__ float4 operator[](int i) const {
+      const uint2 u = __ldg(at + i);
+      return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xFFFF0000u), __uint_as_float(u.y << 16),
+                         __uint_as_float(u.y & 0xFFFF0000u));
+    }
+  };
   auto o_row = [&](int k) {
-    return reinterpret_cast<const float4*>(
-        p.o_accum + ((static_cast<std::int64_t>(first + k) * p.s_q + s) * p.h_q + head) * kHeadDim);
+    return PartialRow{reinterpret_cast<const uint2*>(
+        p.o_accum + ((static_cast<std::int64_t>(first + k) * p.s_q + s) * p.h_q + head) * kHeadDim)};
   };
   float4 pre[kPre][4];
 #pragma unroll
   for (int j = 0; j < kPre; ++j) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) pre[j][i] = j < n ? __ldg(o_row(j) + lane + 32 * i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int i = 0; i < 4; ++i) pre[j][i] = j < n ? o_row(j)[lane + 32 * i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
 
   const float neg_inf = -__int_as_float(0x7F800000);
@@ -90,10 +100,10 @@ __global__ void __launch_bounds__(128) combine_kernel(const DecodeParams p) {
 #pragma unroll 4
     for (int j = k0 == 0 ? kPre : 0; j < kn; ++j) {
       const float w = __shfl_sync(0xFFFFFFFFu, my_w, j);
-      const float4* o = o_row(k0 + j);
+      const PartialRow o = o_row(k0 + j);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        add(i, w, __ldg(o + lane + 32 * i));
+        add(i, w, o[lane + 32 * i]);
       }
     }
   }

@@ -87,36 +87,4 @@ __device__ __forceinline__ void pack_p_fragments(const float (&sacc)[32], std::u
   }
 }
 
-/// The epilogue of the sm_90a kernels (decode_sm90.cuh, decode_sm90_ws.cuh): this thread's O
-/// elements (head rows head + 8h, dims 256 wg + 8j + 2 t4 (+1) of 512), normalised by the rows'
-/// sums l_row (over every key) at the rows' maxima m_run (log2 domain), into out / lse (a request
-/// in one piece: bf16, lse +inf and zeros where no key was valid, the attention sink applied) or
-/// into o_accum / lse_accum at partial `split_idx` (fp32, lse -inf where empty). bs = request x s_q
-/// + query token s.
-__device__ __forceinline__ void store_o_rows_512(const DecodeParams& p, const float (&o)[128],
-                                                 const float (&l_row)[2], const float (&m_run)[2], std::int64_t bs,
-                                                 int s, bool split, int split_idx, int head, int wg, int t4) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const float l = l_row[h];
-    const float m = m_run[h];
-    const int hd = head + 8 * h;
-    if (!split) {
-      const std::int64_t orow = bs * p.h_q + hd;
-      const RowFinish f = finish_row(p, l, m, hd);
-      std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.out + orow * 512 + 256 * wg + 2 * t4);
-#pragma unroll
-      for (int j = 0; j < 32; ++j) dst[4 * j] = pack_bf16x2(o[4 * j + 2 * h] * f.factor, o[4 * j + 2 * h + 1] * f.factor);
-      if (wg == 0 && t4 == 0) p.lse[orow] = f.lse;
-    } else {
-      const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + hd;
-      const float factor = l > 0.0f ? 1.0f / l : 0.0f;
-      float2* dst = reinterpret_cast<float2*>(p.o_accum + arow * 512 + 256 * wg + 2 * t4);
-#pragma unroll
-      for (int j = 0; j < 32; ++j) dst[4 * j] = make_float2(o[4 * j + 2 * h] * factor, o[4 * j + 2 * h + 1] * factor);
-      if (wg == 0 && t4 == 0) p.lse_accum[arow] = partial_lse(l, m);
-    }
-  }
-}
-
 }  // namespace mlaplan::kernels::detail
