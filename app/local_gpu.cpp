@@ -8,12 +8,11 @@
 namespace mlaplan::cli {
 
 LocalGpu open_local_gpu(int index, const std::string& command, std::ostream& err) {
-  const int count = kernels::device_count();
-  if (count == 0) {
-    const std::string why = kernels::last_error_string();
-    throw Error(ErrorKind::no_gpu, "no usable CUDA device: " + command + " needs a GPU (" +
-                                       (why.empty() ? std::string("cudaGetDeviceCount found none") : why) + ")");
+  const kernels::DeviceProbe probe = kernels::probe_devices();
+  if (probe.problem != kernels::DeviceProblem::none) {
+    throw Error(ErrorKind::no_gpu, kernels::device_problem_message(probe, command));
   }
+  const int count = probe.count;
   if (index < 0 || index >= count) {
     throw_usage("--device: '" + std::to_string(index) + "' does not exist; allowed 0.." + std::to_string(count - 1) +
                 " (this machine has " + std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s") + ")");

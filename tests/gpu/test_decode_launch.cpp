@@ -242,3 +242,40 @@ TEST_CASE("row formats of the kernels: bytes, dims, alignment", "[decode_launch]
   CHECK(mk::padded_page_stride(mk::RowFormat::bf16_1024, 3) == 3072);
   CHECK(mk::padded_page_stride(mk::RowFormat::fp8_pt_512, 3) == 1536);
 }
+
+TEST_CASE("no usable GPU: each cause has its own sentence", "[device]") {
+  mk::DeviceProbe p;
+  CHECK(mk::device_problem_message(p, "verify").empty());
+  p.problem = mk::DeviceProblem::no_driver;
+  CHECK(mk::device_problem_message(p, "verify") ==
+        "no NVIDIA driver on this machine (the CUDA runtime reports none): verify runs the project's kernels on a "
+        "local GPU (plan, check and report need none)");
+  p.problem = mk::DeviceProblem::driver_too_old;
+  p.driver_version = 12040;
+  p.runtime_version = 13000;
+  CHECK(mk::device_problem_message(p, "bench") ==
+        "the NVIDIA driver supports CUDA 12.4, older than this build's CUDA 13.0 runtime: update the driver (bench "
+        "runs the project's kernels on a local GPU (plan, check and report need none))");
+  p.problem = mk::DeviceProblem::no_device;
+  p.driver_version = 13000;
+  CHECK(mk::device_problem_message(p, "verify") ==
+        "the NVIDIA driver (CUDA 13.0) finds no CUDA device: verify runs the project's kernels on a local GPU (plan, "
+        "check and report need none)");
+  p.problem = mk::DeviceProblem::other;
+  p.detail = "cudaErrorOperatingSystem: OS call failed or operation not supported on this OS";
+  CHECK(mk::device_problem_message(p, "verify") ==
+        "the CUDA runtime could not count the devices (cudaErrorOperatingSystem: OS call failed or operation not "
+        "supported on this OS): verify runs the project's kernels on a local GPU (plan, check and report need none)");
+  CHECK(mk::unsupported_device_message(1, "NVIDIA A100-SXM4-80GB", 8, 0) ==
+        "device 1 (NVIDIA A100-SXM4-80GB, compute capability 8.0) is not a GPU the kernels were built for: they run "
+        "on compute capability 9.0 (sm_90a: H100, H200) and 10.0 (sm_100a: B200, GB200); plan and check still plan "
+        "for it");
+  // This machine: either a device, or one of the causes with its sentence (never a bare CUDA error).
+  const mk::DeviceProbe here = mk::probe_devices();
+  if (here.problem == mk::DeviceProblem::none) {
+    CHECK(here.count > 0);
+  } else {
+    CHECK(here.count == 0);
+    CHECK_FALSE(mk::device_problem_message(here, "verify").empty());
+  }
+}

@@ -26,6 +26,31 @@ namespace mlaplan::kernels {
 /// Number of CUDA devices; 0 when there is none or no usable driver (never throws).
 int device_count();
 
+/// Why the kernels cannot run on this machine, each cause apart (verify and bench say which).
+enum class DeviceProblem {
+  none,            ///< at least one CUDA device
+  no_driver,       ///< no NVIDIA driver (the runtime reports driver version 0)
+  driver_too_old,  ///< a driver older than this build's CUDA runtime
+  no_device,       ///< a driver, but no CUDA device
+  other,           ///< another CUDA error while counting the devices (DeviceProbe::detail)
+};
+
+/// What this machine's CUDA driver and runtime say, asked once (never throws).
+struct DeviceProbe {
+  DeviceProblem problem = DeviceProblem::none;
+  int driver_version = 0;   ///< cudaDriverGetVersion: 13000 for CUDA 13.0; 0 without a driver
+  int runtime_version = 0;  ///< cudaRuntimeGetVersion of this build
+  int count = 0;            ///< CUDA devices
+  std::string detail;       ///< the CUDA error of the device count, if any ("cudaErrorNoDevice: ...")
+};
+DeviceProbe probe_devices();
+
+/// The one sentence for a probe's problem ("" for none), for `command` (verify, bench). Pure.
+std::string device_problem_message(const DeviceProbe& probe, std::string_view command);
+
+/// The sentence for a device whose compute capability no compiled kernel targets. Pure.
+std::string unsupported_device_message(int index, std::string_view name, int cc_major, int cc_minor);
+
 /// What the CLI prints about a device.
 struct DeviceInfo {
   int index = 0;

@@ -37,6 +37,64 @@ DecodeDevice current_decode_device() {
   return d;
 }
 
+namespace {
+
+std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+}  // namespace
+
+DeviceProbe probe_devices() {
+  DeviceProbe p;
+  if (cudaDriverGetVersion(&p.driver_version) != cudaSuccess) p.driver_version = 0;
+  if (cudaRuntimeGetVersion(&p.runtime_version) != cudaSuccess) p.runtime_version = 0;
+  (void)cudaGetLastError();
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  (void)cudaGetLastError();  // clear the sticky "no device" state
+  if (e == cudaSuccess && n > 0) {
+    p.count = n;
+    return p;
+  }
+  if (e != cudaSuccess) p.detail = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+  if (p.driver_version == 0) {
+    p.problem = DeviceProblem::no_driver;
+  } else if (e == cudaErrorInsufficientDriver || (p.runtime_version != 0 && p.driver_version < p.runtime_version &&
+                                                  e != cudaSuccess && e != cudaErrorNoDevice)) {
+    p.problem = DeviceProblem::driver_too_old;
+  } else if (e == cudaSuccess || e == cudaErrorNoDevice) {
+    p.problem = DeviceProblem::no_device;
+  } else {
+    p.problem = DeviceProblem::other;
+  }
+  return p;
+}
+
+std::string device_problem_message(const DeviceProbe& p, std::string_view command) {
+  const std::string cmd(command);
+  const std::string what = cmd + " runs the project's kernels on a local GPU (plan, check and report need none)";
+  switch (p.problem) {
+    case DeviceProblem::none: return {};
+    case DeviceProblem::no_driver:
+      return "no NVIDIA driver on this machine (the CUDA runtime reports none): " + what;
+    case DeviceProblem::driver_too_old:
+      return "the NVIDIA driver supports CUDA " + cuda_version_text(p.driver_version) + ", older than this build's CUDA " +
+             cuda_version_text(p.runtime_version) + " runtime: update the driver (" + what + ")";
+    case DeviceProblem::no_device:
+      return "the NVIDIA driver (CUDA " + cuda_version_text(p.driver_version) + ") finds no CUDA device: " + what;
+    case DeviceProblem::other:
+      return "the CUDA runtime could not count the devices (" + (p.detail.empty() ? std::string("no detail") : p.detail) +
+             "): " + what;
+  }
+  return {};
+}
+
+std::string unsupported_device_message(int index, std::string_view name, int cc_major, int cc_minor) {
+  return "device " + std::to_string(index) + " (" + std::string(name) + ", compute capability " +
+         std::to_string(cc_major) + "." + std::to_string(cc_minor) +
+         ") is not a GPU the kernels were built for: they run on compute capability 9.0 (sm_90a: H100, H200) and "
+         "10.0 (sm_100a: B200, GB200); plan and check still plan for it";
+}
+
 int device_count() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -71,9 +129,7 @@ void require_supported_device(int index) {
   const DeviceInfo d = device_info(index);
   const bool ok = (d.cc_major == 9 && d.cc_minor == 0) || (d.cc_major == 10 && d.cc_minor == 0);
   if (!ok) {
-    throw Error(ErrorKind::no_gpu, "device " + std::to_string(index) + " (" + d.name + ", compute capability " +
-                                       std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) +
-                                       ") is not one the kernels were built for (sm_90a, sm_100a)");
+    throw Error(ErrorKind::no_gpu, unsupported_device_message(index, d.name, d.cc_major, d.cc_minor));
   }
   MLAPLAN_CUDA_CHECK(cudaSetDevice(index));
 }
