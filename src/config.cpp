@@ -181,7 +181,10 @@ class Section {
         fail(ptr(key), "missing; " + std::string(key) + " is required for " +
                            std::string(to_string(cfg_.family)) + " configs");
       }
-      note("config.default", Severity::info,
+      // How many layers and draft layers there are is structure, not a tuning value: a guess of it
+      // is a warning (config.structural_default), every other default a note.
+      const bool structural = key == "num_hidden_layers" || key == "num_nextn_predict_layers";
+      note(structural ? "config.structural_default" : "config.default", structural ? Severity::warning : Severity::info,
            "assumed " + std::string(key) + " = " + std::to_string(*fallback) + ", " + std::string(why),
            ptr(key));
       return *fallback;
@@ -462,7 +465,7 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
       for (std::int64_t i = 0; i < windows; ++i) ratios[static_cast<std::size_t>(i)] = 0;
       for (std::int64_t i = 0; i < twos; ++i) ratios[static_cast<std::size_t>(windows + i)] = 2;
     }
-    s.note("config.default", Severity::info,
+    s.note("config.structural_default", Severity::warning,
            "assumed compress_ratios = " + join_ints(ratios, 48) + ", the transformers default for " +
                std::to_string(n) + " layers",
            rf.pointer.empty() ? s.ptr("compress_ratios") : rf.pointer);
@@ -481,7 +484,7 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
   } else {
     if (released_backbone) {
       cfg.kv_source_layer_ids = {2, 8, 14, 20};
-      s.note("config.default", Severity::info,
+      s.note("config.structural_default", Severity::warning,
              "assumed kv_source_layer_ids = [2, 8, 14, 20], the released schedule's sources", kptr);
     } else {
       for (std::int64_t i = 0; i < n; ++i) {
@@ -490,7 +493,7 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
           cfg.kv_source_layer_ids.push_back(i);
         }
       }
-      s.note("config.default", Severity::info,
+      s.note("config.structural_default", Severity::warning,
              "assumed kv_source_layer_ids = " + join_ints(cfg.kv_source_layer_ids) +
                  ", the first layer of each run of equal non-zero ratios",
              kptr);
@@ -533,7 +536,7 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
   } else {
     if (cfg.kv_source_layer_ids == std::vector<std::int64_t>{2, 8, 14, 20}) {
       cfg.index_source_layer_ids = {2, 8, 14, 20, 24, 28, 32, 36};
-      s.note("config.default", Severity::info,
+      s.note("config.structural_default", Severity::warning,
              "assumed index_source_layer_ids = [2, 8, 14, 20, 24, 28, 32, 36], the released sources", xptr);
       for (auto id : cfg.index_source_layer_ids) {
         if (id >= n || cfg.compress_ratios[static_cast<std::size_t>(id)] == 0) {
@@ -543,7 +546,7 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
       }
     } else {
       cfg.index_source_layer_ids = cfg.kv_source_layer_ids;
-      s.note("config.default", Severity::info,
+      s.note("config.structural_default", Severity::warning,
              "assumed index_source_layer_ids = kv_source_layer_ids = " + join_ints(cfg.index_source_layer_ids),
              xptr);
     }
@@ -575,7 +578,7 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
     }
   } else {
     cfg.candidate_source_layer_id = cfg.kv_source_layer_ids.empty() ? -1 : cfg.kv_source_layer_ids.back();
-    s.note("config.default", Severity::info,
+    s.note("config.structural_default", Severity::warning,
            "assumed candidate_source_layer_id = " + std::to_string(cfg.candidate_source_layer_id) +
                ", the last KV source",
            s.ptr("candidate_source_layer_id"));

@@ -355,6 +355,9 @@ TEST_CASE("check --format github: one annotation per finding", "[cli][check]") {
   CHECK(r.code == 3);
   const std::string flat = cfg("small/v41-8layer-flat.json");
   const std::vector<std::string> expected = {
+      // The config gives no num_nextn_predict_layers: a structural guess, a warning at the file.
+      "::warning file=" + flat + ",title=mla-plan config.structural_default::assumed num_nextn_predict_layers = 3, the "
+          "transformers default",
       "::error file=" + flat + ",line=7,col=15,title=mla-plan backend.head_size::head size 16 (qk_rope_head_dim 4) is not "
           "supported by the sparse-MLA backend; supported: 512 (448 NoPE + 64 RoPE)",
       "::error file=" + flat + ",line=18,col=21,title=mla-plan backend.topk_width::sliding_window 8 is not a multiple of 64; the "
@@ -375,7 +378,7 @@ TEST_CASE("check --format github: one annotation per finding", "[cli][check]") {
   // As many annotations as check --json has findings.
   auto j = nlohmann::json::parse(
       run({"check", cfg("small/v41-8layer-flat.json"), cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--json"}).out);
-  CHECK(j.at("files")[0].at("findings").size() == 6);
+  CHECK(j.at("files")[0].at("findings").size() == 7);
   CHECK(j.at("files")[1].at("findings").empty());
   CHECK(r.err == "mla-plan check: 1 passed, 1 failed\n");
 }

@@ -105,9 +105,9 @@ TEST_CASE("small configs", "[config]") {
     CHECK(c.kv_source_layer_ids == std::vector<std::int64_t>{1, 3});
     CHECK(c.index_source_layer_ids == std::vector<std::int64_t>{1, 3});
     CHECK(c.candidate_source_layer_id == 3);
-    CHECK(has_finding(c, "config.default",
+    CHECK(has_finding(c, "config.structural_default",
                       "assumed kv_source_layer_ids = [1, 3], the first layer of each run of equal non-zero ratios"));
-    CHECK(has_finding(c, "config.default", "assumed candidate_source_layer_id = 3, the last KV source"));
+    CHECK(has_finding(c, "config.structural_default", "assumed candidate_source_layer_id = 3, the last KV source"));
   }
   SECTION("reindex, composite") {
     const auto c = load_config(src("configs/small/v41-6layer-reindex.json"));
@@ -120,7 +120,7 @@ TEST_CASE("small configs", "[config]") {
     const auto c = load_config(src("configs/small/v41-8layer-flat.json"));
     CHECK(c.num_draft_layers == 3);
     CHECK(c.compress_ratios == std::vector<int>{0, 0, 2, 2, 2, 1, 1, 1, 0, 0, 0});
-    CHECK(has_finding(c, "config.default", "assumed num_nextn_predict_layers = 3, the transformers default"));
+    CHECK(has_finding(c, "config.structural_default", "assumed num_nextn_predict_layers = 3, the transformers default"));
     CHECK(has_finding(c, "config.padded_ratios", "padded compress_ratios with 3 zero(s) for draft layers 8-10"));
   }
   SECTION("V4 layer_types") {
@@ -129,6 +129,30 @@ TEST_CASE("small configs", "[config]") {
     CHECK(has_finding(c, "config.normalised",
                       "read layer_types as compress_ratios (sliding 0, compressed_sparse 4, heavily_compressed 128)"));
   }
+}
+
+TEST_CASE("structural defaults are warnings that name the field and the value assumed", "[config]") {
+  const auto c = parse_config(v41(R"("num_hidden_layers": 9)"), "t.json");
+  std::vector<std::string> structural;
+  for (const auto& f : c.findings) {
+    if (f.id == "config.structural_default") {
+      CHECK(f.severity == Severity::warning);
+      CHECK_FALSE(f.path.empty());
+      structural.push_back(f.path + ": " + f.message);
+    } else if (f.id == "config.default") {
+      CHECK(f.severity == Severity::info);
+      // A tuning value, not the layer structure.
+      CHECK(f.message.find("compress_ratios") == std::string::npos);
+      CHECK(f.message.find("source_layer") == std::string::npos);
+    }
+  }
+  CHECK(structural == std::vector<std::string>{
+                          "/compress_ratios: assumed compress_ratios = [0, 0, 2, 2, 2, 2, 1, 1, 1], the transformers "
+                          "default for 9 layers",
+                          "/kv_source_layer_ids: assumed kv_source_layer_ids = [2, 6], the first layer of each run of "
+                          "equal non-zero ratios",
+                          "/index_source_layer_ids: assumed index_source_layer_ids = kv_source_layer_ids = [2, 6]",
+                          "/candidate_source_layer_id: assumed candidate_source_layer_id = 6, the last KV source"});
 }
 
 TEST_CASE("V4.1 defaults", "[config]") {
@@ -145,8 +169,8 @@ TEST_CASE("V4.1 defaults", "[config]") {
     CHECK(c.kv_source_layer_ids == std::vector<std::int64_t>{2, 8, 14, 20});
     CHECK(c.index_source_layer_ids == std::vector<std::int64_t>{2, 8, 14, 20, 24, 28, 32, 36});
     CHECK(c.candidate_source_layer_id == 20);
-    CHECK(has_finding(c, "config.default", "assumed num_nextn_predict_layers = 3, the transformers default"));
-    CHECK(has_finding(c, "config.default", "assumed num_hidden_layers = 40, the transformers default"));
+    CHECK(has_finding(c, "config.structural_default", "assumed num_nextn_predict_layers = 3, the transformers default"));
+    CHECK(has_finding(c, "config.structural_default", "assumed num_hidden_layers = 40, the transformers default"));
   }
   SECTION("scaled schedule for other layer counts") {
     const auto c = parse_config(v41(R"("num_hidden_layers": 9)"), "t.json");
@@ -155,7 +179,7 @@ TEST_CASE("V4.1 defaults", "[config]") {
     CHECK(c.kv_source_layer_ids == std::vector<std::int64_t>{2, 6});
     CHECK(c.index_source_layer_ids == std::vector<std::int64_t>{2, 6});
     CHECK(c.candidate_source_layer_id == 6);
-    CHECK(has_finding(c, "config.default",
+    CHECK(has_finding(c, "config.structural_default",
                       "assumed compress_ratios = [0, 0, 2, 2, 2, 2, 1, 1, 1], the transformers default for 9 layers"));
   }
   SECTION("one and two layers") {

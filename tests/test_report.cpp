@@ -565,7 +565,8 @@ TEST_CASE("report HTML holds the drawings inline and the findings as a table", "
                                              "Findings"});
   const auto tables = find_all(*root, [](const Node& n) { return n.tag == "table" && n.has_class("findings"); });
   REQUIRE(tables.size() == 1);
-  CHECK(find_all(*tables[0], [](const Node& n) { return n.tag == "tr"; }).size() == 5);  // header + 3 errors + the expert_dtype warning
+  // header + 3 errors + the expert_dtype warning + the assumed num_nextn_predict_layers (a structural default)
+  CHECK(find_all(*tables[0], [](const Node& n) { return n.tag == "tr"; }).size() == 6);
   // Self-contained: no scripts, no external references, a policy that blocks any load.
   CHECK(html.find("<script") == std::string::npos);
   CHECK(html.find("<link") == std::string::npos);
@@ -867,7 +868,9 @@ TEST_CASE("check --format markdown: a table of files", "[report]") {
   CHECK_THAT(r.out, Catch::EndsWith(" |\n\n**1 of 3 configs passed**\n"));
   CHECK_THAT(r.out, Catch::Contains("| `" + cfg("deepseek-v4.1-flash.json") + "`<br>deepseek\\_v41 on h200, fp8\\_ds\\_mla | pass | 0 | none |"));
   CHECK_THAT(r.out, Catch::Contains("| `" + cfg("small/v41-8layer-flat.json") + "`"));
-  CHECK_THAT(r.out, Catch::Contains("| **FAIL** | 3 | **error** `backend.head_size`: head size 16"));
+  CHECK_THAT(r.out, Catch::Contains("| **FAIL** | 3 | warning `config.structural_default`: assumed "
+                                    "num\\_nextn\\_predict\\_layers = 3, the transformers default<br>**error** "
+                                    "`backend.head_size`: head size 16"));
   CHECK_THAT(r.out, Catch::Contains("| `nope.json` | **FAIL** | 2 | **error** `config.invalid`: cannot read 'nope.json'"));
   auto m = run({"check", cfg("deepseek-v4-flash.json"), "--matrix", "--tp", "1,8", "--format", "markdown"});
   CHECK(m.code == 0);
