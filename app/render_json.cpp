@@ -252,6 +252,7 @@ json fit_json(const Fit& f) {
   j["engine"] = "vLLM " + std::string(kVllmVersion);
   j["fits"] = f.fits;
   j["decided"] = f.decided;
+  j["no_backend"] = f.no_backend;
   j["verdict"] = f.verdict;
   j["suggestions"] = f.suggestions;
   const auto& pl = f.placement.layout;

@@ -422,7 +422,9 @@ std::string render_fit_text(const PlanResult& r) {
     << (pl.enable_expert_parallel ? "on, EP " + std::to_string(pl.expert_parallel_size()) : std::string("off"))
     << "), as vLLM " << kVllmVersion << " computes it at start-up\n";
   if (!f.decided) {
-    o << "  " << printable(f.verdict) << "\n  (the numbers below count only the tensors whose storage is known)\n";
+    o << "  " << printable(f.verdict) << "\n"
+      << (f.no_backend ? "  (vLLM stops before it budgets memory: the numbers below are what the layout would need)\n"
+                       : "  (the numbers below count only the tensors whose storage is known)\n");
   } else if (f.placement.ok()) {
     if (f.vllm.fits) {
       o << "  vLLM prints: " << f.vllm.log_line << "\n";

@@ -567,7 +567,8 @@ Figure memory_picture(const PlanResult& r) {
                   13.5, "start", kInk, true));
     y += 24;
     static constexpr std::array<std::string_view, 4> kFills{"#4c72b0", "#c44e52", "#8172b2", "#55a868"};
-    for (const auto& st : fit.stages) {
+    // No backend runs on the target: no budget to draw, only why (below).
+    for (const auto& st : fit.no_backend ? std::vector<StageFit>{} : fit.stages) {
       const Budget& b = st.budget;
       const double total = static_cast<double>(std::max<std::int64_t>(1, b.total_bytes));
       Element cap = svg::group("capacity");

@@ -264,6 +264,20 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   PlanWeights w = load_plan_weights(config, req);
   p.fit = plan_fit(config, topology, *p.layout, std::move(w.report), w.source, w.how, req);
   if (w.files) p.fit->files = std::move(w.files);
+  // A target no backend of the family runs on: vLLM stops before it budgets memory. No fit, and no
+  // "would fit" on more of the same GPU.
+  for (const auto& rr : p.rules) {
+    if (rr.finding.severity == Severity::error && rr.finding.id == "backend.arch") {
+      Fit& f = *p.fit;
+      f.decided = false;
+      f.fits = false;
+      f.no_backend = true;
+      f.suggestions.clear();
+      f.verdict = "not decided: no attention backend runs this model on " + p.target.id + " (" + rr.finding.message + ")";
+      f.error_message = f.verdict;
+      break;
+    }
+  }
   const WeightsReport& wr = *p.fit->weights;
   for (const auto& f : wr.findings) {
     if (f.severity != Severity::info) p.findings.push_back(f);

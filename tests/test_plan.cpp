@@ -59,6 +59,27 @@ TEST_CASE("make_plan: V4.1-Flash does not fit one H200, fits eight, and says wha
   CHECK(eight.fit->suggestions.empty());
 }
 
+TEST_CASE("make_plan: a GPU no backend runs on has no fit and no would-fit", "[plan][fit]") {
+  PlanRequest r = on_tp(8);
+  r.target.gpu = "a100";
+  const Plan p = make_plan(src("configs/deepseek-v4.1-flash.json"), r);
+  REQUIRE(p.fit);
+  CHECK(p.exit_code == 3);  // the backend rule decides the exit
+  CHECK_FALSE(p.fit->decided);
+  CHECK(p.fit->no_backend);
+  CHECK_FALSE(p.fit->fits);
+  CHECK(p.fit->suggestions.empty());
+  CHECK_THAT(p.fit->verdict, Catch::StartsWith("not decided: no attention backend runs this model on a100 (FlashMLA "
+                                               "Sparse is only supported on Hopper and Blackwell DC devices"));
+  bool finding = false;
+  for (const auto& f : p.findings) finding = finding || (f.id == "backend.arch" && f.severity == Severity::error);
+  CHECK(finding);
+  // A GPU it runs on: decided, as before.
+  const Plan h = make_plan(src("configs/deepseek-v4.1-flash.json"), on_tp(8));
+  CHECK(h.fit->decided);
+  CHECK_FALSE(h.fit->no_backend);
+}
+
 TEST_CASE("make_plan: DP engines multiply the concurrency, EP divides the experts", "[plan][fit]") {
   const Plan p = make_plan(src("configs/deepseek-v4-flash.json"), on_tp(2, 4, true));
   REQUIRE(p.fit);

@@ -389,6 +389,19 @@ TEST_CASE("text fitting and wrapping", "[report]") {
 
 // ------------------------------------------------------------------ the report's content
 
+TEST_CASE("report of a GPU no backend runs on: no capacity drawn, the reason and the finding shown", "[report]") {
+  const std::string out = (tmp().path / "a100.html").string();
+  const auto res = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--gpu", "a100", "-o", out});
+  CHECK(res.code == 3);
+  const std::string html = slurp(out);
+  auto root = parse_xml(html);  // XHTML syntax
+  REQUIRE(root);
+  CHECK(find_all(*root, [](const Node& n) { return n.has_class("capacity"); }).empty());
+  CHECK(html.find("not decided: no attention backend runs this model on a100") != std::string::npos);
+  CHECK(html.find("Would fit") == std::string::npos);
+  CHECK(html.find("<code>backend.arch</code>") != std::string::npos);
+}
+
 TEST_CASE("report SVG of V4.1-Flash: cells by type, draft layers, sources, sharing bands", "[report]") {
   const auto r = plan_of("deepseek-v4.1-flash.json");
   REQUIRE(r.exit_code == 0);

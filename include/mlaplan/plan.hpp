@@ -99,6 +99,10 @@ struct Fit {
   /// then `fits` is false, the numbers count only the known tensors, and no exit code is set
   /// for the fit (a warning says why; a --min-concurrency guard fails).
   bool decided = true;
+  /// true when no attention backend of the family runs on the target (backend.arch): vLLM stops
+  /// before it budgets memory, so there is no fit (decided false, no suggestions of more of the
+  /// same GPU); the numbers are what the layout would need.
+  bool no_backend = false;
   std::string verdict;                     ///< one line for people
   /// When !fits: vLLM's error, or (--kv-cache-memory-bytes, which vLLM does not check against the
   /// GPU) why the given KV cache and the rest exceed the GPU's memory.
