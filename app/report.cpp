@@ -447,10 +447,20 @@ constexpr double kBarX = 300;
 constexpr double kBarW = 700;
 
 /// One stacked horizontal bar: segments by cache part, a label on the left and the total on the right.
-Element stacked_bar(double y, const std::string& name, const std::string& css, const std::vector<double>& values,
+/// The labels of a bar's segments too narrow to hold one, as one line below the bar ("" if none).
+std::string unlabelled_line(const std::vector<std::string>& unlabelled) {
+  std::string line;
+  for (const auto& u : unlabelled) line += (line.empty() ? "not labelled in the bar: " : ", ") + u;
+  return line;
+}
+
+/// A stacked bar at y; advances y past it (and past the line naming the segments too narrow for a
+/// label, when there are any) and 8 px of space.
+Element stacked_bar(double& y, const std::string& name, const std::string& css, const std::vector<double>& values,
                     double scale_max, const std::string& total, const std::vector<std::string>& segment_text,
                     const std::string& tooltip) {
   Element g = svg::group("mem-bar");
+  std::vector<std::string> unlabelled;
   g.set("data-accounting", css);
   g.tooltip(tooltip);
   g.add(text_at(kBarX - 10, y + 15, name, 12.5, "end"));
@@ -465,17 +475,28 @@ Element stacked_bar(double y, const std::string& name, const std::string& css, c
     const std::string& t = segment_text[i];
     seg.tooltip(t);
     g.add(std::move(seg));
-    // The full label, else the value alone, else nothing (the tooltip still has it).
+    // The full label, else the value alone, else it goes to the line below the bar.
     const std::string value = t.substr(std::min(t.size(), ps.name.size() + 1));
+    bool shown_in_bar = false;
     for (const auto& shown : {t, value}) {
       if (svg::text_width(shown, 11) + 8 <= w) {
         g.add(text_at(x + 5, y + 15, shown, 11, "start", "#ffffff"));
+        shown_in_bar = true;
         break;
       }
     }
+    if (!shown_in_bar) unlabelled.push_back(t);
     x += w;
   }
   g.add(text_at(x + 8, y + 15, total, 12.5, "start", kInk, true));
+  y += 22;
+  if (const std::string line = unlabelled_line(unlabelled); !line.empty()) {
+    for (const auto& l : svg::wrap_text(line, 10.5, kWidth - kBarX - kMargin)) {
+      g.add(text_at(kBarX, y + 12, l, 10.5, "start", kMuted));
+      y += 14;
+    }
+  }
+  y += 8;
   return g;
 }
 
@@ -519,12 +540,11 @@ Figure memory_picture(const PlanResult& r) {
                       fmt_per_token(a.global_rows.value()) + " B/token", rows_text,
                       "sum over the backbone's cache owners of row bytes / compress ratio: " + a.global_rows.str() +
                           " B per token"));
-    y += 30;
     g.add(stacked_bar(y, "pages (the engine's accounting)", "global-pages", pages, mx,
                       fmt_per_token(a.global_pages.value()) + " B/token", pages_text,
                       "sum over every global cache (draft layers included) of page bytes / tokens per page: " +
                           a.global_pages.str() + " B per token"));
-    y += 40;
+    y += 10;
   }
 
   // (b) one request at max_model_len
@@ -549,11 +569,10 @@ Figure memory_picture(const PlanResult& r) {
     g.add(stacked_bar(y, "rows (DeepSeek's accounting)", "request-rows", rows, mx,
                       fmt_bytes(static_cast<double>(a.total_rows)), rows_text,
                       svg::grouped(a.total_rows) + " bytes in rows"));
-    y += 30;
     g.add(stacked_bar(y, "pages (the engine's accounting)", "request-pages", pages, mx,
                       fmt_bytes(static_cast<double>(a.total_pages)), pages_text,
                       svg::grouped(a.total_pages) + " bytes in pages"));
-    y += 40;
+    y += 10;
   }
 
   // (c) every GPU's memory as vLLM budgets it: weights, what start-up takes, the KV cache
@@ -592,6 +611,7 @@ Figure memory_picture(const PlanResult& r) {
                             {"start-up overheads", overheads, kFills[1]},
                             {"KV cache", std::max<std::int64_t>(0, b.available_bytes), kFills[3]}};
       double x = kBarX;
+      std::vector<std::string> unlabelled;
       for (const auto& sg : segs) {
         if (sg.bytes <= 0) continue;
         const double w = std::min(kBarW - (x - kBarX), kBarW * static_cast<double>(sg.bytes) / total);
@@ -602,7 +622,11 @@ Figure memory_picture(const PlanResult& r) {
         const std::string label = sg.name + " " + fmt_bytes(static_cast<double>(sg.bytes));
         seg.tooltip(label);
         cap.add(std::move(seg));
-        if (svg::text_width(label, 11) + 8 <= w) cap.add(text_at(x + 5, y + 15, label, 11, "start", "#ffffff"));
+        if (svg::text_width(label, 11) + 8 <= w) {
+          cap.add(text_at(x + 5, y + 15, label, 11, "start", "#ffffff"));
+        } else {
+          unlabelled.push_back(label);
+        }
         x += w;
       }
       cap.add(text_at(kBarX + kBarW + 8, y + 15, fmt_bytes(total), 12.5, "start", kInk, true));
@@ -613,6 +637,12 @@ Figure memory_picture(const PlanResult& r) {
         tip += "; " + t.label + " " + fmt_bytes(static_cast<double>(t.bytes)) + " (" + std::string(to_string(t.source)) + ")";
       }
       cap.tooltip(tip);
+      if (const std::string line = unlabelled_line(unlabelled); !line.empty()) {
+        for (const auto& l : svg::wrap_text(line, 10.5, kWidth - kBarX - kMargin)) {
+          cap.add(text_at(kBarX, y + 22 + 12, l, 10.5, "start", kMuted));
+          y += 14;
+        }
+      }
       g.add(std::move(cap));
       y += 30;
     }
@@ -671,12 +701,15 @@ Figure schedule_chart(const LayerTypeSchedule& s, const std::string& split_patte
   g.add(text_at(kMargin + 20, 32, stats, 11.5, "start", kMuted));
 
   const double top = 42;
-  const double px0 = kMargin + 34, pw = kWidth - kMargin - px0;
   const double scale = static_cast<double>(std::max<std::int64_t>(p.max_blocks_per_partition, 1));
-  // Axis and grid.
+  // Axis and grid. The plot starts right of the widest tick label, which starts right of the
+  // rotated axis title (centred at kMargin + 8, about 6 px each side).
   const std::int64_t max_b = std::max<std::int64_t>(p.max_blocks_per_partition, 1);
   std::vector<std::int64_t> ticks{0, max_b};
   if (max_b >= 4) ticks.insert(ticks.begin() + 1, max_b / 2);
+  double tick_w = 0;
+  for (auto t : ticks) tick_w = std::max(tick_w, svg::text_width(std::to_string(t), 10.5));
+  const double px0 = kMargin + std::max(34.0, 8 + 6 + 4 + tick_w + 6), pw = kWidth - kMargin - px0;
   for (auto t : ticks) {
     const double ty = top + kPlotH - kPlotH * static_cast<double>(t) / scale;
     Element grid = svg::line(px0, ty, px0 + pw, ty);

@@ -4,7 +4,14 @@
 // any message means a blocked load, a parse problem or an error), and the SVG parsed.
 //
 // A control page proves the console check works on this Chromium: it logs a console error and a
-// blocked load, and both must show up in the log. Exits 77 (CTest: skipped) when Chromium is
+// blocked load, and both must show up in the log.
+//
+// Then the text boxes: the SVG reports of the extremes of the limits (one request, 65,536
+// requests of 100,000 tokens, 4,096 of the full length, V3.2, V4.0, a GPU no backend runs on, a
+// layout that does not fit) are laid out by Chromium with a checking script (the reports
+// themselves have none) that compares the boxes of every pair of <text> elements: no two may
+// overlap by more than a pixel each way, and none may leave the drawing. A control drawing with
+// two overlapping labels must be caught. Exits 77 (CTest: skipped) when Chromium is
 // absent; set MLAPLAN_CHROMIUM to use another binary.
 
 #include <sys/wait.h>
@@ -88,6 +95,61 @@ struct Browser {
   }
 };
 
+/// The script run on each drawing: the pairs of overlapping <text> boxes (and texts outside the
+/// drawing) as lines "A | B | w x h" into <pre id="overlaps">, then "done".
+const char* const kOverlapScript = R"JS(
+window.addEventListener('load', () => {
+  const svg = document.querySelector('svg');
+  const r = svg.getBoundingClientRect();
+  const boxes = Array.from(document.querySelectorAll('svg text')).map(t => {
+    const b = t.getBoundingClientRect();
+    return {name: t.textContent.slice(0, 60), x0: b.left, y0: b.top, x1: b.right, y1: b.bottom};
+  }).filter(b => b.x1 - b.x0 > 0.5 && b.y1 - b.y0 > 0.5);
+  const lines = [];
+  for (let i = 0; i < boxes.length; ++i) {
+    for (let j = i + 1; j < boxes.length; ++j) {
+      const a = boxes[i], b = boxes[j];
+      const w = Math.min(a.x1, b.x1) - Math.max(a.x0, b.x0), h = Math.min(a.y1, b.y1) - Math.max(a.y0, b.y0);
+      if (w > 1 && h > 1) lines.push(a.name + ' | ' + b.name + ' | ' + Math.round(w) + ' x ' + Math.round(h));
+    }
+  }
+  for (const b of boxes) {
+    if (b.x0 < r.left - 1 || b.x1 > r.right + 1 || b.y0 < r.top - 1 || b.y1 > r.bottom + 1) {
+      lines.push('outside the drawing | ' + b.name);
+    }
+  }
+  const pre = document.createElement('pre');
+  pre.id = 'overlaps';
+  pre.textContent = lines.join('\n') + '\ndone';
+  document.body.appendChild(pre);
+});
+)JS";
+
+/// `svg` (a drawing) in a page with the checking script.
+std::string overlap_page(const std::string& svg) {
+  std::string body = svg;
+  if (body.rfind("<?xml", 0) == 0) body = body.substr(body.find("?>") + 2);
+  return std::string("<!DOCTYPE html><html><head><meta charset=\"utf-8\"/><script>") + kOverlapScript +
+         "</script></head><body style=\"margin:0\">" + body + "</body></html>";
+}
+
+/// The lines of <pre id="overlaps"> in a dumped DOM; {"no result"} when the script did not run.
+std::vector<std::string> overlap_lines(const std::string& dom) {
+  const std::string open = "<pre id=\"overlaps\">";
+  const auto a = dom.find(open);
+  if (a == std::string::npos) return {"no result"};
+  const auto b = dom.find("</pre>", a);
+  std::istringstream in(dom.substr(a + open.size(), b - a - open.size()));
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  if (lines.empty() || lines.back() != "done") return {"no result"};
+  lines.pop_back();
+  return lines;
+}
+
 /// Width and height from a PNG's IHDR chunk; {0, 0} when `data` is not a PNG.
 std::pair<std::uint32_t, std::uint32_t> png_size(const std::string& data) {
   static const std::string signature = "\x89PNG\r\n\x1a\n";
@@ -169,6 +231,47 @@ int main() {
   const auto svg_console = lines_with(log, "CONSOLE");
   check(svg_console.empty(), "no console messages for report.svg");
   for (const auto& l : svg_console) std::cout << "      " << l << "\n";
+
+  // 5. Text boxes never overlap, at the extremes of the limits. The control first: the check must
+  //    see two labels drawn on top of each other.
+  const fs::path overlap_control = b.dir / "overlap-control.html";
+  write_file(overlap_control, overlap_page("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"300\" height=\"100\">"
+                                           "<text x=\"10\" y=\"50\" font-size=\"14\">first label</text>"
+                                           "<text x=\"20\" y=\"52\" font-size=\"14\">second label</text></svg>"));
+  b.run(overlap_control, "--dump-dom", out, log);
+  const auto control_overlaps = overlap_lines(out);
+  check(control_overlaps.size() == 1 && control_overlaps[0].rfind("first label | second label | ", 0) == 0,
+        "overlap control: the two overlapping labels are caught");
+  const std::string cfgdir = std::string(MLAPLAN_SOURCE_DIR) + "/configs/";
+  const std::vector<std::vector<std::string>> extremes = {
+      {cfgdir + "deepseek-v4.1-flash.json", "--tp", "8", "--batch", "1"},
+      {cfgdir + "deepseek-v4.1-flash.json", "--tp", "8", "--batch", "65536", "--context-len", "100000"},
+      {cfgdir + "deepseek-v4.1-flash.json", "--tp", "8", "--gpu", "b200", "--batch", "4096", "--context-len", "1048576"},
+      {cfgdir + "deepseek-v4.1-flash.json"},
+      {cfgdir + "deepseek-v4.1-flash.json", "--gpu", "a100"},
+      {cfgdir + "deepseek-v4-flash.json", "--tp", "2", "--batch", "512"},
+      {cfgdir + "deepseek-v3.2.json", "--tp", "8", "--batch", "1024", "--context-len", "163840"},
+      {cfgdir + "small/v41-8layer-flat.json", "--batch", "3"},
+  };
+  int n = 0;
+  for (const auto& args : extremes) {
+    const fs::path drawing = b.dir / ("extreme-" + std::to_string(++n) + ".svg");
+    std::vector<std::string> argv = {"report"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.push_back("-o");
+    argv.push_back(drawing.string());
+    std::ostringstream o, e;
+    std::string what;
+    for (std::size_t i = 0; i < args.size(); ++i) what += (i == 0 ? fs::path(args[0]).filename().string() : args[i]) + " ";
+    const int code = mlaplan::cli::run_cli(argv, o, e);
+    check(fs::exists(drawing), "report " + what + "is written (exit " + std::to_string(code) + ")");
+    const fs::path page = b.dir / ("extreme-" + std::to_string(n) + ".html");
+    write_file(page, overlap_page(slurp(drawing)));
+    b.run(page, "--dump-dom", out, log);
+    const auto overlaps = overlap_lines(out);
+    check(overlaps.empty(), "report " + what + ": no overlapping text boxes (" + std::to_string(overlaps.size()) + ")");
+    for (std::size_t i = 0; i < overlaps.size() && i < 10; ++i) std::cout << "      " << overlaps[i] << "\n";
+  }
 
   if (failures == 0) {
     std::error_code ec;

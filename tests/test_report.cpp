@@ -389,6 +389,36 @@ TEST_CASE("text fitting and wrapping", "[report]") {
 
 // ------------------------------------------------------------------ the report's content
 
+TEST_CASE("report memory bars: every segment is labelled, in the bar or on the line below it", "[report]") {
+  // At 65,536 requests of 100,000 tokens the window segments are slivers next to the compressed
+  // caches: their labels go to the line below the bar.
+  const std::string out = (tmp().path / "slivers.svg").string();
+  const auto res = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--batch", "65536", "--context-len",
+                        "100000", "-o", out});
+  REQUIRE(res.code == 0);
+  auto root = parse_xml(slurp(out));
+  REQUIRE(root);
+  int below = 0;
+  const auto bars = find_all(*root, [](const Node& n) { return n.has_class("mem-bar") || n.has_class("capacity"); });
+  REQUIRE_FALSE(bars.empty());
+  for (const auto* bar : bars) {
+    std::string texts;
+    for (const auto* t : find_all(*bar, [](const Node& n) { return n.tag == "text"; })) texts += t->text + "\n";
+    below += texts.find("not labelled in the bar: ") != std::string::npos;
+    for (const auto* seg : find_all(*bar, [](const Node& n) { return n.has_class("segment"); })) {
+      std::string label;
+      for (const auto& c : seg->children) {
+        if (c->tag == "title") label = c->text;
+      }
+      REQUIRE_FALSE(label.empty());
+      const std::string value = label.substr(label.find(' ') + 1);
+      INFO(bar->attr("data-accounting") << ": " << label);
+      CHECK((texts.find(label) != std::string::npos || texts.find(value) != std::string::npos));
+    }
+  }
+  CHECK(below > 0);
+}
+
 TEST_CASE("report of a GPU no backend runs on: no capacity drawn, the reason and the finding shown", "[report]") {
   const std::string out = (tmp().path / "a100.html").string();
   const auto res = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--gpu", "a100", "-o", out});
