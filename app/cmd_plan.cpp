@@ -14,7 +14,11 @@ void setup_plan(CLI::App& app, PlanOptions& opt) {
   sub->add_flag("--json", opt.json, "Print the machine-readable plan (docs/cli.md); same as --format json");
   sub->add_option("--format", opt.format, "text | json | markdown (a summary for a pull-request comment)")
       ->check(one_of({"text", "json", "markdown"}));
-  sub->add_flag("--show-records", opt.show_records, "Print every tile-scheduler record in the text output");
+  sub->add_flag("--details", opt.details,
+                "Also print the target and parallelism, the backend's kernel shapes, every cache object and page pool, "
+                "the tile-scheduler plans and the project's kernel modes, and the notes (text output; --json always "
+                "has them)");
+  sub->add_flag("--show-records", opt.show_records, "Print every tile-scheduler record in the text output (implies --details)");
   sub->add_option("--dtype", opt.dtype, "model dtype the engine runs (default: the config's)");
   bind_target_flags(*sub, opt.target);
   bind_layout_flags(*sub, opt.layout);
@@ -48,7 +52,7 @@ int run_plan(const PlanOptions& opt, std::ostream& out, std::ostream& err) {
   const std::string format = opt.json ? "json" : opt.format;
   out << (format == "json"       ? render_plan_json(r)
           : format == "markdown" ? render_plan_markdown(r)
-                                 : printable_lines(render_plan_text(r, opt.show_records)));
+                                 : printable_lines(render_plan_text(r, opt.show_records, opt.details)));
   if (r.exit_code != 0) err << "mla-plan: error: " << printable(r.exit_message) << "\n";
   return r.exit_code;
 }

@@ -35,6 +35,7 @@ struct PlanOptions {
   std::string config;
   bool json = false;
   std::string format = "text";  ///< text | json | markdown (--json means json)
+  bool details = false;         ///< --details: every section of the text output
   bool show_records = false;
   std::optional<std::string> dtype;
   TargetFlags target;
@@ -154,7 +155,11 @@ int run_formats(const InfoOptions& opt, std::ostream& out);
 std::string render_schedules_json(const std::vector<ScheduleEntry>& entries);
 std::string render_schedules_text(const std::vector<ScheduleEntry>& entries, bool show_records);
 std::string render_plan_json(const PlanResult& r);
+/// Plan text with every section (the scheduler, kernel and cache detail included).
 std::string render_plan_text(const PlanResult& r, bool show_records = false);
+/// Plan text; without `details` the deployer's screen (fit, layers, caches and the decode in
+/// words), with it every section (`show_records` implies it).
+std::string render_plan_text(const PlanResult& r, bool show_records, bool details);
 
 // ---- report (app/cmd_report.cpp, app/report.cpp, docs/report.md) ----
 struct ReportOptions {

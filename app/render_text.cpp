@@ -2,6 +2,7 @@
 // a terminal or a CI log.
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <locale>
 #include <sstream>
@@ -79,8 +80,13 @@ std::string render_schedule_summary(const ScheduleEntry& e, bool show_records);
 std::string render_layout_text(const PlanResult& r);
 std::string render_backend_text(const PlanResult& r);
 std::string render_fit_text(const PlanResult& r);
+std::string render_cache_summary(const PlanResult& r);
+std::string render_decode_summary(const PlanResult& r);
 
-std::string render_plan_text(const PlanResult& r, bool show_records) {
+std::string render_plan_text(const PlanResult& r, bool show_records) { return render_plan_text(r, show_records, true); }
+
+std::string render_plan_text(const PlanResult& r, bool show_records, bool details) {
+  details = details || show_records;
   const auto& c = r.config;
   const auto& t = r.topology;
   std::ostringstream o;
@@ -91,7 +97,7 @@ std::string render_plan_text(const PlanResult& r, bool show_records) {
   o << "  " << c.num_hidden_layers << " layers + " << c.num_draft_layers << " draft, "
     << c.num_attention_heads << " query heads, head_dim " << c.head_dim;
   if (c.sliding_window > 0) o << ", window " << c.sliding_window;
-  o << ", index_topk " << c.index_topk << ", max positions " << c.max_position_embeddings;
+  o << ", index_topk " << c.index_topk << ", max positions " << format_grouped(c.max_position_embeddings);
   if (!c.dtype.empty()) o << ", dtype " << printable(c.dtype, kQuotedMaxBytes);
   o << "\n";
   o << render_fit_text(r);
@@ -143,7 +149,7 @@ std::string render_plan_text(const PlanResult& r, bool show_records) {
     }
   }
 
-  if (c.family == Family::deepseek_v41) {
+  if (details && c.family == Family::deepseek_v41) {
     std::vector<std::int64_t> publishing;
     for (auto id : t.index_sources()) {
       if (!t.layers[static_cast<std::size_t>(id)].is_reindex) publishing.push_back(id);
@@ -160,15 +166,20 @@ std::string render_plan_text(const PlanResult& r, bool show_records) {
     } else {
       o << "  candidate source: none (disabled)\n";
     }
-  } else if (c.family == Family::deepseek_v4) {
+  } else if (details && c.family == Family::deepseek_v4) {
     o << "\nsources:\n";
     o << "  compressed-cache owners: " << t.kv_sources().size() << " layers; indexers: "
       << t.index_sources().size() << " (c4a)\n";
   }
 
-  o << render_layout_text(r);
+  if (!details) {
+    // The deployer's screen: the caches and the decode in words; the rest under --details.
+    o << render_cache_summary(r) << render_decode_summary(r);
+  } else {
+    o << render_layout_text(r);
+  }
   const std::string remark = schedules_remark(r);
-  if (!r.schedules.empty()) {
+  if (details && !r.schedules.empty()) {
     o << "\ndecode schedules for " << r.batch.description << ":\n";
     if (!remark.empty()) o << "  note: " << remark << "\n";
     for (const auto& s : r.schedules) {
@@ -182,7 +193,7 @@ std::string render_plan_text(const PlanResult& r, bool show_records) {
       o << "\n";
       o << "    mla-plan decode: " << to_string(s.mode.mode) << " (" << s.mode.reason << ")\n";
     }
-  } else if (r.layout) {
+  } else if (details && r.layout) {
     o << "\ndecode schedules: none; " << remark << "\n";
   }
   std::vector<const Finding*> problems, notes;
@@ -194,9 +205,14 @@ std::string render_plan_text(const PlanResult& r, bool show_records) {
       if (!f->fix.empty()) o << "    fix: " << printable(f->fix) << "\n";
     }
   }
-  if (!notes.empty()) {
+  if (details && !notes.empty()) {
     o << "\nnotes:\n";
     for (const auto* f : notes) o << "  " << printable(f->message) << "\n";
+  }
+  if (!details) {
+    o << "\nmore with --details: the target and parallelism, the attention backend's kernel shapes, every cache object "
+         "and page pool, the tile-scheduler plans and the project's kernel modes, and "
+      << notes.size() << " note" << (notes.size() == 1 ? "" : "s") << " (defaults applied, how values were chosen)\n";
   }
   return o.str();
 }
@@ -233,7 +249,8 @@ std::string render_schedule_summary(const ScheduleEntry& e, bool show_records) {
   }
   o << "\n";
   o << "    splits: " << p.split_requests << " of " << p.batch << " requests split (at most " << p.max_splits
-    << " partials), " << p.total_partials << " partials in all; fp32 accumulators " << human_bytes(p.accum_bytes)
+    << (p.max_splits == 1 ? " partial" : " partials") << " per request), " << p.total_partials << " partial"
+    << (p.total_partials == 1 ? "" : "s") << " in all; FlashMLA's fp32 accumulators " << human_bytes(p.accum_bytes)
     << "\n";
   if (show_records) {
     o << "    part  begin_req  end_req  begin_block  end_block  begin_split  first_split  last_split\n";
@@ -313,6 +330,70 @@ std::string render_backend_text(const PlanResult& r) {
   return o.str();
 }
 
+/// "1827.25" -> "1,827.25": digit groups in the integer part of an exact decimal.
+std::string grouped_decimal(const std::string& d) {
+  const auto dot = d.find('.');
+  const std::string whole = d.substr(0, dot);
+  std::string out;
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    if (i > 0 && (whole.size() - i) % 3 == 0 && std::isdigit(static_cast<unsigned char>(whole[i - 1]))) out += ',';
+    out += whole[i];
+  }
+  return out + (dot == std::string::npos ? std::string() : d.substr(dot));
+}
+
+/// The caches for a deployer: what the KV cache stores and what one token and one request cost.
+std::string render_cache_summary(const PlanResult& r) {
+  std::ostringstream o;
+  o.imbue(std::locale::classic());
+  if (!r.layout) return "\ncaches: none (no layout)\n";
+  const auto& l = *r.layout;
+  const auto& a = l.accounting;
+  o << "\ncaches: " << to_string(l.kv_cache_dtype) << " rows";
+  if (l.kv_cache_dtype_requested != to_string(l.kv_cache_dtype)) o << " (--kv-cache-dtype " << l.kv_cache_dtype_requested << ")";
+  o << ", pages of " << l.block_size << " tokens, for " << backend_heading(r) << "\n";
+  o << "  per token of history: " << grouped_decimal(a.global_rows.str()) << " B in rows (DeepSeek's accounting), "
+    << grouped_decimal(a.global_pages.str()) << " B in pages (the engine's)\n";
+  o << "  per request, bounded (windows, compressor states): " << human_bytes(a.per_request_rows) << " in rows, "
+    << human_bytes(a.per_request_pages) << " in pages\n";
+  o << "  one request of max_model_len " << format_grouped(l.max_model_len) << " tokens: " << format_gib(a.total_rows)
+    << " in rows, " << format_gib(a.total_pages) << " in pages\n";
+  return o.str();
+}
+
+/// The decode step for a deployer: what the engine runs for this backend and GPU, and per layer
+/// type how the FlashMLA tile scheduler spreads the batch (when the backend takes its plans).
+std::string render_decode_summary(const PlanResult& r) {
+  std::ostringstream o;
+  o.imbue(std::locale::classic());
+  if (!r.layout) return {};
+  const BackendInfo& b = backend_info(r.layout->backend);
+  o << "\ndecode of " << r.batch.description << ": vLLM runs " << b.decode_path << "\n";
+  if (!b.tile_plans && r.schedules.empty()) {
+    o << "  (" << schedules_remark(r) << ")\n";
+    return o.str();
+  }
+  if (r.schedules.empty()) {
+    o << "  " << schedules_remark(r) << "\n";
+    return o.str();
+  }
+  if (!b.tile_plans) o << "  (" << schedules_remark(r) << ")\n";
+  for (const auto& s : r.schedules) {
+    const auto& p = s.plan;
+    const auto parts = p.params.num_sm_parts;
+    o << "  " << to_string(s.type) << " (" << s.num_layers << (s.num_layers == 1 ? " layer" : " layers") << "): "
+      << format_grouped(parts - p.idle_partitions) << " of " << format_grouped(parts) << " SM partitions busy; ";
+    if (p.split_requests == 0) {
+      o << "each request in one partition, nothing to merge\n";
+    } else {
+      o << format_grouped(p.split_requests) << " of " << format_grouped(p.batch)
+        << (p.batch == 1 ? " request" : " requests") << " split over several partitions, their "
+        << format_grouped(p.total_partials) << " partial results merged by a combine kernel\n";
+    }
+  }
+  return o.str();
+}
+
 std::string render_layout_text(const PlanResult& r) {
   std::ostringstream o;
   o.imbue(std::locale::classic());  // no digit grouping from the global locale
@@ -331,7 +412,7 @@ std::string render_layout_text(const PlanResult& r) {
   if (l.kv_cache_dtype_requested != to_string(l.kv_cache_dtype)) o << " (from " << l.kv_cache_dtype_requested << ")";
   o << ", indexer " << to_string(l.indexer_cache_dtype) << ", block " << l.block_size;
   if (l.window_block_size > 0) o << ", window block " << l.window_block_size;
-  o << ", max_model_len " << l.max_model_len << "\n";
+  o << ", max_model_len " << format_grouped(l.max_model_len) << "\n";
   o << render_backend_text(r);
   const auto& p = l.parallel;
   o << "parallelism: TP " << p.tensor_parallel_size << " (" << p.local_query_heads << " query heads per rank";
@@ -370,25 +451,29 @@ std::string render_layout_text(const PlanResult& r) {
     std::string per_token = x.scope == "global" && x.tokens > 0
                                 ? fixed(static_cast<double>(x.page) / static_cast<double>(x.tokens), 2)
                                 : std::string("per request");
-    std::snprintf(line, sizeof line, "  %-17s %-16s %5lld %6s %9lld %11lld %9lld (%6lld) %13s\n", x.kind.c_str(),
+    std::snprintf(line, sizeof line, "  %-17s %-16s %5lld %6s %9lld %11lld %9s (%7s) %13s\n", x.kind.c_str(),
                   x.format.c_str(), static_cast<long long>(x.ratio), count.c_str(), static_cast<long long>(x.rows),
-                  static_cast<long long>(x.tokens), static_cast<long long>(x.page), static_cast<long long>(x.unpadded),
+                  static_cast<long long>(x.tokens), format_grouped(x.page).c_str(), format_grouped(x.unpadded).c_str(),
                   per_token.c_str());
     o << line;
   }
   if (std::any_of(rows.begin(), rows.end(), [](const Row& x) { return x.draft > 0; })) {
     o << "  (* includes draft layers' caches)\n";
   }
-  o << "block pools (equal page sizes share one):";
-  for (const auto& g : l.groups) o << " " << g.page_bytes << " B x " << g.objects.size() << ";";
+  o << "page pools (caches of equal page size share one): ";
+  for (std::size_t i = 0; i < l.groups.size(); ++i) {
+    const auto& g = l.groups[i];
+    o << (i ? ", " : "") << g.objects.size() << " cache" << (g.objects.size() == 1 ? "" : "s") << " of "
+      << format_grouped(g.page_bytes) << " B pages";
+  }
   o << "\n";
   const auto& a = l.accounting;
   o << "\nbytes per token (global, grows with history): " << a.global_rows.str()
     << " in rows (DeepSeek's accounting), " << a.global_pages.str() << " in pages (the engine's)\n";
-  o << "per request (windows, states): " << a.per_request_rows << " B in rows, " << a.per_request_pages
-    << " B in pages\n";
-  o << "one request at max_model_len " << l.max_model_len << ": " << format_gib(a.total_rows) << " in rows, "
-    << format_gib(a.total_pages) << " in pages\n";
+  o << "per request (windows, states): " << human_bytes(a.per_request_rows) << " in rows, "
+    << human_bytes(a.per_request_pages) << " in pages\n";
+  o << "one request at max_model_len " << format_grouped(l.max_model_len) << ": " << format_gib(a.total_rows)
+    << " in rows, " << format_gib(a.total_pages) << " in pages\n";
 
   return o.str();
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "mlaplan/error.hpp"
+#include "mlaplan/number_format.hpp"
 
 namespace mlaplan {
 
@@ -86,15 +87,16 @@ DecodeBatch make_decode_batch(const BatchOptions& o, std::int64_t max_model_len,
   }
   const bool uniform = std::all_of(b.context_lens.begin(), b.context_lens.end(),
                                    [&](std::int64_t v) { return v == b.context_lens.front(); });
-  b.description = std::to_string(b.context_lens.size()) + " request" + (b.context_lens.size() == 1 ? "" : "s");
+  const auto n = static_cast<std::int64_t>(b.context_lens.size());
+  b.description = format_grouped(n) + " request" + (n == 1 ? "" : "s");
   if (uniform) {
-    b.description += " x " + std::to_string(b.context_lens.front()) + " tokens";
+    b.description += " x " + format_grouped(b.context_lens.front()) + " tokens";
   } else {
     const auto [mn, mx] = std::minmax_element(b.context_lens.begin(), b.context_lens.end());
-    b.description += ", " + std::to_string(*mn) + "-" + std::to_string(*mx) + " tokens";
+    b.description += ", " + format_grouped(*mn) + "-" + format_grouped(*mx) + " tokens";
   }
   if (o.spec_tokens) b.description += ", 1 + " + std::to_string(o.spec_tokens) + " speculative tokens each";
-  b.description += " (b = " + std::to_string(tokens) + " decode tokens)";
+  b.description += " (b = " + format_grouped(tokens) + " decode tokens)";
   if (b.defaulted) b.description += ", the default batch";
   return b;
 }

@@ -160,8 +160,56 @@ TEST_CASE("plan --json carries the contract keys", "[cli]") {
   CHECK(j.at("findings").is_array());
 }
 
+TEST_CASE("plan text: the deployer's screen first, the detail under --details", "[cli]") {
+  const std::string v41 = cfg("deepseek-v4.1-flash.json");
+  auto r = run({v41, "--tp", "8"});
+  REQUIRE(r.code == 0);
+  // The sections in order: the answer, the layers in words, the caches, the decode in words.
+  std::size_t at = 0;
+  for (const std::string section : {"\nfit: FITS on 8 x h200", "\nlayer types (one decode plan each):\n", "\nlayers:\n",
+                                    "\ncaches: fp8_ds_mla rows (--kv-cache-dtype auto), pages of 64 tokens, for "
+                                    "FLASHMLA_SPARSE_DSV41\n",
+                                    "  per token of history: 1,790 B in rows (DeepSeek's accounting), 1,827 B in pages",
+                                    "\ndecode of 64 requests x 4,096 tokens (b = 64 decode tokens), the default batch: vLLM "
+                                    "runs FlashMLA split-KV sparse decode, one tile-scheduler plan per layer type\n",
+                                    "  swaonly (5 layers): 64 of 132 SM partitions busy; each request in one partition, "
+                                    "nothing to merge\n",
+                                    "\nmore with --details: "}) {
+    const auto p = r.out.find(section, at);
+    INFO(section);
+    REQUIRE(p != std::string::npos);
+    at = p;
+  }
+  // Not on the first screen: the scheduler's words, the project's kernel modes, the tables.
+  for (const std::string detail : {"partitions: ", "payload", "balance", "mla-plan decode:", "cluster_split", "CTAs",
+                                   "kernel shapes (heads", "cache objects:", "page pools (", "\nnotes:\n", "sources:"}) {
+    INFO(detail);
+    CHECK(r.out.find(detail) == std::string::npos);
+  }
+  // --details keeps every section, with grouped numbers and grammar.
+  auto d = run({v41, "--tp", "8", "--details"});
+  REQUIRE(d.code == 0);
+  for (const std::string detail : {"kernel shapes (heads: per rank -> what the kernel runs):", "\ncache objects:\n",
+                                   "page pools (caches of equal page size share one): ", "19,008 B pages", "\nnotes:\n",
+                                   "    partitions: 132 (64 used, 68 idle)", "(at most 1 partial per request)",
+                                   "    mla-plan decode: "}) {
+    INFO(detail);
+    CHECK(d.out.find(detail) != std::string::npos);
+  }
+  CHECK(d.out.find("more with --details") == std::string::npos);
+  // What the engine runs, per backend: the fused path on B200, FlashInfer on SM120.
+  auto b200 = run({v41, "--tp", "8", "--gpu", "b200"});
+  REQUIRE(b200.code == 0);
+  CHECK_THAT(b200.out, Catch::Contains("the default batch: vLLM runs "));
+  CHECK_THAT(b200.out, Catch::Contains("these plans serve its split-KV fallback)\n"));
+  auto sm120 = run({v41, "--tp", "8", "--gpu", "rtx-pro-6000"});
+  REQUIRE(sm120.code == 0);
+  CHECK_THAT(sm120.out, Catch::Contains("the default batch: vLLM runs FlashInfer SM120 sparse MLA decode over fp8_ds_mla "
+                                        "pages of 64 rows\n  (the engine's backend plans its own work: "));
+}
+
 TEST_CASE("plan text output names groups and sources", "[cli]") {
-  auto r = run({cfg("deepseek-v4.1-flash.json"), "--tp", "8"});
+  auto r = run({cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--details"});
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("layers 2-7: c2a, read layer 2's cache"));
   CHECK_THAT(r.out, Catch::Contains("layers 20-39: c1a, read layer 20's cache, top-k from 20, 24, 28, 32, 36"));
@@ -177,9 +225,9 @@ TEST_CASE("plan text output names groups and sources", "[cli]") {
 TEST_CASE("plan text: the attention backend, its kernel shapes and what the decode schedules serve", "[cli][backend]") {
   const std::string v41 = cfg("deepseek-v4.1-flash.json");
   // RTX PRO 6000: FlashInfer's SM120 class, which plans its own decode work.
-  auto sm120 = run({v41, "--tp", "8", "--gpu", "rtx-pro-6000", "--spec-tokens", "5"});
+  auto sm120 = run({v41, "--tp", "8", "--gpu", "rtx-pro-6000", "--spec-tokens", "5", "--details"});
   REQUIRE(sm120.code == 0);
-  CHECK_THAT(sm120.out, Catch::Contains("max_model_len 1048576\n"
+  CHECK_THAT(sm120.out, Catch::Contains("max_model_len 1,048,576\n"
                                         "attention backend: FLASHINFER_MLA_SPARSE_DSV41 (SM120 class)\n"
                                         "  chosen: vLLM's default on sm120\n"
                                         "  decode path: FlashInfer SM120 sparse MLA decode over fp8_ds_mla pages of 64 rows\n"
@@ -199,7 +247,7 @@ TEST_CASE("plan text: the attention backend, its kernel shapes and what the deco
                                         "FLASHINFER_MLA_SPARSE_DSV41 (SM120 class) takes no FlashMLA tile plans\n"));
   CHECK_THAT(sm120.out, !Catch::Contains("no FlashMLA sparse decode kernel"));
   // B200: the fused FlashMLA path; the plans shown serve its split-KV fallback.
-  auto b200 = run({v41, "--tp", "8", "--gpu", "b200", "--spec-tokens", "5"});
+  auto b200 = run({v41, "--tp", "8", "--gpu", "b200", "--spec-tokens", "5", "--details"});
   REQUIRE(b200.code == 0);
   CHECK_THAT(b200.out, Catch::Contains("\nattention backend: FLASHMLA_SPARSE_DSV41 (fused)\n  chosen: vLLM's default on sm100, "
                                        "fused because"));
@@ -208,19 +256,19 @@ TEST_CASE("plan text: the attention backend, its kernel shapes and what the deco
                                        "kernel, which needs no tile plan: these plans serve its split-KV fallback\n"
                                        "  c1a (20 layers): kernel sm100-head64"));
   // H200: split-KV FlashMLA, which decodes with the plans shown: no remark.
-  auto h200 = run({v41, "--tp", "8"});
+  auto h200 = run({v41, "--tp", "8", "--details"});
   REQUIRE(h200.code == 0);
   CHECK_THAT(h200.out, Catch::Contains("\nattention backend: FLASHMLA_SPARSE_DSV41\n  chosen: vLLM's default on sm90\n"
                                        "  decode path: FlashMLA split-KV sparse decode, one tile-scheduler plan per layer type\n"));
   CHECK_THAT(h200.out, Catch::Contains("the default batch:\n  c1a (20 layers): kernel sm90-sparse"));
   CHECK_THAT(h200.out, !Catch::Contains("split-KV fallback"));
   // A shape that is missing: its note and fix under its row.
-  auto flat = run({cfg("small/v41-8layer-flat.json")});
+  auto flat = run({cfg("small/v41-8layer-flat.json"), "--details"});
   CHECK(flat.code == 3);
   CHECK_THAT(flat.out, Catch::Contains("         missing\n      note: topk 8 is not a multiple of 64 (the sparse decode "
                                        "kernel reads blocks of 64)\n      fix: "));
   // A refused arch: the closest entry, said to be refused.
-  auto a100 = run({v41, "--tp", "8", "--gpu", "a100"});
+  auto a100 = run({v41, "--tp", "8", "--gpu", "a100", "--details"});
   CHECK(a100.code == 3);
   CHECK_THAT(a100.out, Catch::Contains("attention backend: FLASHMLA_SPARSE_DSV41 (refused: backend.arch; the closest entry "
                                        "is shown)\n"));
@@ -601,7 +649,7 @@ TEST_CASE("plan shows the decode mode of every layer type", "[cli][decode]") {
   REQUIRE(big.code == 0);
   const auto jb = nlohmann::json::parse(big.out);
   for (const auto& s : jb.at("schedules")) CHECK(s.at("decode_mode") == "one_pass");
-  auto text = run({cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--batch", "128", "--context-len", "4096"});
+  auto text = run({cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--batch", "128", "--context-len", "4096", "--details"});
   CHECK_THAT(text.out, Catch::Contains("mla-plan decode: one_pass (128 CTAs x 10 blocks >= 132 SMs x 9 / 2"));
   // V4.0's c128a attends every compressed entry (8192 + 128 rows at 1M tokens): always split.
   auto v4 = run({cfg("deepseek-v4-flash.json"), "--tp", "2", "--batch", "256", "--json"});

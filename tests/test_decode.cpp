@@ -47,7 +47,7 @@ TEST_CASE("decode batches", "[decode]") {
     CHECK(b.defaulted);
     CHECK(b.context_lens.size() == 64);
     CHECK(b.positions.front() == 4095);
-    CHECK(b.description == "64 requests x 4096 tokens (b = 64 decode tokens), the default batch");
+    CHECK(b.description == "64 requests x 4,096 tokens (b = 64 decode tokens), the default batch");
   }
   SECTION("default capped by max_model_len") {
     const auto b = make_decode_batch({}, 100);

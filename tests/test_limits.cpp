@@ -284,7 +284,7 @@ TEST_CASE("limits: batch flags of plan", "[limits][batch]") {
     const auto r = run({c, "--tp", "8", "--batch", "65536", "--context-len", "4096"});
     require_accepted(r);
     CHECK(r.code == 0);
-    CHECK_THAT(r.out, Catch::Contains("b = 65536 decode tokens"));
+    CHECK_THAT(r.out, Catch::Contains("b = 65,536 decode tokens"));
     require_rejected(run({c, "--tp", "8", "--batch", "65537"}), 1, "--batch: '65537' is out of range; allowed 1..65536");
     require_rejected(run({c, "--tp", "8", "--batch", "0"}), 1, "--batch: '0' is out of range; allowed 1..65536");
   }
