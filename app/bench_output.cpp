@@ -51,8 +51,7 @@ ojson row_json(const BenchRow& r) {
 
 std::string bench_json(const std::string& config, const BenchGpuInfo& gpu, const BenchReport& report,
                        const BenchRunOptions& run) {
-  ojson j;
-  j["schema"] = kJsonSchema;
+  ojson j = json_document();
   j["config"] = config;
   j["device"] = {{"index", gpu.index},
                  {"name", gpu.name},

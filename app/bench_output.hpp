@@ -17,7 +17,7 @@ struct BenchGpuInfo {
   std::int64_t num_sms = 0;
 };
 
-/// The --json document: {"schema", "config", "device", "kv_cache_dtype", "forced",
+/// The --json document: {"schema", "tool_version", "config", "device", "kv_cache_dtype", "forced",
 /// "replays", "warmup", "ceilings", "findings", "rows", "exit_code"}.
 std::string bench_json(const std::string& config, const BenchGpuInfo& gpu, const BenchReport& report,
                        const BenchRunOptions& run);

@@ -13,6 +13,14 @@ namespace mlaplan::cli {
 /// one translation unit): "mla-plan/2" since the plan's "capacity" object became "fit".
 extern const char* const kJsonSchema;
 
+/// The object every --json document starts from: {"schema": kJsonSchema, "tool_version": the
+/// version of mla-plan (`mla-plan --version`)}. Each writer adds its keys after these.
+nlohmann::ordered_json json_document();
+/// The first lines of a document that starts from json_document(), as dump_json() writes them:
+/// "{", then one line per key of json_document(), each ending with a comma. For a document
+/// written piece by piece (check), followed by its other keys.
+std::string json_document_head();
+
 /// {"id", "severity", "message", "path"?, "fix"?}
 nlohmann::ordered_json finding_json(const Finding& f);
 /// An array of finding_json().

@@ -6,12 +6,29 @@
 #include "commands.hpp"
 #include "json_out.hpp"
 #include "mlaplan/text.hpp"
+#include "mlaplan/version.hpp"
 
 namespace mlaplan::cli {
 
 const char* const kJsonSchema = "mla-plan/2";
 
 using json = nlohmann::ordered_json;
+
+json json_document() {
+  json j;
+  j["schema"] = kJsonSchema;
+  j["tool_version"] = kVersion;
+  return j;
+}
+
+std::string json_document_head() {
+  const json head = json_document();
+  std::string o = "{\n";
+  for (const auto& [key, value] : head.items()) {
+    o += "  " + dump_json_nested(json(key), 1) + ": " + dump_json_nested(value, 1) + ",\n";
+  }
+  return o;
+}
 
 namespace {
 
@@ -361,8 +378,7 @@ json findings_json(const std::vector<Finding>& findings) {
 }
 
 std::string render_plan_json(const PlanResult& r) {
-  json j;
-  j["schema"] = kJsonSchema;
+  json j = json_document();
   j["config"] = r.config.source;
   j["model"] = model_json(r.config);
   json layers = json::array();
@@ -468,8 +484,7 @@ json schedule_entry_json(const ScheduleEntry& e) {
 }
 
 std::string render_schedules_json(const std::vector<ScheduleEntry>& entries) {
-  json j;
-  j["schema"] = kJsonSchema;
+  json j = json_document();
   json arr = json::array();
   for (const auto& e : entries) arr.push_back(schedule_entry_json(e));
   j["schedules"] = std::move(arr);

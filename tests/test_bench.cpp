@@ -10,6 +10,7 @@
 #include "fake_bench_device.hpp"
 #include "mlaplan/bench.hpp"
 #include "mlaplan/error.hpp"
+#include "mlaplan/version.hpp"
 
 using namespace mlaplan;
 using testing_devices::FakeBenchDevice;
@@ -185,6 +186,7 @@ TEST_CASE("bench --json: the document of a report", "[bench][json]") {
   const auto j = nlohmann::ordered_json::parse(cli::bench_json("v41.json", g, ran, o.run));
   CHECK(j.begin().key() == "schema");
   CHECK(j.at("schema") == "mla-plan/2");
+  CHECK(j.at("tool_version") == kVersion);
   CHECK(j.at("config") == "v41.json");
   CHECK(j.at("device") == nlohmann::ordered_json({{"index", 1}, {"name", "Fake H200"}, {"compute_capability", "9.0"},
                                                   {"num_sms", 132}}));
