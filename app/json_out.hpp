@@ -10,7 +10,8 @@
 namespace mlaplan::cli {
 
 /// The "schema" of every --json document (defined in app/render_json.cpp, the JSON contract's
-/// one translation unit): "mla-plan/2" since the plan's "capacity" object became "fit".
+/// one translation unit): "mla-plan/2" since the plan's "capacity" object became "fit". The JSON
+/// Schema files in schemas/ describe the documents of this version.
 extern const char* const kJsonSchema;
 
 /// The object every --json document starts from: {"schema": kJsonSchema, "tool_version": the

@@ -1,5 +1,5 @@
-// The machine contract of `plan --json` (docs/cli.md). Names here are an interface: add fields
-// freely, bump "schema" only for breaking changes.
+// The machine contract of `plan --json` (docs/cli.md, schemas/plan.schema.json). Names here are an
+// interface: add fields freely, bump "schema" only for breaking changes (and the schemas' $id).
 
 #include <nlohmann/json.hpp>
 
