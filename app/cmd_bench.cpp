@@ -4,11 +4,10 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "bench_output.hpp"
 #include "commands.hpp"
-#include "json_out.hpp"
 #include "mlaplan/bench.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan/text.hpp"
@@ -19,8 +18,6 @@
 #endif
 
 namespace mlaplan::cli {
-
-using ojson = nlohmann::ordered_json;
 
 void setup_bench(CLI::App& app, BenchCliOptions& opt) {
   auto* sub = app.add_subcommand(
@@ -53,40 +50,6 @@ namespace {
   char b[48];
   std::snprintf(b, sizeof b, "%.*f", digits, v);
   return b;
-}
-
-[[maybe_unused]] ojson row_json(const BenchRow& r) {
-  const auto& s = r.shape;
-  ojson j = {{"layer_type", std::string(to_string(s.type))},
-             {"num_layers", s.num_layers},
-             {"h_q", s.h_q},
-             {"b", s.b},
-             {"s_q", s.s_q},
-             {"topk", s.topk},
-             {"extra_topk", s.extra_topk},
-             {"main_format", std::string(row_format(s.main_format).name)},
-             {"main_page", s.main_page},
-             {"extra_format", s.has_extra ? ojson(std::string(row_format(s.extra_format).name)) : ojson(nullptr)},
-             {"extra_page", s.has_extra ? ojson(s.extra_page) : ojson(nullptr)},
-             {"decode_mode", s.unsupported.empty() ? ojson(std::string(to_string(s.mode.mode))) : ojson(nullptr)},
-             {"status", r.ran ? "ran" : "unsupported"},
-             {"reason", r.reason}};
-  if (r.ran) {
-    j["us_per_call"] = r.timing.us_per_call;
-    j["us_decode"] = r.timing.us_decode;
-    j["min_us"] = r.timing.min_us;
-    j["tflops"] = r.tflops;
-    j["gbps"] = r.gbps;
-    j["flops"] = s.flops;
-    j["bytes"] = s.bytes;
-    j["bytes_floor_us"] = r.bytes_floor_us;
-    j["flop_floor_us"] = r.flop_floor_us;
-    j["floor_us"] = r.floor_us;
-    j["floor_fraction"] = r.floor_fraction;
-    j["num_sm_parts"] = r.timing.num_sm_parts;
-    j["split_requests"] = r.timing.split_requests;
-  }
-  return j;
 }
 
 }  // namespace
@@ -135,29 +98,8 @@ int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& e
   const BenchReport report = run_bench(cfg, topo, gpu.target, *device, bo);
 
   if (opt.json) {
-    ojson j;
-    j["schema"] = kJsonSchema;
-    j["config"] = opt.config;
-    j["device"] = {{"index", gpu.info.index},
-                   {"name", gpu.info.name},
-                   {"compute_capability", gpu.target.cc.str()},
-                   {"num_sms", gpu.info.sm_count}};
-    j["kv_cache_dtype"] = report.kv_cache_dtype;
-    j["forced"] = report.forced;
-    j["replays"] = bo.run.replays;
-    j["warmup"] = bo.run.warmup;
-    j["ceilings"] = {{"copy_gbps", report.ceilings.copy_gbps},
-                     {"copy_how", report.ceilings.copy_how},
-                     {"matmul_tflops", report.ceilings.matmul_tflops},
-                     {"matmul_how", report.ceilings.matmul_how}};
-    std::vector<Finding> findings;
-    for (const auto& r : report.rules) findings.push_back(r.finding);
-    j["findings"] = findings_json(findings);
-    ojson rows = ojson::array();
-    for (const auto& r : report.rows) rows.push_back(row_json(r));
-    j["rows"] = std::move(rows);
-    j["exit_code"] = report.exit_code;
-    out << dump_json(j);
+    out << bench_json(opt.config, BenchGpuInfo{gpu.info.index, gpu.info.name, gpu.target.cc.str(), gpu.info.sm_count},
+                      report, bo.run);
   } else {
     out << "mla-plan bench: " << printable(opt.config, kQuotedPathMaxBytes) << " on " << gpu.info.name << " (" << gpu.target.cc.sm() << ", "
         << gpu.info.sm_count << " SMs), kv " << report.kv_cache_dtype << (report.forced ? " (forced)" : "") << ", "

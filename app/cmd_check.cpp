@@ -229,18 +229,18 @@ FileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptio
   return fr;
 }
 
-/// {"schema": "mla-plan/2", "files": [...], "exit_code": N} written one file at a time, with the
+/// {"schema", "tool_version", "files": [...], "exit_code": N} written one file at a time, with the
 /// bytes dump_json() gives for the whole object. Nothing is written before the first file.
 class JsonFilesStream {
  public:
   explicit JsonFilesStream(std::ostream& out) : out_(out) {}
   void file(const ojson& f) {
-    out_ << (files_ == 0 ? std::string("{\n  \"schema\": \"") + kJsonSchema + "\",\n  \"files\": [\n    " : std::string(",\n    "))
+    out_ << (files_ == 0 ? json_document_head() + "  \"files\": [\n    " : std::string(",\n    "))
          << dump_json_nested(f, 2);
     ++files_;
   }
   void close(int exit_code) {
-    if (files_ == 0) out_ << "{\n  \"schema\": \"" << kJsonSchema << "\",\n  \"files\": [],\n";
+    if (files_ == 0) out_ << json_document_head() << "  \"files\": [],\n";
     else out_ << "\n  ],\n";
     out_ << "  \"exit_code\": " << exit_code << "\n}\n";
   }

@@ -22,8 +22,7 @@ void setup_info(CLI::App& app, InfoOptions& opt) {
 
 int run_gpus(const InfoOptions& opt, std::ostream& out) {
   if (opt.json) {
-    ojson j;
-    j["schema"] = kJsonSchema;
+    ojson j = json_document();
     ojson arr = ojson::array();
     for (const auto& g : gpu_presets()) {
       arr.push_back({{"id", g.id},
@@ -61,8 +60,7 @@ int run_gpus(const InfoOptions& opt, std::ostream& out) {
 
 int run_formats(const InfoOptions& opt, std::ostream& out) {
   if (opt.json) {
-    ojson j;
-    j["schema"] = kJsonSchema;
+    ojson j = json_document();
     ojson arr = ojson::array();
     for (const auto& f : all_row_formats()) {
       ojson fields = ojson::array();

@@ -10,8 +10,17 @@
 namespace mlaplan::cli {
 
 /// The "schema" of every --json document (defined in app/render_json.cpp, the JSON contract's
-/// one translation unit): "mla-plan/2" since the plan's "capacity" object became "fit".
+/// one translation unit): "mla-plan/2" since the plan's "capacity" object became "fit". The JSON
+/// Schema files in schemas/ describe the documents of this version.
 extern const char* const kJsonSchema;
+
+/// The object every --json document starts from: {"schema": kJsonSchema, "tool_version": the
+/// version of mla-plan (`mla-plan --version`)}. Each writer adds its keys after these.
+nlohmann::ordered_json json_document();
+/// The first lines of a document that starts from json_document(), as dump_json() writes them:
+/// "{", then one line per key of json_document(), each ending with a comma. For a document
+/// written piece by piece (check), followed by its other keys.
+std::string json_document_head();
 
 /// {"id", "severity", "message", "path"?, "fix"?}
 nlohmann::ordered_json finding_json(const Finding& f);

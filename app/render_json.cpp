@@ -1,17 +1,34 @@
-// The machine contract of `plan --json` (docs/cli.md). Names here are an interface: add fields
-// freely, bump "schema" only for breaking changes.
+// The machine contract of `plan --json` (docs/cli.md, schemas/plan.schema.json). Names here are an
+// interface: add fields freely, bump "schema" only for breaking changes (and the schemas' $id).
 
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "json_out.hpp"
 #include "mlaplan/text.hpp"
+#include "mlaplan/version.hpp"
 
 namespace mlaplan::cli {
 
 const char* const kJsonSchema = "mla-plan/2";
 
 using json = nlohmann::ordered_json;
+
+json json_document() {
+  json j;
+  j["schema"] = kJsonSchema;
+  j["tool_version"] = kVersion;
+  return j;
+}
+
+std::string json_document_head() {
+  const json head = json_document();
+  std::string o = "{\n";
+  for (const auto& [key, value] : head.items()) {
+    o += "  " + dump_json_nested(json(key), 1) + ": " + dump_json_nested(value, 1) + ",\n";
+  }
+  return o;
+}
 
 namespace {
 
@@ -362,8 +379,7 @@ json findings_json(const std::vector<Finding>& findings) {
 }
 
 std::string render_plan_json(const PlanResult& r) {
-  json j;
-  j["schema"] = kJsonSchema;
+  json j = json_document();
   j["config"] = r.config.source;
   j["model"] = model_json(r.config);
   json layers = json::array();
@@ -469,8 +485,7 @@ json schedule_entry_json(const ScheduleEntry& e) {
 }
 
 std::string render_schedules_json(const std::vector<ScheduleEntry>& entries) {
-  json j;
-  j["schema"] = kJsonSchema;
+  json j = json_document();
   json arr = json::array();
   for (const auto& e : entries) arr.push_back(schedule_entry_json(e));
   j["schedules"] = std::move(arr);

@@ -221,8 +221,7 @@ void write_verify_text(std::ostream& out, const std::string& config, const std::
 
 std::string verify_json(const std::string& config, const std::vector<VerifyGpuInfo>& gpus,
                         const VerifyMultiReport& report, const std::string& decode_mode) {
-  ojson j;
-  j["schema"] = kJsonSchema;
+  ojson j = json_document();
   j["config"] = config;
   j["decode_mode"] = decode_mode;
   if (report.devices.size() == 1 && gpus.size() == 1) {

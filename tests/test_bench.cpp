@@ -3,12 +3,17 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <string>
 
+#include "bench_output.hpp"
+#include "fake_bench_device.hpp"
 #include "mlaplan/bench.hpp"
 #include "mlaplan/error.hpp"
+#include "mlaplan/version.hpp"
 
 using namespace mlaplan;
+using testing_devices::FakeBenchDevice;
 
 namespace {
 
@@ -21,32 +26,6 @@ Target gpu(const std::string& id) {
   r.gpu = id;
   return resolve_target(r);
 }
-
-/// Times every shape at `us` microseconds (+1 with the scheduler in split_kv) and counts calls.
-class FakeBenchDevice final : public BenchDevice {
- public:
-  double us = 20.0;
-  int ceilings_calls = 0;
-  std::vector<BenchShape> timed;
-  std::string refuse;  ///< a format name it refuses
-
-  BenchCeilings ceilings() override {
-    ++ceilings_calls;
-    return {4000.0, "fake copy", 800.0, "fake matmul"};
-  }
-  std::string unsupported_reason(const BenchShape& s) const override {
-    if (!refuse.empty() && row_format(s.main_format).name == refuse) return "refused " + refuse;
-    return {};
-  }
-  BenchTiming time(const BenchShape& s, const BenchRunOptions&) override {
-    timed.push_back(s);
-    BenchTiming t;
-    t.us_decode = us;
-    t.us_per_call = s.mode.mode == DecodeMode::split_kv ? us + 1.0 : us;
-    t.min_us = us - 0.5;
-    return t;
-  }
-};
 
 }  // namespace
 
@@ -190,4 +169,39 @@ TEST_CASE("bench report: rules and unsupported shapes", "[bench]") {
     REQUIRE_FALSE(r.rows.empty());
     CHECK(r.rows.front().reason.empty());
   }
+}
+
+TEST_CASE("bench --json: the document of a report", "[bench][json]") {
+  const auto cfg = released("deepseek-v4.1-flash.json");
+  const auto topo = build_topology(cfg);
+  FakeBenchDevice dev;
+  dev.refuse = "fp8_ds_mla_v4";
+  BenchOptions o;
+  o.batches = {8};
+  o.run.replays = 7;
+  const auto refused = run_bench(cfg, topo, gpu("h200"), dev, o);
+  FakeBenchDevice ok;
+  const auto ran = run_bench(cfg, topo, gpu("h200"), ok, o);
+  const cli::BenchGpuInfo g{1, "Fake H200", "9.0", 132};
+  const auto j = nlohmann::ordered_json::parse(cli::bench_json("v41.json", g, ran, o.run));
+  CHECK(j.begin().key() == "schema");
+  CHECK(j.at("schema") == "mla-plan/2");
+  CHECK(j.at("tool_version") == kVersion);
+  CHECK(j.at("config") == "v41.json");
+  CHECK(j.at("device") == nlohmann::ordered_json({{"index", 1}, {"name", "Fake H200"}, {"compute_capability", "9.0"},
+                                                  {"num_sms", 132}}));
+  CHECK(j.at("replays") == 7);
+  CHECK(j.at("ceilings").at("matmul_how") == "fake matmul");
+  REQUIRE(j.at("rows").size() == ran.rows.size());
+  const auto& row = j.at("rows").at(0);
+  CHECK(row.at("status") == "ran");
+  CHECK(row.at("us_per_call") == ran.rows[0].timing.us_per_call);
+  CHECK(row.at("floor_fraction") == ran.rows[0].floor_fraction);
+  CHECK(j.at("exit_code") == 0);
+  const auto k = nlohmann::ordered_json::parse(cli::bench_json("v41.json", g, refused, o.run));
+  CHECK(k.at("exit_code") == 3);
+  const auto& r = k.at("rows").at(0);
+  CHECK(r.at("status") == "unsupported");
+  CHECK(r.at("reason") == "refused fp8_ds_mla_v4");
+  CHECK_FALSE(r.contains("us_per_call"));
 }

@@ -20,6 +20,7 @@
 #include "json_out.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan/text.hpp"
+#include "mlaplan/version.hpp"
 #include "temp_dir.hpp"
 
 using namespace mlaplan;
@@ -137,7 +138,10 @@ TEST_CASE("check prints each file's result as soon as it is checked", "[check][s
       CHECK(first.find(good) != std::string::npos);
     }
     if (format == "text") CHECK(first == "PASS " + good + "  [deepseek_v41 on h200, fp8_ds_mla]\n");
-    if (format == "json") CHECK_THAT(first, Catch::StartsWith("{\n  \"schema\": \"mla-plan/2\",\n  \"files\": [\n"));
+    if (format == "json") {
+      CHECK_THAT(first, Catch::StartsWith(std::string("{\n  \"schema\": \"mla-plan/2\",\n  \"tool_version\": \"") +
+                                          mlaplan::kVersion + "\",\n  \"files\": [\n"));
+    }
     // Everything else comes after: each snapshot extends the one before.
     for (std::size_t i = 1; i < buf.snapshots.size(); ++i) {
       CHECK(buf.snapshots[i].compare(0, buf.snapshots[i - 1].size(), buf.snapshots[i - 1]) == 0);
@@ -218,6 +222,14 @@ TEST_CASE("check --format json written file by file has the bytes of one dump", 
     CHECK(j.at("exit_code") == r.code);
     CHECK(r.out == cli::dump_json(j));
   }
+}
+
+TEST_CASE("json_document_head: the first lines of a json_document() dump", "[check][stream][json]") {
+  ojson doc = cli::json_document();
+  CHECK(doc.at("schema") == "mla-plan/2");
+  CHECK(doc.at("tool_version") == mlaplan::kVersion);
+  doc["files"] = ojson::array();
+  CHECK(cli::json_document_head() + "  \"files\": []\n}\n" == cli::dump_json(doc));
 }
 
 TEST_CASE("dump_json_nested: a value written inside a larger document", "[check][stream][json]") {

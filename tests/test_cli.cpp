@@ -14,6 +14,7 @@
 #include "cli.hpp"
 #include "cli_run.hpp"
 #include "mlaplan/target.hpp"
+#include "mlaplan/version.hpp"
 #include "temp_dir.hpp"
 
 namespace {
@@ -49,6 +50,29 @@ TEST_CASE("help and version", "[cli]") {
   auto ph = run({"plan", "--help"});
   CHECK(ph.code == 0);
   CHECK_THAT(ph.out, Catch::Contains("--json"));
+}
+
+TEST_CASE("every --json output starts with schema and tool_version, the version --version prints", "[cli][json]") {
+  const auto version = run({"--version"});
+  REQUIRE(version.code == 0);
+  CHECK(version.out == std::string("mla-plan ") + mlaplan::kVersion + "\n");
+  const std::string head = std::string("{\n  \"schema\": \"mla-plan/2\",\n  \"tool_version\": \"") + mlaplan::kVersion + "\",\n";
+  const std::vector<std::vector<std::string>> commands = {
+      {cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--json"},
+      {"plan", cfg("deepseek-v3.2.json"), "--format", "json"},
+      {"check", cfg("deepseek-v4-flash.json"), cfg("deepseek-v3.2.json"), "--tp", "8", "--json"},
+      {"check", "does-not-exist.json", "--format", "json"},
+      {"schedule", "--kernel", "sm90-dense", "--num-sms", "132", "--h-q", "128", "--lengths", "100", "--json"},
+      {"gpus", "--json"},
+      {"formats", "--json"},
+  };
+  for (const auto& args : commands) {
+    INFO(args[0] << " " << args[1]);
+    const auto r = run(args);
+    CHECK_THAT(r.out, Catch::StartsWith(head));
+    const auto j = nlohmann::ordered_json::parse(r.out);
+    CHECK(j.at("tool_version") == mlaplan::kVersion);
+  }
 }
 
 TEST_CASE("usage errors exit 1", "[cli]") {

@@ -12,6 +12,7 @@
 
 #include "mlaplan/error.hpp"
 #include "mlaplan/verify.hpp"
+#include "mlaplan/version.hpp"
 #include "verify_output.hpp"
 
 using namespace mlaplan;
@@ -506,6 +507,8 @@ TEST_CASE("verify's matrix: the mode asked, as run, the launch and the fallback"
   CHECK_THAT(t, Catch::Contains(", + the planner's choice for this batch"));
 
   const auto j = nlohmann::json::parse(mlaplan::cli::verify_json("v41.json", {g}, one, "all"));
+  CHECK(j.at("schema") == "mla-plan/2");
+  CHECK(j.at("tool_version") == kVersion);
   CHECK(j.at("decode_mode") == "all");
   CHECK(j.at("device").at("name") == "Fake H200");
   const auto& m = j.at("matrix");
@@ -543,6 +546,7 @@ TEST_CASE("verify's matrix: the mode asked, as run, the launch and the fallback"
   CHECK_THAT(t2, Catch::Contains("\ndevice 1: Fake H200 (sm_90, 132 SMs): exit 6, error: no CUDA device 1 (found 1)"));
   CHECK(t2.find("device 0:") < t2.find("device 1:"));
   const auto j2 = nlohmann::json::parse(mlaplan::cli::verify_json("v41.json", {g, g1}, two, "all"));
+  CHECK(j2.at("tool_version") == kVersion);
   REQUIRE(j2.at("devices").size() == 2);
   CHECK(j2.at("devices")[0].at("label") == "device 0");
   CHECK(j2.at("devices")[0].at("matrix").size() == 9);

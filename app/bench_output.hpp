@@ -1,0 +1,25 @@
+#pragma once
+// What `mla-plan bench --json` prints (docs/cli.md). Plain data in, so the tests render the
+// report of a fake device without CUDA.
+
+#include <cstdint>
+#include <string>
+
+#include "mlaplan/bench.hpp"
+
+namespace mlaplan::cli {
+
+/// The device bench ran on, as its --json describes it.
+struct BenchGpuInfo {
+  int index = 0;
+  std::string name;
+  std::string compute_capability;  ///< "9.0"
+  std::int64_t num_sms = 0;
+};
+
+/// The --json document: {"schema", "tool_version", "config", "device", "kv_cache_dtype", "forced",
+/// "replays", "warmup", "ceilings", "findings", "rows", "exit_code"}.
+std::string bench_json(const std::string& config, const BenchGpuInfo& gpu, const BenchReport& report,
+                       const BenchRunOptions& run);
+
+}  // namespace mlaplan::cli
