@@ -218,6 +218,7 @@ def cli_commands(work, source_dir):
                   "--tp", "8", "--format", "json"]),
         ("plan", [v41, "--tp", "8", "--spec-tokens", "2", "--context-lens", "1,4096,65536", "--json"]),
         ("plan", [v41, "--gpu", "b200", "--attention-backend", "FLASHINFER_MLA_SPARSE_DSV41", "--tp", "8", "--json"]),
+        ("plan", [v41, "--gpu", "a100", "--tp", "8", "--json"]),
         ("plan", [v41, "--tp", "4", "--pp", "2", "--no-draft-layers", "--json"]),
         ("plan", [v41, "--dp", "8", "--enable-expert-parallel", "--engram", "offload", "--json"]),
         ("plan", [v4, "--tp", "8", "--json"]),
