@@ -8,6 +8,7 @@
 
 #include "mlaplan/error.hpp"
 #include "mlaplan/number_format.hpp"
+#include "mlaplan/suggest.hpp"
 #include "mlaplan/text.hpp"
 
 namespace mlaplan::cli {
@@ -235,9 +236,8 @@ DeviceList parse_device_list_value(std::string_view flag, std::string_view text)
     const std::string at = list ? std::string(flag) + "[" + std::to_string(i) + "]" : std::string(flag);
     if (items[i] == "all") throw_usage(at + ": 'all' stands alone (--device all); allowed " + range.text());
     if (!decimal_integer_syntax(items[i])) {
-      const std::string near = nearest_value(items[i], {"all"});
       throw_usage(at + ": " + mlaplan::quoted(items[i]) + " is not a decimal integer; allowed " + range.text() +
-                  (near.empty() ? std::string() : "; did you mean '" + near + "'?"));
+                  did_you_mean_suffix(items[i], {"all"}));
     }
     d.indices.push_back(static_cast<int>(parse_int_value(at, items[i], range)));
   }
@@ -261,9 +261,7 @@ CLI::Validator one_of(std::vector<std::string> allowed) {
         for (const auto& a : allowed) {
           if (value == a) return {};
         }
-        const std::string near = nearest_value(value, allowed);
-        return mlaplan::quoted(value) + " is not allowed; allowed: " + list +
-               (near.empty() ? std::string() : "; did you mean '" + near + "'?");
+        return mlaplan::quoted(value) + " is not allowed; allowed: " + list + did_you_mean_suffix(value, allowed);
       },
       "{" + set + "}", "one_of");
 }
