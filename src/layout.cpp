@@ -425,7 +425,9 @@ std::string_view to_string(CacheScope s) {
 }
 
 KvCacheDtype parse_kv_cache_dtype(std::string_view value) {
-  const std::string v(value);
+  // vLLM's values, matched ignoring case as plan's --kv-cache-dtype is (canonical_kv_cache_dtype()).
+  std::string v(value);
+  for (auto& c : v) c = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
   if (v == "auto" || v == "fp8" || v == "fp8_ds_mla") return KvCacheDtype::fp8_ds_mla;
   if (v == "nvfp4_ds_mla") return KvCacheDtype::nvfp4_ds_mla;
   std::string msg = "--kv-cache-dtype: " + mlaplan::quoted(value) +

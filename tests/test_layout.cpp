@@ -323,9 +323,12 @@ TEST_CASE("kv and indexer cache dtypes", "[layout]") {
   require_error([] { parse_kv_cache_dtype("fp8_e5m2"); }, ErrorKind::usage,
                 "--kv-cache-dtype: 'fp8_e5m2' is not a kv-cache dtype of the sparse-MLA backend; " + list +
                     " (FlashMLA doesn't support fp8_e5m2)");
-  require_error([] { parse_kv_cache_dtype("FP8"); }, ErrorKind::usage,
-                "--kv-cache-dtype: 'FP8' is not a kv-cache dtype of the sparse-MLA backend; " + list +
-                    "; did you mean 'fp8'?");
+  // vLLM's values ignoring case, as plan's --kv-cache-dtype.
+  CHECK(parse_kv_cache_dtype("FP8") == KvCacheDtype::fp8_ds_mla);
+  CHECK(parse_kv_cache_dtype("NvFp4_DS_MLA") == KvCacheDtype::nvfp4_ds_mla);
+  require_error([] { parse_kv_cache_dtype("FP8_E5M2"); }, ErrorKind::usage,
+                "--kv-cache-dtype: 'FP8_E5M2' is not a kv-cache dtype of the sparse-MLA backend; " + list +
+                    " (FlashMLA doesn't support fp8_e5m2)");
   require_error([] { parse_kv_cache_dtype("fp8_dsmla"); }, ErrorKind::usage,
                 "--kv-cache-dtype: 'fp8_dsmla' is not a kv-cache dtype of the sparse-MLA backend; " + list +
                     "; did you mean 'fp8_ds_mla'?");
