@@ -169,6 +169,52 @@ std::vector<std::int64_t> parse_int_list_value(std::string_view flag, std::strin
   return values;
 }
 
+std::vector<std::int64_t> parse_int_list_text(std::string_view where, std::string_view text, const IntRange& item,
+                                              std::int64_t max_items, std::vector<std::int64_t>& lines) {
+  const std::string at(where);
+  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; };
+  const auto trim = [&](std::string_view s) {
+    while (!s.empty() && blank(s.front())) s.remove_prefix(1);
+    while (!s.empty() && blank(s.back())) s.remove_suffix(1);
+    return s;
+  };
+  std::vector<std::int64_t> values;
+  lines.clear();
+  std::int64_t line = 0;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    ++line;
+    const auto nl = text.find('\n', start);
+    const std::string_view row = trim(text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start));
+    start = nl == std::string_view::npos ? text.size() : nl + 1;
+    if (row.empty()) continue;
+    const std::string where_line = at + ": line " + std::to_string(line);
+    std::size_t from = 0;
+    while (true) {
+      const auto comma = row.find(',', from);
+      const std::string_view part =
+          trim(row.substr(from, comma == std::string_view::npos ? std::string_view::npos : comma - from));
+      if (part.empty()) {
+        throw_usage(where_line + ": empty item in " + mlaplan::quoted(row) +
+                    "; every item is a decimal integer, allowed " + item.text());
+      }
+      if (static_cast<std::int64_t>(values.size()) >= max_items) {
+        throw_usage(at + ": more than " + std::to_string(max_items) + " items (the next on line " +
+                    std::to_string(line) + "); allowed 1.." + std::to_string(max_items));
+      }
+      values.push_back(parse_int_value(where_line, part, item));
+      lines.push_back(line);
+      if (comma == std::string_view::npos) break;
+      from = comma + 1;
+    }
+  }
+  if (values.empty()) {
+    throw_usage(at + ": no items (it is empty or only blank lines); give one per line or separated by commas, "
+                     "each a decimal integer, allowed " + item.text());
+  }
+  return values;
+}
+
 CLI::Option* add_int_option(CLI::App& sub, const std::string& names, std::int64_t& into, const std::string& help,
                             IntRange range) {
   return add_converted(sub, names, help, "INT", [&into, range](const std::string& flag, const std::string& v) {
@@ -210,6 +256,21 @@ CLI::Option* add_int_list_option(CLI::App& sub, const std::string& names, std::v
   return add_converted(sub, names, help, "INT,...", [&into, item](const std::string& flag, const std::string& v) {
     into = parse_int_list_value(flag, v, item);
   });
+}
+
+CLI::Option* add_int_list_or_file_option(CLI::App& sub, const std::string& names, std::vector<std::int64_t>& into,
+                                         std::optional<std::string>& file, const std::string& help, IntRange item) {
+  return add_converted(sub, names, help, "INT,...|@FILE",
+                       [&into, &file, item](const std::string& flag, const std::string& v) {
+                         if (!v.empty() && v.front() == '@') {
+                           if (v.size() == 1) {
+                             throw_usage(flag + ": '@' names no file; give @FILE, or @- for standard input");
+                           }
+                           file = v.substr(1);
+                           return;
+                         }
+                         into = parse_int_list_value(flag, v, item);
+                       });
 }
 
 CLI::Option* add_list_option(CLI::App& sub, const std::string& names, std::vector<std::string>& into,

@@ -71,6 +71,7 @@ std::string takes(const CLI::Option& opt) {
   if (type == "INT") return "a decimal integer";
   if (type == "NUMBER") return "a decimal number";
   if (type == "INT,...") return "decimal integers separated by commas";
+  if (type == "INT,...|@FILE") return "decimal integers separated by commas, or @FILE";
   if (type == "TEXT,...") return "a list separated by commas";
   return {};
 }
@@ -133,7 +134,7 @@ std::string unexpected_argument(const CLI::App* sub, const std::string& arg) {
   }
   const auto lists = sub->get_options([](const CLI::Option* o) {
     const std::string type = o->get_type_name();
-    return o->count() > 0 && type.size() > 4 && type.compare(type.size() - 4, 4, ",...") == 0;
+    return o->count() > 0 && type.find(",...") != std::string::npos;
   });
   if (!lists.empty()) msg += " (" + lists.front()->get_name() + " takes one argument, its items separated by commas)";
   return msg + "; " + help_hint(sub);
