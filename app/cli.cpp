@@ -160,7 +160,14 @@ int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCl
       return exit_code(ErrorKind::usage);
     }
   }
-  if (implicit_plan) args.insert(args.begin(), "plan");
+  if (implicit_plan) {
+    // `mla-plan --verison`: near mla-plan's own flags, and not one of plan's.
+    if (const std::string msg = unknown_first_flag_message(app, args.front()); !msg.empty()) {
+      err << "mla-plan: error: " << msg << "\n";
+      return exit_code(ErrorKind::usage);
+    }
+    args.insert(args.begin(), "plan");
+  }
   std::reverse(args.begin(), args.end());
   try {
     app.parse(args);

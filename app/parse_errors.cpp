@@ -184,6 +184,21 @@ std::string unknown_command_message(std::string_view word) {
          ", or mla-plan CONFIG for plan; run 'mla-plan --help' for usage";
 }
 
+std::string unknown_first_flag_message(const CLI::App& app, std::string_view arg) {
+  if (arg.size() < 3 || arg.substr(0, 2) != "--") return {};
+  const std::string name(arg.substr(0, arg.find('=')));
+  const auto plans = app.get_subcommands([](const CLI::App* s) { return s->get_name() == "plan"; });
+  if (plans.empty() || plans.front()->get_option_no_throw(name) != nullptr) return {};
+  std::vector<std::string> own;
+  for (const auto* opt : app.get_options()) {
+    for (const auto& l : opt->get_lnames()) own.push_back(l);
+  }
+  std::vector<std::string> near = suggest(std::string_view(name).substr(2), own, SuggestRules{true, 2});
+  if (near.empty()) return {};
+  for (auto& n : near) n.insert(0, "--");
+  return "unknown flag " + mlaplan::quoted(arg) + " (" + did_you_mean(near) + "); run 'mla-plan --help' for usage";
+}
+
 std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e) {
   const std::string what = e.what();
   const std::vector<std::string> extras = app.remaining(true);

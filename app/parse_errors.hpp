@@ -33,4 +33,9 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e);
 /// '_'). The caller asks only for a word that names no file: an existing file is a config.
 std::string unknown_command_message(std::string_view word);
 
+/// The message for a first argument that is a flag of neither mla-plan itself nor plan (which
+/// `mla-plan --tp 8 CONFIG` runs) when it is near one of mla-plan's own, --help and --version
+/// (`mla-plan --verison`); "" otherwise.
+std::string unknown_first_flag_message(const CLI::App& app, std::string_view arg);
+
 }  // namespace mlaplan::cli

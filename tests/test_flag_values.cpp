@@ -510,6 +510,11 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
   require_usage({"schedul", "--kernel", "sm90-sparse"}, "unknown command 'schedul' (did you mean 'schedule'?)" + commands);
   require_usage({"plan1", "--foo"}, "unknown command 'plan1' (did you mean 'plan'?)" + commands);
   require_usage({"gpu"}, "unknown command 'gpu' (did you mean 'gpus'?)" + commands);
+  // A first flag near mla-plan's own (and none of plan's, which `mla-plan --tp 8 CONFIG` runs).
+  require_usage({"--verison"}, "unknown flag '--verison' (did you mean '--version'?); run 'mla-plan --help' for usage");
+  require_usage({"--hepl"}, "unknown flag '--hepl' (did you mean '--help'?); run 'mla-plan --help' for usage");
+  require_usage({"--foo", kV41}, "plan: unknown flag '--foo'; run 'mla-plan plan --help' for the flags");
+  CHECK(run({"--tp", "8", kV41, "--json"}).code == 0);
   // ... but a word far from every command, or one that looks like a path, is a config.
   CHECK(run({"my-model"}).err == error_line("cannot read 'my-model': no such file or directory"));
   CHECK(run({"plan.json"}).err == error_line("cannot read 'plan.json': no such file or directory"));
