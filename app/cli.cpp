@@ -11,6 +11,7 @@
 #include <utility>
 
 #include <locale.h>  // newlocale, uselocale, freelocale (POSIX)
+#include <sys/stat.h>
 
 #include "commands.hpp"
 #include "parse_errors.hpp"
@@ -64,6 +65,13 @@ bool is_subcommand(CLI::App& app, const std::string& name) {
     if (sub->check_name(name)) return true;
   }
   return false;
+}
+
+/// True when nothing is at `path`: not even a dangling symbolic link (lstat() fails with ENOENT).
+/// Opens nothing.
+bool names_no_file(const std::string& path) {
+  struct stat st {};
+  return path.find('\0') == std::string::npos && ::lstat(path.c_str(), &st) != 0 && errno == ENOENT;
 }
 
 /// The error boundary of both stages: runs `stage` under the classic locale and turns every
@@ -145,7 +153,21 @@ int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCl
   std::vector<std::string> args = raw_args;
   const bool implicit_plan = !args.empty() && !is_subcommand(app, args.front()) && args.front() != "--help" &&
                              args.front() != "-h" && args.front() != "--version";
-  if (implicit_plan) args.insert(args.begin(), "plan");
+  if (implicit_plan && names_no_file(args.front())) {
+    // A typo of a command (`mla-plan plna CONFIG`) rather than a config that does not exist.
+    if (const std::string msg = unknown_command_message(args.front()); !msg.empty()) {
+      err << "mla-plan: error: " << msg << "\n";
+      return exit_code(ErrorKind::usage);
+    }
+  }
+  if (implicit_plan) {
+    // `mla-plan --verison`: near mla-plan's own flags, and not one of plan's.
+    if (const std::string msg = unknown_first_flag_message(app, args.front()); !msg.empty()) {
+      err << "mla-plan: error: " << msg << "\n";
+      return exit_code(ErrorKind::usage);
+    }
+    args.insert(args.begin(), "plan");
+  }
   std::reverse(args.begin(), args.end());
   try {
     app.parse(args);
@@ -157,7 +179,7 @@ int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCl
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
     // One line: what is wrong and what is allowed (parse_errors.hpp).
-    err << "mla-plan: error: " << parse_error_message(app, e, ParseErrorContext{raw_args, implicit_plan}) << "\n";
+    err << "mla-plan: error: " << parse_error_message(app, e) << "\n";
     return exit_code(ErrorKind::usage);
   }
 

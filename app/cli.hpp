@@ -42,8 +42,9 @@ class CommandLine {
   CommandLine& operator=(const CommandLine&) = delete;
 
   /// Parses `args` (without the program name) and checks the flag values that are checked before
-  /// any file is opened; help, version and errors go to `out` and `err`. Opens no file. Never
-  /// throws. Every call starts from the defaults (CLI11's clear() and fresh options), so the same
+  /// any file is opened; help, version and errors go to `out` and `err`. Opens no file (only a
+  /// first word that is no command and is near one is looked up with lstat(): naming no file, it
+  /// is a mistyped command, exit 1). Never throws. Every call starts from the defaults (CLI11's clear() and fresh options), so the same
   /// arguments give the same result whatever was parsed before. The result lives until the next
   /// call.
   const ParsedCli& parse(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

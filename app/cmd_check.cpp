@@ -52,6 +52,10 @@ void setup_check(CLI::App& app, CheckOptions& opt) {
                  "fail (exit 4) when fewer requests at max_model_len fit on the target",
                  IntRange{0, std::numeric_limits<std::int64_t>::max(), {}})
       ->group("Guards");
+  sub->add_flag("--require-batch-fits", opt.require_batch_fits,
+                "fail (exit 4) when the decode batch (--batch, --context-len, --context-lens) does not fit the KV "
+                "cache")
+      ->group("Guards");
   bind_target_flags(*sub, opt.plan.target);
   bind_layout_flags(*sub, opt.plan.layout);
   // For the matrix, --tensor-parallel-size takes a list; the layout flag keeps the first value.
@@ -64,6 +68,7 @@ void setup_check(CLI::App& app, CheckOptions& opt) {
                       "DP size; with --matrix a comma-separated list", parallel_size_range())
       ->group("Parallelism");
   bind_fit_flags(*sub, opt.plan.fit);
+  bind_batch_flags(*sub, opt.plan.batch);
 }
 
 namespace {
@@ -179,6 +184,7 @@ PlanRequest check_request(const CheckOptions& opt, const PlanOptions& plan_opt) 
   req.guards.max_global_bytes_per_token = opt.max_global_bytes_per_token;
   req.guards.guard_rows = opt.guard_accounting == "rows";
   if (opt.min_concurrency) req.guards.min_concurrency = static_cast<double>(*opt.min_concurrency);
+  req.guards.batch_fits = opt.require_batch_fits;
   return req;
 }
 
@@ -543,7 +549,9 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
 
 /// check --matrix: every config read (and the layer rows counted), then each config's matrix
 /// printed as it is done.
-int run_matrix(const CheckOptions& opt, std::ostream& out) {
+int run_matrix(const CheckOptions& options, std::ostream& out) {
+  CheckOptions opt = options;
+  opt.plan.batch.read_files();  // once for every cell
   const auto layouts = opt.layouts();
   std::vector<MatrixInput> inputs = read_matrix_inputs(opt, static_cast<std::int64_t>(layouts.size()));
   const std::string format = opt.effective_format();
@@ -624,6 +632,7 @@ void validate_check(const CheckOptions& opt) {
 int run_check(const CheckOptions& opt, std::ostream& out, std::ostream& err) {
   if (opt.matrix) return run_matrix(opt, out);
   PlanOptions plan_opt = opt.plan;
+  plan_opt.batch.read_files();  // once for every file
   plan_opt.layout.options.tensor_parallel_size = opt.effective_tp_sizes().front();
   plan_opt.layout.options.data_parallel_size = opt.effective_dp_sizes().front();
 

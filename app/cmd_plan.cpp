@@ -27,6 +27,7 @@ void setup_plan(CLI::App& app, PlanOptions& opt) {
 }
 
 PlanRequest PlanOptions::request() const {
+  if (batch.context_lens_file) throw_internal("--context-lens @FILE was not read before planning");
   PlanRequest r;
   r.target = target.request();
   r.layout = layout.resolved(batch.options.spec_tokens);
@@ -47,7 +48,9 @@ PlanResult compute_plan_on(const ModelConfig& config, const Topology& topology, 
 
 PlanResult compute_plan(const PlanOptions& opt) { return make_plan(opt.config, opt.request()); }
 
-int run_plan(const PlanOptions& opt, std::ostream& out, std::ostream& err) {
+int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
+  PlanOptions opt = options;
+  opt.batch.read_files();
   const PlanResult r = compute_plan(opt);
   const std::string format = opt.json ? "json" : opt.format;
   out << (format == "json"       ? render_plan_json(r)

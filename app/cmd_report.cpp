@@ -186,7 +186,9 @@ int run_report(const ReportOptions& opt, std::ostream& out, std::ostream& err) {
   if (opt.verify_json) extras.push_back(read_result_json("--verify-json", "GPU verification", *opt.verify_json));
   if (opt.bench_json) extras.push_back(read_result_json("--bench-json", "Benchmarks", *opt.bench_json));
 
-  const PlanResult r = compute_plan(opt.plan);
+  PlanOptions plan_opt = opt.plan;
+  plan_opt.batch.read_files();
+  const PlanResult r = compute_plan(plan_opt);
   const std::string text = kind == ReportKind::svg ? render_report_svg(r, extras) : render_report_html(r, extras);
 
   write_file_whole(opt.output, text, "-o");

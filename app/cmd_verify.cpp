@@ -136,7 +136,9 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   VerifyOptions vo;
   vo.kv_cache_dtypes = kv_dtypes;
   vo.decode_modes = parse_verify_decode_modes(opt.decode_mode);
-  vo.batch = opt.batch.options;
+  BatchFlags batch = opt.batch;
+  batch.read_files();
+  vo.batch = batch.options;
   vo.layout.tensor_parallel_size = opt.tensor_parallel_size;
   vo.layout.attention_backend = opt.attention_backend;
   vo.layout.num_speculative_tokens = opt.batch.options.spec_tokens;

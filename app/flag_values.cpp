@@ -8,6 +8,7 @@
 
 #include "mlaplan/error.hpp"
 #include "mlaplan/number_format.hpp"
+#include "mlaplan/suggest.hpp"
 #include "mlaplan/text.hpp"
 
 namespace mlaplan::cli {
@@ -168,6 +169,52 @@ std::vector<std::int64_t> parse_int_list_value(std::string_view flag, std::strin
   return values;
 }
 
+std::vector<std::int64_t> parse_int_list_text(std::string_view where, std::string_view text, const IntRange& item,
+                                              std::int64_t max_items, std::vector<std::int64_t>& lines) {
+  const std::string at(where);
+  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; };
+  const auto trim = [&](std::string_view s) {
+    while (!s.empty() && blank(s.front())) s.remove_prefix(1);
+    while (!s.empty() && blank(s.back())) s.remove_suffix(1);
+    return s;
+  };
+  std::vector<std::int64_t> values;
+  lines.clear();
+  std::int64_t line = 0;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    ++line;
+    const auto nl = text.find('\n', start);
+    const std::string_view row = trim(text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start));
+    start = nl == std::string_view::npos ? text.size() : nl + 1;
+    if (row.empty()) continue;
+    const std::string where_line = at + ": line " + std::to_string(line);
+    std::size_t from = 0;
+    while (true) {
+      const auto comma = row.find(',', from);
+      const std::string_view part =
+          trim(row.substr(from, comma == std::string_view::npos ? std::string_view::npos : comma - from));
+      if (part.empty()) {
+        throw_usage(where_line + ": empty item in " + mlaplan::quoted(row) +
+                    "; every item is a decimal integer, allowed " + item.text());
+      }
+      if (static_cast<std::int64_t>(values.size()) >= max_items) {
+        throw_usage(at + ": more than " + std::to_string(max_items) + " items (the next on line " +
+                    std::to_string(line) + "); allowed 1.." + std::to_string(max_items));
+      }
+      values.push_back(parse_int_value(where_line, part, item));
+      lines.push_back(line);
+      if (comma == std::string_view::npos) break;
+      from = comma + 1;
+    }
+  }
+  if (values.empty()) {
+    throw_usage(at + ": no items (it is empty or only blank lines); give one per line or separated by commas, "
+                     "each a decimal integer, allowed " + item.text());
+  }
+  return values;
+}
+
 CLI::Option* add_int_option(CLI::App& sub, const std::string& names, std::int64_t& into, const std::string& help,
                             IntRange range) {
   return add_converted(sub, names, help, "INT", [&into, range](const std::string& flag, const std::string& v) {
@@ -211,6 +258,21 @@ CLI::Option* add_int_list_option(CLI::App& sub, const std::string& names, std::v
   });
 }
 
+CLI::Option* add_int_list_or_file_option(CLI::App& sub, const std::string& names, std::vector<std::int64_t>& into,
+                                         std::optional<std::string>& file, const std::string& help, IntRange item) {
+  return add_converted(sub, names, help, "INT,...|@FILE",
+                       [&into, &file, item](const std::string& flag, const std::string& v) {
+                         if (!v.empty() && v.front() == '@') {
+                           if (v.size() == 1) {
+                             throw_usage(flag + ": '@' names no file; give @FILE, or @- for standard input");
+                           }
+                           file = v.substr(1);
+                           return;
+                         }
+                         into = parse_int_list_value(flag, v, item);
+                       });
+}
+
 CLI::Option* add_list_option(CLI::App& sub, const std::string& names, std::vector<std::string>& into,
                              const std::string& help) {
   return add_converted(sub, names, help, "TEXT,...", [&into](const std::string& flag, const std::string& v) {
@@ -235,9 +297,8 @@ DeviceList parse_device_list_value(std::string_view flag, std::string_view text)
     const std::string at = list ? std::string(flag) + "[" + std::to_string(i) + "]" : std::string(flag);
     if (items[i] == "all") throw_usage(at + ": 'all' stands alone (--device all); allowed " + range.text());
     if (!decimal_integer_syntax(items[i])) {
-      const std::string near = nearest_value(items[i], {"all"});
       throw_usage(at + ": " + mlaplan::quoted(items[i]) + " is not a decimal integer; allowed " + range.text() +
-                  (near.empty() ? std::string() : "; did you mean '" + near + "'?"));
+                  did_you_mean_suffix(items[i], {"all"}));
     }
     d.indices.push_back(static_cast<int>(parse_int_value(at, items[i], range)));
   }
@@ -261,9 +322,7 @@ CLI::Validator one_of(std::vector<std::string> allowed) {
         for (const auto& a : allowed) {
           if (value == a) return {};
         }
-        const std::string near = nearest_value(value, allowed);
-        return mlaplan::quoted(value) + " is not allowed; allowed: " + list +
-               (near.empty() ? std::string() : "; did you mean '" + near + "'?");
+        return mlaplan::quoted(value) + " is not allowed; allowed: " + list + did_you_mean_suffix(value, allowed);
       },
       "{" + set + "}", "one_of");
 }

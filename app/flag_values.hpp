@@ -62,6 +62,15 @@ double parse_real_value(std::string_view flag, std::string_view text, const Real
 std::vector<std::string> split_list_value(std::string_view flag, std::string_view text);
 /// split_list_value(), each item a decimal integer in `item`: Error(usage) naming `flag`[i].
 std::vector<std::int64_t> parse_int_list_value(std::string_view flag, std::string_view text, const IntRange& item);
+/// The integers of a list file (--context-lens @FILE): items separated by commas, line ends or
+/// both; blank lines and the spaces, tabs and carriage returns around an item are ignored; each a
+/// decimal integer in `item`, at most `max_items` of them, at least one. `where` names the file
+/// ("--context-lens @lens.txt"); `lines` gets the line (1-based) of each item. Error(usage):
+/// "WHERE: line 3: 'abc' is not a decimal integer; allowed ...", "WHERE: line 3: empty item in
+/// '1,,2'; ...", "WHERE: more than 65536 items (the next on line 65537); allowed 1..65536",
+/// "WHERE: no items (it is empty or only blank lines); ...".
+std::vector<std::int64_t> parse_int_list_text(std::string_view where, std::string_view text, const IntRange& item,
+                                              std::int64_t max_items, std::vector<std::int64_t>& lines);
 
 /// verify's --device: "all" (every CUDA device), one index, or a comma-separated list of them
 /// (an index may repeat: two runs on one GPU at once).
@@ -91,6 +100,10 @@ CLI::Option* add_int_list_option(CLI::App& sub, const std::string& names, std::v
                                  const std::string& help, IntRange item);
 CLI::Option* add_list_option(CLI::App& sub, const std::string& names, std::vector<std::string>& into,
                              const std::string& help);
+/// add_int_list_option() that also takes @FILE (@- for standard input): a list goes to `into`,
+/// FILE to `file` (read when the command runs: parsing opens no file). "@" alone is Error(usage).
+CLI::Option* add_int_list_or_file_option(CLI::App& sub, const std::string& names, std::vector<std::int64_t>& into,
+                                         std::optional<std::string>& file, const std::string& help, IntRange item);
 CLI::Option* add_device_list_option(CLI::App& sub, const std::string& names, DeviceList& into, const std::string& help);
 
 /// A CLI11 check that the value is one of `allowed`: "--format: 'xml' is not allowed; allowed:

@@ -3,9 +3,13 @@
 #include <CLI/CLI.hpp>
 
 #include "flag_values.hpp"
+#include <unistd.h>
+
 #include "mlaplan/error.hpp"
+#include "mlaplan/input_file.hpp"
 #include "mlaplan/limits.hpp"
 #include "mlaplan/number_format.hpp"
+#include "mlaplan/text.hpp"
 
 namespace mlaplan::cli {
 
@@ -154,6 +158,23 @@ void bind_fit_flags(CLI::App& sub, FitFlags& f) {
       ->group("Fit");
 }
 
+void BatchFlags::read_files() {
+  if (!context_lens_file) return;
+  const std::string file = *context_lens_file;
+  context_lens_file.reset();
+  const InputFileRules rules{"--context-lens: ", BatchLimits::max_context_lens_file_bytes,
+                             "BatchLimits::max_context_lens_file_bytes",
+                             "65,536 lengths, the most a batch has, take under 1 MiB"};
+  const bool stdin_file = file == "-";
+  const std::string text = stdin_file ? read_input_stream(STDIN_FILENO, "standard input", rules)
+                                      : read_input_file(file, rules);
+  // Named as the user wrote it, unquoted (as the flag and its value are): "--context-lens @lens.txt".
+  options.context_lens_source = "--context-lens @" + printable(file, kQuotedPathMaxBytes);
+  const IntRange context{1, ConfigLimits::max_positions, "1..max_model_len minus --spec-tokens"};
+  options.context_lens =
+      parse_int_list_text(options.context_lens_source, text, context, BatchLimits::max_requests, options.context_lens_lines);
+}
+
 void bind_batch_flags(CLI::App& sub, BatchFlags& f) {
   const IntRange context{1, ConfigLimits::max_positions, "1..max_model_len minus --spec-tokens"};
   add_int_option(sub, "--batch", f.options.batch, "requests in the decode step (default 64)",
@@ -162,8 +183,10 @@ void bind_batch_flags(CLI::App& sub, BatchFlags& f) {
   add_int_option(sub, "--context-len", f.options.context_len, "context length of every request (default 4096)",
                  context)
       ->group("Batch");
-  add_int_list_option(sub, "--context-lens", f.options.context_lens, "per-request context lengths, comma-separated",
-                      context)
+  add_int_list_or_file_option(sub, "--context-lens", f.options.context_lens, f.context_lens_file,
+                              "per-request context lengths, comma-separated; or @FILE (one per line and/or "
+                              "comma-separated), @- for standard input",
+                              context)
       ->group("Batch");
   add_int_option(sub, "--spec-tokens", f.options.spec_tokens,
                  "speculative tokens per request: each contributes 1 + K decode tokens",

@@ -59,9 +59,18 @@ struct FitFlags {
 };
 void bind_fit_flags(CLI::App& sub, FitFlags& f);
 
-/// --batch, --context-len, --context-lens, --spec-tokens
+/// --batch, --context-len, --context-lens (a list, or @FILE / @- read when the command runs),
+/// --spec-tokens
 struct BatchFlags {
   BatchOptions options;
+  /// FILE of --context-lens @FILE ("-": standard input), until read_files() reads it.
+  std::optional<std::string> context_lens_file;
+  /// Reads the file of --context-lens @FILE into options.context_lens (with where each length
+  /// came from) and forgets it: each command calls it once, before it plans (standard input can
+  /// be read once). Error(invalid_config) when the file cannot be read (exit 2, as every input
+  /// file); Error(usage) for a bad length, naming the file and the line (exit 1, as a bad length
+  /// of the inline list).
+  void read_files();
 };
 void bind_batch_flags(CLI::App& sub, BatchFlags& f);
 

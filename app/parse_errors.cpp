@@ -5,44 +5,34 @@
 #include <cstddef>
 #include <string_view>
 
+#include "mlaplan/suggest.hpp"
 #include "mlaplan/text.hpp"
 
 namespace mlaplan::cli {
 
 namespace {
 
-/// The nearest of `candidates` to `word`: an edit distance of at most 2 (1 for short words), or
-/// `word` a start of the candidate; "" when none is near, or `word` is too short ("-o") or too long
-/// to tell.
-std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
-  if (word.size() < 4 || word.size() > 64) return {};
-  std::string best;
-  std::size_t best_d = 0;
-  const std::size_t near = word.size() >= 6 ? 2 : 1;
-  for (const auto& c : candidates) {
-    std::size_t d = edit_distance(word, c);
-    if (word.size() >= 4 && c.size() > word.size() && c.compare(0, word.size(), word) == 0) d = std::min<std::size_t>(d, 1);
-    if (d <= near && (best.empty() || d < best_d)) {
-      best = c;
-      best_d = d;
-    }
+const char* const kCommandNames[] = {"plan", "check", "schedule", "verify", "bench", "report", "gpus", "formats"};
+
+/// The long flags of `sub` that `flag` ("--tensor-parallel", "--foo=1" without its value) most
+/// likely meant, as "--name": suggest() over the names without their dashes, so that prefixes and
+/// substrings are of the words ("-o" and other one-letter words get none).
+std::vector<std::string> near_flags(const CLI::App& sub, std::string_view flag) {
+  const auto dashes = flag.find_first_not_of('-');
+  if (dashes == std::string_view::npos) return {};
+  std::vector<std::string> names;
+  for (const auto* opt : sub.get_options()) {
+    for (const auto& l : opt->get_lnames()) names.push_back(l);
   }
-  return best;
+  std::vector<std::string> near = suggest(flag.substr(dashes), names, SuggestRules{true, 2});
+  for (auto& n : near) n.insert(0, "--");
+  return near;
 }
 
 bool looks_like_flag(std::string_view arg) {
   if (arg.size() < 2 || arg.front() != '-') return false;
   const char c = arg[1];
   return !(c >= '0' && c <= '9') && c != '.';  // "-5", "-.5": a negative number, not a flag
-}
-
-std::vector<std::string> flag_names(const CLI::App& sub) {
-  std::vector<std::string> names;
-  for (const auto* opt : sub.get_options()) {
-    for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
-    for (const auto& s : opt->get_snames()) names.push_back("-" + s);
-  }
-  return names;
 }
 
 std::string help_hint(const CLI::App* sub) {
@@ -81,6 +71,7 @@ std::string takes(const CLI::Option& opt) {
   if (type == "INT") return "a decimal integer";
   if (type == "NUMBER") return "a decimal number";
   if (type == "INT,...") return "decimal integers separated by commas";
+  if (type == "INT,...|@FILE") return "decimal integers separated by commas, or @FILE";
   if (type == "TEXT,...") return "a list separated by commas";
   return {};
 }
@@ -113,9 +104,9 @@ std::string unknown_flag(const CLI::App& app, const CLI::App* sub, const std::st
   const std::string name = arg.substr(0, arg.find('='));
   std::string msg = prefix(sub) + "unknown flag " + mlaplan::quoted(arg);
   if (sub != nullptr) {
-    const std::string near = nearest(name, flag_names(*sub));
+    const std::string near = did_you_mean(near_flags(*sub, name));
     if (!near.empty()) {
-      msg += " (did you mean '" + near + "'?)";
+      msg += " (" + near + ")";
     } else {
       std::string others;
       for (const auto* other : app.get_subcommands([](const CLI::App*) { return true; })) {
@@ -143,7 +134,7 @@ std::string unexpected_argument(const CLI::App* sub, const std::string& arg) {
   }
   const auto lists = sub->get_options([](const CLI::Option* o) {
     const std::string type = o->get_type_name();
-    return o->count() > 0 && type.size() > 4 && type.compare(type.size() - 4, 4, ",...") == 0;
+    return o->count() > 0 && type.find(",...") != std::string::npos;
   });
   if (!lists.empty()) msg += " (" + lists.front()->get_name() + " takes one argument, its items separated by commas)";
   return msg + "; " + help_hint(sub);
@@ -175,37 +166,42 @@ std::string required_missing(const CLI::App* sub) {
   return msg + "; " + help_hint(sub);
 }
 
-/// A first word near a command name, where `mla-plan CONFIG` read it as a config and then failed:
-/// the message for it, or "" when the word is not near one or a flag given is not one of the near
-/// command's (`plan1 --foo` is a config and an unknown flag).
-std::string unknown_command(const CLI::App& app, const ParseErrorContext& context,
-                            const std::vector<std::string>& extras) {
-  if (!context.implicit_plan || context.args.empty()) return {};
-  const std::string& word = context.args.front();
+}  // namespace
+
+std::string unknown_command_message(std::string_view word) {
   if (word.empty() || !std::all_of(word.begin(), word.end(), [](char c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
       })) {
     return {};  // a path, most likely
   }
-  const std::string near =
-      nearest(word, {"plan", "check", "schedule", "verify", "bench", "report", "gpus", "formats"});
+  const std::vector<std::string> commands(std::begin(kCommandNames), std::end(kCommandNames));
+  // Commands are matched by their start and by a few edits, not by a part: "my-plan-config" is a
+  // file name.
+  const std::string near = did_you_mean(suggest(word, commands, SuggestRules{false, 2}));
   if (near.empty()) return {};
-  const auto subs = app.get_subcommands([&near](const CLI::App* s) { return s->get_name() == near; });
-  for (const auto& arg : extras) {
-    if (!looks_like_flag(arg)) continue;
-    const std::string name = arg.substr(0, arg.find('='));
-    if (subs.empty() || subs.front()->get_option_no_throw(name) == nullptr) return {};
-  }
-  return "unknown command " + mlaplan::quoted(word) + " (did you mean '" + near + "'?); the commands: " + kCommands +
+  return "unknown command " + mlaplan::quoted(word) + " (" + near +
+         "), and no file or directory of that name; the commands: " + kCommands +
          ", or mla-plan CONFIG for plan; run 'mla-plan --help' for usage";
 }
 
-}  // namespace
+std::string unknown_first_flag_message(const CLI::App& app, std::string_view arg) {
+  if (arg.size() < 3 || arg.substr(0, 2) != "--") return {};
+  const std::string name(arg.substr(0, arg.find('=')));
+  const auto plans = app.get_subcommands([](const CLI::App* s) { return s->get_name() == "plan"; });
+  if (plans.empty() || plans.front()->get_option_no_throw(name) != nullptr) return {};
+  std::vector<std::string> own;
+  for (const auto* opt : app.get_options()) {
+    for (const auto& l : opt->get_lnames()) own.push_back(l);
+  }
+  std::vector<std::string> near = suggest(std::string_view(name).substr(2), own, SuggestRules{true, 2});
+  if (near.empty()) return {};
+  for (auto& n : near) n.insert(0, "--");
+  return "unknown flag " + mlaplan::quoted(arg) + " (" + did_you_mean(near) + "); run 'mla-plan --help' for usage";
+}
 
-std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e, const ParseErrorContext& context) {
+std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e) {
   const std::string what = e.what();
   const std::vector<std::string> extras = app.remaining(true);
-  if (const std::string cmd = unknown_command(app, context, extras); !cmd.empty()) return cmd;
   const CLI::App* sub = chosen(app);
 
   // An unknown flag is the likeliest cause of whatever else failed (a required flag misspelled).

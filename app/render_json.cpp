@@ -424,6 +424,18 @@ std::string render_plan_json(const PlanResult& r) {
                 {"decode_tokens", r.batch.positions.size()},
                 {"default", r.batch.defaulted},
                 {"description", r.batch.description}};
+  // The batch against one engine's KV cache (fit.decode_batch); null where the fit does not say
+  // how large the cache is.
+  if (const auto& bf = r.batch_fit) {
+    j["batch"]["kv_cache"] = {{"fits", bf->fits},
+                              {"tokens", bf->tokens},
+                              {"blocks", bf->blocks},
+                              {"usable_blocks", bf->usable_blocks},
+                              {"gpu_kv_cache_tokens", bf->cache_tokens},
+                              {"requests_that_fit", bf->requests_that_fit}};
+  } else {
+    j["batch"]["kv_cache"] = nullptr;
+  }
   json schedules = json::array();
   for (const auto& s : r.schedules) {
     ScheduleEntry e{std::string(to_string(s.type)), s.input, s.plan};

@@ -519,6 +519,14 @@ std::string render_fit_text(const PlanResult& r) {
           << " tokens in all\n";
       }
       if (!f.fits) o << "  but: " << printable(f.error_message) << "\n";
+      if (const auto& bf = r.batch_fit) {
+        o << "  decode batch: " << format_grouped(bf->requests) << (bf->requests == 1 ? " request, " : " requests, ")
+          << format_grouped(bf->tokens) << " tokens of history, need " << format_grouped(bf->blocks) << " of the "
+          << format_grouped(bf->usable_blocks) << " blocks" << (f.engines > 1 ? " of one engine" : "") << ": "
+          << (bf->fits ? std::string("fits")
+                       : "DOES NOT FIT (" + format_grouped(bf->requests_that_fit) + " of them fit at once; fit.decode_batch)")
+          << "\n";
+      }
     } else {
       o << "  vLLM raises: " << printable(f.vllm.error_message) << "\n";
     }

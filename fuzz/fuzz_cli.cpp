@@ -10,7 +10,9 @@
 // - tokens name the bundled configs (and one result file for --verify-json / --bench-json), as a
 //   whole argument or as the value of --flag=TOKEN; see kTokens;
 // - every other argument (or --flag= value) holding a '/' or equal to "." or ".." becomes
-//   "/dev/null/..." (never readable: /dev/null is not a directory);
+//   "/dev/null/..." (never readable: /dev/null is not a directory); after an '@' that is no token
+//   (--context-lens @FILE) the same holds for FILE, a token names its file ("@@lens"), and "@-"
+//   (standard input) becomes "@/dev/null/-";
 // - the value of report's -o / --output becomes "/dev/null/VALUE", so the report is rendered in full
 //   and then cannot be written.
 // Inputs that would make one run long are skipped (return -1): more than kMaxArgs arguments or
@@ -61,6 +63,7 @@ constexpr Token kTokens[] = {
     {"@types4", "configs/small/v4-2layer-layer-types.json", TokenKind::config},
     {"@configs", "configs", TokenKind::config},  // a directory without config.json
     {"@result", "fuzz/data/verify-result.json", TokenKind::other},
+    {"@lens", "fuzz/data/context-lens.txt", TokenKind::other},  // --context-lens @@lens
 };
 
 const Token* find_token(std::string_view arg) {
@@ -103,6 +106,10 @@ bool bounded(const std::vector<std::string>& args) {
 /// A token becomes its path; anything that could name another file becomes unreadable.
 std::string confine_path(std::string_view value) {
   if (auto p = token_path(value); !p.empty()) return p;
+  if (!value.empty() && value.front() == '@') {
+    const std::string_view file = value.substr(1);
+    return "@" + (file == "-" ? std::string("/dev/null/-") : confine_path(file));
+  }
   if (value.find('/') != std::string_view::npos || value == "." || value == "..") {
     return "/dev/null/" + std::string(value);
   }

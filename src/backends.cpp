@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "mlaplan/error.hpp"
+#include "mlaplan/suggest.hpp"
 #include "mlaplan/text.hpp"
 
 namespace mlaplan {
@@ -207,10 +208,9 @@ std::string canonical_kv_cache_dtype(std::string_view value) {
   for (auto v : kKvValues) {
     if (v == lower) return std::string(v);
   }
-  std::vector<std::string> all(kKvValues.begin(), kKvValues.end());
-  const std::string near = nearest_value(value, all);
+  const std::vector<std::string> all(kKvValues.begin(), kKvValues.end());
   throw_usage("--kv-cache-dtype: " + quoted(value) + " is not a kv-cache dtype; allowed: " + join_names(kKvValues) +
-              (near.empty() ? std::string() : "; did you mean '" + near + "'?"));
+              did_you_mean_suffix(value, all));
 }
 
 KvResolution resolve_kv_cache_dtype(BackendId backend, std::string_view value, int cc_major) {
@@ -278,11 +278,10 @@ BackendChoice choose_backend(const ModelConfig& cfg, const Target& target,
   if (attention_backend) {
     name = upper(*attention_backend);
     if (std::find(kBackendNames.begin(), kBackendNames.end(), name) == kBackendNames.end()) {
-      std::vector<std::string> all(kBackendNames.begin(), kBackendNames.end());
-      const std::string near = nearest_value(*attention_backend, all);
+      const std::vector<std::string> all(kBackendNames.begin(), kBackendNames.end());
       throw_usage("--attention-backend: " + quoted(*attention_backend) +
                   " is not a sparse-MLA attention backend vLLM selects for DeepSeek; allowed: " +
-                  join_names(kBackendNames) + (near.empty() ? std::string() : "; did you mean '" + near + "'?"));
+                  join_names(kBackendNames) + did_you_mean_suffix(*attention_backend, all));
     }
     ch.by_default = false;
   }

@@ -80,8 +80,10 @@ std::vector<BenchShape> bench_shapes(const ModelConfig& cfg, const Topology& top
   check_bench_batches(batches);
   check_bench_layer_types(topo, types);
   // The index widths and pages of each type: the plan's own derivation (one request suffices).
-  const DecodeBatch one = make_decode_batch(BatchOptions{1, std::min<std::int64_t>(layout.max_model_len, 4096), {}, 0},
-                                            layout.max_model_len);
+  BatchOptions one_request;
+  one_request.batch = 1;
+  one_request.context_len = std::min<std::int64_t>(layout.max_model_len, 4096);
+  const DecodeBatch one = make_decode_batch(one_request, layout.max_model_len);
   const auto plans = plan_decode_schedules(cfg, topo, layout, one);
   std::vector<BenchShape> shapes;
   for (auto type : topo.types_present) {

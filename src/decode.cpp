@@ -59,13 +59,17 @@ DecodeBatch make_decode_batch(const BatchOptions& o, std::int64_t max_model_len,
     b.context_lens.assign(static_cast<std::size_t>(n), len);
   }
   if (static_cast<std::int64_t>(b.context_lens.size()) > BatchLimits::max_requests) {
-    throw_usage("--context-lens has " + std::to_string(b.context_lens.size()) + " requests; allowed 1.." +
+    throw_usage((o.context_lens_source.empty() ? std::string("--context-lens") : o.context_lens_source) + " has " +
+                std::to_string(b.context_lens.size()) + " requests; allowed 1.." +
                 std::to_string(BatchLimits::max_requests));
   }
   const std::string flag = o.context_lens.empty() ? "--context-len" : "--context-lens";
   for (std::size_t i = 0; i < b.context_lens.size(); ++i) {
     const auto len = b.context_lens[i];
-    const std::string what = o.context_lens.empty() ? flag : flag + "[" + std::to_string(i) + "]";
+    const std::string what = o.context_lens.empty()               ? flag
+                             : !o.context_lens_source.empty() && i < o.context_lens_lines.size()
+                                 ? o.context_lens_source + ": line " + std::to_string(o.context_lens_lines[i])
+                                 : flag + "[" + std::to_string(i) + "]";
     if (len < 1 || checked_add(len, o.spec_tokens, "context length") > max_model_len) {
       const std::string spec = source == MaxModelLenSource::value
                                    ? " minus " + std::to_string(o.spec_tokens) + " speculative tokens"

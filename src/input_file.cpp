@@ -30,9 +30,33 @@ void require_regular(unsigned mode, const InputFileRules& rules, const std::stri
   fail(rules, path, "it is " + std::string(file_type_name(mode)) + "; only a regular file is read");
 }
 
+/// `shown`: the quoted path, or the name of a stream.
+[[noreturn]] void too_large_shown(const InputFileRules& rules, const std::string& shown) {
+  throw_config(rules.label + shown + " is larger than " + std::to_string(rules.max_bytes >> 20) + " MiB (" +
+               std::to_string(rules.max_bytes) + " bytes, " + rules.limit_name + "); " + rules.size_hint);
+}
+
 [[noreturn]] void too_large(const InputFileRules& rules, const std::string& path) {
-  throw_config(rules.label + mlaplan::quoted(path) + " is larger than " + std::to_string(rules.max_bytes >> 20) +
-               " MiB (" + std::to_string(rules.max_bytes) + " bytes, " + rules.limit_name + "); " + rules.size_hint);
+  too_large_shown(rules, mlaplan::quoted(path));
+}
+
+/// Appends what `fd` holds to `text` until its end: `fail_read(errno)` for a failed read and
+/// `too_big()` past rules.max_bytes, both of which throw.
+template <typename Fail, typename TooLarge>
+void read_all(int fd, std::string& text, const InputFileRules& rules, Fail fail_read, TooLarge too_big) {
+  std::array<char, 65536> buf{};
+  while (true) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_read(errno);  // throws
+      return;
+    }
+    if (n == 0) break;
+    text.append(buf.data(), static_cast<std::size_t>(n));
+    // A file may grow after fstat(), and a file of /proc reports size 0: the limit is on what is read.
+    if (static_cast<std::int64_t>(text.size()) > rules.max_bytes) too_big();
+  }
 }
 
 /// The longest name (path component) of a path, in bytes.
@@ -92,19 +116,18 @@ std::string read_input_fd(int fd, const std::string& path, const InputFileRules&
   require_regular(st.st_mode, rules, path);
   if (st.st_size > rules.max_bytes) too_large(rules, path);
   std::string text;
-  std::array<char, 65536> buf{};
-  while (true) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      fail(rules, path, "read failed: " + file_error_cause(err, path));
-    }
-    if (n == 0) break;
-    text.append(buf.data(), static_cast<std::size_t>(n));
-    // A file may grow after fstat(), and a file of /proc reports size 0: the limit is on what is read.
-    if (static_cast<std::int64_t>(text.size()) > rules.max_bytes) too_large(rules, path);
-  }
+  read_all(
+      fd, text, rules, [&](int err) { fail(rules, path, "read failed: " + file_error_cause(err, path)); },
+      [&] { too_large(rules, path); });
+  return text;
+}
+
+std::string read_input_stream(int fd, const std::string& name, const InputFileRules& rules) {
+  std::string text;
+  read_all(
+      fd, text, rules,
+      [&](int err) { throw_config(rules.label + "cannot read " + name + ": read failed: " + file_error_cause(err, "")); },
+      [&] { too_large_shown(rules, name); });
   return text;
 }
 

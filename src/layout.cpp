@@ -12,6 +12,7 @@
 
 #include "mlaplan/number_format.hpp"
 #include "mlaplan/rules.hpp"
+#include "mlaplan/suggest.hpp"
 #include "mlaplan/text.hpp"
 
 namespace mlaplan {
@@ -424,16 +425,18 @@ std::string_view to_string(CacheScope s) {
 }
 
 KvCacheDtype parse_kv_cache_dtype(std::string_view value) {
-  if (value == "auto" || value == "fp8" || value == "fp8_ds_mla") return KvCacheDtype::fp8_ds_mla;
-  if (value == "nvfp4_ds_mla") return KvCacheDtype::nvfp4_ds_mla;
+  // vLLM's values, matched ignoring case as plan's --kv-cache-dtype is (canonical_kv_cache_dtype()).
+  std::string v(value);
+  for (auto& c : v) c = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  if (v == "auto" || v == "fp8" || v == "fp8_ds_mla") return KvCacheDtype::fp8_ds_mla;
+  if (v == "nvfp4_ds_mla") return KvCacheDtype::nvfp4_ds_mla;
   std::string msg = "--kv-cache-dtype: " + mlaplan::quoted(value) +
                     " is not a kv-cache dtype of the sparse-MLA backend; supported: auto, fp8, fp8_ds_mla, "
                     "nvfp4_ds_mla";
-  if (value == "bfloat16" || value == "fp8_e5m2" || value == "fp8_e4m3" || value == "float16") {
-    msg += " (FlashMLA doesn't support " + std::string(value) + ")";
-  } else if (const std::string near = nearest_value(value, {"auto", "fp8", "fp8_ds_mla", "nvfp4_ds_mla"});
-             !near.empty()) {
-    msg += "; did you mean '" + near + "'?";
+  if (v == "bfloat16" || v == "fp8_e5m2" || v == "fp8_e4m3" || v == "float16") {
+    msg += " (FlashMLA doesn't support " + v + ")";
+  } else {
+    msg += did_you_mean_suffix(value, {"auto", "fp8", "fp8_ds_mla", "nvfp4_ds_mla"});
   }
   throw_usage(msg);
 }
@@ -441,9 +444,8 @@ KvCacheDtype parse_kv_cache_dtype(std::string_view value) {
 IndexerCacheDtype parse_indexer_cache_dtype(std::string_view value) {
   if (value == "fp8") return IndexerCacheDtype::fp8;
   if (value == "fp4") return IndexerCacheDtype::fp4;
-  const std::string near = nearest_value(value, {"fp8", "fp4"});
   throw_usage("--indexer-cache-dtype: " + mlaplan::quoted(value) + " is not an indexer-cache dtype; supported: fp8, fp4" +
-              (near.empty() ? std::string() : "; did you mean '" + near + "'?"));
+              did_you_mean_suffix(value, {"fp8", "fp4"}));
 }
 
 bool vllm_large_gpu(const Target& target) {

@@ -215,6 +215,53 @@ std::vector<std::string> suggestions(const ModelConfig& cfg, const Layout& L, co
   return out;
 }
 
+/// "65,536 requests x 100,000 tokens", "3 requests of 100-4,096 tokens", with " + 2 speculative
+/// tokens each".
+std::string batch_words(const DecodeBatch& b) {
+  const auto& lens = b.context_lens;
+  const auto [mn, mx] = std::minmax_element(lens.begin(), lens.end());
+  const auto n = static_cast<std::int64_t>(lens.size());
+  std::string s = format_grouped(n) + (n == 1 ? " request" : " requests");
+  s += *mn == *mx ? " x " + format_grouped(*mn) + " tokens"
+                  : " of " + format_grouped(*mn) + "-" + format_grouped(*mx) + " tokens";
+  if (b.spec_tokens > 0) {
+    s += " + " + std::to_string(b.spec_tokens) + (b.spec_tokens == 1 ? " speculative token each" : " speculative tokens each");
+  }
+  return s;
+}
+
+/// The warning fit.decode_batch for a batch that does not fit (guard.decode_batch, an error, with
+/// --require-batch-fits).
+Finding decode_batch_finding(const Plan& p, const BatchKvFit& bf, bool guard) {
+  const Fit& f = *p.fit;
+  const auto& lens = p.batch.context_lens;
+  const bool uniform = std::all_of(lens.begin(), lens.end(), [&](std::int64_t v) { return v == lens.front(); });
+  std::string msg = std::string(p.batch.defaulted ? "the default decode batch, " : "the decode batch, ") +
+                    batch_words(p.batch) + " (" + format_grouped(bf.tokens) +
+                    " tokens of history), does not fit " +
+                    (f.engines > 1 ? "one engine's GPU KV cache (each of the " + std::to_string(f.engines) +
+                                         " DP engines has its own)"
+                                   : std::string("the GPU KV cache")) +
+                    ": it needs " + format_grouped(bf.blocks) + " blocks at once and the cache has " +
+                    format_grouped(bf.usable_blocks) + " (vLLM's GPU KV cache size: " + format_grouped(bf.cache_tokens) +
+                    " tokens, for requests of " + format_grouped(f.vllm.max_model_len) + " tokens); ";
+  std::string fix;
+  if (uniform) {
+    msg += format_grouped(bf.requests_that_fit) + (bf.requests_that_fit == 1 ? " request" : " requests") + " of " +
+           format_grouped(lens.front()) + " tokens fit at once";
+    fix = "--batch " + std::to_string(bf.requests_that_fit) +
+          " or fewer, shorter requests, or a larger KV cache (more GPUs, --gpu-memory-utilization)";
+  } else {
+    msg += format_grouped(bf.requests_that_fit) + " of its " + format_grouped(bf.requests) +
+           " requests fit at once, the shortest first";
+    fix = "at most " + std::to_string(bf.requests_that_fit) +
+          " of these requests in --context-lens, shorter requests, or a larger KV cache (more GPUs, "
+          "--gpu-memory-utilization)";
+  }
+  return Finding{guard ? "guard.decode_batch" : "fit.decode_batch", guard ? Severity::error : Severity::warning, msg,
+                 "", fix};
+}
+
 void apply_guards(Plan& p, const PlanGuards& g) {
   if (!p.layout) return;
   const auto& a = p.layout->accounting;
@@ -230,6 +277,17 @@ void apply_guards(Plan& p, const PlanGuards& g) {
                    "global bytes per token " + measured.str() + " (" + (g.guard_rows ? "rows" : "pages") +
                        " accounting) exceeds the limit " + format_general(*g.max_global_bytes_per_token),
                    {}, {}});
+    }
+  }
+  if (g.batch_fits && p.fit) {
+    if (!p.fit->decided) {
+      fail(Finding{"guard.decode_batch", Severity::error, "--require-batch-fits cannot be checked: " + p.fit->verdict,
+                   {}, {}});
+    } else if (p.batch_fit && !p.batch_fit->fits) {
+      // The warning becomes the guard's error.
+      auto& fs = p.findings;
+      fs.erase(std::remove_if(fs.begin(), fs.end(), [](const Finding& f) { return f.id == "fit.decode_batch"; }), fs.end());
+      fail(decode_batch_finding(p, *p.batch_fit, true));
     }
   }
   if (g.min_concurrency && p.fit) {
@@ -310,6 +368,9 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   const BackendId backend = p.layout->backend;
   const bool flashmla = backend_info(backend).tile_plans || backend == BackendId::flashmla_sparse_dsv41_fused;
   if (req.schedules && flashmla) p.schedules = plan_decode_schedules(config, topology, *p.layout, p.batch);
+  // The batch against the KV cache, where the fit says how large the cache is.
+  p.batch_fit = fit_decode_batch(*p.fit, p.batch);
+  if (p.batch_fit && !p.batch_fit->fits) p.findings.push_back(decode_batch_finding(p, *p.batch_fit, false));
 
   // The exit decision: backend rules, then the layout rules of placement, then the fit.
   p.exit_code = rules_exit_code(p.rules);
@@ -421,6 +482,43 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   f.vllm = std::move(core.vllm);
   f.weights = std::move(weights_ptr);
   return f;
+}
+
+std::optional<BatchKvFit> fit_decode_batch(const Fit& f, const DecodeBatch& batch) {
+  if (!f.decided || !f.fits || !f.placement.ok() || f.stages.empty() || f.vllm.num_blocks < 1) return std::nullopt;
+  // The scheduler's blocks per request are the whole model's groups (the concurrency vLLM logs
+  // counts them so): the first stage's list.
+  const VllmKvConfig& kv = f.stages.front().kv;
+  BatchKvFit bf;
+  bf.requests = static_cast<std::int64_t>(batch.context_lens.size());
+  bf.usable_blocks = f.vllm.num_blocks - 1;
+  bf.cache_tokens = f.vllm.gpu_kv_cache_tokens;
+  std::vector<std::int64_t> per_request;
+  per_request.reserve(batch.context_lens.size());
+  std::int64_t last_len = -1, last_blocks = 0;
+  for (const std::int64_t len : batch.context_lens) {
+    const std::int64_t tokens = checked_add(len, batch.spec_tokens, "decode batch tokens");
+    if (tokens != last_len) {  // a uniform batch computes its request's blocks once
+      last_len = tokens;
+      last_blocks = kv.decode_request_blocks(tokens, 1 + batch.spec_tokens);
+    }
+    per_request.push_back(last_blocks);
+    bf.tokens = checked_add(bf.tokens, tokens, "decode batch tokens");
+    bf.blocks = checked_add(bf.blocks, last_blocks, "decode batch blocks");
+  }
+  bf.fits = bf.blocks <= bf.usable_blocks;
+  if (bf.fits) {
+    bf.requests_that_fit = bf.requests;
+  } else {
+    std::sort(per_request.begin(), per_request.end());
+    std::int64_t used = 0;
+    for (const std::int64_t b : per_request) {
+      if (used + b > bf.usable_blocks) break;
+      used += b;
+      ++bf.requests_that_fit;
+    }
+  }
+  return bf;
 }
 
 Plan make_plan(ModelConfig config, const PlanRequest& request) {

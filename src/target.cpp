@@ -9,6 +9,7 @@
 
 #include "mlaplan/error.hpp"
 #include "mlaplan/number_format.hpp"
+#include "mlaplan/suggest.hpp"
 #include "mlaplan/text.hpp"
 
 namespace mlaplan {
@@ -206,22 +207,10 @@ const GpuPreset& find_gpu_preset(std::string_view id) {
   for (const auto& p : kPresets) {
     if (p.id == key) return p;
   }
-  // Did you mean: the closest id by edit distance, or an id the value starts with / contains.
-  const GpuPreset* best = nullptr;
-  std::size_t best_d = 0;
-  for (const auto& p : kPresets) {
-    std::size_t d = edit_distance(key, p.id);
-    if (!key.empty() && (key.find(p.id) != std::string::npos || std::string_view(p.id).find(key) != std::string_view::npos)) {
-      d = std::min<std::size_t>(d, 1);
-    }
-    if (best == nullptr || d < best_d) {
-      best = &p;
-      best_d = d;
-    }
-  }
-  std::string msg = "--gpu: unknown GPU " + mlaplan::quoted(id);
-  const std::size_t near = std::max<std::size_t>(1, std::min<std::size_t>(3, key.size() / 3));
-  msg += (best != nullptr && best_d <= near) ? "; did you mean '" + std::string(best->id) + "'?" : std::string(".");
+  std::vector<std::string> ids;
+  for (const auto& p : kPresets) ids.emplace_back(p.id);
+  const std::string near = did_you_mean(suggest(key, ids));
+  std::string msg = "--gpu: unknown GPU " + mlaplan::quoted(id) + (near.empty() ? "." : "; " + near);
   msg += " Known ids: " + preset_id_list() +
          " (or describe the GPU with --arch, --num-sms and --gpu-memory-gib)";
   throw_usage(msg);

@@ -1,9 +1,6 @@
 #include "mlaplan/text.hpp"
 
-#include <algorithm>
 #include <cstdint>
-#include <utility>
-#include <vector>
 
 namespace mlaplan {
 
@@ -169,49 +166,6 @@ std::string replace_all(std::string_view text, std::string_view token, std::stri
     }
   }
   return out;
-}
-
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-std::string nearest_value(std::string_view value, const std::vector<std::string>& allowed) {
-  auto lower = [](std::string_view v) {
-    std::string o(v);
-    for (auto& c : o) {
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    }
-    return o;
-  };
-  const std::string v = lower(value);
-  if (v.empty()) return {};
-  for (const auto& a : allowed) {
-    if (lower(a) == v) return a;
-  }
-  for (const auto& a : allowed) {
-    if (lower(a).rfind(v, 0) == 0) return a;
-  }
-  const std::size_t limit = std::max<std::size_t>(1, v.size() / 3);
-  std::string best;
-  std::size_t best_d = limit + 1;
-  for (const auto& a : allowed) {
-    const std::size_t d = edit_distance(v, lower(a));
-    if (d < best_d) {
-      best_d = d;
-      best = a;
-    }
-  }
-  return best;
 }
 
 }  // namespace mlaplan

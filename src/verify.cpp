@@ -16,6 +16,7 @@
 #include "mlaplan/error.hpp"
 #include "mlaplan/limits.hpp"
 #include "mlaplan/quant.hpp"
+#include "mlaplan/suggest.hpp"
 #include "mlaplan/text.hpp"
 
 namespace mlaplan {
@@ -371,9 +372,8 @@ std::vector<DecodeMode> parse_verify_decode_modes(std::string_view value) {
   const auto& allowed = verify_decode_mode_values();
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-  const std::string near = nearest_value(value, allowed);
   throw_usage("--decode-mode: " + mlaplan::quoted(value) + " is not allowed; allowed: " + list +
-              (near.empty() ? std::string() : "; did you mean '" + near + "'?"));
+              did_you_mean_suffix(value, allowed));
 }
 
 void check_verify_options(const ModelConfig& cfg, const Topology& topo, const VerifyOptions& options) {

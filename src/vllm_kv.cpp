@@ -289,6 +289,13 @@ std::int64_t VllmKvConfig::request_blocks(std::int64_t tokens) const {
   return sum;
 }
 
+std::int64_t VllmKvConfig::decode_request_blocks(std::int64_t tokens, std::int64_t step_tokens) const {
+  const std::int64_t reserve = sat_add(extra_retained_tokens, sat_mul(batches_in_flight, step_tokens));
+  std::int64_t sum = 0;
+  for (const auto& g : groups) sum = sat_add(sum, kind_blocks(g.kind, g.block_size, g.sliding_window, reserve, tokens));
+  return sum;
+}
+
 VllmKvConfig vllm_kv_config(const ModelConfig& cfg, const Topology& topo, const Layout& layout, std::int64_t stage,
                             const VllmKvOptions& options) {
   const std::int64_t num_stages = static_cast<std::int64_t>(layout.parallel.stages.size());
@@ -332,6 +339,8 @@ std::vector<VllmKvConfig> vllm_kv_configs(const ModelConfig& cfg, const Topology
     out.stage = static_cast<std::int64_t>(s);
     out.max_model_len = layout.max_model_len;
     out.retained_tokens = retained;
+    out.extra_retained_tokens = options.extra_retained_tokens;
+    out.batches_in_flight = options.async_scheduling ? 2 : 1;
     out.groups.reserve(global.size());
     for (const auto& g : global) {
       VllmKvGroup pg;

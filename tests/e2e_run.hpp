@@ -1,8 +1,9 @@
 #pragma once
 // Runs the built mla-plan binary for the end-to-end tests: no shell, stdout and stderr captured
-// through files (or stdout sent where the test says: /dev/full, a pipe closed early), an optional
-// environment, SIGPIPE ignored on request, and a time limit after which the child is killed, so
-// that a test of "nothing blocks" fails instead of hanging.
+// through files (or stdout sent where the test says: /dev/full, a pipe closed early), stdin from
+// /dev/null or a file the test names, an optional environment, SIGPIPE ignored on request, and a
+// time limit after which the child is killed, so that a test of "nothing blocks" fails instead of
+// hanging.
 
 #include <fcntl.h>
 #include <signal.h>
@@ -36,6 +37,7 @@ struct Run {
 struct RunOptions {
   std::vector<std::string> env_extra;  ///< "NAME=value": replaces or adds
   std::string stdout_path;             ///< where stdout goes instead of a captured file ("/dev/full")
+  std::string stdin_path = "/dev/null";  ///< what the child reads as standard input
   bool stdout_closed_pipe = false;     ///< stdout is a pipe whose read end is closed
   bool ignore_sigpipe = false;         ///< the child starts with SIGPIPE ignored (writes get EPIPE)
   int timeout_s = 60;
@@ -84,7 +86,7 @@ inline Run run(const std::vector<std::string>& args, const RunOptions& o = {}) {
     posix_spawn_file_actions_addopen(&fa, 1, target.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   }
   posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 0, o.stdin_path.c_str(), O_RDONLY, 0);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t def;

@@ -586,7 +586,14 @@ TEST_CASE("attention backend values (--attention-backend)", "[backends]") {
       "FLASHINFER_MLA_SPARSE_DSV4, FLASHINFER_MLA_SPARSE, FLASHINFER_MLA_SPARSE_SM120";
   require_usage_error([] { choose(v41(), "h200", std::string("FLASHMLA_SPARSE_DSV42")); },
                       "--attention-backend: 'FLASHMLA_SPARSE_DSV42' is not a sparse-MLA attention backend vLLM "
+                      "selects for DeepSeek; " + allowed +
+                          "; did you mean 'FLASHMLA_SPARSE_DSV41' or 'FLASHMLA_SPARSE_DSV4'?");
+  require_usage_error([] { choose(v41(), "h200", std::string("flashmla_sparse_dvs41")); },
+                      "--attention-backend: 'flashmla_sparse_dvs41' is not a sparse-MLA attention backend vLLM "
                       "selects for DeepSeek; " + allowed + "; did you mean 'FLASHMLA_SPARSE_DSV41'?");
+  require_usage_error([] { choose(v41(), "h200", std::string("dsv41")); },
+                      "--attention-backend: 'dsv41' is not a sparse-MLA attention backend vLLM selects for DeepSeek; " +
+                          allowed + "; did you mean 'FLASHMLA_SPARSE_DSV41' or 'FLASHINFER_MLA_SPARSE_DSV41'?");
   require_usage_error([] { choose(v41(), "h200", std::string("TRITON_MLA")); },
                       "--attention-backend: 'TRITON_MLA' is not a sparse-MLA attention backend vLLM selects for "
                       "DeepSeek; " + allowed);
@@ -597,7 +604,7 @@ TEST_CASE("attention backend values (--attention-backend)", "[backends]") {
     const auto r = find(rs, "layout.attention_backend");
     REQUIRE(r);
     CHECK(r->kind == ErrorKind::usage);
-    CHECK_THAT(r->finding.message, Catch::EndsWith("did you mean 'FLASHMLA_SPARSE_DSV41'?"));
+    CHECK_THAT(r->finding.message, Catch::EndsWith("did you mean 'FLASHMLA_SPARSE_DSV41' or 'FLASHMLA_SPARSE_DSV4'?"));
     CHECK(rules_exit_code(rs) == 1);
     CHECK_FALSE(resolve(v41(), "h200", o.layout).options.usable);
   }

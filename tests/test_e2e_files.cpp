@@ -1,4 +1,4 @@
-// End-to-end tests of the binary: input files (only regular files, the cause of every failure to open, NUL bytes, two spellings that disagree).
+// End-to-end tests of the binary: input files (only regular files, the cause of every failure to open, NUL bytes, two spellings that disagree), --context-lens @- from standard input.
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -7,10 +7,12 @@
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "e2e_run.hpp"
+#include "mlaplan/limits.hpp"
 #include "mlaplan/text.hpp"
 #include "special_files.hpp"
 
@@ -179,4 +181,42 @@ TEST_CASE("e2e: control characters and bad UTF-8 in file names and values stay o
   require_invalid_file({(dir.path / ("missing" + name)).string()}, "missing\\x1b[31m\\n::error::\\xff.json': no such file");
   const auto raw = dir.file("raw.json", std::string(R"({"model_type": "deepseek_v41"})") + "\xff\x1b[2J");
   require_invalid_file({raw}, "not valid JSON");
+}
+
+TEST_CASE("e2e: --context-lens @- reads the lengths from standard input", "[e2e][files]") {
+  const Scratch dir("context-lens-stdin");
+  // 65,536 lengths, two to a line: "100,101\n102,103\n..."
+  std::string text;
+  for (int i = 0; i < 65536; ++i) text += (i == 0 ? "" : i % 2 == 1 ? "," : "\n") + std::to_string(100 + i % 7);
+  e2e::RunOptions o;
+  o.stdin_path = dir.file("lens.txt", text + "\n\n");
+  const auto r = run({cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--context-lens", "@-", "--json"}, o);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto lens = nlohmann::json::parse(r.out).at("batch").at("context_lens");
+  REQUIRE(lens.size() == 65536);
+  CHECK(lens.front() == 100);
+  CHECK(lens.back() == 100 + 65535 % 7);
+  // An empty standard input has no lengths (exit 1, as an empty list).
+  const auto empty = run({cfg("deepseek-v4.1-flash.json"), "--context-lens", "@-"});
+  CHECK(empty.code == 1);
+  CHECK(empty.out.empty());
+  CHECK(empty.err ==
+        "mla-plan: error: --context-lens @-: no items (it is empty or only blank lines); give one per line or "
+        "separated by commas, each a decimal integer, allowed 1..max_model_len minus --spec-tokens\n");
+  // A bad length names standard input and its line.
+  o.stdin_path = dir.file("bad.txt", "100\n200\n\nfoo\n");
+  const auto bad = run({cfg("deepseek-v4.1-flash.json"), "--context-lens", "@-"}, o);
+  CHECK(bad.code == 1);
+  CHECK(bad.err == "mla-plan: error: --context-lens @-: line 4: 'foo' is not a decimal integer; allowed "
+                   "1..max_model_len minus --spec-tokens\n");
+  // Past the size limit: exit 2 after reading no more than the limit (a sparse file of zeros).
+  const std::string huge = dir.file("huge.txt", "1\n");
+  fs::resize_file(huge, mlaplan::BatchLimits::max_context_lens_file_bytes + 4096);
+  o.stdin_path = huge;
+  const auto big = run({cfg("deepseek-v4.1-flash.json"), "--context-lens", "@-"}, o);
+  CHECK(big.code == 2);
+  CHECK(big.err == "mla-plan: error: --context-lens: standard input is larger than 64 MiB (67108864 bytes, "
+                   "BatchLimits::max_context_lens_file_bytes); 65,536 lengths, the most a batch has, take under 1 "
+                   "MiB\n");
 }

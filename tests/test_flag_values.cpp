@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -20,6 +21,7 @@
 #include "mlaplan/text.hpp"
 #include "mlaplan/topology.hpp"
 #include "mlaplan/verify.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -390,6 +392,25 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
   require_usage({"check", kV41, "--tp", "8", "--tensor-paralel-size", "4"},
                 "check: unknown flag '--tensor-paralel-size' (did you mean '--tensor-parallel-size'?); run 'mla-plan "
                 "check --help' for the flags");
+  // The nearest flags by prefix, by a few edits (a swap is one), by the flag inside the word.
+  require_usage({kV41, "--bacth", "8"},
+                "plan: unknown flag '--bacth' (did you mean '--batch'?); run 'mla-plan plan --help' for the flags");
+  require_usage({kV41, "--batch-size", "8"},
+                "plan: unknown flag '--batch-size' (did you mean '--batch'?); run 'mla-plan plan --help' for the flags");
+  require_usage({kV41, "--max-model-length=4096"},
+                "plan: unknown flag '--max-model-length=4096' (did you mean '--max-model-len'?); run 'mla-plan plan "
+                "--help' for the flags");
+  require_usage({kV41, "--TP", "8"}, "plan: unknown flag '--TP' (did you mean '--tp'?); run 'mla-plan plan --help' for "
+                                     "the flags");
+  require_usage({kV41, "--context", "8"},
+                "plan: unknown flag '--context' (did you mean '--context-len' or '--context-lens'?); run 'mla-plan "
+                "plan --help' for the flags");
+  require_usage({kV41, "--kv", "fp8"},
+                "plan: unknown flag '--kv' (did you mean '--kv-budget-gib', '--kv-cache-dtype' or "
+                "'--kv-cache-memory-bytes'?); run 'mla-plan plan --help' for the flags");
+  require_usage({kV41, "--max", "8"},
+                "plan: unknown flag '--max' (did you mean '--max-num-seqs', '--max-model-len' or "
+                "'--max-num-batched-tokens'?); run 'mla-plan plan --help' for the flags");
   require_usage({kV41, "--lengths", "3"},
                 "plan: unknown flag '--lengths' (a flag of schedule); run 'mla-plan plan --help' for the flags");
   require_usage({kV41, "-o", "x.svg"}, "plan: unknown flag '-o' (a flag of report); run 'mla-plan plan --help' for the flags");
@@ -450,19 +471,75 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
   require_usage({"check", kV41, "--format", "xml"}, "--format: 'xml' is not allowed; allowed: text, json, github, markdown");
   require_usage({"check", kV41, "--guard-accounting", "Rows\x1b"},
                 "--guard-accounting: 'Rows\\x1b' is not allowed; allowed: rows, pages; did you mean 'rows'?");
+  // vLLM's sets ignore case (--kv-cache-dtype, --attention-backend); a value outside a set names
+  // the nearest: the same ignoring case, the one it begins or lies inside, a few edits.
+  const std::string kv = "allowed: auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla, nvfp4_ds_mla";
+  CHECK(run({kV41, "--tp", "8", "--kv-cache-dtype", "FP8", "--json"}).code == 0);
+  CHECK(run({kV41, "--tp", "8", "--attention-backend", "flashmla_sparse_dsv41", "--json"}).code == 0);
+  require_usage({kV41, "--kv-cache-dtype", "nvfp4"},
+                "--kv-cache-dtype: 'nvfp4' is not a kv-cache dtype; " + kv + "; did you mean 'nvfp4_ds_mla'?");
+  require_usage({kV41, "--kv-cache-dtype", "NVFP4"},
+                "--kv-cache-dtype: 'NVFP4' is not a kv-cache dtype; " + kv + "; did you mean 'nvfp4_ds_mla'?");
+  require_usage({kV41, "--kv-cache-dtype", "e5m2"},
+                "--kv-cache-dtype: 'e5m2' is not a kv-cache dtype; " + kv + "; did you mean 'fp8_e5m2'?");
+  require_usage({kV41, "--kv-cache-dtype", "ds_mla"},
+                "--kv-cache-dtype: 'ds_mla' is not a kv-cache dtype; " + kv +
+                    "; did you mean 'fp8_ds_mla' or 'nvfp4_ds_mla'?");
+  require_usage({kV41, "--kv-cache-dtype", "fp8_sd_mla"},
+                "--kv-cache-dtype: 'fp8_sd_mla' is not a kv-cache dtype; " + kv + "; did you mean 'fp8_ds_mla'?");
+  require_usage({kV41, "--kv-cache-dtype", "int8"}, "--kv-cache-dtype: 'int8' is not a kv-cache dtype; " + kv);
+  // More than three equally near (fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla): none, the list says them.
+  require_usage({kV41, "--kv-cache-dtype", "fp"}, "--kv-cache-dtype: 'fp' is not a kv-cache dtype; " + kv);
+  require_usage({kV41, "--format", "JSON"},
+                "--format: 'JSON' is not allowed; allowed: text, json, markdown; did you mean 'json'?");
+  require_usage({kV41, "--engram", "off"},
+                "--engram: 'off' is not allowed; allowed: gpu, offload; did you mean 'offload'?");
+  require_usage({"verify", kMissing, "--decode-mode", "split-kv"},
+                "--decode-mode: 'split-kv' is not allowed; allowed: planned, all, split_kv, one_pass, cluster_split; "
+                "did you mean 'split_kv'?");
   // A switch given a value.
   require_usage({kV41, "--json=maybe"}, "plan: --json takes no value ('maybe' given); give --json alone");
-  // Unknown commands, where `mla-plan CONFIG` would not make sense of them.
-  require_usage({"chek", kV41},
-                "unknown command 'chek' (did you mean 'check'?); the commands: plan, check, schedule, verify, bench, "
-                "report, gpus, formats, or mla-plan CONFIG for plan; run 'mla-plan --help' for usage");
-  require_usage({"schedul", "--kernel", "sm90-sparse"},
-                "unknown command 'schedul' (did you mean 'schedule'?); the commands: plan, check, schedule, verify, "
-                "bench, report, gpus, formats, or mla-plan CONFIG for plan; run 'mla-plan --help' for usage");
-  // ... but a word that may be a config, with a flag the near command lacks, is a config.
-  require_usage({"plan1", "--foo"}, "plan: unknown flag '--foo'; run 'mla-plan plan --help' for the flags");
-  // ... and a config path is still a config.
+  // Unknown commands: a first word near a command's name that names no file.
+  const std::string commands =
+      ", and no file or directory of that name; the commands: plan, check, schedule, verify, bench, report, gpus, "
+      "formats, or mla-plan CONFIG for plan; run 'mla-plan --help' for usage";
+  require_usage({"chek", kV41}, "unknown command 'chek' (did you mean 'check'?)" + commands);
+  require_usage({"plna", kV41}, "unknown command 'plna' (did you mean 'plan'?)" + commands);
+  require_usage({"plna"}, "unknown command 'plna' (did you mean 'plan'?)" + commands);
+  require_usage({"Plan", kV41, "--tp", "8"}, "unknown command 'Plan' (did you mean 'plan'?)" + commands);
+  require_usage({"schedul", "--kernel", "sm90-sparse"}, "unknown command 'schedul' (did you mean 'schedule'?)" + commands);
+  require_usage({"plan1", "--foo"}, "unknown command 'plan1' (did you mean 'plan'?)" + commands);
+  require_usage({"gpu"}, "unknown command 'gpu' (did you mean 'gpus'?)" + commands);
+  // A first flag near mla-plan's own (and none of plan's, which `mla-plan --tp 8 CONFIG` runs).
+  require_usage({"--verison"}, "unknown flag '--verison' (did you mean '--version'?); run 'mla-plan --help' for usage");
+  require_usage({"--hepl"}, "unknown flag '--hepl' (did you mean '--help'?); run 'mla-plan --help' for usage");
+  require_usage({"--foo", kV41}, "plan: unknown flag '--foo'; run 'mla-plan plan --help' for the flags");
+  CHECK(run({"--tp", "8", kV41, "--json"}).code == 0);
+  // ... but a word far from every command, or one that looks like a path, is a config.
+  CHECK(run({"my-model"}).err == error_line("cannot read 'my-model': no such file or directory"));
+  CHECK(run({"plan.json"}).err == error_line("cannot read 'plan.json': no such file or directory"));
   CHECK(run({kMissing}).code == 2);
+}
+
+TEST_CASE("flag values: a first word near a command that names a file is that config", "[cli][flag-values][parse]") {
+  // The word is looked up where it is given: in the working directory, here a scratch one.
+  testing_files::TempDir dir;
+  std::filesystem::copy_file(kV41, dir / "plna");
+  std::filesystem::create_directory(dir / "chek");
+  std::filesystem::create_symlink("missing.json", dir / "bnech");
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path);
+  const Run plna = run({"plna", "--tp", "8"});
+  const Run chek = run({"chek"});
+  const Run bnech = run({"bnech"});
+  std::filesystem::current_path(cwd);
+  CHECK(plna.code == 0);
+  CHECK(plna.err.empty());
+  CHECK_THAT(plna.out, Catch::StartsWith("mla-plan: plna\n"));
+  CHECK(chek.code == 2);
+  CHECK(chek.err == error_line("directory 'chek' holds no config.json"));
+  CHECK(bnech.code == 2);
+  CHECK(bnech.err == error_line("cannot read 'bnech': no such file or directory (a symbolic link to a missing file)"));
 }
 
 TEST_CASE("flag values: a parse that fails leaves a kept command line as a new one", "[cli][flag-values][parse]") {

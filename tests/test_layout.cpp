@@ -159,8 +159,14 @@ TEST_CASE("GPU ids are matched loosely, unknown ids get a suggestion", "[target]
       " Known ids: h100, h200, h800, h20, b200, b300, gb200, a100, l40s, rtx-pro-6000, rtx5090, gb10 (or describe "
       "the "
       "GPU with --arch, --num-sms and --gpu-memory-gib)";
-  require_error([] { find_gpu_preset("h300"); }, ErrorKind::usage,
-                "--gpu: unknown GPU 'h300'; did you mean 'h100'?" + known);
+  // h100, h200, h800 and b300 are all one edit away: too many to choose from.
+  require_error([] { find_gpu_preset("h300"); }, ErrorKind::usage, "--gpu: unknown GPU 'h300'." + known);
+  require_error([] { find_gpu_preset("h2000"); }, ErrorKind::usage,
+                "--gpu: unknown GPU 'h2000'; did you mean 'h200'?" + known);
+  require_error([] { find_gpu_preset("b30"); }, ErrorKind::usage,
+                "--gpu: unknown GPU 'b30'; did you mean 'b300'?" + known);
+  require_error([] { find_gpu_preset("rtx"); }, ErrorKind::usage,
+                "--gpu: unknown GPU 'rtx'; did you mean 'rtx5090' or 'rtx-pro-6000'?" + known);
   require_error([] { find_gpu_preset("h200-sxm"); }, ErrorKind::usage,
                 "--gpu: unknown GPU 'h200-sxm'; did you mean 'h200'?" + known);
   require_error([] { find_gpu_preset("rtx-5090"); }, ErrorKind::usage,
@@ -317,9 +323,15 @@ TEST_CASE("kv and indexer cache dtypes", "[layout]") {
   require_error([] { parse_kv_cache_dtype("fp8_e5m2"); }, ErrorKind::usage,
                 "--kv-cache-dtype: 'fp8_e5m2' is not a kv-cache dtype of the sparse-MLA backend; " + list +
                     " (FlashMLA doesn't support fp8_e5m2)");
-  require_error([] { parse_kv_cache_dtype("FP8"); }, ErrorKind::usage,
-                "--kv-cache-dtype: 'FP8' is not a kv-cache dtype of the sparse-MLA backend; " + list +
-                    "; did you mean 'fp8'?");
+  // vLLM's values ignoring case, as plan's --kv-cache-dtype.
+  CHECK(parse_kv_cache_dtype("FP8") == KvCacheDtype::fp8_ds_mla);
+  CHECK(parse_kv_cache_dtype("NvFp4_DS_MLA") == KvCacheDtype::nvfp4_ds_mla);
+  require_error([] { parse_kv_cache_dtype("FP8_E5M2"); }, ErrorKind::usage,
+                "--kv-cache-dtype: 'FP8_E5M2' is not a kv-cache dtype of the sparse-MLA backend; " + list +
+                    " (FlashMLA doesn't support fp8_e5m2)");
+  require_error([] { parse_kv_cache_dtype("fp8_dsmla"); }, ErrorKind::usage,
+                "--kv-cache-dtype: 'fp8_dsmla' is not a kv-cache dtype of the sparse-MLA backend; " + list +
+                    "; did you mean 'fp8_ds_mla'?");
   require_error([] { parse_kv_cache_dtype("nvfp4"); }, ErrorKind::usage,
                 "--kv-cache-dtype: 'nvfp4' is not a kv-cache dtype of the sparse-MLA backend; " + list +
                     "; did you mean 'nvfp4_ds_mla'?");

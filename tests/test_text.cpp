@@ -70,15 +70,6 @@ TEST_CASE("printable_lines keeps the lines and escapes inside each", "[text]") {
   CHECK(mlaplan::printable_lines("\n\n") == "\n\n");
 }
 
-TEST_CASE("edit_distance counts single-byte edits", "[text]") {
-  CHECK(mlaplan::edit_distance("", "") == 0);
-  CHECK(mlaplan::edit_distance("plan", "plan") == 0);
-  CHECK(mlaplan::edit_distance("plna", "plan") == 2);
-  CHECK(mlaplan::edit_distance("chek", "check") == 1);
-  CHECK(mlaplan::edit_distance("h200", "") == 4);
-  CHECK(mlaplan::edit_distance("kitten", "sitting") == 3);
-}
-
 TEST_CASE("json_printable escapes what JSON allows raw but a terminal acts on", "[text]") {
   CHECK(mlaplan::json_printable("{\"a\": \"x\"}") == "{\"a\": \"x\"}");
   CHECK(mlaplan::json_printable("\"@t4\\u0000\x7f" "1\"") == "\"@t4\\u0000\\u007f1\"");
@@ -86,20 +77,6 @@ TEST_CASE("json_printable escapes what JSON allows raw but a terminal acts on", 
         "\"\\u009b|\\u202e|\\u2028|caf\xc3\xa9\"");
   const std::string out = mlaplan::json_printable("\"\x7f\xc2\x85\xef\xbb\xbf\"");
   CHECK(mlaplan::is_printable_line(out));
-}
-
-TEST_CASE("nearest_value: case, prefix and a few edits, nothing when far", "[text]") {
-  using mlaplan::nearest_value;
-  const std::vector<std::string> kv{"auto", "fp8", "fp8_ds_mla", "nvfp4_ds_mla"};
-  CHECK(nearest_value("FP8", kv) == "fp8");
-  CHECK(nearest_value("Auto", kv) == "auto");
-  CHECK(nearest_value("nvfp4", kv) == "nvfp4_ds_mla");
-  CHECK(nearest_value("fp8_ds_mlaa", kv) == "fp8_ds_mla");
-  CHECK(nearest_value("fp9", kv) == "fp8");
-  CHECK(nearest_value("xyz", kv).empty());
-  CHECK(nearest_value("", kv).empty());
-  CHECK(nearest_value("jsn", {"text", "json", "markdown"}) == "json");
-  CHECK(nearest_value("Offload", {"gpu", "offload"}) == "offload");
 }
 
 TEST_CASE("format_grouped and format_gib", "[text]") {

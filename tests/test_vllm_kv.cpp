@@ -185,6 +185,31 @@ TEST_CASE("vllm_kv: sync scheduling halves the sliding-window reserve", "[vllm_k
   CHECK(config(v41(), 1048576, extra).blocks_per_request == 7 * 1029 + 16384 + 1);
 }
 
+TEST_CASE("vllm_kv: a decoding request holds its window, not the start-up reserve", "[vllm_kv]") {
+  const VllmKvConfig c = config(v41(), 1048576);
+  CHECK(c.extra_retained_tokens == 0);
+  CHECK(c.batches_in_flight == 2);
+  // One token a step, 2 batches in flight: the SWA reserve is 2 x 1. At 100000 tokens: full
+  // cdiv(100000, 64) = 1563; each of 7 SWA groups cdiv(min(127 + 2, 100000), 32) + 1 = 5 + 1 = 6;
+  // ring 1: 1563 + 42 + 1 = 1606 (the start-up count: 1563 + 7 x 517 + 1 = 5183).
+  CHECK(c.decode_request_blocks(100000, 1) == 1606);
+  CHECK(c.request_blocks(100000) == 5183);
+  // At 10 tokens: full 1; SWA cdiv(min(129, 10), 32) + 1 = 2 each; ring 1: 1 + 14 + 1 = 16.
+  CHECK(c.decode_request_blocks(10, 1) == 16);
+  // Three tokens a step (2 speculative): reserve 2 x 3 = 6, cdiv(133, 32) + 1 = 6 per SWA group.
+  CHECK(c.decode_request_blocks(100002, 3) == 1563 + 42 + 1);
+  // 64 tokens a step: reserve 128, cdiv(255, 32) + 1 = 9 per SWA group.
+  CHECK(c.decode_request_blocks(100000, 64) == 1563 + 63 + 1);
+  // Sync scheduling: one batch in flight, cdiv(128, 32) + 1 = 5 per SWA group.
+  VllmKvOptions sync;
+  sync.async_scheduling = false;
+  CHECK(config(v41(), 1048576, sync).decode_request_blocks(100000, 1) == 1563 + 35 + 1);
+  // The extra retained tokens of several draft modules add to the window: 127 + 4 + 2 = 133.
+  VllmKvOptions extra;
+  extra.extra_retained_tokens = 4;
+  CHECK(config(v41(), 1048576, extra).decode_request_blocks(100000, 1) == 1563 + 42 + 1);
+}
+
 TEST_CASE("vllm_kv: speculative decoding registers the draft layers", "[vllm_kv]") {
   VllmKvOptions spec;
   spec.speculative_decoding = true;

@@ -17,12 +17,18 @@
 
 namespace mlaplan {
 
-/// The batch flags: --batch N --context-len L (uniform), or --context-lens a,b,c; --spec-tokens K.
+/// The batch flags: --batch N --context-len L (uniform), or --context-lens a,b,c (or @FILE);
+/// --spec-tokens K.
 struct BatchOptions {
   std::optional<std::int64_t> batch;
   std::optional<std::int64_t> context_len;
   std::vector<std::int64_t> context_lens;
   std::int64_t spec_tokens = 0;
+  /// --context-lens read from a file: how messages name it ("--context-lens @lens.txt") and the
+  /// line (1-based) of each entry of context_lens. Empty for the inline list, whose entries
+  /// messages name --context-lens[i].
+  std::string context_lens_source;
+  std::vector<std::int64_t> context_lens_lines;
 };
 
 /// Default batch when no batch flag is given: 64 requests at min(4096, max_model_len) tokens.

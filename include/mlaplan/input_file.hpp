@@ -1,6 +1,6 @@
 #pragma once
-// Input files: a config.json, and report's --verify-json / --bench-json files. Only a regular
-// file is read: a FIFO, a socket or a device is refused before it is opened (so nothing blocks or
+// Input files: a config.json, report's --verify-json / --bench-json files and the file of
+// --context-lens @FILE. Only a regular file is read (standard input, `@-`, only when named): a FIFO, a socket or a device is refused before it is opened (so nothing blocks or
 // streams without end), and again after it is opened (a path swapped between the two calls). At
 // most a limit of bytes is read. Every failure has its own cause in the message (a missing file,
 // a symbolic-link loop, a path too long, a permission error, a component that is not a
@@ -33,6 +33,13 @@ std::string read_input_file(const std::string& path, const InputFileRules& rules
 /// fstat(), at most rules.max_bytes bytes; `path` names it in messages. Throws as
 /// read_input_file().
 std::string read_input_fd(int fd, const std::string& path, const InputFileRules& rules);
+
+/// Everything readable from `fd` (not closed here) up to its end, whatever it is (a pipe, a
+/// terminal, a file): standard input when the user names it (`@-`). At most rules.max_bytes
+/// bytes; the read blocks as a read of standard input does. `name` names it unquoted in messages
+/// ("standard input"). Throws Error(invalid_config): "LABEL cannot read standard input: read
+/// failed: ...", "LABEL standard input is larger than 64 MiB (...)".
+std::string read_input_stream(int fd, const std::string& name, const InputFileRules& rules);
 
 /// What a file of this st_mode is, for messages: "a FIFO (named pipe)", "a socket", "a character
 /// device", "a block device", "a directory", "a symbolic link", "a regular file", "not a regular

@@ -29,8 +29,8 @@ enum class IndexerCacheDtype { fp8, fp4 };
 std::string_view to_string(IndexerCacheDtype d);
 
 /// The FlashMLA backends' resolution of --kv-cache-dtype, which mla-plan's kernels implement
-/// (verify, bench): auto, fp8 and fp8_ds_mla are fp8_ds_mla; nvfp4_ds_mla; anything else
-/// Error(usage) listing them. Planning resolves the value per backend (backends.hpp).
+/// (verify, bench): auto, fp8 and fp8_ds_mla are fp8_ds_mla; nvfp4_ds_mla; ignoring case, as
+/// vLLM's values are everywhere; anything else Error(usage) listing them. Planning resolves the value per backend (backends.hpp).
 KvCacheDtype parse_kv_cache_dtype(std::string_view value);
 /// fp8 | fp4; anything else Error(usage).
 IndexerCacheDtype parse_indexer_cache_dtype(std::string_view value);

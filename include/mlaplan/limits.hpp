@@ -34,6 +34,9 @@ struct BatchLimits {
   static constexpr std::int64_t max_requests = 65536;       ///< --batch, entries of --context-lens
   static constexpr std::int64_t max_decode_tokens = 65536;  ///< requests x (1 + --spec-tokens)
   static constexpr std::int64_t max_spec_tokens = 64;       ///< --spec-tokens
+  /// --context-lens @FILE (app/flags.cpp; read errors exit 2): 65,536 lengths of up to 11 digits
+  /// take under 1 MiB; the rest is room for whitespace and line ends of any layout.
+  static constexpr std::int64_t max_context_lens_file_bytes = 64LL << 20;
 };
 
 /// Layout flags (src/layout.cpp; exit 1). --max-model-len is bounded by the config's

@@ -49,6 +49,9 @@ struct PlanGuards {
   std::optional<double> max_global_bytes_per_token;  ///< --max-global-bytes-per-token
   bool guard_rows = false;                           ///< --guard-accounting rows (default pages)
   std::optional<double> min_concurrency;             ///< --min-concurrency: vLLM's concurrency, all DP engines
+  /// --require-batch-fits: the decode batch fits one engine's KV cache (fit.decode_batch is then
+  /// the error guard.decode_batch).
+  bool batch_fits = false;
 };
 
 struct PlanRequest {
@@ -110,6 +113,26 @@ struct Fit {
   std::vector<std::string> suggestions;    ///< when !fits: what would fit instead
 };
 
+/// The decode batch against one engine's KV cache as vLLM's scheduler holds it: every request
+/// of the step keeps its blocks at once, VllmKvConfig::decode_request_blocks() of its context
+/// length plus its speculative tokens (the full caches' blocks of its history, its window's of
+/// the sliding-window caches), out of num_blocks less the one null block vLLM's block pool keeps.
+/// The batch is what one engine (one DP rank) runs, as the decode schedules are.
+struct BatchKvFit {
+  std::int64_t requests = 0;
+  std::int64_t tokens = 0;             ///< sum over the requests of context length + speculative tokens
+  std::int64_t blocks = 0;             ///< the blocks they hold at once
+  std::int64_t usable_blocks = 0;      ///< num_blocks - 1
+  std::int64_t cache_tokens = 0;       ///< vLLM's "GPU KV cache size" of one engine
+  std::int64_t requests_that_fit = 0;  ///< of the batch's requests, the most that fit at once (the shortest first)
+  bool fits = true;                    ///< blocks <= usable_blocks
+};
+
+/// The decode batch against the fit's KV cache, or nothing when the fit does not say how large
+/// it is (the weights not all known, no memory for it, the layout rejected): then nothing is
+/// claimed.
+std::optional<BatchKvFit> fit_decode_batch(const Fit& fit, const DecodeBatch& batch);
+
 /// Everything one config's plan computed.
 struct Plan {
   ModelConfig config;
@@ -118,6 +141,7 @@ struct Plan {
   std::optional<Layout> layout;          ///< absent when the flags make no layout possible
   std::optional<Fit> fit;                ///< with a layout
   DecodeBatch batch;
+  std::optional<BatchKvFit> batch_fit;   ///< the batch against the KV cache, when the fit is decided
   /// FlashMLA's tile-scheduler plans, one per layer type; empty when the backend is not FlashMLA.
   std::vector<LayerTypeSchedule> schedules;
   std::vector<KernelShape> kernel_shapes;  ///< every kernel instantiation the engine launches

@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace mlaplan {
 
@@ -49,14 +48,5 @@ bool is_printable_line(std::string_view s);
 /// `text` with every occurrence of `token` replaced by `with` (left to right, not overlapping):
 /// how the rules fill vLLM's message templates ("{d}", "{n}").
 std::string replace_all(std::string_view text, std::string_view token, std::string_view with);
-
-/// The Levenshtein distance of `a` and `b` (insertions, deletions, substitutions of one byte): how
-/// the "did you mean" suggestions of flags, commands and GPU presets find the nearest name.
-std::size_t edit_distance(std::string_view a, std::string_view b);
-
-/// The allowed value `value` most likely meant, or "" when none is close: the one equal to it
-/// ignoring case; else the one it begins (ignoring case: "nvfp4" -> "nvfp4_ds_mla"); else the
-/// nearest by edit_distance() ignoring case, within max(1, length / 3) edits.
-std::string nearest_value(std::string_view value, const std::vector<std::string>& allowed);
 
 }  // namespace mlaplan

@@ -70,8 +70,16 @@ struct VllmKvConfig {
   std::int64_t max_model_len = 0;
   std::int64_t retained_tokens = 0;   ///< R = extra + batches x max_num_batched_tokens
   std::int64_t blocks_per_request = 0;///< sum over groups of what one request of max_model_len reserves
+  std::int64_t extra_retained_tokens = 0;  ///< the options' (part of retained_tokens)
+  std::int64_t batches_in_flight = 1;      ///< 2 with async scheduling (part of retained_tokens)
   /// Blocks one request of `tokens` reserves (sum over groups of the max over its specs).
   std::int64_t request_blocks(std::int64_t tokens) const;
+  /// Blocks a running request of `tokens` holds while it decodes `step_tokens` tokens a step
+  /// (1 + speculative tokens): request_blocks() with the sliding windows' reserve of a decode step,
+  /// extra_retained_tokens + batches_in_flight x step_tokens, where the start-up count reserves
+  /// max_num_batched_tokens per batch (a prefill chunk): the scheduler frees a running request's
+  /// blocks outside its window (SlidingWindowManager.remove_skipped_blocks).
+  std::int64_t decode_request_blocks(std::int64_t tokens, std::int64_t step_tokens) const;
 };
 
 /// The layout of stage `stage` of `layout` as vLLM packs it. Error(internal) never for user input.
