@@ -491,8 +491,8 @@ Element stacked_bar(double& y, const std::string& name, const std::string& css, 
   g.add(text_at(x + 8, y + 15, total, 12.5, "start", kInk, true));
   y += 22;
   if (const std::string line = unlabelled_line(unlabelled); !line.empty()) {
-    for (const auto& l : svg::wrap_text(line, 10.5, kWidth - kBarX - kMargin)) {
-      g.add(text_at(kBarX, y + 12, l, 10.5, "start", kMuted));
+    for (const auto& wrapped : svg::wrap_text(line, 10.5, kWidth - kBarX - kMargin)) {
+      g.add(text_at(kBarX, y + 12, wrapped, 10.5, "start", kMuted));
       y += 14;
     }
   }
@@ -638,8 +638,8 @@ Figure memory_picture(const PlanResult& r) {
       }
       cap.tooltip(tip);
       if (const std::string line = unlabelled_line(unlabelled); !line.empty()) {
-        for (const auto& l : svg::wrap_text(line, 10.5, kWidth - kBarX - kMargin)) {
-          cap.add(text_at(kBarX, y + 22 + 12, l, 10.5, "start", kMuted));
+        for (const auto& wrapped : svg::wrap_text(line, 10.5, kWidth - kBarX - kMargin)) {
+          cap.add(text_at(kBarX, y + 22 + 12, wrapped, 10.5, "start", kMuted));
           y += 14;
         }
       }

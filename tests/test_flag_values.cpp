@@ -509,7 +509,8 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
   require_usage({"Plan", kV41, "--tp", "8"}, "unknown command 'Plan' (did you mean 'plan'?)" + commands);
   require_usage({"schedul", "--kernel", "sm90-sparse"}, "unknown command 'schedul' (did you mean 'schedule'?)" + commands);
   require_usage({"plan1", "--foo"}, "unknown command 'plan1' (did you mean 'plan'?)" + commands);
-  require_usage({"gpu"}, "unknown command 'gpu' (did you mean 'gpus'?)" + commands);
+  // (not "gpu": a CUDA build's test directory holds a gpu/ folder, which is then a config path)
+  require_usage({"gpsu"}, "unknown command 'gpsu' (did you mean 'gpus'?)" + commands);
   // A first flag near mla-plan's own (and none of plan's, which `mla-plan --tp 8 CONFIG` runs).
   require_usage({"--verison"}, "unknown flag '--verison' (did you mean '--version'?); run 'mla-plan --help' for usage");
   require_usage({"--hepl"}, "unknown flag '--hepl' (did you mean '--help'?); run 'mla-plan --help' for usage");
