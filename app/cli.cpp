@@ -114,31 +114,20 @@ int checked_output(int code, std::ostream& out, std::ostream& err) {
   return combine_exit_codes(code, exit_code(ErrorKind::output));  // 70 (a bug) still wins
 }
 
-/// The subcommand the parse chose.
-Command parsed_command(const CLI::App& app) {
-  constexpr std::pair<const char*, Command> kCommands[] = {
-      {"plan", Command::plan},   {"schedule", Command::schedule}, {"check", Command::check},
-      {"verify", Command::verify}, {"bench", Command::bench},     {"gpus", Command::gpus},
-      {"formats", Command::formats}, {"report", Command::report},
-  };
-  for (const auto& [name, command] : kCommands) {
-    if (app.got_subcommand(name)) return command;
+/// The row of the subcommand the parse chose.
+const CommandRow& parsed_command(const CLI::App& app) {
+  for (const auto& row : command_table()) {
+    if (app.got_subcommand(std::string(row.name))) return row;
   }
   throw_internal("no subcommand ran");
 }
 
-/// The command line of every subcommand, its options bound to `p`'s.
+/// The command line of every subcommand of the table, its options bound to `p`'s.
 std::unique_ptr<CLI::App> make_app(ParsedCli& p) {
   auto app = std::make_unique<CLI::App>(kDescription, "mla-plan");
   app->set_version_flag("--version", std::string("mla-plan ") + kVersion);
   app->require_subcommand(1);
-  setup_plan(*app, p.plan);
-  setup_schedule(*app, p.schedule);
-  setup_check(*app, p.check);
-  setup_verify(*app, p.verify);
-  setup_bench(*app, p.bench);
-  setup_info(*app, p.info);
-  setup_report(*app, p.report);
+  for (const auto& row : command_table()) row.setup(*app->add_subcommand(std::string(row.name), std::string(row.summary)), p);
   return app;
 }
 
@@ -184,15 +173,55 @@ int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCl
   }
 
   // The flag values each subcommand checks before it opens a file.
-  const Command command = parsed_command(app);
-  if (command == Command::schedule) p.schedule_input = schedule_input(p.schedule);
-  if (command == Command::check) validate_check(p.check);
-  if (command == Command::report) validate_report(p.report);
-  p.command = command;
+  const CommandRow& row = parsed_command(app);
+  if (row.check != nullptr) row.check(p);
+  p.command = row.command;
   return kParsed;
 }
 
 }  // namespace
+
+std::span<const CommandRow> command_table() {
+  // One row per subcommand: the help, the suggestions for a mistyped one, the checks before any
+  // file is opened and the dispatch all come from here, in this order.
+  static const CommandRow kTable[] = {
+      {"plan", "Map every layer to its attention type and role, plan its caches, what fits, "
+       "and the decode schedules of a batch", Command::plan,
+       [](CLI::App& sub, ParsedCli& p) { setup_plan(sub, p.plan); }, nullptr,
+       [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_plan(p.plan, out, err); }},
+      {"check", "Check configs against the sparse-MLA backend's rules on a target (for CI)", Command::check,
+       [](CLI::App& sub, ParsedCli& p) { setup_check(sub, p.check); }, [](ParsedCli& p) { validate_check(p.check); },
+       [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_check(p.check, out, err); }},
+      {"schedule", "Compute FlashMLA's decode tile-scheduler plan for explicit per-request lengths", Command::schedule,
+       [](CLI::App& sub, ParsedCli& p) { setup_schedule(sub, p.schedule); },
+       [](ParsedCli& p) { p.schedule_input = schedule_input(p.schedule); },
+       [](const ParsedCli& p, std::ostream& out, std::ostream&) { return run_schedule(p.schedule, p.schedule_input, out); }},
+      {"verify", "Run the project's sparse-MLA kernels on the local GPU over the planned layout and schedules, "
+       "and check them against the host quantizer, scheduler and reference", Command::verify,
+       [](CLI::App& sub, ParsedCli& p) { setup_verify(sub, p.verify); }, nullptr,
+       [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_verify_cli(p.verify, out, err); }},
+      {"bench", "Time the project's sparse decode on the local GPU for each layer type of a config: us per call, "
+       "TFLOPS, GB/s and the fraction of the floor (measured copy and matmul ceilings)", Command::bench,
+       [](CLI::App& sub, ParsedCli& p) { setup_bench(sub, p.bench); }, nullptr,
+       [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_bench_cli(p.bench, out, err); }},
+      {"report", "Draw the plan as a self-contained SVG or HTML report: layer map, memory, "
+       "decode schedules, findings (docs/report.md)", Command::report,
+       [](CLI::App& sub, ParsedCli& p) { setup_report(sub, p.report); }, [](ParsedCli& p) { validate_report(p.report); },
+       [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_report(p.report, out, err); }},
+      {"gpus", "List the GPU presets (--gpu ids)", Command::gpus, [](CLI::App& sub, ParsedCli& p) { setup_gpus(sub, p.info); },
+       nullptr, [](const ParsedCli& p, std::ostream& out, std::ostream&) { return run_gpus(p.info, out); }},
+      {"formats", "Print every KV row format with its byte map", Command::formats,
+       [](CLI::App& sub, ParsedCli& p) { setup_formats(sub, p.info); }, nullptr,
+       [](const ParsedCli& p, std::ostream& out, std::ostream&) { return run_formats(p.info, out); }},
+  };
+  return kTable;
+}
+
+std::vector<std::string> command_names() {
+  std::vector<std::string> names;
+  for (const auto& row : command_table()) names.emplace_back(row.name);
+  return names;
+}
 
 CommandLine::CommandLine() = default;
 CommandLine::~CommandLine() = default;
@@ -218,16 +247,9 @@ const ParsedCli& CommandLine::parse(const std::vector<std::string>& args, std::o
 
 int execute_cli(const ParsedCli& p, std::ostream& out, std::ostream& err) {
   const int code = guarded(out, err, [&]() -> int {
-    switch (p.command) {
-      case Command::none: return p.exit_code;
-      case Command::plan: return run_plan(p.plan, out, err);
-      case Command::schedule: return run_schedule(p.schedule, p.schedule_input, out);
-      case Command::check: return run_check(p.check, out, err);
-      case Command::verify: return run_verify_cli(p.verify, out, err);
-      case Command::bench: return run_bench_cli(p.bench, out, err);
-      case Command::gpus: return run_gpus(p.info, out);
-      case Command::formats: return run_formats(p.info, out);
-      case Command::report: return run_report(p.report, out, err);
+    if (p.command == Command::none) return p.exit_code;
+    for (const auto& row : command_table()) {
+      if (row.command == p.command) return row.run(p, out, err);
     }
     throw_internal("unknown command");
   });

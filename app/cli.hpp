@@ -7,7 +7,9 @@
 
 #include <iosfwd>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "commands.hpp"
@@ -31,6 +33,23 @@ struct ParsedCli {
   InfoOptions info;
   ReportOptions report;
 };
+
+/// One subcommand: its name and one-line summary (the help), how its flags are bound to the parse
+/// result, the flag checks made before any file is opened (null: none), and what runs it.
+struct CommandRow {
+  std::string_view name;
+  std::string_view summary;
+  Command command;
+  void (*setup)(CLI::App& sub, ParsedCli& p);
+  void (*check)(ParsedCli& p);
+  int (*run)(const ParsedCli& p, std::ostream& out, std::ostream& err);
+};
+
+/// Every subcommand, in the order of `mla-plan --help`: the one table the help, the suggestions
+/// for a mistyped command, the checks and the dispatch come from.
+std::span<const CommandRow> command_table();
+/// The names of command_table(), in its order.
+std::vector<std::string> command_names();
 
 /// Stage 1: the command line of mla-plan, every subcommand and flag, built on the first parse()
 /// and kept for later ones.

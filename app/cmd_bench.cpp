@@ -20,9 +20,7 @@
 namespace mlaplan::cli {
 
 void setup_bench(CLI::App& app, BenchCliOptions& opt) {
-  auto* sub = app.add_subcommand(
-      "bench", "Time the project's sparse decode on the local GPU for each layer type of a config: us per call, "
-               "TFLOPS, GB/s and the fraction of the floor (measured copy and matmul ceilings)");
+  CLI::App* sub = &app;  // created by the command table (cli.cpp) with its name and summary
   sub->add_option("CONFIG", opt.config, "config.json, or a directory holding one")->required();
   add_int_option(*sub, "--device", opt.device, "CUDA device index (default 0)",
                  IntRange{0, std::numeric_limits<int>::max(), {}});

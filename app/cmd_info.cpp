@@ -13,12 +13,9 @@ namespace mlaplan::cli {
 
 using ojson = nlohmann::ordered_json;
 
-void setup_info(CLI::App& app, InfoOptions& opt) {
-  auto* gpus = app.add_subcommand("gpus", "List the GPU presets (--gpu ids)");
-  gpus->add_flag("--json", opt.json, "machine-readable");
-  auto* formats = app.add_subcommand("formats", "Print every KV row format with its byte map");
-  formats->add_flag("--json", opt.json, "machine-readable");
-}
+void setup_gpus(CLI::App& app, InfoOptions& opt) { app.add_flag("--json", opt.json, "machine-readable"); }
+
+void setup_formats(CLI::App& app, InfoOptions& opt) { app.add_flag("--json", opt.json, "machine-readable"); }
 
 int run_gpus(const InfoOptions& opt, std::ostream& out) {
   if (opt.json) {

@@ -8,8 +8,7 @@
 namespace mlaplan::cli {
 
 void setup_plan(CLI::App& app, PlanOptions& opt) {
-  auto* sub = app.add_subcommand("plan", "Map every layer to its attention type and role, plan its caches, what fits, "
-                                         "and the decode schedules of a batch");
+  CLI::App* sub = &app;  // created by the command table (cli.cpp) with its name and summary
   sub->add_option("CONFIG", opt.config, "config.json, or a directory holding one")->required();
   sub->add_flag("--json", opt.json, "Print the machine-readable plan (docs/cli.md); same as --format json");
   sub->add_option("--format", opt.format, "text | json | markdown (a summary for a pull-request comment)")

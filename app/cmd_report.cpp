@@ -23,8 +23,7 @@ namespace mlaplan::cli {
 using ojson = nlohmann::ordered_json;
 
 void setup_report(CLI::App& app, ReportOptions& opt) {
-  auto* sub = app.add_subcommand("report", "Draw the plan as a self-contained SVG or HTML report: layer map, memory, "
-                                           "decode schedules, findings (docs/report.md)");
+  CLI::App* sub = &app;  // created by the command table (cli.cpp) with its name and summary
   sub->add_option("CONFIG", opt.plan.config, "config.json, or a directory holding one")->required();
   sub->add_option("-o,--output", opt.output, "the report file: FILE.svg (one drawing) or FILE.html (drawings and tables)")
       ->required();

@@ -12,8 +12,7 @@
 namespace mlaplan::cli {
 
 void setup_schedule(CLI::App& app, ScheduleOptions& opt) {
-  auto* sub = app.add_subcommand(
-      "schedule", "Compute FlashMLA's decode tile-scheduler plan for explicit per-request lengths");
+  CLI::App* sub = &app;  // created by the command table (cli.cpp) with its name and summary
   sub->add_option("--kernel", opt.kernel, "sm90-sparse | sm100-head64 | sm100-head128 | sm90-dense")
       ->required();
   add_int_option(*sub, "--num-sms", opt.num_sms, "number of SMs of the GPU (H100/H200/H800: 132, B200: 148)",

@@ -25,9 +25,7 @@
 namespace mlaplan::cli {
 
 void setup_verify(CLI::App& app, VerifyCliOptions& opt) {
-  auto* sub = app.add_subcommand(
-      "verify", "Run the project's sparse-MLA kernels on the local GPU over the planned layout and schedules, "
-                "and check them against the host quantizer, scheduler and reference");
+  CLI::App* sub = &app;  // created by the command table (cli.cpp) with its name and summary
   sub->add_option("CONFIG", opt.config, "config.json, or a directory holding one")->required();
   add_device_list_option(*sub, "--device", opt.device,
                          "CUDA device index, a comma-separated list (each runs at once on its own thread; an index "

@@ -148,7 +148,8 @@ int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& e
 struct InfoOptions {
   bool json = false;
 };
-void setup_info(CLI::App& app, InfoOptions& opt);
+void setup_gpus(CLI::App& app, InfoOptions& opt);
+void setup_formats(CLI::App& app, InfoOptions& opt);
 int run_gpus(const InfoOptions& opt, std::ostream& out);
 int run_formats(const InfoOptions& opt, std::ostream& out);
 

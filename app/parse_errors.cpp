@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <string_view>
 
+#include "cli.hpp"
 #include "mlaplan/suggest.hpp"
 #include "mlaplan/text.hpp"
 
@@ -12,7 +13,6 @@ namespace mlaplan::cli {
 
 namespace {
 
-const char* const kCommandNames[] = {"plan", "check", "schedule", "verify", "bench", "report", "gpus", "formats"};
 
 /// The long flags of `sub` that `flag` ("--tensor-parallel", "--foo=1" without its value) most
 /// likely meant, as "--name": suggest() over the names without their dashes, so that prefixes and
@@ -42,7 +42,12 @@ std::string help_hint(const CLI::App* sub) {
 
 std::string prefix(const CLI::App* sub) { return sub == nullptr ? std::string() : sub->get_name() + ": "; }
 
-const char* const kCommands = "plan, check, schedule, verify, bench, report, gpus, formats";
+/// "plan, check, ...": the names of the command table.
+std::string command_list() {
+  std::string list;
+  for (const auto& name : command_names()) list += (list.empty() ? "" : ", ") + name;
+  return list;
+}
 
 /// "'a'", "'a' and 'b'", "'a', 'b' and 'c'", at most four shown.
 std::string quoted_values(const std::vector<std::string>& values) {
@@ -174,13 +179,13 @@ std::string unknown_command_message(std::string_view word) {
       })) {
     return {};  // a path, most likely
   }
-  const std::vector<std::string> commands(std::begin(kCommandNames), std::end(kCommandNames));
+  const std::vector<std::string> commands = command_names();
   // Commands are matched by their start and by a few edits, not by a part: "my-plan-config" is a
   // file name.
   const std::string near = did_you_mean(suggest(word, commands, SuggestRules{false, 2}));
   if (near.empty()) return {};
   return "unknown command " + mlaplan::quoted(word) + " (" + near +
-         "), and no file or directory of that name; the commands: " + kCommands +
+         "), and no file or directory of that name; the commands: " + command_list() +
          ", or mla-plan CONFIG for plan; run 'mla-plan --help' for usage";
 }
 
@@ -214,7 +219,7 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e) {
     if (sub == nullptr) {
       return std::string("a command or a CONFIG is required: mla-plan CONFIG [flags], or mla-plan COMMAND with "
                          "COMMAND one of ") +
-             kCommands + "; run 'mla-plan --help' for usage";
+             command_list() + "; run 'mla-plan --help' for usage";
     }
     if (const std::string msg = required_missing(sub); !msg.empty()) return msg;
   }

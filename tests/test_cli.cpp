@@ -727,3 +727,33 @@ TEST_CASE("JSON output stays valid when a path, flag value or message is not UTF
   CHECK(nlohmann::json::parse(matrix.out).at("files")[0].at("exit_code") == 2);
   std::filesystem::remove(file);
 }
+
+TEST_CASE("subcommands: one table gives the help, the suggestions and the dispatch", "[cli]") {
+  const auto table = mlaplan::cli::command_table();
+  const auto names = mlaplan::cli::command_names();
+  REQUIRE(names.size() == table.size());
+  CHECK(names == std::vector<std::string>{"plan", "check", "schedule", "verify", "bench", "report", "gpus", "formats"});
+  const auto help = run({"--help"});
+  CHECK(help.code == 0);
+  std::set<mlaplan::cli::Command> commands;
+  for (const auto& row : table) {
+    INFO(row.name);
+    CHECK(row.setup != nullptr);
+    CHECK(row.run != nullptr);
+    CHECK(commands.insert(row.command).second);  // one row per command
+    // Listed in the help with its summary, and its own help runs.
+    CHECK_THAT(help.out, Catch::Contains("  " + std::string(row.name)) &&
+                             Catch::Contains(std::string(row.summary).substr(0, 40)));
+    const auto own = run({std::string(row.name), "--help"});
+    CHECK(own.code == 0);
+    CHECK_THAT(own.out, Catch::StartsWith(std::string(row.summary).substr(0, 40)));
+    // A one-letter slip of its name is suggested from the same table.
+    const std::string slip = std::string(row.name).substr(0, row.name.size() - 1) + "q";
+    const auto typo = run({slip});
+    CHECK(typo.code == 1);
+    CHECK_THAT(typo.err, Catch::Contains("did you mean '" + std::string(row.name) + "'"));
+  }
+  // The dispatch: gpus and formats run from their rows.
+  CHECK(run({"gpus"}).code == 0);
+  CHECK(run({"formats", "--json"}).code == 0);
+}
