@@ -35,7 +35,8 @@ inline std::string backend_heading(const Plan& r) {
 /// "c2a, c1a", "swaonly (draft)".
 inline std::string shape_layer_types(const KernelShape& s) {
   std::string o;
-  for (std::size_t i = 0; i < s.layer_types.size(); ++i) o += (i ? ", " : "") + std::string(to_string(s.layer_types[i]));
+  for (std::size_t i = 0; i < s.layer_types.size(); ++i)
+    o += (i ? ", " : "") + std::string(to_string(s.layer_types[i]));
   if (o.empty()) o = "-";
   return s.draft ? o + " (draft)" : o;
 }

@@ -127,7 +127,8 @@ std::unique_ptr<CLI::App> make_app(ParsedCli& p) {
   auto app = std::make_unique<CLI::App>(kDescription, "mla-plan");
   app->set_version_flag("--version", std::string("mla-plan ") + kVersion);
   app->require_subcommand(1);
-  for (const auto& row : command_table()) row.setup(*app->add_subcommand(std::string(row.name), std::string(row.summary)), p);
+  for (const auto& row : command_table())
+    row.setup(*app->add_subcommand(std::string(row.name), std::string(row.summary)), p);
   return app;
 }
 
@@ -185,9 +186,10 @@ std::span<const CommandRow> command_table() {
   // One row per subcommand: the help, the suggestions for a mistyped one, the checks before any
   // file is opened and the dispatch all come from here, in this order.
   static const CommandRow kTable[] = {
-      {"plan", "Map every layer to its attention type and role, plan its caches, what fits, "
-       "and the decode schedules of a batch", Command::plan,
-       [](CLI::App& sub, ParsedCli& p) { setup_plan(sub, p.plan); }, nullptr,
+      {"plan",
+       "Map every layer to its attention type and role, plan its caches, what fits, "
+       "and the decode schedules of a batch",
+       Command::plan, [](CLI::App& sub, ParsedCli& p) { setup_plan(sub, p.plan); }, nullptr,
        [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_plan(p.plan, out, err); }},
       {"check", "Check configs against the sparse-MLA backend's rules on a target (for CI)", Command::check,
        [](CLI::App& sub, ParsedCli& p) { setup_check(sub, p.check); }, [](ParsedCli& p) { validate_check(p.check); },
@@ -195,21 +197,28 @@ std::span<const CommandRow> command_table() {
       {"schedule", "Compute FlashMLA's decode tile-scheduler plan for explicit per-request lengths", Command::schedule,
        [](CLI::App& sub, ParsedCli& p) { setup_schedule(sub, p.schedule); },
        [](ParsedCli& p) { p.schedule_input = schedule_input(p.schedule); },
-       [](const ParsedCli& p, std::ostream& out, std::ostream&) { return run_schedule(p.schedule, p.schedule_input, out); }},
-      {"verify", "Run the project's sparse-MLA kernels on the local GPU over the planned layout and schedules, "
-       "and check them against the host quantizer, scheduler and reference", Command::verify,
-       [](CLI::App& sub, ParsedCli& p) { setup_verify(sub, p.verify); }, nullptr,
+       [](const ParsedCli& p, std::ostream& out, std::ostream&) {
+         return run_schedule(p.schedule, p.schedule_input, out);
+       }},
+      {"verify",
+       "Run the project's sparse-MLA kernels on the local GPU over the planned layout and schedules, "
+       "and check them against the host quantizer, scheduler and reference",
+       Command::verify, [](CLI::App& sub, ParsedCli& p) { setup_verify(sub, p.verify); }, nullptr,
        [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_verify_cli(p.verify, out, err); }},
-      {"bench", "Time the project's sparse decode on the local GPU for each layer type of a config: us per call, "
-       "TFLOPS, GB/s and the fraction of the floor (measured copy and matmul ceilings)", Command::bench,
-       [](CLI::App& sub, ParsedCli& p) { setup_bench(sub, p.bench); }, nullptr,
+      {"bench",
+       "Time the project's sparse decode on the local GPU for each layer type of a config: us per call, "
+       "TFLOPS, GB/s and the fraction of the floor (measured copy and matmul ceilings)",
+       Command::bench, [](CLI::App& sub, ParsedCli& p) { setup_bench(sub, p.bench); }, nullptr,
        [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_bench_cli(p.bench, out, err); }},
-      {"report", "Draw the plan as a self-contained SVG or HTML report: layer map, memory, "
-       "decode schedules, findings (docs/report.md)", Command::report,
-       [](CLI::App& sub, ParsedCli& p) { setup_report(sub, p.report); }, [](ParsedCli& p) { validate_report(p.report); },
+      {"report",
+       "Draw the plan as a self-contained SVG or HTML report: layer map, memory, "
+       "decode schedules, findings (docs/report.md)",
+       Command::report, [](CLI::App& sub, ParsedCli& p) { setup_report(sub, p.report); },
+       [](ParsedCli& p) { validate_report(p.report); },
        [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_report(p.report, out, err); }},
-      {"gpus", "List the GPU presets (--gpu ids)", Command::gpus, [](CLI::App& sub, ParsedCli& p) { setup_gpus(sub, p.info); },
-       nullptr, [](const ParsedCli& p, std::ostream& out, std::ostream&) { return run_gpus(p.info, out); }},
+      {"gpus", "List the GPU presets (--gpu ids)", Command::gpus,
+       [](CLI::App& sub, ParsedCli& p) { setup_gpus(sub, p.info); }, nullptr,
+       [](const ParsedCli& p, std::ostream& out, std::ostream&) { return run_gpus(p.info, out); }},
       {"formats", "Print every KV row format with its byte map", Command::formats,
        [](CLI::App& sub, ParsedCli& p) { setup_formats(sub, p.info); }, nullptr,
        [](const ParsedCli& p, std::ostream& out, std::ostream&) { return run_formats(p.info, out); }},

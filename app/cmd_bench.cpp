@@ -99,12 +99,13 @@ int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& e
     out << bench_json(opt.config, BenchGpuInfo{gpu.info.index, gpu.info.name, gpu.target.cc.str(), gpu.info.sm_count},
                       report, bo.run);
   } else {
-    out << "mla-plan bench: " << printable(opt.config, kQuotedPathMaxBytes) << " on " << gpu.info.name << " (" << gpu.target.cc.sm() << ", "
-        << gpu.info.sm_count << " SMs), kv " << report.kv_cache_dtype << (report.forced ? " (forced)" : "") << ", "
-        << bo.run.replays << " replays\n";
+    out << "mla-plan bench: " << printable(opt.config, kQuotedPathMaxBytes) << " on " << gpu.info.name << " ("
+        << gpu.target.cc.sm() << ", " << gpu.info.sm_count << " SMs), kv " << report.kv_cache_dtype
+        << (report.forced ? " (forced)" : "") << ", " << bo.run.replays << " replays\n";
     for (const auto& r : report.rules) {
       if (r.finding.severity == Severity::info) continue;
-      out << "  " << to_string(r.finding.severity) << " [" << r.finding.id << "]: " << printable(r.finding.message) << "\n";
+      out << "  " << to_string(r.finding.severity) << " [" << r.finding.id << "]: " << printable(r.finding.message)
+          << "\n";
     }
     const auto& c = report.ceilings;
     if (c.copy_gbps > 0) {
@@ -125,8 +126,9 @@ int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& e
                       rows.c_str(), std::string(to_string(s.mode.mode)).c_str(), r.timing.us_per_call,
                       r.timing.us_decode, r.tflops, r.gbps, r.floor_us, 100.0 * r.floor_fraction);
       } else {
-        std::snprintf(line, sizeof line, "%-8s %6lld %4d %5d %-9s %-13s %9s  %s\n", std::string(to_string(s.type)).c_str(),
-                      static_cast<long long>(s.num_layers), s.h_q, s.b, rows.c_str(), "-", "-", r.reason.c_str());
+        std::snprintf(line, sizeof line, "%-8s %6lld %4d %5d %-9s %-13s %9s  %s\n",
+                      std::string(to_string(s.type)).c_str(), static_cast<long long>(s.num_layers), s.h_q, s.b,
+                      rows.c_str(), "-", "-", r.reason.c_str());
       }
       out << line;
     }

@@ -41,8 +41,7 @@ void setup_check(CLI::App& app, CheckOptions& opt) {
                 "for each config: every GPU preset x kv dtype (x TP size) supported, or why not");
   sub->add_option("--dtype", opt.plan.dtype, "model dtype the engine runs (default: the config's)");
   add_real_option(*sub, "--max-global-bytes-per-token", opt.max_global_bytes_per_token,
-                  "fail (exit 4) when the global bytes per token exceed this",
-                  kGlobalBytesRange)
+                  "fail (exit 4) when the global bytes per token exceed this", kGlobalBytesRange)
       ->group("Guards");
   sub->add_option("--guard-accounting", opt.guard_accounting,
                   "accounting the bytes guard compares: pages (the engine's, default) | rows (DeepSeek's)")
@@ -64,8 +63,8 @@ void setup_check(CLI::App& app, CheckOptions& opt) {
                       "TP size; with --matrix a comma-separated list", parallel_size_range())
       ->group("Parallelism");
   sub->remove_option(sub->get_option("--data-parallel-size"));
-  add_int_list_option(*sub, "--data-parallel-size,--dp", opt.dp_sizes,
-                      "DP size; with --matrix a comma-separated list", parallel_size_range())
+  add_int_list_option(*sub, "--data-parallel-size,--dp", opt.dp_sizes, "DP size; with --matrix a comma-separated list",
+                      parallel_size_range())
       ->group("Parallelism");
   bind_fit_flags(*sub, opt.plan.fit);
   bind_batch_flags(*sub, opt.plan.batch);
@@ -84,8 +83,8 @@ struct FileResult {
   std::string family;
   std::string target;
   std::string kv_cache_dtype;
-  double global_rows = 0;         ///< global bytes per token, DeepSeek's accounting
-  double global_pages = 0;        ///< the same, the engine's
+  double global_rows = 0;                     ///< global bytes per token, DeepSeek's accounting
+  double global_pages = 0;                    ///< the same, the engine's
   std::optional<double> concurrency;          ///< vLLM's maximum concurrency, all DP engines (with a fit)
   std::optional<std::int64_t> kv_tokens;      ///< vLLM's GPU KV cache size, all DP engines
   std::optional<std::int64_t> max_model_len;  ///< with a fit
@@ -377,7 +376,8 @@ class ReasonLegend {
   std::string text() const {
     if (reasons_.empty()) return {};
     std::string o = "  reasons:\n";
-    for (std::size_t i = 0; i < reasons_.size(); ++i) o += "  [" + std::to_string(i + 1) + "] " + printable(reasons_[i]) + "\n";
+    for (std::size_t i = 0; i < reasons_.size(); ++i)
+      o += "  [" + std::to_string(i + 1) + "] " + printable(reasons_[i]) + "\n";
     return o;
   }
 
@@ -413,10 +413,10 @@ std::vector<MatrixInput> read_matrix_inputs(const CheckOptions& opt, std::int64_
         const std::size_t n = inputs.size() + 1;
         const std::string where = mlaplan::quoted(path, std::string::npos);
         throw_usage("--matrix: " + std::to_string(layers) + " layers (backbone + draft) in " +
-                    (n == 1 ? where : "the first " + std::to_string(n) + " configs (up to " + where + ")") +
-                    " x " + std::to_string(tp_sizes) + " TP size" +
-                    (tp_sizes == 1 ? "" : "s") + " = " + std::to_string(layers * tp_sizes) +
-                    " layer rows; allowed up to " + std::to_string(CheckLimits::max_matrix_layer_rows) +
+                    (n == 1 ? where : "the first " + std::to_string(n) + " configs (up to " + where + ")") + " x " +
+                    std::to_string(tp_sizes) + " TP size" + (tp_sizes == 1 ? "" : "s") + " = " +
+                    std::to_string(layers * tp_sizes) + " layer rows; allowed up to " +
+                    std::to_string(CheckLimits::max_matrix_layer_rows) +
                     " in one run (each layer row is planned on every GPU preset and kv dtype): split the configs "
                     "over several runs or give fewer TP sizes");
       }
@@ -428,8 +428,9 @@ std::vector<MatrixInput> read_matrix_inputs(const CheckOptions& opt, std::int64_
 
 /// One config's matrix: every GPU preset x kv dtype x TP size. Prints it (text) or adds it to
 /// `json` as it is done.
-int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<std::pair<std::int64_t, std::int64_t>>& layouts,
-              std::ostream& out, JsonFilesStream* json) {
+int matrix_of(const MatrixInput& in, const CheckOptions& opt,
+              const std::vector<std::pair<std::int64_t, std::int64_t>>& layouts, std::ostream& out,
+              JsonFilesStream* json) {
   const std::string& path = in.path;
   if (in.error) {
     const Error& e = *in.error;
@@ -532,8 +533,8 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt, const std::vector<
                            {"reason", supported ? "" : result},
                            {"reason_id", reason_id ? ojson(*reason_id) : ojson(nullptr)}});
         } else {
-          table += matrix_line(g.id, dtype, tp, dp, backend ? backend_title(*backend, cfg.family) : std::string(), supported,
-                               reason_id ? "[" + std::to_string(*reason_id + 1) + "]" : result) +
+          table += matrix_line(g.id, dtype, tp, dp, backend ? backend_title(*backend, cfg.family) : std::string(),
+                               supported, reason_id ? "[" + std::to_string(*reason_id + 1) + "]" : result) +
                    "\n";
         }
       }
@@ -610,15 +611,13 @@ void validate_check(const CheckOptions& opt) {
   for (std::size_t i = 0; i < tps.size(); ++i) {
     if (tps[i] < 1 || tps[i] > LayoutLimits::max_parallel_size) {
       throw_usage("--tensor-parallel-size[" + std::to_string(i) + "]: '" + std::to_string(tps[i]) +
-                  "' is out of range; allowed 1.." +
-                  std::to_string(LayoutLimits::max_parallel_size));
+                  "' is out of range; allowed 1.." + std::to_string(LayoutLimits::max_parallel_size));
     }
   }
   if (opt.matrix && n * ntp * ndp > CheckLimits::max_matrix_rows) {
     throw_usage("--matrix: " + std::to_string(n) + " configs x " + std::to_string(ntp) + " TP sizes x " +
                 std::to_string(ndp) + " DP sizes = " + std::to_string(n * ntp * ndp) + " rows; allowed 1.." +
-                std::to_string(CheckLimits::max_matrix_rows) +
-                " (each row plans every GPU preset and kv dtype)");
+                std::to_string(CheckLimits::max_matrix_rows) + " (each row plans every GPU preset and kv dtype)");
   }
   if (opt.max_global_bytes_per_token && !(*opt.max_global_bytes_per_token >= 0 &&
                                           *opt.max_global_bytes_per_token <= CheckLimits::max_global_bytes_per_token)) {

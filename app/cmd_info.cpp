@@ -46,8 +46,8 @@ int run_gpus(const InfoOptions& opt, std::ostream& out) {
     const std::string id = std::string(g.id) + (g.id == kDefaultGpuId ? " *" : "");
     std::snprintf(line, sizeof line, "%-14s %-34s %-6s %-20s %5lld %5lld GiB %-1s  %s\n", id.c_str(),
                   std::string(g.name).c_str(), g.cc.sm().c_str(), std::string(arch_family_title(g.family)).c_str(),
-                  static_cast<long long>(g.num_sms), static_cast<long long>(g.memory_gib),
-                  g.unified_memory ? "u" : "", std::string(g.note).c_str());
+                  static_cast<long long>(g.num_sms), static_cast<long long>(g.memory_gib), g.unified_memory ? "u" : "",
+                  std::string(g.note).c_str());
     out << line;
   }
   out << "* the default target. u unified memory, shared with the CPU: less than the figure is there for the GPU.\n"

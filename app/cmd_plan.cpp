@@ -17,7 +17,8 @@ void setup_plan(CLI::App& app, PlanOptions& opt) {
                 "Also print the target and parallelism, the backend's kernel shapes, every cache object and page pool, "
                 "the tile-scheduler plans and the project's kernel modes, and the notes (text output; --json always "
                 "has them)");
-  sub->add_flag("--show-records", opt.show_records, "Print every tile-scheduler record in the text output (implies --details)");
+  sub->add_flag("--show-records", opt.show_records,
+                "Print every tile-scheduler record in the text output (implies --details)");
   sub->add_option("--dtype", opt.dtype, "model dtype the engine runs (default: the config's)");
   bind_target_flags(*sub, opt.target);
   bind_layout_flags(*sub, opt.layout);

@@ -25,7 +25,8 @@ using ojson = nlohmann::ordered_json;
 void setup_report(CLI::App& app, ReportOptions& opt) {
   CLI::App* sub = &app;  // created by the command table (cli.cpp) with its name and summary
   sub->add_option("CONFIG", opt.plan.config, "config.json, or a directory holding one")->required();
-  sub->add_option("-o,--output", opt.output, "the report file: FILE.svg (one drawing) or FILE.html (drawings and tables)")
+  sub->add_option("-o,--output", opt.output,
+                  "the report file: FILE.svg (one drawing) or FILE.html (drawings and tables)")
       ->required();
   sub->add_option("--verify-json", opt.verify_json, "add the results of `mla-plan verify --json` saved in this file");
   sub->add_option("--bench-json", opt.bench_json, "add the results of `mla-plan bench --json` saved in this file");
@@ -134,8 +135,8 @@ ResultFile parse_result_json(std::string_view text, const std::string& flag, con
   f.flag = flag;
   f.title = title;
   f.path = path;
-  const std::string expected = "expected the output of mla-plan " +
-                               std::string(flag == "--bench-json" ? "bench" : "verify") + " --json";
+  const std::string expected =
+      "expected the output of mla-plan " + std::string(flag == "--bench-json" ? "bench" : "verify") + " --json";
   // Any NUL is invalid input: nlohmann's lexer takes a NUL for the end of the input, so the bytes
   // after it would never be looked at.
   if (const auto nul = find_nul_byte(text)) {
@@ -191,8 +192,8 @@ int run_report(const ReportOptions& opt, std::ostream& out, std::ostream& err) {
   const std::string text = kind == ReportKind::svg ? render_report_svg(r, extras) : render_report_html(r, extras);
 
   write_file_whole(opt.output, text, "-o");
-  out << "mla-plan: wrote " << printable(opt.output, kQuotedPathMaxBytes) << " (" << (kind == ReportKind::svg ? "SVG" : "HTML") << ", "
-      << text.size() << " bytes)\n";
+  out << "mla-plan: wrote " << printable(opt.output, kQuotedPathMaxBytes) << " ("
+      << (kind == ReportKind::svg ? "SVG" : "HTML") << ", " << text.size() << " bytes)\n";
   if (r.exit_code != 0) err << "mla-plan: error: " << printable(r.exit_message) << "\n";
   return r.exit_code;
 }

@@ -13,8 +13,7 @@ namespace mlaplan::cli {
 
 void setup_schedule(CLI::App& app, ScheduleOptions& opt) {
   CLI::App* sub = &app;  // created by the command table (cli.cpp) with its name and summary
-  sub->add_option("--kernel", opt.kernel, "sm90-sparse | sm100-head64 | sm100-head128 | sm90-dense")
-      ->required();
+  sub->add_option("--kernel", opt.kernel, "sm90-sparse | sm100-head64 | sm100-head128 | sm90-dense")->required();
   add_int_option(*sub, "--num-sms", opt.num_sms, "number of SMs of the GPU (H100/H200/H800: 132, B200: 148)",
                  IntRange{1, ScheduleLimits::max_num_sms, {}})
       ->required();
@@ -61,7 +60,8 @@ SchedInput schedule_input(const ScheduleOptions& opt) {
   SchedInput in;
   const auto k = parse_sched_kernel(opt.kernel);
   if (!k) {
-    throw_usage("--kernel: " + mlaplan::quoted(opt.kernel) + " is not a known decode kernel; allowed: sm90-sparse, "
+    throw_usage("--kernel: " + mlaplan::quoted(opt.kernel) +
+                " is not a known decode kernel; allowed: sm90-sparse, "
                 "sm100-head64, sm100-head128, sm90-dense");
   }
   in.kernel = *k;

@@ -95,7 +95,7 @@ struct CheckOptions {
   std::string guard_accounting = "pages";
   std::optional<std::int64_t> min_concurrency;
   bool require_batch_fits = false;  ///< --require-batch-fits
-  PlanOptions plan;  ///< target, layout, capacity and batch flags shared with plan
+  PlanOptions plan;                 ///< target, layout, capacity and batch flags shared with plan
   std::string effective_format() const;
   std::vector<std::int64_t> effective_tp_sizes() const;  ///< tp_sizes, or {1} when none was given
   std::vector<std::int64_t> effective_dp_sizes() const;  ///< dp_sizes, or {1} when none was given
@@ -131,7 +131,7 @@ struct BenchCliOptions {
   std::string config;
   int device = 0;
   std::string kv_cache_dtype = "auto";
-  std::vector<std::int64_t> batches;     ///< empty: the default sizes
+  std::vector<std::int64_t> batches;  ///< empty: the default sizes
   std::vector<std::string> layer_types;
   std::int64_t replays = 60;
   std::int64_t warmup = 5;
@@ -180,8 +180,8 @@ int run_report(const ReportOptions& opt, std::ostream& out, std::ostream& err);
 struct CheckSummaryRow {
   std::string path;
   int code = 0;
-  std::string detail;              ///< "deepseek_v41 on h200, fp8_ds_mla"; "" when no plan was made
-  std::vector<Finding> findings;   ///< errors and warnings
+  std::string detail;             ///< "deepseek_v41 on h200, fp8_ds_mla"; "" when no plan was made
+  std::vector<Finding> findings;  ///< errors and warnings
 };
 std::string render_plan_markdown(const PlanResult& r);
 /// `check --format markdown`, written as the files are checked: the heading and the table's

@@ -70,9 +70,7 @@ CLI::Option* add_converted(CLI::App& sub, const std::string& names, const std::s
 
 }  // namespace
 
-std::string IntRange::text() const {
-  return shown.empty() ? std::to_string(lo) + ".." + std::to_string(hi) : shown;
-}
+std::string IntRange::text() const { return shown.empty() ? std::to_string(lo) + ".." + std::to_string(hi) : shown; }
 
 std::string RealRange::text() const {
   return (lo_open ? "above " : "") + real_text(lo) + " up to " + real_text(hi) + (unit.empty() ? "" : " " + unit);
@@ -80,7 +78,8 @@ std::string RealRange::text() const {
 
 std::int64_t parse_int_value(std::string_view flag, std::string_view text, const IntRange& range) {
   if (!decimal_integer_syntax(text)) {
-    throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is not a decimal integer; allowed " + range.text());
+    throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is not a decimal integer; allowed " +
+                range.text());
   }
   std::int64_t v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 10);
@@ -88,7 +87,8 @@ std::int64_t parse_int_value(std::string_view flag, std::string_view text, const
     throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is out of range; allowed " + range.text());
   }
   if (ec != std::errc() || end != text.data() + text.size()) {
-    throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is not a decimal integer; allowed " + range.text());
+    throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is not a decimal integer; allowed " +
+                range.text());
   }
   return v;
 }
@@ -185,7 +185,8 @@ std::vector<std::int64_t> parse_int_list_text(std::string_view where, std::strin
   while (start < text.size()) {
     ++line;
     const auto nl = text.find('\n', start);
-    const std::string_view row = trim(text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start));
+    const std::string_view row =
+        trim(text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start));
     start = nl == std::string_view::npos ? text.size() : nl + 1;
     if (row.empty()) continue;
     const std::string where_line = at + ": line " + std::to_string(line);
@@ -209,8 +210,10 @@ std::vector<std::int64_t> parse_int_list_text(std::string_view where, std::strin
     }
   }
   if (values.empty()) {
-    throw_usage(at + ": no items (it is empty or only blank lines); give one per line or separated by commas, "
-                     "each a decimal integer, allowed " + item.text());
+    throw_usage(at +
+                ": no items (it is empty or only blank lines); give one per line or separated by commas, "
+                "each a decimal integer, allowed " +
+                item.text());
   }
   return values;
 }
@@ -239,9 +242,8 @@ CLI::Option* add_int_option(CLI::App& sub, const std::string& names, int& into, 
 }
 
 CLI::Option* add_seed_option(CLI::App& sub, const std::string& names, std::uint64_t& into, const std::string& help) {
-  return add_converted(sub, names, help, "INT", [&into](const std::string& flag, const std::string& v) {
-    into = parse_uint64_value(flag, v);
-  });
+  return add_converted(sub, names, help, "INT",
+                       [&into](const std::string& flag, const std::string& v) { into = parse_uint64_value(flag, v); });
 }
 
 CLI::Option* add_real_option(CLI::App& sub, const std::string& names, std::optional<double>& into,
@@ -275,9 +277,8 @@ CLI::Option* add_int_list_or_file_option(CLI::App& sub, const std::string& names
 
 CLI::Option* add_list_option(CLI::App& sub, const std::string& names, std::vector<std::string>& into,
                              const std::string& help) {
-  return add_converted(sub, names, help, "TEXT,...", [&into](const std::string& flag, const std::string& v) {
-    into = split_list_value(flag, v);
-  });
+  return add_converted(sub, names, help, "TEXT,...",
+                       [&into](const std::string& flag, const std::string& v) { into = split_list_value(flag, v); });
 }
 
 std::string device_list_allowed() {
@@ -292,7 +293,8 @@ DeviceList parse_device_list_value(std::string_view flag, std::string_view text)
     return d;
   }
   const bool list = text.find(',') != std::string_view::npos;
-  const std::vector<std::string> items = list ? split_list_value(flag, text) : std::vector<std::string>{std::string(text)};
+  const std::vector<std::string> items =
+      list ? split_list_value(flag, text) : std::vector<std::string>{std::string(text)};
   for (std::size_t i = 0; i < items.size(); ++i) {
     const std::string at = list ? std::string(flag) + "[" + std::to_string(i) + "]" : std::string(flag);
     if (items[i] == "all") throw_usage(at + ": 'all' stands alone (--device all); allowed " + range.text());
@@ -305,7 +307,8 @@ DeviceList parse_device_list_value(std::string_view flag, std::string_view text)
   return d;
 }
 
-CLI::Option* add_device_list_option(CLI::App& sub, const std::string& names, DeviceList& into, const std::string& help) {
+CLI::Option* add_device_list_option(CLI::App& sub, const std::string& names, DeviceList& into,
+                                    const std::string& help) {
   return add_converted(sub, names, help, "N|N,N,...|all", [&into](const std::string& flag, const std::string& v) {
     into = parse_device_list_value(flag, v);
   });

@@ -63,11 +63,11 @@ void bind_layout_flags(CLI::App& sub, LayoutFlags& f, bool with_kv_dtype) {
                  "tokens per page of the global caches (default: the backend's for the arch)",
                  IntRange{1, LayoutLimits::max_block_size, {}})
       ->group("Layout");
-  add_int_option(sub, "--max-model-len", f.options.max_model_len,
-                 "longest request (default: the config's max_position_embeddings)",
-                 IntRange{1, ConfigLimits::max_positions,
-                          "1..the config's max_position_embeddings, at most " +
-                              std::to_string(ConfigLimits::max_positions)})
+  add_int_option(
+      sub, "--max-model-len", f.options.max_model_len,
+      "longest request (default: the config's max_position_embeddings)",
+      IntRange{1, ConfigLimits::max_positions,
+               "1..the config's max_position_embeddings, at most " + std::to_string(ConfigLimits::max_positions)})
       ->group("Layout");
   add_int_option(sub, "--max-num-batched-tokens", f.options.in_flight_tokens,
                  "tokens one request may schedule in a step; sizes the window pages (default: vLLM's)",
@@ -78,10 +78,10 @@ void bind_layout_flags(CLI::App& sub, LayoutFlags& f, bool with_kv_dtype) {
   add_int_option(sub, "--tensor-parallel-size,--tp", f.options.tensor_parallel_size, "TP size (default 1)",
                  parallel_size_range())
       ->group("Parallelism");
-  add_int_option(sub, "--pipeline-parallel-size,--pp", f.options.pipeline_parallel_size, "PP size (default 1)",
-                 IntRange{1, LayoutLimits::max_parallel_size,
-                          "1.." + std::to_string(LayoutLimits::max_parallel_size) +
-                              ", at most the config's backbone layers"})
+  add_int_option(
+      sub, "--pipeline-parallel-size,--pp", f.options.pipeline_parallel_size, "PP size (default 1)",
+      IntRange{1, LayoutLimits::max_parallel_size,
+               "1.." + std::to_string(LayoutLimits::max_parallel_size) + ", at most the config's backbone layers"})
       ->group("Parallelism");
   add_int_option(sub, "--data-parallel-size,--dp", f.options.data_parallel_size, "DP size (default 1)",
                  parallel_size_range())
@@ -166,13 +166,13 @@ void BatchFlags::read_files() {
                              "BatchLimits::max_context_lens_file_bytes",
                              "65,536 lengths, the most a batch has, take under 1 MiB"};
   const bool stdin_file = file == "-";
-  const std::string text = stdin_file ? read_input_stream(STDIN_FILENO, "standard input", rules)
-                                      : read_input_file(file, rules);
+  const std::string text =
+      stdin_file ? read_input_stream(STDIN_FILENO, "standard input", rules) : read_input_file(file, rules);
   // Named as the user wrote it, unquoted (as the flag and its value are): "--context-lens @lens.txt".
   options.context_lens_source = "--context-lens @" + printable(file, kQuotedPathMaxBytes);
   const IntRange context{1, ConfigLimits::max_positions, "1..max_model_len minus --spec-tokens"};
-  options.context_lens =
-      parse_int_list_text(options.context_lens_source, text, context, BatchLimits::max_requests, options.context_lens_lines);
+  options.context_lens = parse_int_list_text(options.context_lens_source, text, context, BatchLimits::max_requests,
+                                             options.context_lens_lines);
 }
 
 void bind_batch_flags(CLI::App& sub, BatchFlags& f) {
@@ -180,8 +180,7 @@ void bind_batch_flags(CLI::App& sub, BatchFlags& f) {
   add_int_option(sub, "--batch", f.options.batch, "requests in the decode step (default 64)",
                  IntRange{1, BatchLimits::max_requests, {}})
       ->group("Batch");
-  add_int_option(sub, "--context-len", f.options.context_len, "context length of every request (default 4096)",
-                 context)
+  add_int_option(sub, "--context-len", f.options.context_len, "context length of every request (default 4096)", context)
       ->group("Batch");
   add_int_list_or_file_option(sub, "--context-lens", f.options.context_lens, f.context_lens_file,
                               "per-request context lengths, comma-separated; or @FILE (one per line and/or "

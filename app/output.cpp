@@ -76,7 +76,8 @@ int FdOutputBuf::sync() { return flush_buffer() ? 0 : -1; }
 namespace {
 
 [[noreturn]] void fail_write(const std::string& flag, const std::string& path, int cause, const char* detail = "") {
-  throw_output(flag + ": cannot write " + mlaplan::quoted(path, kQuotedPathMaxBytes) + ": " + std::strerror(cause) + detail);
+  throw_output(flag + ": cannot write " + mlaplan::quoted(path, kQuotedPathMaxBytes) + ": " + std::strerror(cause) +
+               detail);
 }
 
 /// The temporary file of write_file_whole(): removed on destruction unless released.
@@ -115,8 +116,8 @@ void write_file_whole(const std::string& path, std::string_view bytes, const std
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     if (!S_ISREG(st.st_mode)) {
-      throw_output(flag + ": cannot write " + mlaplan::quoted(path, kQuotedPathMaxBytes) + ": it is " + std::string(file_type_name(st.st_mode)) +
-                   "; give the path of a file");
+      throw_output(flag + ": cannot write " + mlaplan::quoted(path, kQuotedPathMaxBytes) + ": it is " +
+                   std::string(file_type_name(st.st_mode)) + "; give the path of a file");
     }
     mode = st.st_mode & 07777;
     std::error_code ec;

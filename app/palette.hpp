@@ -40,7 +40,7 @@ enum class CachePart { compressed, indexer, window, state };
 
 struct CachePartStyle {
   CachePart part;
-  std::string_view name;     ///< "compressed", "indexer", "window", "state"
+  std::string_view name;  ///< "compressed", "indexer", "window", "state"
   std::string_view fill;
   std::string_view meaning;  ///< short, for the legend
 };

@@ -13,7 +13,6 @@ namespace mlaplan::cli {
 
 namespace {
 
-
 /// The long flags of `sub` that `flag` ("--tensor-parallel", "--foo=1" without its value) most
 /// likely meant, as "--name": suggest() over the names without their dashes, so that prefixes and
 /// substrings are of the words ("-o" and other one-letter words get none).
@@ -134,7 +133,8 @@ std::string unexpected_argument(const CLI::App* sub, const std::string& arg) {
     const CLI::Option* p = positionals.back();
     const std::string name = p->get_name();
     if (p->count() > 0) {
-      msg += ": " + name + " is already " + mlaplan::quoted(p->results().front()) + " and " + sub->get_name() + " takes one";
+      msg += ": " + name + " is already " + mlaplan::quoted(p->results().front()) + " and " + sub->get_name() +
+             " takes one";
     }
   }
   const auto lists = sub->get_options([](const CLI::Option* o) {
@@ -217,8 +217,9 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e) {
   }
   if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
     if (sub == nullptr) {
-      return std::string("a command or a CONFIG is required: mla-plan CONFIG [flags], or mla-plan COMMAND with "
-                         "COMMAND one of ") +
+      return std::string(
+                 "a command or a CONFIG is required: mla-plan CONFIG [flags], or mla-plan COMMAND with "
+                 "COMMAND one of ") +
              command_list() + "; run 'mla-plan --help' for usage";
     }
     if (const std::string msg = required_missing(sub); !msg.empty()) return msg;
@@ -244,8 +245,8 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e) {
   if (sub != nullptr && dynamic_cast<const CLI::ConversionError*>(&e) != nullptr) {
     if (const CLI::Option* opt = option_named_in(*sub, what)) {
       if (opt->get_items_expected_max() == 0) {
-        return prefix(sub) + opt->get_name() + " takes no value (" + quoted_values(opt->results()) +
-               " given); give " + opt->get_name() + " alone";
+        return prefix(sub) + opt->get_name() + " takes no value (" + quoted_values(opt->results()) + " given); give " +
+               opt->get_name() + " alone";
       }
       return opt->get_name() + ": " + quoted_values(opt->results()) + " is not allowed; " + help_hint(sub);
     }

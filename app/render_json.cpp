@@ -181,8 +181,10 @@ json layout_json(const Layout& l) {
   }
   j["groups"] = std::move(groups);
   const auto& a = l.accounting;
-  j["global_bytes_per_token"] = {{"rows", bpt_json(a.global_rows)}, {"pages", bpt_json(a.global_pages)},
-                                 {"rows_exact", a.global_rows.str()}, {"pages_exact", a.global_pages.str()}};
+  j["global_bytes_per_token"] = {{"rows", bpt_json(a.global_rows)},
+                                 {"pages", bpt_json(a.global_pages)},
+                                 {"rows_exact", a.global_rows.str()},
+                                 {"pages_exact", a.global_pages.str()}};
   j["per_request_bytes"] = {{"rows", a.per_request_rows}, {"pages", a.per_request_pages}};
   j["request_bytes_at_max_model_len"] = {{"rows", a.total_rows}, {"pages", a.total_pages}};
   return j;
@@ -250,10 +252,7 @@ json vllm_kv_json(const VllmKvConfig& kv) {
     json specs = json::array();
     for (auto i : g.specs) {
       const auto& s = kv.specs[i];
-      specs.push_back({{"layer", s.layer},
-                       {"what", s.what},
-                       {"draft", s.draft},
-                       {"page_bytes", s.page_bytes}});
+      specs.push_back({{"layer", s.layer}, {"what", s.what}, {"draft", s.draft}, {"page_bytes", s.page_bytes}});
     }
     groups.push_back({{"kind", std::string(to_string(g.kind))},
                       {"block_size", g.block_size},

@@ -88,8 +88,8 @@ std::string render_plan_markdown(const PlanResult& r) {
   std::ostringstream o;
   o.imbue(std::locale::classic());  // no digit grouping from the global locale
   o << "### mla-plan: " << code(c.source) << "\n\n";
-  o << "**" << family_title(c.family) << "** (" << code(std::string(to_string(c.family))) << "): "
-    << c.num_hidden_layers << " layers + " << c.num_draft_layers << " draft, " << c.num_attention_heads
+  o << "**" << family_title(c.family) << "** (" << code(std::string(to_string(c.family)))
+    << "): " << c.num_hidden_layers << " layers + " << c.num_draft_layers << " draft, " << c.num_attention_heads
     << " query heads, head_dim " << c.head_dim;
   if (c.sliding_window > 0) o << ", window " << c.sliding_window;
   o << ", index_topk " << c.index_topk << "  \n";
@@ -107,17 +107,17 @@ std::string render_plan_markdown(const PlanResult& r) {
     const auto& pl = f.placement.layout;
     o << "**Fit** on " << pl.gpus() << " x " << code(r.target.id) << " (TP " << pl.tensor_parallel_size << " x DP "
       << pl.data_parallel_size << " x PP " << pl.pipeline_parallel_size
-      << (pl.enable_expert_parallel ? ", expert parallel" : "") << ", vLLM " << kVllmVersion << "): "
-      << md(f.verdict) << "  \n";
+      << (pl.enable_expert_parallel ? ", expert parallel" : "") << ", vLLM " << kVllmVersion << "): " << md(f.verdict)
+      << "  \n";
     if (f.vllm.fits) o << code(f.vllm.log_line) << "  \n";
     for (const auto& sg : f.suggestions) o << "would fit: " << md(sg) << "  \n";
     o << "\n| per GPU | weights | start-up overheads | KV cache | of total |\n|---|---:|---:|---:|---:|\n";
     for (const auto& st : f.stages) {
       const std::int64_t w = st.budget.weights_bytes();
       const std::int64_t over = st.budget.overhead_bytes();
-      o << "| " << (f.stages.size() > 1 ? "stage " + std::to_string(st.weights.stage) : std::string("each GPU")) << " | "
-        << format_gib(w) << " | " << format_gib(over) << " | " << format_gib(st.budget.available_bytes) << " | "
-        << format_gib(st.budget.total_bytes) << " |\n";
+      o << "| " << (f.stages.size() > 1 ? "stage " + std::to_string(st.weights.stage) : std::string("each GPU"))
+        << " | " << format_gib(w) << " | " << format_gib(over) << " | " << format_gib(st.budget.available_bytes)
+        << " | " << format_gib(st.budget.total_bytes) << " |\n";
     }
     o << "\nweights: " << md(f.weights_how) << "\n\n";
   }
@@ -129,7 +129,8 @@ std::string render_plan_markdown(const PlanResult& r) {
     if (!l.backend_how.empty()) o << " (" << md(l.backend_how) << ")";
     o << "  \ndecode path: " << md(std::string(backend_info(l.backend).decode_path)) << "\n\n";
     if (!r.kernel_shapes.empty()) {
-      o << "| phase | kernel | layer types | heads per rank -&gt; kernel | d\\_qk | topk (+ extra) | page rows | status |\n"
+      o << "| phase | kernel | layer types | heads per rank -&gt; kernel | d\\_qk | topk (+ extra) | page rows | "
+           "status |\n"
         << "|---|---|---|---:|---:|---:|---:|---|\n";
       for (const auto& s : r.kernel_shapes) {
         const bool available = s.status == ShapeStatus::available;
@@ -176,8 +177,7 @@ std::string render_plan_markdown(const PlanResult& r) {
   if (!r.schedules.empty()) {
     o << "**Decode schedules** (" << md(r.batch.description) << ")\n\n";
     if (!remark.empty()) o << md(remark) << "\n\n";
-    o
-      << "| type | kernel | partitions used / idle | split requests | blocks per partition | mla-plan decode |\n"
+    o << "| type | kernel | partitions used / idle | split requests | blocks per partition | mla-plan decode |\n"
       << "|---|---|---|---|---|---|\n";
     for (const auto& s : r.schedules) {
       const auto parts = static_cast<std::int64_t>(s.plan.records.size());
@@ -206,7 +206,9 @@ std::string render_plan_markdown(const PlanResult& r) {
   return o.str();
 }
 
-std::string render_check_markdown_head() { return "### mla-plan check\n\n| file | status | exit | findings |\n|---|---|---:|---|\n"; }
+std::string render_check_markdown_head() {
+  return "### mla-plan check\n\n| file | status | exit | findings |\n|---|---|---:|---|\n";
+}
 
 std::string render_check_markdown_row(const CheckSummaryRow& r) {
   std::ostringstream o;
@@ -218,8 +220,8 @@ std::string render_check_markdown_row(const CheckSummaryRow& r) {
   for (std::size_t i = 0; i < r.findings.size(); ++i) {
     const auto& f = r.findings[i];
     if (i) o << "<br>";
-    o << (f.severity == Severity::error ? "**error**" : std::string(to_string(f.severity))) << " " << code(f.id)
-      << ": " << md(f.message);
+    o << (f.severity == Severity::error ? "**error**" : std::string(to_string(f.severity))) << " " << code(f.id) << ": "
+      << md(f.message);
     if (!f.fix.empty()) o << " (fix: " << md(f.fix) << ")";
   }
   o << " |\n";

@@ -35,11 +35,15 @@ std::string describe_set(const std::vector<std::int64_t>& ids) {
   if (n == 1) return "layer " + std::to_string(ids[0]);
   const auto step = ids[1] - ids[0];
   bool progression = true;
-  for (std::int64_t i = 1; i < n; ++i) progression = progression && ids[static_cast<std::size_t>(i)] - ids[static_cast<std::size_t>(i - 1)] == step;
+  for (std::int64_t i = 1; i < n; ++i)
+    progression = progression && ids[static_cast<std::size_t>(i)] - ids[static_cast<std::size_t>(i - 1)] == step;
   if (progression && step == 1) return layer_label(ids.front(), ids.back());
   if (progression) {
     return layer_label(ids.front(), ids.back()) + " (every " + std::to_string(step) +
-           (step == 2 ? "nd" : step == 3 ? "rd" : "th") + ", " + std::to_string(n) + " layers)";
+           (step == 2   ? "nd"
+            : step == 3 ? "rd"
+                        : "th") +
+           ", " + std::to_string(n) + " layers)";
   }
   std::string s = "layers ";
   for (std::size_t i = 0; i < ids.size();) {
@@ -94,8 +98,8 @@ std::string render_plan_text(const PlanResult& r, bool show_records, bool detail
   o << "mla-plan: " << printable(c.source, kQuotedPathMaxBytes) << "\n";
   o << "model: " << family_title(c.family) << " (" << to_string(c.family)
     << (c.composite ? ", composite: attention fields under text_config" : "") << ")\n";
-  o << "  " << c.num_hidden_layers << " layers + " << c.num_draft_layers << " draft, "
-    << c.num_attention_heads << " query heads, head_dim " << c.head_dim;
+  o << "  " << c.num_hidden_layers << " layers + " << c.num_draft_layers << " draft, " << c.num_attention_heads
+    << " query heads, head_dim " << c.head_dim;
   if (c.sliding_window > 0) o << ", window " << c.sliding_window;
   o << ", index_topk " << c.index_topk << ", max positions " << format_grouped(c.max_position_embeddings);
   if (!c.dtype.empty()) o << ", dtype " << printable(c.dtype, kQuotedMaxBytes);
@@ -161,15 +165,14 @@ std::string render_plan_text(const PlanResult& r, bool show_records, bool detail
     o << "\n";
     if (auto cs = t.candidate_source()) {
       o << "  candidate source: " << *cs << " (top " << c.candidate_topk_blocks << " blocks of "
-        << c.candidate_block_size << " = " << c.candidate_topk_blocks * c.candidate_block_size
-        << " positions)\n";
+        << c.candidate_block_size << " = " << c.candidate_topk_blocks * c.candidate_block_size << " positions)\n";
     } else {
       o << "  candidate source: none (disabled)\n";
     }
   } else if (details && c.family == Family::deepseek_v4) {
     o << "\nsources:\n";
-    o << "  compressed-cache owners: " << t.kv_sources().size() << " layers; indexers: "
-      << t.index_sources().size() << " (c4a)\n";
+    o << "  compressed-cache owners: " << t.kv_sources().size() << " layers; indexers: " << t.index_sources().size()
+      << " (c4a)\n";
   }
 
   if (!details) {
@@ -314,13 +317,14 @@ std::string render_backend_text(const PlanResult& r) {
     pages_w = std::max(pages_w, static_cast<int>(shape_page_rows(s).size()));
   }
   char line[512];
-  std::snprintf(line, sizeof line, "    %-7s  %-*s  %-*s  %4s  %-*s  %-*s  %s\n", "phase", types_w, "layer types", heads_w,
-                "heads", "d_qk", topk_w, "topk (+ extra)", pages_w, "page rows", "status");
+  std::snprintf(line, sizeof line, "    %-7s  %-*s  %-*s  %4s  %-*s  %-*s  %s\n", "phase", types_w, "layer types",
+                heads_w, "heads", "d_qk", topk_w, "topk (+ extra)", pages_w, "page rows", "status");
   o << line;
   for (const auto& s : r.kernel_shapes) {
-    std::snprintf(line, sizeof line, "    %-7s  %-*s  %-*s  %4lld  %-*s  %-*s  %s\n", printable(s.phase).c_str(), types_w,
-                  shape_layer_types(s).c_str(), heads_w, shape_heads(s).c_str(), static_cast<long long>(s.d_qk), topk_w,
-                  shape_topk(s).c_str(), pages_w, shape_page_rows(s).c_str(), std::string(to_string(s.status)).c_str());
+    std::snprintf(line, sizeof line, "    %-7s  %-*s  %-*s  %4lld  %-*s  %-*s  %s\n", printable(s.phase).c_str(),
+                  types_w, shape_layer_types(s).c_str(), heads_w, shape_heads(s).c_str(),
+                  static_cast<long long>(s.d_qk), topk_w, shape_topk(s).c_str(), pages_w, shape_page_rows(s).c_str(),
+                  std::string(to_string(s.status)).c_str());
     o << line;
     if (s.status != ShapeStatus::available) {
       if (!s.note.empty()) o << "      note: " << printable(s.note) << "\n";
@@ -350,7 +354,8 @@ std::string render_cache_summary(const PlanResult& r) {
   const auto& l = *r.layout;
   const auto& a = l.accounting;
   o << "\ncaches: " << to_string(l.kv_cache_dtype) << " rows";
-  if (l.kv_cache_dtype_requested != to_string(l.kv_cache_dtype)) o << " (--kv-cache-dtype " << l.kv_cache_dtype_requested << ")";
+  if (l.kv_cache_dtype_requested != to_string(l.kv_cache_dtype))
+    o << " (--kv-cache-dtype " << l.kv_cache_dtype_requested << ")";
   o << ", pages of " << l.block_size << " tokens, for " << backend_heading(r) << "\n";
   o << "  per token of history: " << grouped_decimal(a.global_rows.str()) << " B in rows (DeepSeek's accounting), "
     << grouped_decimal(a.global_pages.str()) << " B in pages (the engine's)\n";
@@ -381,8 +386,9 @@ std::string render_decode_summary(const PlanResult& r) {
   for (const auto& s : r.schedules) {
     const auto& p = s.plan;
     const auto parts = p.params.num_sm_parts;
-    o << "  " << to_string(s.type) << " (" << s.num_layers << (s.num_layers == 1 ? " layer" : " layers") << "): "
-      << format_grouped(parts - p.idle_partitions) << " of " << format_grouped(parts) << " SM partitions busy; ";
+    o << "  " << to_string(s.type) << " (" << s.num_layers << (s.num_layers == 1 ? " layer" : " layers")
+      << "): " << format_grouped(parts - p.idle_partitions) << " of " << format_grouped(parts)
+      << " SM partitions busy; ";
     if (p.split_requests == 0) {
       o << "each request in one partition, nothing to merge\n";
     } else {
@@ -427,8 +433,14 @@ std::string render_layout_text(const PlanResult& r) {
   };
   std::vector<Row> rows;
   for (const auto& obj : l.objects) {
-    Row key{std::string(to_string(obj.kind)), obj.format_name, std::string(to_string(obj.scope)), obj.compress_ratio,
-            obj.rows_per_page, obj.tokens_per_page, obj.unpadded_page_bytes, obj.page_bytes};
+    Row key{std::string(to_string(obj.kind)),
+            obj.format_name,
+            std::string(to_string(obj.scope)),
+            obj.compress_ratio,
+            obj.rows_per_page,
+            obj.tokens_per_page,
+            obj.unpadded_page_bytes,
+            obj.page_bytes};
     auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& x) {
       return x.kind == key.kind && x.format == key.format && x.ratio == key.ratio && x.page == key.page &&
              x.rows == key.rows && x.scope == key.scope;
@@ -468,8 +480,8 @@ std::string render_layout_text(const PlanResult& r) {
   }
   o << "\n";
   const auto& a = l.accounting;
-  o << "\nbytes per token (global, grows with history): " << a.global_rows.str()
-    << " in rows (DeepSeek's accounting), " << a.global_pages.str() << " in pages (the engine's)\n";
+  o << "\nbytes per token (global, grows with history): " << a.global_rows.str() << " in rows (DeepSeek's accounting), "
+    << a.global_pages.str() << " in pages (the engine's)\n";
   o << "per request (windows, states): " << human_bytes(a.per_request_rows) << " in rows, "
     << human_bytes(a.per_request_pages) << " in pages\n";
   o << "one request at max_model_len " << format_grouped(l.max_model_len) << ": " << format_gib(a.total_rows)
@@ -501,8 +513,12 @@ std::string render_fit_text(const PlanResult& r) {
   const auto& pl = f.placement.layout;
   std::ostringstream o;
   o.imbue(std::locale::classic());
-  o << "\nfit: " << (!f.decided ? "NOT DECIDED" : f.fits ? "FITS" : f.placement.ok() ? "DOES NOT FIT" : "LAYOUT REJECTED") << " on "
-    << pl.gpus() << " x " << r.target.id << " (TP " << pl.tensor_parallel_size << " x DP "
+  o << "\nfit: "
+    << (!f.decided         ? "NOT DECIDED"
+        : f.fits           ? "FITS"
+        : f.placement.ok() ? "DOES NOT FIT"
+                           : "LAYOUT REJECTED")
+    << " on " << pl.gpus() << " x " << r.target.id << " (TP " << pl.tensor_parallel_size << " x DP "
     << pl.data_parallel_size << " x PP " << pl.pipeline_parallel_size << ", expert parallel "
     << (pl.enable_expert_parallel ? "on, EP " + std::to_string(pl.expert_parallel_size()) : std::string("off"))
     << "), as vLLM " << kVllmVersion << " computes it at start-up\n";
@@ -524,7 +540,8 @@ std::string render_fit_text(const PlanResult& r) {
           << format_grouped(bf->tokens) << " tokens of history, need " << format_grouped(bf->blocks) << " of the "
           << format_grouped(bf->usable_blocks) << " blocks" << (f.engines > 1 ? " of one engine" : "") << ": "
           << (bf->fits ? std::string("fits")
-                       : "DOES NOT FIT (" + format_grouped(bf->requests_that_fit) + " of them fit at once; fit.decode_batch)")
+                       : "DOES NOT FIT (" + format_grouped(bf->requests_that_fit) +
+                             " of them fit at once; fit.decode_batch)")
           << "\n";
       }
     } else {
@@ -537,8 +554,8 @@ std::string render_fit_text(const PlanResult& r) {
     }
   }
   const std::int64_t ckpt = f.weights->total_bytes();
-  o << "  weights: " << format_grouped(ckpt) << " B (" << format_gib(ckpt) << ") in the checkpoint" << (f.weights->known ? "" : " so far")
-    << ", " << printable(f.weights_how);
+  o << "  weights: " << format_grouped(ckpt) << " B (" << format_gib(ckpt) << ") in the checkpoint"
+    << (f.weights->known ? "" : " so far") << ", " << printable(f.weights_how);
   o << "\n    parameters: " << format_fixed(static_cast<double>(f.weights->main.params) / 1e9, 2)
     << " B in the main model, " << format_fixed(static_cast<double>(f.weights->active_params) / 1e9, 2)
     << " B active per token";
@@ -552,8 +569,9 @@ std::string render_fit_text(const PlanResult& r) {
       << (f.files->mismatch_count == 1 ? "" : "s") << ":";
     for (const auto& m : f.files->mismatches) {
       o << "\n      " << printable(m.tensor, kQuotedMaxBytes) << ": " << m.what;
-      if (!m.contract.empty() || !m.files.empty()) o << " (contract " << (m.contract.empty() ? "-" : m.contract)
-                                                   << ", files " << (m.files.empty() ? "-" : m.files) << ")";
+      if (!m.contract.empty() || !m.files.empty())
+        o << " (contract " << (m.contract.empty() ? "-" : m.contract) << ", files " << (m.files.empty() ? "-" : m.files)
+          << ")";
     }
     o << "\n";
   }
@@ -565,8 +583,8 @@ std::string render_fit_text(const PlanResult& r) {
     const Budget& b = st.budget;
     o << "  per GPU";
     if (f.stages.size() > 1) o << " of stage " << w.stage << " (layers " << w.first_layer << "-" << w.last_layer << ")";
-    o << ": weights " << format_gib(w.total_bytes) << " = replicated " << format_gib(w.replicated_bytes) << " + TP-sharded "
-      << format_gib(w.tensor_bytes) << " + experts " << format_gib(w.expert_bytes);
+    o << ": weights " << format_gib(w.total_bytes) << " = replicated " << format_gib(w.replicated_bytes)
+      << " + TP-sharded " << format_gib(w.tensor_bytes) << " + experts " << format_gib(w.expert_bytes);
     if (w.experts_per_rank > 0) o << " (" << w.experts_per_rank << " experts per layer)";
     if (w.host_bytes > 0) o << "; " << format_gib(w.host_bytes) << " offloaded to the host";
     o << "\n    by part:";
@@ -584,8 +602,8 @@ std::string render_fit_text(const PlanResult& r) {
                   std::string(to_string(b.total_source)).c_str(), printable(b.total_how).c_str());
     o << line;
     if (b.explicit_kv_bytes) {
-      std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s\n", "KV cache (given)", format_gib(b.available_bytes).c_str(),
-                    "given", "--kv-cache-memory-bytes: no budget is computed");
+      std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s\n", "KV cache (given)",
+                    format_gib(b.available_bytes).c_str(), "given", "--kv-cache-memory-bytes: no budget is computed");
       o << line;
     } else {
       const std::string req = "requested (x " + format_fixed(b.gpu_memory_utilization, 2) + ")";
@@ -605,11 +623,12 @@ std::string render_fit_text(const PlanResult& r) {
     }
     const VllmKvConfig& kv = st.kv;
     o << "    vLLM KV layout: " << kv.groups.size() << " group" << (kv.groups.size() == 1 ? "" : "s") << " of "
-      << kv.specs.size() << " specs, " << format_grouped(kv.bytes_per_block) << " B per block, " << format_grouped(kv.blocks_per_request)
-      << " blocks per request of " << format_grouped(L.max_model_len) << " tokens\n";
+      << kv.specs.size() << " specs, " << format_grouped(kv.bytes_per_block) << " B per block, "
+      << format_grouped(kv.blocks_per_request) << " blocks per request of " << format_grouped(L.max_model_len)
+      << " tokens\n";
   }
-  o << "  (" << kVllmKvPlannerName << "; async scheduling " << (f.async_scheduling ? "on" : "off")
-    << ", " << L.in_flight_tokens << " batched tokens)\n";
+  o << "  (" << kVllmKvPlannerName << "; async scheduling " << (f.async_scheduling ? "on" : "off") << ", "
+    << L.in_flight_tokens << " batched tokens)\n";
   return o.str();
 }
 

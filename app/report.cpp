@@ -210,7 +210,8 @@ Element marker_element(Marker m) {
 /// A legend laid out left to right, wrapping at `max_x`.
 class LegendFlow {
  public:
-  LegendFlow(Element& parent, double x0, double y, double max_x) : parent_(parent), x0_(x0), x_(x0), y_(y), max_x_(max_x) {}
+  LegendFlow(Element& parent, double x0, double y, double max_x)
+      : parent_(parent), x0_(x0), x_(x0), y_(y), max_x_(max_x) {}
   /// `swatch` is drawn in a box of swatch_w x 14 whose top-left is the origin.
   void add(Element swatch, double swatch_w, const std::string& text) {
     const double w = swatch_w + 6 + svg::text_width(text, 12) + 24;
@@ -394,7 +395,8 @@ Figure layer_map(const PlanResult& r) {
   LegendFlow flow(legend, x0, y, kWidth - kMargin);
   for (auto t : topo.types_present) {
     const auto& st = type_style(t);
-    std::string text = std::string(to_string(t)) + ": " + std::string(st.meaning) + " (" + std::to_string(topo.count(t));
+    std::string text =
+        std::string(to_string(t)) + ": " + std::string(st.meaning) + " (" + std::to_string(topo.count(t));
     if (topo.count_draft(t) > 0) text += ", " + std::to_string(topo.count_draft(t)) + " draft";
     text += ")";
     flow.add(swatch(st.fill, 18), 18, text);
@@ -423,7 +425,10 @@ Figure layer_map(const PlanResult& r) {
   }
   if (any_draft) {
     Element sw = svg::group();
-    sw.add(filled_rect(0, 0, 18, 14, "#ffffff")).set("stroke", kInk).set("stroke-width", 1.5).set("stroke-dasharray", "4 2");
+    sw.add(filled_rect(0, 0, 18, 14, "#ffffff"))
+        .set("stroke", kInk)
+        .set("stroke-width", 1.5)
+        .set("stroke-dasharray", "4 2");
     sw.add(filled_rect(0, 0, 18, 14, "url(#draft-hatch)"));
     marks.add(std::move(sw), 18, "draft layer (" + draft_kind(topo.family) + ")");
   }
@@ -516,15 +521,16 @@ Figure memory_picture(const PlanResult& r) {
   double y = 0;
   Element legend = svg::group("legend");
   LegendFlow flow(legend, kMargin, y, kWidth - kMargin);
-  for (const auto& ps : kCachePartStyles) flow.add(swatch(ps.fill), 14, std::string(ps.name) + ": " + std::string(ps.meaning));
+  for (const auto& ps : kCachePartStyles)
+    flow.add(swatch(ps.fill), 14, std::string(ps.name) + ": " + std::string(ps.meaning));
   g.add(std::move(legend));
   y = flow.bottom() + 8;
 
   // (a) global bytes per token
   g.add(text_at(kMargin, y + 12, "Global bytes per token (grow with the history)", 13.5, "start", kInk, true));
   g.add(text_at(kMargin, y + 30,
-                "compressed and indexer caches; windows and states are bounded per request (next chart)", 11.5,
-                "start", kMuted));
+                "compressed and indexer caches; windows and states are bounded per request (next chart)", 11.5, "start",
+                kMuted));
   y += 40;
   {
     std::vector<double> rows, pages;
@@ -536,10 +542,10 @@ Figure memory_picture(const PlanResult& r) {
       pages_text.push_back(std::string(kCachePartStyles[i].name) + " " + fmt_per_token(parts[i].pages_per_token));
     }
     const double mx = std::max(a.global_rows.value(), a.global_pages.value());
-    g.add(stacked_bar(y, "rows (DeepSeek's accounting)", "global-rows", rows, mx,
-                      fmt_per_token(a.global_rows.value()) + " B/token", rows_text,
-                      "sum over the backbone's cache owners of row bytes / compress ratio: " + a.global_rows.str() +
-                          " B per token"));
+    g.add(stacked_bar(
+        y, "rows (DeepSeek's accounting)", "global-rows", rows, mx, fmt_per_token(a.global_rows.value()) + " B/token",
+        rows_text,
+        "sum over the backbone's cache owners of row bytes / compress ratio: " + a.global_rows.str() + " B per token"));
     g.add(stacked_bar(y, "pages (the engine's accounting)", "global-pages", pages, mx,
                       fmt_per_token(a.global_pages.value()) + " B/token", pages_text,
                       "sum over every global cache (draft layers included) of page bytes / tokens per page: " +
@@ -561,7 +567,8 @@ Figure memory_picture(const PlanResult& r) {
     for (std::size_t i = 0; i < parts.size(); ++i) {
       rows.push_back(static_cast<double>(parts[i].request_rows));
       pages.push_back(static_cast<double>(parts[i].request_pages));
-      rows_text.push_back(std::string(kCachePartStyles[i].name) + " " + fmt_bytes(static_cast<double>(parts[i].request_rows)));
+      rows_text.push_back(std::string(kCachePartStyles[i].name) + " " +
+                          fmt_bytes(static_cast<double>(parts[i].request_rows)));
       pages_text.push_back(std::string(kCachePartStyles[i].name) + " " +
                            fmt_bytes(static_cast<double>(parts[i].request_pages)));
     }
@@ -634,7 +641,8 @@ Figure memory_picture(const PlanResult& r) {
                         fmt_bytes(static_cast<double>(b.requested_bytes)) + " at " +
                         format_fixed(b.gpu_memory_utilization, 2);
       for (const auto& t : b.terms) {
-        tip += "; " + t.label + " " + fmt_bytes(static_cast<double>(t.bytes)) + " (" + std::string(to_string(t.source)) + ")";
+        tip += "; " + t.label + " " + fmt_bytes(static_cast<double>(t.bytes)) + " (" +
+               std::string(to_string(t.source)) + ")";
       }
       cap.tooltip(tip);
       if (const std::string line = unlabelled_line(unlabelled); !line.empty()) {
@@ -758,7 +766,10 @@ Figure schedule_chart(const LayerTypeSchedule& s, const std::string& split_patte
         const double h = kPlotH * static_cast<double>(n) / scale;
         y -= h;
         Element seg = filled_rect(x, y, slot - gap, h, st.fill);
-        seg.set("class", "piece merged").set("data-requests", rec[1] - q).set("stroke", "#ffffff").set("stroke-width", 0.6);
+        seg.set("class", "piece merged")
+            .set("data-requests", rec[1] - q)
+            .set("stroke", "#ffffff")
+            .set("stroke-width", 0.6);
         bar.add(std::move(seg));
         q = rec[1] - 1;
         continue;
@@ -781,8 +792,9 @@ Figure schedule_chart(const LayerTypeSchedule& s, const std::string& split_patte
       }
     }
     bar.set("data-blocks", total);
-    bar.tooltip("partition " + std::to_string(i) + ": requests " + std::to_string(rec[0]) + "-" + std::to_string(rec[1]) +
-                ", " + std::to_string(total) + " blocks" + (split_names.empty() ? "" : "; split requests: " + split_names));
+    bar.tooltip("partition " + std::to_string(i) + ": requests " + std::to_string(rec[0]) + "-" +
+                std::to_string(rec[1]) + ", " + std::to_string(total) + " blocks" +
+                (split_names.empty() ? "" : "; split requests: " + split_names));
     g.add(std::move(bar));
   }
   // Label runs of idle partitions.
@@ -879,8 +891,14 @@ constexpr std::array<std::string_view, 8> kKernelShapeColumns{
     "phase", "kernel", "layer types", "heads per rank -> kernel", "d_qk", "topk (+ extra)", "page rows", "status"};
 
 std::vector<std::string> kernel_shape_cells(const KernelShape& s) {
-  return {s.phase,         s.kernel,         shape_layer_types(s),    shape_heads(s), std::to_string(s.d_qk),
-          shape_topk(s),   shape_page_rows(s), std::string(to_string(s.status))};
+  return {s.phase,
+          s.kernel,
+          shape_layer_types(s),
+          shape_heads(s),
+          std::to_string(s.d_qk),
+          shape_topk(s),
+          shape_page_rows(s),
+          std::string(to_string(s.status))};
 }
 
 std::string_view shape_colour(ShapeStatus s) {
@@ -922,7 +940,8 @@ Figure backend_figure(const PlanResult& r) {
   for (const auto& c : kKernelShapeColumns) widths.push_back(1.1 * svg::text_width(c, font) + 2 * pad);
   for (const auto& s : r.kernel_shapes) {
     const auto cells = kernel_shape_cells(s);
-    for (std::size_t c = 0; c < cells.size(); ++c) widths[c] = std::max(widths[c], svg::text_width(cells[c], font) + 2 * pad);
+    for (std::size_t c = 0; c < cells.size(); ++c)
+      widths[c] = std::max(widths[c], svg::text_width(cells[c], font) + 2 * pad);
   }
   double sum = 0;
   for (double w : widths) sum += w;
@@ -936,7 +955,10 @@ Figure backend_figure(const PlanResult& r) {
   Element table = svg::group("kernel-shapes");
   auto draw_row = [&](const std::vector<std::string>& cells, Element row, bool header, std::size_t index,
                       std::string_view status_ink) {
-    row.add(filled_rect(kMargin, y, std::min(sum, room), row_h, header ? "#eaeef2" : index % 2 ? "#f6f8fa" : "#ffffff"));
+    row.add(filled_rect(kMargin, y, std::min(sum, room), row_h,
+                        header      ? "#eaeef2"
+                        : index % 2 ? "#f6f8fa"
+                                    : "#ffffff"));
     double x = kMargin;
     for (std::size_t c = 0; c < cells.size(); ++c) {
       const bool status = !header && c + 1 == cells.size();
@@ -990,7 +1012,8 @@ Figure findings_figure(const PlanResult& r) {
     const auto colour = x->severity == Severity::error ? kErrorColour : kWarningColour;
     item.add(filled_rect(kMargin, y + 2, 74, 17, colour)).set("rx", 3);
     std::string sev(to_string(x->severity));
-    std::transform(sev.begin(), sev.end(), sev.begin(), [](char c) { return static_cast<char>(std::toupper(static_cast<unsigned char>(c))); });
+    std::transform(sev.begin(), sev.end(), sev.begin(),
+                   [](char c) { return static_cast<char>(std::toupper(static_cast<unsigned char>(c))); });
     item.add(text_at(kMargin + 37, y + 15, sev, 10.5, "middle", "#ffffff", true));
     bool first = true;
     for (const auto& line : svg::wrap_text("[" + x->id + "] " + x->message, 12.5, width)) {
@@ -1030,7 +1053,8 @@ constexpr std::size_t kSvgTableRows = static_cast<std::size_t>(ReportLimits::max
 
 std::string_view cell_colour(const std::string& v) {
   std::string l = v;
-  std::transform(l.begin(), l.end(), l.begin(), [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
+  std::transform(l.begin(), l.end(), l.begin(),
+                 [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
   if (l == "pass" || l == "passed" || l == "ok" || l == "true" || l == "yes") return kPassColour;
   if (l == "fail" || l == "failed" || l == "error" || l == "false" || l == "no") return kErrorColour;
   return kInk;
@@ -1055,7 +1079,8 @@ Figure result_figure(const ResultFile& file) {
   const double max_col = 320, font = 11.5, pad = 6;
   for (const auto& t : file.tables) {
     y += 6;
-    g.add(text_at(kMargin, y + 13, t.pointer + " (" + std::to_string(t.total_rows) + " rows)", 12.5, "start", kInk, true));
+    g.add(text_at(kMargin, y + 13, t.pointer + " (" + std::to_string(t.total_rows) + " rows)", 12.5, "start", kInk,
+                  true));
     y += 20;
     std::vector<double> widths;
     for (std::size_t c = 0; c < t.columns.size(); ++c) {
@@ -1283,7 +1308,9 @@ std::string render_report_html(const PlanResult& r, const std::vector<ResultFile
         const auto cells = kernel_shape_cells(x);
         for (std::size_t c = 0; c + 1 < cells.size(); ++c) tr.add(Element("td")).text(cells[c]);
         tr.add(Element("td"))
-            .set("class", x.status == ShapeStatus::available ? "pass" : x.status == ShapeStatus::missing ? "fail" : "warn")
+            .set("class", x.status == ShapeStatus::available ? "pass"
+                          : x.status == ShapeStatus::missing ? "fail"
+                                                             : "warn")
             .text(cells.back());
         std::string note = x.note;
         if (!x.fix.empty()) note += (note.empty() ? "fix: " : "; fix: ") + x.fix;
@@ -1308,7 +1335,9 @@ std::string render_report_html(const PlanResult& r, const std::vector<ResultFile
     table.set("class", "findings");
     for (const auto* x : problems) {
       Element& tr = table.add(Element("tr"));
-      tr.add(Element("td")).set("class", "sev " + std::string(to_string(x->severity))).text(std::string(to_string(x->severity)));
+      tr.add(Element("td"))
+          .set("class", "sev " + std::string(to_string(x->severity)))
+          .text(std::string(to_string(x->severity)));
       tr.add(Element("td")).add(Element("code")).text(x->id);
       tr.add(Element("td")).text(x->message + (x->path.empty() ? "" : " (" + x->path + ")"));
       tr.add(Element("td")).text(x->fix);
@@ -1347,9 +1376,10 @@ std::string render_report_html(const PlanResult& r, const std::vector<ResultFile
       }
       body.add(std::move(table));
       if (t.total_rows > static_cast<std::int64_t>(t.rows.size())) {
-        body.add(Element("p")).set("class", "meta").text(
-            "... " + std::to_string(t.total_rows - static_cast<std::int64_t>(t.rows.size())) +
-            " more rows (the report lists the first " + std::to_string(t.rows.size()) + ")");
+        body.add(Element("p"))
+            .set("class", "meta")
+            .text("... " + std::to_string(t.total_rows - static_cast<std::int64_t>(t.rows.size())) +
+                  " more rows (the report lists the first " + std::to_string(t.rows.size()) + ")");
       }
     }
   }

@@ -46,11 +46,13 @@ ojson cell_json(const VerifyCell& c) {
     j["planned_reason"] = c.planned_reason;
   }
   if (!c.main_format.empty()) {
-    j["main"] = {{"format", c.main_format}, {"page_block_size", c.main_page}, {"page_stride", c.main_stride},
-                 {"topk", c.topk}};
+    j["main"] = {
+        {"format", c.main_format}, {"page_block_size", c.main_page}, {"page_stride", c.main_stride}, {"topk", c.topk}};
   }
   if (!c.extra_format.empty()) {
-    j["extra"] = {{"format", c.extra_format}, {"page_block_size", c.extra_page}, {"page_stride", c.extra_stride},
+    j["extra"] = {{"format", c.extra_format},
+                  {"page_block_size", c.extra_page},
+                  {"page_stride", c.extra_stride},
                   {"topk", c.extra_topk}};
   }
   if (c.ran) {
@@ -66,8 +68,8 @@ ojson cell_json(const VerifyCell& c) {
     j["max_rel"] = c.decode.max_rel;
     j["cos_diff"] = c.decode.cos_diff;
     j["lse_max_abs"] = c.decode.lse_max_abs;
-    j["tolerance"] = {{"abs", 1e-3}, {"rel", 2.01 / 128}, {"cos_diff", 5e-6}, {"lse_abs", 1e-6},
-                      {"lse_rel", 8.01 / 65536}};
+    j["tolerance"] = {
+        {"abs", 1e-3}, {"rel", 2.01 / 128}, {"cos_diff", 5e-6}, {"lse_abs", 1e-6}, {"lse_rel", 8.01 / 65536}};
     j["decode_us"] = c.decode_us;
   }
   return j;
@@ -136,7 +138,8 @@ void write_matrix(std::ostream& out, const VerifyReport& report, bool mark_plann
 void write_findings_and_batch(std::ostream& out, const VerifyReport& report) {
   for (const auto& r : report.rules) {
     if (r.finding.severity == Severity::info) continue;
-    out << "  " << to_string(r.finding.severity) << " [" << r.finding.id << "]: " << printable(r.finding.message) << "\n";
+    out << "  " << to_string(r.finding.severity) << " [" << r.finding.id << "]: " << printable(r.finding.message)
+        << "\n";
   }
   if (!report.batch.description.empty()) out << "batch: " << report.batch.description << "\n";
 }
@@ -171,9 +174,10 @@ void write_legend(std::ostream& out, const VerifyMultiReport& report, bool mark_
   }
   out << "tolerances: element abs 1e-3 or rel 2.01/128, cos diff 5e-6, lse abs 1e-6 or rel 8.01/65536"
       << (forced ? "; * ran with --force, outside the backend's support" : "") << "\n";
-  out << "mode: asked of the kernels" << (mark_planned ? ", + the planner's choice for this batch" : " (the planner's choice)")
-      << "; ran: as run (cluster_split runs as one_pass where no cluster fits" << (fallback ? ": the fallback says" : "")
-      << "); grid and cluster (x by 1 by z CTAs): the decode kernel's\n";
+  out << "mode: asked of the kernels"
+      << (mark_planned ? ", + the planner's choice for this batch" : " (the planner's choice)")
+      << "; ran: as run (cluster_split runs as one_pass where no cluster fits"
+      << (fallback ? ": the fallback says" : "") << "); grid and cluster (x by 1 by z CTAs): the decode kernel's\n";
 }
 
 }  // namespace

@@ -36,7 +36,8 @@ void write_shard(const fs::path& path, int shard, json& weight_map, std::int64_t
     const std::string name = "model.layers." + std::to_string(global / 1024) + ".mlp.experts." +
                              std::to_string(global % 256) + "." + kinds[global % 4] + "." + std::to_string(global);
     const bool scale = global % 4 == 3;
-    const std::vector<std::int64_t> shape = scale ? std::vector<std::int64_t>{16, 56} : std::vector<std::int64_t>{2048, 7168};
+    const std::vector<std::int64_t> shape =
+        scale ? std::vector<std::int64_t>{16, 56} : std::vector<std::int64_t>{2048, 7168};
     const std::int64_t bytes = scale ? 16 * 56 * 4 : 2048LL * 7168;
     header[name] = {{"dtype", scale ? "F32" : "F8_E4M3"}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
@@ -92,10 +93,11 @@ int main(int argc, char** argv) {
     }
   }
   std::sort(ms.begin(), ms.end());
-  std::printf("read_checkpoint_files: %d shards, %zu tensors, %.1f MB of headers, %.1f GB of (sparse) data: "
-              "median %.1f ms, fastest %.1f ms over %d runs\n",
-              kShards, tensors, static_cast<double>(header_bytes) / 1e6, static_cast<double>(total) / 1e9,
-              ms[ms.size() / 2], ms.front(), runs);
+  std::printf(
+      "read_checkpoint_files: %d shards, %zu tensors, %.1f MB of headers, %.1f GB of (sparse) data: "
+      "median %.1f ms, fastest %.1f ms over %d runs\n",
+      kShards, tensors, static_cast<double>(header_bytes) / 1e6, static_cast<double>(total) / 1e9, ms[ms.size() / 2],
+      ms.front(), runs);
   fs::remove_all(dir);
   return 0;
 }

@@ -44,7 +44,21 @@ void BM_plan_sm100_head128(benchmark::State& state) { run(state, mlaplan::SchedK
 
 }  // namespace
 
-BENCHMARK(BM_plan_sm90_sparse_h64)->Arg(1)->Arg(8)->Arg(64)->Arg(512)->Arg(4096)->Arg(65536)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_plan_sm100_head128)->Arg(1)->Arg(8)->Arg(64)->Arg(512)->Arg(4096)->Arg(65536)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_plan_sm90_sparse_h64)
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(64)
+    ->Arg(512)
+    ->Arg(4096)
+    ->Arg(65536)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_plan_sm100_head128)
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(64)
+    ->Arg(512)
+    ->Arg(4096)
+    ->Arg(65536)
+    ->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

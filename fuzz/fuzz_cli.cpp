@@ -118,7 +118,8 @@ std::string confine_path(std::string_view value) {
 
 std::string confine_arg(const std::string& arg) {
   if (arg.rfind("--", 0) == 0) {
-    if (auto eq = arg.find('='); eq != std::string::npos) return arg.substr(0, eq + 1) + confine_path(arg.substr(eq + 1));
+    if (auto eq = arg.find('='); eq != std::string::npos)
+      return arg.substr(0, eq + 1) + confine_path(arg.substr(eq + 1));
   }
   return confine_path(arg);
 }
@@ -153,8 +154,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
 
-  mlaplan::fuzz::check_cli_stage("run_cli", [&](std::ostream& out, std::ostream& err) {
-    return mlaplan::cli::run_cli(args, out, err);
-  });
+  mlaplan::fuzz::check_cli_stage(
+      "run_cli", [&](std::ostream& out, std::ostream& err) { return mlaplan::cli::run_cli(args, out, err); });
   return 0;
 }

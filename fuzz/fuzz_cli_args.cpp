@@ -84,8 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const Parse f = parse_with(fresh, args);
     if (f.command != p.command || f.outcome.code != o.code || f.outcome.out != o.out || f.outcome.err != o.err) {
       mlaplan::fuzz::fail("a kept CommandLine parsed differently from a new one: exit " + std::to_string(o.code) +
-                          " vs " + std::to_string(f.outcome.code) + ", err '" + o.err + "' vs '" + f.outcome.err +
-                          "'");
+                          " vs " + std::to_string(f.outcome.code) + ", err '" + o.err + "' vs '" + f.outcome.err + "'");
     }
   }
   return 0;

@@ -6,7 +6,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-build}"
 shift || true
 
-packages=(cmake g++ ninja-build libcli11-dev nlohmann-json3-dev catch2 python3-jsonschema)
+packages=(cmake g++ ninja-build libcli11-dev nlohmann-json3-dev catch2 python3-jsonschema clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

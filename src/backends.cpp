@@ -19,44 +19,59 @@ constexpr std::string_view kNvfp4NeedsFused =
     "nvfp4_ds_mla requires the FlashMLA fused attention layer (attention_config.dsv4_fused_attention).";
 constexpr std::string_view kNvfp4Sm100 = "nvfp4_ds_mla needs SM100 (FlashMLA V4.1 fp8/fp4 sparse decode)";
 constexpr std::string_view kNvfp4FlashMlaOnly = "nvfp4_ds_mla is a FlashMLA-only DeepSeek V4.1 KV cache format.";
-constexpr std::string_view kNvfp4V41Only = "nvfp4_ds_mla is the DeepSeek V4.1 KV cache format; DeepSeek V4.0 and V3.2 "
-                                           "store fp8_ds_mla";
+constexpr std::string_view kNvfp4V41Only =
+    "nvfp4_ds_mla is the DeepSeek V4.1 KV cache format; DeepSeek V4.0 and V3.2 "
+    "store fp8_ds_mla";
 constexpr std::string_view kFlashInferNoDsMla =
     "FLASHINFER_MLA_SPARSE_DSV4 SM10x uses the plain per-tensor FP8 KV layout, not fp8_ds_mla";
 constexpr std::string_view kNotSupported = "kv_cache_dtype not supported";
 constexpr std::string_view kFlashMlaNoDtype = "FlashMLA doesn't support {d}";
-constexpr std::string_view kFusedNeedsLayout = "dsv4_fused_attention=True is unsupported: needs the fp8_ds_mla or "
-                                               "nvfp4_ds_mla KV cache layout";
+constexpr std::string_view kFusedNeedsLayout =
+    "dsv4_fused_attention=True is unsupported: needs the fp8_ds_mla or "
+    "nvfp4_ds_mla KV cache layout";
 
-constexpr std::array<std::string_view, 7> kKvValues{"auto",    "bfloat16",   "fp8",         "fp8_e4m3",
+constexpr std::array<std::string_view, 7> kKvValues{"auto",     "bfloat16",   "fp8",         "fp8_e4m3",
                                                     "fp8_e5m2", "fp8_ds_mla", "nvfp4_ds_mla"};
 
 constexpr std::array<std::string_view, 7> kBackendNames{
-    "FLASHMLA_SPARSE_DSV41",       "FLASHMLA_SPARSE_DSV4", "FLASHMLA_SPARSE", "FLASHINFER_MLA_SPARSE_DSV41",
-    "FLASHINFER_MLA_SPARSE_DSV4",  "FLASHINFER_MLA_SPARSE", "FLASHINFER_MLA_SPARSE_SM120",
+    "FLASHMLA_SPARSE_DSV41",       "FLASHMLA_SPARSE_DSV4",       "FLASHMLA_SPARSE",
+    "FLASHINFER_MLA_SPARSE_DSV41", "FLASHINFER_MLA_SPARSE_DSV4", "FLASHINFER_MLA_SPARSE",
+    "FLASHINFER_MLA_SPARSE_SM120",
 };
 
 using K = KvCacheDtype;
 
 std::vector<BackendInfo> make_catalogue() {
   std::vector<BackendInfo> c;
+  c.push_back(
+      BackendInfo{BackendId::flashmla_sparse_dsv41,
+                  "flashmla_sparse_dsv41",
+                  "FLASHMLA_SPARSE_DSV41",
+                  "",
+                  "DeepseekV4FlashMLAAttention",
+                  "vllm/models/deepseek_v4_1/nvidia/flashmla.py, sparse_mla.py",
+                  {Family::deepseek_v41},
+                  {9, 10},
+                  {{"auto", K::fp8_ds_mla, {}, 0},
+                   {"fp8", K::fp8_ds_mla, {}, 0},
+                   {"fp8_ds_mla", K::fp8_ds_mla, {}, 0},
+                   {"fp8_e4m3", K::fp8_ds_mla, {}, 0},
+                   {"fp8_e5m2", K::fp8_ds_mla, {}, 0},
+                   {"nvfp4_ds_mla", std::nullopt, kNvfp4NeedsFused, 0},
+                   {"bfloat16", std::nullopt, kFp8LayoutOnly, 0}},
+                  {64, 128},
+                  "DeepseekV4 FlashMLA does not support {n} heads (FP8 decode kernel requires h_q in {64, 128}).",
+                  "FlashMLA split-KV sparse decode, one tile-scheduler plan per layer type",
+                  true});
   c.push_back(BackendInfo{
-      BackendId::flashmla_sparse_dsv41, "flashmla_sparse_dsv41", "FLASHMLA_SPARSE_DSV41", "",
-      "DeepseekV4FlashMLAAttention", "vllm/models/deepseek_v4_1/nvidia/flashmla.py, sparse_mla.py",
-      {Family::deepseek_v41}, {9, 10},
-      {{"auto", K::fp8_ds_mla, {}, 0},
-       {"fp8", K::fp8_ds_mla, {}, 0},
-       {"fp8_ds_mla", K::fp8_ds_mla, {}, 0},
-       {"fp8_e4m3", K::fp8_ds_mla, {}, 0},
-       {"fp8_e5m2", K::fp8_ds_mla, {}, 0},
-       {"nvfp4_ds_mla", std::nullopt, kNvfp4NeedsFused, 0},
-       {"bfloat16", std::nullopt, kFp8LayoutOnly, 0}},
-      {64, 128}, "DeepseekV4 FlashMLA does not support {n} heads (FP8 decode kernel requires h_q in {64, 128}).",
-      "FlashMLA split-KV sparse decode, one tile-scheduler plan per layer type", true});
-  c.push_back(BackendInfo{
-      BackendId::flashmla_sparse_dsv41_fused, "flashmla_sparse_dsv41_fused", "FLASHMLA_SPARSE_DSV41", "fused",
-      "DeepseekV4FlashMLAFusedAttention", "vllm/models/deepseek_v4_1/nvidia/flashmla_fused.py",
-      {Family::deepseek_v41}, {10},
+      BackendId::flashmla_sparse_dsv41_fused,
+      "flashmla_sparse_dsv41_fused",
+      "FLASHMLA_SPARSE_DSV41",
+      "fused",
+      "DeepseekV4FlashMLAFusedAttention",
+      "vllm/models/deepseek_v4_1/nvidia/flashmla_fused.py",
+      {Family::deepseek_v41},
+      {10},
       {{"auto", K::fp8_ds_mla, {}, 0},
        {"fp8", K::fp8_ds_mla, {}, 0},
        {"fp8_ds_mla", K::fp8_ds_mla, {}, 0},
@@ -64,14 +79,20 @@ std::vector<BackendInfo> make_catalogue() {
        {"bfloat16", std::nullopt, kFusedNeedsLayout, 0},
        {"fp8_e4m3", std::nullopt, kFusedNeedsLayout, 0},
        {"fp8_e5m2", std::nullopt, kFusedNeedsLayout, 0}},
-      {64, 128}, "DeepseekV4 FlashMLA does not support {n} heads (FP8 decode kernel requires h_q in {64, 128}).",
+      {64, 128},
+      "DeepseekV4 FlashMLA does not support {n} heads (FP8 decode kernel requires h_q in {64, 128}).",
       "FlashMLA fused sparse decode (Q RoPE, attention, inverse RoPE, FP8 cast in one kernel; no tile plan while "
       "decode tokens >= dsv4_fused_decode_min_tokens, default 0)",
       false});
   c.push_back(BackendInfo{
-      BackendId::flashinfer_mla_sparse_dsv41, "flashinfer_mla_sparse_dsv41", "FLASHINFER_MLA_SPARSE_DSV41", "SM10x",
-      "DeepseekV4FlashInferMLAAttention", "vllm/models/deepseek_v4_1/nvidia/flashinfer_sparse.py",
-      {Family::deepseek_v41}, {10},
+      BackendId::flashinfer_mla_sparse_dsv41,
+      "flashinfer_mla_sparse_dsv41",
+      "FLASHINFER_MLA_SPARSE_DSV41",
+      "SM10x",
+      "DeepseekV4FlashInferMLAAttention",
+      "vllm/models/deepseek_v4_1/nvidia/flashinfer_sparse.py",
+      {Family::deepseek_v41},
+      {10},
       {{"auto", K::bfloat16, {}, 0},
        {"bfloat16", K::bfloat16, {}, 0},
        {"fp8", K::fp8_e4m3, {}, 0},
@@ -82,11 +103,17 @@ std::vector<BackendInfo> make_catalogue() {
       {8, 16, 32, 64, 128},
       "DeepseekV4 FlashInfer MLA Sparse does not support {n} heads (sparse MLA kernel requires h_q in {8, 16, 32, 64, "
       "128}).",
-      "FlashInfer TRTLLM-gen sparse MLA decode over plain rows", false});
+      "FlashInfer TRTLLM-gen sparse MLA decode over plain rows",
+      false});
   c.push_back(BackendInfo{
-      BackendId::flashinfer_mla_sparse_sm120, "flashinfer_mla_sparse_sm120", "FLASHINFER_MLA_SPARSE_DSV41",
-      "SM120 class", "DeepseekV4FlashInferSM120Attention", "vllm/models/deepseek_v4_1/nvidia/flashinfer_sparse.py",
-      {Family::deepseek_v41, Family::deepseek_v4}, {12},
+      BackendId::flashinfer_mla_sparse_sm120,
+      "flashinfer_mla_sparse_sm120",
+      "FLASHINFER_MLA_SPARSE_DSV41",
+      "SM120 class",
+      "DeepseekV4FlashInferSM120Attention",
+      "vllm/models/deepseek_v4_1/nvidia/flashinfer_sparse.py",
+      {Family::deepseek_v41, Family::deepseek_v4},
+      {12},
       {{"auto", K::fp8_ds_mla, {}, 0},
        {"fp8", K::fp8_ds_mla, {}, 0},
        {"fp8_e4m3", K::fp8_ds_mla, {}, 0},
@@ -97,33 +124,47 @@ std::vector<BackendInfo> make_catalogue() {
       {8, 16, 32, 64, 128},
       "DeepseekV4 FlashInfer MLA Sparse does not support {n} heads (sparse MLA kernel requires h_q in {8, 16, 32, 64, "
       "128}).",
-      "FlashInfer SM120 sparse MLA decode over fp8_ds_mla pages of 64 rows", false});
-  c.push_back(BackendInfo{
-      BackendId::flashmla_sparse_dsv4, "flashmla_sparse_dsv4", "FLASHMLA_SPARSE_DSV4", "",
-      "DeepseekV4FlashMLAAttention (V4.0)", "vllm/models/deepseek_v4/nvidia/flashmla.py",
-      {Family::deepseek_v4}, {9, 10},
-      {{"auto", K::fp8_ds_mla, {}, 0},
-       {"fp8", K::fp8_ds_mla, {}, 0},
-       {"fp8_ds_mla", K::fp8_ds_mla, {}, 0},
-       {"fp8_e4m3", K::fp8_ds_mla, {}, 0},
-       {"fp8_e5m2", K::fp8_ds_mla, {}, 0},
-       {"bfloat16", std::nullopt, kFp8LayoutOnly, 0},
-       {"nvfp4_ds_mla", std::nullopt, kNvfp4V41Only, 0}},
-      {64, 128}, "DeepseekV4 FlashMLA does not support {n} heads (FP8 decode kernel requires h_q in {64, 128}).",
-      "FlashMLA split-KV sparse decode, one tile-scheduler plan per layer type", true});
-  c.push_back(BackendInfo{
-      BackendId::flashmla_sparse, "flashmla_sparse", "FLASHMLA_SPARSE", "",
-      "FlashMLASparseBackend", "vllm/v1/attention/backends/mla/flashmla_sparse.py",
-      {Family::deepseek_v32}, {9, 10},
-      {{"auto", K::fp8_ds_mla, {}, 0},
-       {"fp8", K::fp8_ds_mla, {}, 0},
-       {"fp8_ds_mla", K::fp8_ds_mla, {}, 0},
-       {"bfloat16", std::nullopt, kFlashMlaNoDtype, 0},
-       {"fp8_e4m3", std::nullopt, kFlashMlaNoDtype, 0},
-       {"fp8_e5m2", std::nullopt, kFlashMlaNoDtype, 0},
-       {"nvfp4_ds_mla", std::nullopt, kNvfp4V41Only, 0}},
-      {64, 128}, "FlashMLA sparse does not support {n} heads (the decode kernel requires h_q in {64, 128}).",
-      "FlashMLA split-KV sparse decode over 656-byte rows, one tile-scheduler plan", true});
+      "FlashInfer SM120 sparse MLA decode over fp8_ds_mla pages of 64 rows",
+      false});
+  c.push_back(
+      BackendInfo{BackendId::flashmla_sparse_dsv4,
+                  "flashmla_sparse_dsv4",
+                  "FLASHMLA_SPARSE_DSV4",
+                  "",
+                  "DeepseekV4FlashMLAAttention (V4.0)",
+                  "vllm/models/deepseek_v4/nvidia/flashmla.py",
+                  {Family::deepseek_v4},
+                  {9, 10},
+                  {{"auto", K::fp8_ds_mla, {}, 0},
+                   {"fp8", K::fp8_ds_mla, {}, 0},
+                   {"fp8_ds_mla", K::fp8_ds_mla, {}, 0},
+                   {"fp8_e4m3", K::fp8_ds_mla, {}, 0},
+                   {"fp8_e5m2", K::fp8_ds_mla, {}, 0},
+                   {"bfloat16", std::nullopt, kFp8LayoutOnly, 0},
+                   {"nvfp4_ds_mla", std::nullopt, kNvfp4V41Only, 0}},
+                  {64, 128},
+                  "DeepseekV4 FlashMLA does not support {n} heads (FP8 decode kernel requires h_q in {64, 128}).",
+                  "FlashMLA split-KV sparse decode, one tile-scheduler plan per layer type",
+                  true});
+  c.push_back(BackendInfo{BackendId::flashmla_sparse,
+                          "flashmla_sparse",
+                          "FLASHMLA_SPARSE",
+                          "",
+                          "FlashMLASparseBackend",
+                          "vllm/v1/attention/backends/mla/flashmla_sparse.py",
+                          {Family::deepseek_v32},
+                          {9, 10},
+                          {{"auto", K::fp8_ds_mla, {}, 0},
+                           {"fp8", K::fp8_ds_mla, {}, 0},
+                           {"fp8_ds_mla", K::fp8_ds_mla, {}, 0},
+                           {"bfloat16", std::nullopt, kFlashMlaNoDtype, 0},
+                           {"fp8_e4m3", std::nullopt, kFlashMlaNoDtype, 0},
+                           {"fp8_e5m2", std::nullopt, kFlashMlaNoDtype, 0},
+                           {"nvfp4_ds_mla", std::nullopt, kNvfp4V41Only, 0}},
+                          {64, 128},
+                          "FlashMLA sparse does not support {n} heads (the decode kernel requires h_q in {64, 128}).",
+                          "FlashMLA split-KV sparse decode over 656-byte rows, one tile-scheduler plan",
+                          true});
   return c;
 }
 
@@ -181,7 +222,8 @@ const BackendInfo& backend_info(BackendId id) {
 
 std::string_view backend_vllm_name(BackendId id, std::optional<Family> family) {
   // One class serves V4.1 and V4.0 on SM12x; vLLM names it per family.
-  if (id == BackendId::flashinfer_mla_sparse_sm120 && family == Family::deepseek_v4) return "FLASHINFER_MLA_SPARSE_DSV4";
+  if (id == BackendId::flashinfer_mla_sparse_sm120 && family == Family::deepseek_v4)
+    return "FLASHINFER_MLA_SPARSE_DSV4";
   return backend_info(id).vllm_name;
 }
 
@@ -302,8 +344,9 @@ BackendChoice choose_backend(const ModelConfig& cfg, const Target& target,
       if (name == "FLASHINFER_MLA_SPARSE" || name == "FLASHINFER_MLA_SPARSE_SM120") {
         return refuse(major == 12 ? BackendId::flashinfer_mla_sparse_sm120 : BackendId::flashinfer_mla_sparse_dsv41,
                       "backend.attention_backend",
-                      name + " is not a DeepSeek V4.1 attention backend. Use FLASHINFER_MLA_SPARSE_DSV41 for DeepSeek "
-                             "V4.1 FlashInfer sparse MLA.",
+                      name +
+                          " is not a DeepSeek V4.1 attention backend. Use FLASHINFER_MLA_SPARSE_DSV41 for DeepSeek "
+                          "V4.1 FlashInfer sparse MLA.",
                       "use --attention-backend FLASHINFER_MLA_SPARSE_DSV41");
       }
       if (flashinfer_name || (!attention_backend && major == 12)) {
@@ -317,8 +360,9 @@ BackendChoice choose_backend(const ModelConfig& cfg, const Target& target,
           name == "FLASHINFER_MLA_SPARSE_DSV41" || name == "FLASHMLA_SPARSE_DSV41") {
         return refuse(major == 12 ? BackendId::flashinfer_mla_sparse_sm120 : BackendId::flashmla_sparse_dsv4,
                       "backend.attention_backend",
-                      name + " is not a DeepSeek V4 attention backend; DeepSeek V4.0 runs on FLASHMLA_SPARSE_DSV4 "
-                             "(sm90, sm100) or FLASHINFER_MLA_SPARSE_DSV4 (sm120)",
+                      name +
+                          " is not a DeepSeek V4 attention backend; DeepSeek V4.0 runs on FLASHMLA_SPARSE_DSV4 "
+                          "(sm90, sm100) or FLASHINFER_MLA_SPARSE_DSV4 (sm120)",
                       major == 12 ? "use --attention-backend FLASHINFER_MLA_SPARSE_DSV4"
                                   : "use --attention-backend FLASHMLA_SPARSE_DSV4");
       }
@@ -326,7 +370,8 @@ BackendChoice choose_backend(const ModelConfig& cfg, const Target& target,
         if (major != 12) {
           return refuse(BackendId::flashmla_sparse_dsv4, "backend.attention_backend",
                         "FLASHINFER_MLA_SPARSE_DSV4 for DeepSeek V4.0 is modelled on SM12x only (the FlashInfer SM120 "
-                        "class); target " + target.id + " is " + arch_words(target),
+                        "class); target " +
+                            target.id + " is " + arch_words(target),
                         "use --attention-backend FLASHMLA_SPARSE_DSV4");
         }
         id = BackendId::flashinfer_mla_sparse_sm120;
@@ -335,8 +380,9 @@ BackendChoice choose_backend(const ModelConfig& cfg, const Target& target,
     case Family::deepseek_v32:
       if (attention_backend && name != "FLASHMLA_SPARSE") {
         return refuse(BackendId::flashmla_sparse, "backend.attention_backend",
-                      name + " for DeepSeek V3.2 is not modelled: mla-plan plans V3.2 on vLLM's FlashMLA sparse "
-                             "backend (FLASHMLA_SPARSE)",
+                      name +
+                          " for DeepSeek V3.2 is not modelled: mla-plan plans V3.2 on vLLM's FlashMLA sparse "
+                          "backend (FLASHMLA_SPARSE)",
                       "use --attention-backend FLASHMLA_SPARSE");
       }
       break;
@@ -355,11 +401,12 @@ BackendChoice choose_backend(const ModelConfig& cfg, const Target& target,
       if (cfg.family == Family::deepseek_v32) {
         fix = "use a Hopper or Blackwell datacentre GPU (--gpu h200, --gpu b200)";
       } else if (major == 12) {
-        fix = "omit --attention-backend: vLLM runs " + backend_title(BackendId::flashinfer_mla_sparse_sm120, cfg.family) +
-              " on SM12x";
+        fix = "omit --attention-backend: vLLM runs " +
+              backend_title(BackendId::flashinfer_mla_sparse_sm120, cfg.family) + " on SM12x";
       } else {
-        fix = "use a Hopper or Blackwell datacentre GPU (--gpu h200, --gpu b200), or an SM12x GPU with the FlashInfer "
-              "backend (--gpu rtx-pro-6000)";
+        fix =
+            "use a Hopper or Blackwell datacentre GPU (--gpu h200, --gpu b200), or an SM12x GPU with the FlashInfer "
+            "backend (--gpu rtx-pro-6000)";
       }
     }
     if (!attention_backend && major != 12 && cfg.family != Family::deepseek_v32) {
@@ -392,7 +439,8 @@ BackendChoice choose_backend(const ModelConfig& cfg, const Target& target,
   } else if (fused == FusedAttention::on && id != BackendId::flashmla_sparse_dsv41) {
     return refuse(id, "backend.fused_attention",
                   "--dsv4-fused-attention true applies to the FlashMLA backend of DeepSeek V4.1 on SM100; the chosen "
-                  "backend is " + backend_title(id, cfg.family),
+                  "backend is " +
+                      backend_title(id, cfg.family),
                   "omit --dsv4-fused-attention");
   }
   ch.id = id;

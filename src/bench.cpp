@@ -143,9 +143,10 @@ std::vector<BenchShape> bench_shapes(const ModelConfig& cfg, const Topology& top
       // Q K^T over d_qk dims and P V over d_v = 512; q (d_qk) in and out (512) in bf16.
       const double dqk = static_cast<double>(row_format(s.main_format).dims);
       s.flops = 2.0 * s.h_q * tokens * rows * (dqk + kHeadDim);
-      s.bytes = tokens * (s.topk * static_cast<double>(row_format(s.main_format).row_bytes) +
-                          (s.has_extra ? s.extra_topk * static_cast<double>(row_format(s.extra_format).row_bytes) : 0.0)) +
-                tokens * s.h_q * (dqk + kHeadDim) * 2.0;
+      s.bytes =
+          tokens * (s.topk * static_cast<double>(row_format(s.main_format).row_bytes) +
+                    (s.has_extra ? s.extra_topk * static_cast<double>(row_format(s.extra_format).row_bytes) : 0.0)) +
+          tokens * s.h_q * (dqk + kHeadDim) * 2.0;
       if (s.unsupported.empty()) {
         s.mode = choose_decode_mode(s.b, s.s_q, s.h_q, s.topk, s.has_extra, s.extra_topk, layout.target.num_sms);
       }
@@ -221,7 +222,8 @@ BenchReport run_bench(const ModelConfig& cfg, const Topology& topo, const Target
   }
   if (std::none_of(report.rows.begin(), report.rows.end(), [](const BenchRow& r) { return r.ran; })) {
     report.exit_code = exit_code(ErrorKind::unsupported);
-    report.exit_message = report.rows.empty() ? "nothing to time" : "nothing could be timed: " + report.rows.front().reason;
+    report.exit_message =
+        report.rows.empty() ? "nothing to time" : "nothing could be timed: " + report.rows.front().reason;
   }
   return report;
 }

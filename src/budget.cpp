@@ -86,8 +86,7 @@ std::int64_t estimate_activation_bytes(const ModelConfig& cfg, const BudgetShape
   // Attention of the local heads: the q low-rank activation, q and the attention output
   // (heads x head_dim each), and the grouped output projection's low-rank activation.
   const std::int64_t o_local = c.o_groups > 0 ? c.o_groups / std::min(tp, c.o_groups) * c.o_lora_rank : 0;
-  const std::int64_t attn_cols =
-      add(add(c.q_lora_rank, mul(2, mul(s.local_heads, cfg.head_dim))), o_local);
+  const std::int64_t attn_cols = add(add(c.q_lora_rank, mul(2, mul(s.local_heads, cfg.head_dim))), o_local);
   const std::int64_t attention = mul(mul(T, attn_cols), bf16);
   // MoE: every token's top-k experts: gate/up (2 x MI), the activation (MI) and the down output (H).
   const std::int64_t moe_cols = add(mul(3, c.moe_intermediate_size), H);
@@ -111,8 +110,9 @@ Budget plan_budget(const ModelConfig& cfg, const Target& target, const BudgetSha
       b.total_how = "read from the device";
     } else {
       b.total_source = TermSource::estimated;
-      b.total_how = "the vendor's figure read as GiB; the CUDA runtime reports less (an H200's 141 GB is 139.80 GiB "
-                    "there): pass --gpu-memory-gib with what cudaMemGetInfo reports";
+      b.total_how =
+          "the vendor's figure read as GiB; the CUDA runtime reports less (an H200's 141 GB is 139.80 GiB "
+          "there): pass --gpu-memory-gib with what cudaMemGetInfo reports";
     }
   } else {
     b.total_bytes = target.runtime_memory_bytes;
@@ -148,16 +148,14 @@ Budget plan_budget(const ModelConfig& cfg, const Target& target, const BudgetSha
   if (o.activation_gib) {
     b.terms.push_back(given_term("activation_peak", "activation peak", *o.activation_gib, "--activation-gib"));
   } else {
-    b.terms.push_back(BudgetTerm{"activation_peak", "activation peak", estimate_activation_bytes(cfg, shape),
-                                 TermSource::estimated,
-                                 "profile run of " + std::to_string(shape.max_num_batched_tokens) +
-                                     " tokens: hidden streams, local attention, top-k expert workspaces" +
-                                     (shape.last_stage ? ", sampler logits of " +
-                                                             std::to_string(std::min(shape.max_num_batched_tokens,
-                                                                                     shape.max_num_seqs)) +
-                                                             " rows"
-                                                       : std::string()),
-                                 "--activation-gib"});
+    b.terms.push_back(BudgetTerm{
+        "activation_peak", "activation peak", estimate_activation_bytes(cfg, shape), TermSource::estimated,
+        "profile run of " + std::to_string(shape.max_num_batched_tokens) +
+            " tokens: hidden streams, local attention, top-k expert workspaces" +
+            (shape.last_stage ? ", sampler logits of " +
+                                    std::to_string(std::min(shape.max_num_batched_tokens, shape.max_num_seqs)) + " rows"
+                              : std::string()),
+        "--activation-gib"});
   }
   if (o.non_torch_gib) {
     b.terms.push_back(given_term("non_torch", "non-torch memory", *o.non_torch_gib, "--non-torch-gib"));
@@ -173,18 +171,19 @@ Budget plan_budget(const ModelConfig& cfg, const Target& target, const BudgetSha
   if (o.cudagraph_gib) {
     b.terms.push_back(given_term("cudagraph", "CUDA graphs", *o.cudagraph_gib, "--cudagraph-gib"));
   } else if (o.enforce_eager) {
-    b.terms.push_back(BudgetTerm{"cudagraph", "CUDA graphs", 0, TermSource::given, "--enforce-eager: no graphs",
-                                 "--cudagraph-gib"});
+    b.terms.push_back(
+        BudgetTerm{"cudagraph", "CUDA graphs", 0, TermSource::given, "--enforce-eager: no graphs", "--cudagraph-gib"});
   } else {
     const std::int64_t layers = std::max<std::int64_t>(1, shape.layers);
     b.terms.push_back(BudgetTerm{
         "cudagraph", "CUDA graphs",
-        static_cast<std::int64_t>(std::llround(kCudagraphGibPerLog * static_cast<double>(kGiB) *
-                                               static_cast<double>(layers) /
-                                               static_cast<double>(kCudagraphLayersPerLog))),
+        static_cast<std::int64_t>(
+            std::llround(kCudagraphGibPerLog * static_cast<double>(kGiB) * static_cast<double>(layers) /
+                         static_cast<double>(kCudagraphLayersPerLog))),
         TermSource::estimated,
         "vLLM's CUDA-graph memory estimate (on by default since v0.21), scaled by layers from one V4-Flash TP2 log "
-        "(1.58 GiB for 44 layers); " + std::to_string(layers) + " layers here",
+        "(1.58 GiB for 44 layers); " +
+            std::to_string(layers) + " layers here",
         "--cudagraph-gib"});
   }
   if (o.reserved_gib) {

@@ -162,8 +162,8 @@ class MismatchList {
 struct ContractIndex {
   const std::vector<TensorGroup>& groups;
   std::unordered_map<std::string_view, std::size_t> by_name;
-  std::vector<std::int64_t> matched;          ///< tensors of each group found in the files
-  std::vector<std::vector<bool>> seen;        ///< of a "{e}" group: which indices (filled when first hit)
+  std::vector<std::int64_t> matched;    ///< tensors of each group found in the files
+  std::vector<std::vector<bool>> seen;  ///< of a "{e}" group: which indices (filled when first hit)
 
   explicit ContractIndex(const std::vector<TensorGroup>& g) : groups(g), matched(g.size(), 0), seen(g.size()) {
     by_name.reserve(g.size() * 2);
@@ -184,8 +184,7 @@ struct ContractIndex {
       }
     }
     const auto it = by_name.find(name);
-    if (it == by_name.end() || groups[it->second].name.find("{e}") != std::string::npos ||
-        matched[it->second] > 0) {
+    if (it == by_name.end() || groups[it->second].name.find("{e}") != std::string::npos || matched[it->second] > 0) {
       return nullptr;
     }
     at = it->second;
@@ -346,8 +345,8 @@ FileWeights weights_from_files(const ModelConfig& cfg, const CheckpointFiles& fi
         ++e.count;
       } else if (t.part == P::routed_experts && n_experts > 0) {
         // One tensor holding every expert: top_k / n_routed_experts of it is active.
-        r.active_params = checked_add(r.active_params, scaled(t.params, std::min(top_k, n_experts), n_experts),
-                                      "active parameters");
+        r.active_params =
+            checked_add(r.active_params, scaled(t.params, std::min(top_k, n_experts), n_experts), "active parameters");
       } else {
         r.active_params = checked_add(r.active_params, t.params, "active parameters");
       }
@@ -359,9 +358,8 @@ FileWeights weights_from_files(const ModelConfig& cfg, const CheckpointFiles& fi
         rg.first = r.tensors.size();
       } else {
         const TensorInfo& a = r.tensors[rg.first];
-        rg.alike = rg.alike && a.dtype == t.dtype && a.shape == t.shape && a.bytes == t.bytes &&
-                   a.params == t.params && a.part == t.part && a.layer == t.layer && a.draft == t.draft &&
-                   a.scale == t.scale;
+        rg.alike = rg.alike && a.dtype == t.dtype && a.shape == t.shape && a.bytes == t.bytes && a.params == t.params &&
+                   a.part == t.part && a.layer == t.layer && a.draft == t.draft && a.scale == t.scale;
       }
       ++rg.count;
       rg.max_index = std::max(rg.max_index, index);
@@ -418,13 +416,12 @@ FileWeights weights_from_files(const ModelConfig& cfg, const CheckpointFiles& fi
   out.mismatches = mism.take();
 
   // Findings.
-  r.findings.push_back(Finding{"weights.files_source", Severity::info,
-                               "bytes from " + std::to_string(files.files.size()) + " safetensors headers in " +
-                                   quoted(files.dir, kQuotedPathMaxBytes) + ": " +
-                                   std::to_string(files.tensors.size()) + " tensors, " +
-                                   std::to_string(out.files_bytes) + " B (the config's contract: " +
-                                   std::to_string(out.contract_bytes) + " B)",
-                               "", ""});
+  r.findings.push_back(Finding{
+      "weights.files_source", Severity::info,
+      "bytes from " + std::to_string(files.files.size()) + " safetensors headers in " +
+          quoted(files.dir, kQuotedPathMaxBytes) + ": " + std::to_string(files.tensors.size()) + " tensors, " +
+          std::to_string(out.files_bytes) + " B (the config's contract: " + std::to_string(out.contract_bytes) + " B)",
+      "", ""});
   if (!derived.known) {
     r.findings.push_back(Finding{"weights.no_contract", Severity::info,
                                  "the config's tensor contract is not known (" + printable(derived.reason, 200) +

@@ -41,8 +41,7 @@ std::string_view to_string(Severity s) {
 
 namespace {
 
-constexpr std::string_view kSupportedFamilies =
-    "deepseek_v41 (also deepseek_v41_text), deepseek_v4, deepseek_v32";
+constexpr std::string_view kSupportedFamilies = "deepseek_v41 (also deepseek_v41_text), deepseek_v4, deepseek_v32";
 
 std::string join_ints(const std::vector<std::int64_t>& v, std::size_t max_items = 16) {
   std::string s = "[";
@@ -72,8 +71,7 @@ std::string describe(const json& v) {
   switch (v.type()) {
     case json::value_t::null: return "null";
     case json::value_t::boolean: return v.get<bool>() ? "true" : "false";
-    case json::value_t::string:
-      return "the string " + clip(v.dump(-1, ' ', false, json::error_handler_t::replace));
+    case json::value_t::string: return "the string " + clip(v.dump(-1, ' ', false, json::error_handler_t::replace));
     case json::value_t::array: return "an array of " + std::to_string(v.size()) + " entries";
     case json::value_t::object: return "an object";
     case json::value_t::binary: return "binary data";
@@ -106,8 +104,7 @@ void check_nesting(std::string_view text, const std::string& source) {
 /// types, ranges, aliases and defaults. Every message names the file and the JSON pointer.
 class Section {
  public:
-  Section(const json& obj, std::string prefix, ModelConfig& cfg)
-      : obj_(obj), prefix_(std::move(prefix)), cfg_(cfg) {}
+  Section(const json& obj, std::string prefix, ModelConfig& cfg) : obj_(obj), prefix_(std::move(prefix)), cfg_(cfg) {}
 
   const std::string& prefix() const { return prefix_; }
   std::string ptr(std::string_view key) const { return prefix_ + "/" + escape_pointer_token(key); }
@@ -137,20 +134,19 @@ class Section {
       if (it == obj_.end()) continue;
       if (f.value) {
         if (*f.value != *it) {
-          fail(ptr(alias), std::string(alias) + " = " + describe(*it) + " disagrees with " + f.key +
-                               " = " + describe(*f.value) + "; they are two spellings of one field");
+          fail(ptr(alias), std::string(alias) + " = " + describe(*it) + " disagrees with " + f.key + " = " +
+                               describe(*f.value) + "; they are two spellings of one field");
         }
         continue;
       }
       f = {&*it, std::string(alias), ptr(alias)};
-      note("config.normalised", Severity::info,
-           "read " + std::string(alias) + " as " + std::string(key), ptr(alias));
+      note("config.normalised", Severity::info, "read " + std::string(alias) + " as " + std::string(key), ptr(alias));
     }
     return f;
   }
 
-  std::int64_t as_int(const json& v, const std::string& pointer, std::string_view name,
-                      std::int64_t lo, std::int64_t hi) const {
+  std::int64_t as_int(const json& v, const std::string& pointer, std::string_view name, std::int64_t lo,
+                      std::int64_t hi) const {
     if (v.is_number_unsigned()) {
       auto u = v.get<std::uint64_t>();
       if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ||
@@ -172,21 +168,19 @@ class Section {
   }
 
   /// An integer field; when absent, `fallback` is used and reported as a default.
-  std::int64_t int_field(std::string_view key, std::initializer_list<std::string_view> aliases,
-                         std::int64_t lo, std::int64_t hi, std::optional<std::int64_t> fallback,
-                         std::string_view why) {
+  std::int64_t int_field(std::string_view key, std::initializer_list<std::string_view> aliases, std::int64_t lo,
+                         std::int64_t hi, std::optional<std::int64_t> fallback, std::string_view why) {
     Found f = find(key, aliases);
     if (!f.value) {
       if (!fallback) {
-        fail(ptr(key), "missing; " + std::string(key) + " is required for " +
-                           std::string(to_string(cfg_.family)) + " configs");
+        fail(ptr(key),
+             "missing; " + std::string(key) + " is required for " + std::string(to_string(cfg_.family)) + " configs");
       }
       // How many layers and draft layers there are is structure, not a tuning value: a guess of it
       // is a warning (config.structural_default), every other default a note.
       const bool structural = key == "num_hidden_layers" || key == "num_nextn_predict_layers";
       note(structural ? "config.structural_default" : "config.default", structural ? Severity::warning : Severity::info,
-           "assumed " + std::string(key) + " = " + std::to_string(*fallback) + ", " + std::string(why),
-           ptr(key));
+           "assumed " + std::string(key) + " = " + std::to_string(*fallback) + ", " + std::string(why), ptr(key));
       return *fallback;
     }
     return as_int(*f.value, f.pointer, f.key, lo, hi);
@@ -253,23 +247,21 @@ Section::Found find_ratios(Section& s) { return s.find("compress_ratios", {"comp
 /// Fits a ratio list to backbone + draft layers: shorter than the backbone is an error; missing
 /// draft entries are padded with 0; entries past the draft layers are an error unless
 /// `allow_zero_tail` and all zero (a released V4 config has that); draft entries are window-only.
-void fit_ratio_list(Section& s, const std::string& pointer, std::vector<std::int64_t>& r,
-                    ModelConfig& cfg, bool allow_zero_tail) {
+void fit_ratio_list(Section& s, const std::string& pointer, std::vector<std::int64_t>& r, ModelConfig& cfg,
+                    bool allow_zero_tail) {
   const auto n = cfg.num_hidden_layers;
   const auto total = cfg.total_layers();
   const auto len = static_cast<std::int64_t>(r.size());
   if (len < n) {
     s.fail(pointer, "compress_ratios has " + std::to_string(len) +
-                        " entries; it needs one per layer, at least num_hidden_layers = " +
-                        std::to_string(n));
+                        " entries; it needs one per layer, at least num_hidden_layers = " + std::to_string(n));
   }
   if (len > total) {
     bool tail_zero = std::all_of(r.begin() + total, r.end(), [](std::int64_t v) { return v == 0; });
     if (!allow_zero_tail || !tail_zero) {
       s.fail(pointer, "compress_ratios has " + std::to_string(len) +
-                          " entries; at most num_hidden_layers + num_nextn_predict_layers = " +
-                          std::to_string(n) + " + " + std::to_string(cfg.num_draft_layers) + " = " +
-                          std::to_string(total) +
+                          " entries; at most num_hidden_layers + num_nextn_predict_layers = " + std::to_string(n) +
+                          " + " + std::to_string(cfg.num_draft_layers) + " = " + std::to_string(total) +
                           (allow_zero_tail ? " (extra entries are accepted only when they are 0)" : ""));
     }
     s.note("config.extra_ratios", Severity::warning,
@@ -291,8 +283,7 @@ void fit_ratio_list(Section& s, const std::string& pointer, std::vector<std::int
     if (r[static_cast<std::size_t>(i)] != 0) {
       s.note("config.draft_ratio", Severity::warning,
              "draft layer " + std::to_string(i) + " has compress_ratio " +
-                 std::to_string(r[static_cast<std::size_t>(i)]) +
-                 "; draft layers are window-only, treated as 0",
+                 std::to_string(r[static_cast<std::size_t>(i)]) + "; draft layers are window-only, treated as 0",
              pointer + "/" + std::to_string(i));
       r[static_cast<std::size_t>(i)] = 0;
     }
@@ -321,8 +312,7 @@ std::vector<std::int64_t> released_v41_schedule() {
 }
 
 /// Validates an explicit source list: integers in [0, n), no duplicates; sorted if needed.
-std::vector<std::int64_t> source_list(Section& s, const Section::Found& f, ModelConfig& cfg,
-                                      std::string_view what) {
+std::vector<std::int64_t> source_list(Section& s, const Section::Found& f, ModelConfig& cfg, std::string_view what) {
   const auto n = cfg.num_hidden_layers;
   auto list = *s.int_list(f, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -334,14 +324,13 @@ std::vector<std::int64_t> source_list(Section& s, const Section::Found& f, Model
     }
     const auto ratio = cfg.compress_ratios[static_cast<std::size_t>(id)];
     if (ratio == 0) {
-      s.fail(p, f.key + "[" + std::to_string(i) + "] = " + std::to_string(id) + ": layer " +
-                    std::to_string(id) + " has compress_ratio 0 (window only); " + std::string(what) +
-                    " must have compress_ratio 1 or 2");
+      s.fail(p, f.key + "[" + std::to_string(i) + "] = " + std::to_string(id) + ": layer " + std::to_string(id) +
+                    " has compress_ratio 0 (window only); " + std::string(what) + " must have compress_ratio 1 or 2");
     }
     for (std::size_t j = 0; j < i; ++j) {
       if (list[j] == id) {
-        s.fail(p, f.key + "[" + std::to_string(i) + "] = " + std::to_string(id) + " repeats " + f.key +
-                      "[" + std::to_string(j) + "]");
+        s.fail(p, f.key + "[" + std::to_string(i) + "] = " + std::to_string(id) + " repeats " + f.key + "[" +
+                      std::to_string(j) + "]");
       }
     }
   }
@@ -373,9 +362,9 @@ void check_v41_layer_types(Section& s, const ModelConfig& cfg, const std::string
   if (len < n || len > cfg.total_layers()) {
     s.fail(lf.pointer, "layer_types has " + std::to_string(len) +
                            " entries; it needs one per layer: num_hidden_layers = " + std::to_string(n) +
-                           (cfg.num_draft_layers > 0 ? " (or up to " + std::to_string(cfg.total_layers()) +
-                                                           " with the draft layers)"
-                                                     : std::string()));
+                           (cfg.num_draft_layers > 0
+                                ? " (or up to " + std::to_string(cfg.total_layers()) + " with the draft layers)"
+                                : std::string()));
   }
   for (std::int64_t i = 0; i < len; ++i) {
     const json& e = (*lf.value)[static_cast<std::size_t>(i)];
@@ -387,8 +376,7 @@ void check_v41_layer_types(Section& s, const ModelConfig& cfg, const std::string
       s.fail(p, at + " = " + describe(e) + " is not a V4.1 layer type; allowed: " + std::string(kShared) +
                     " (a KV source), " + std::string(kSliding) + " (every other layer)");
     }
-    const bool source =
-        i < n && std::binary_search(cfg.kv_source_layer_ids.begin(), cfg.kv_source_layer_ids.end(), i);
+    const bool source = i < n && std::binary_search(cfg.kv_source_layer_ids.begin(), cfg.kv_source_layer_ids.end(), i);
     const std::string_view agrees = source ? kShared : kSliding;
     if (name == agrees) continue;
     const int ratio = cfg.compress_ratios[static_cast<std::size_t>(i)];
@@ -402,38 +390,37 @@ void check_v41_layer_types(Section& s, const ModelConfig& cfg, const std::string
 }
 
 void read_v41(Section& s, const json& top, ModelConfig& cfg) {
-  cfg.num_hidden_layers = s.int_field("num_hidden_layers", {"n_layers"}, 1, ConfigLimits::max_layers, 40,
-                                      "the transformers default");
-  cfg.num_draft_layers = s.int_field("num_nextn_predict_layers", {"n_mtp_layers"}, 0,
-                                     ConfigLimits::max_draft_layers, 3, "the transformers default");
+  cfg.num_hidden_layers =
+      s.int_field("num_hidden_layers", {"n_layers"}, 1, ConfigLimits::max_layers, 40, "the transformers default");
+  cfg.num_draft_layers = s.int_field("num_nextn_predict_layers", {"n_mtp_layers"}, 0, ConfigLimits::max_draft_layers, 3,
+                                     "the transformers default");
   cfg.dspark_block_size = read_dspark_block_size(s);
-  cfg.num_attention_heads = s.int_field("num_attention_heads", {"n_heads"}, 1, ConfigLimits::max_heads, 64,
-                                        "the transformers default");
+  cfg.num_attention_heads =
+      s.int_field("num_attention_heads", {"n_heads"}, 1, ConfigLimits::max_heads, 64, "the transformers default");
   cfg.num_key_value_heads = s.int_field("num_key_value_heads", {}, 1, ConfigLimits::max_heads, 1,
                                         "the transformers default (one shared latent)");
   cfg.head_dim = s.int_field("head_dim", {}, 1, ConfigLimits::max_head_dim, 512, "the transformers default");
-  cfg.qk_rope_head_dim = s.int_field("qk_rope_head_dim", {"rope_head_dim"}, 0, ConfigLimits::max_head_dim, 64,
-                                     "the transformers default");
-  cfg.sliding_window = s.int_field("sliding_window", {"window_size"}, 1, ConfigLimits::max_window, 128,
-                                   "the transformers default");
+  cfg.qk_rope_head_dim =
+      s.int_field("qk_rope_head_dim", {"rope_head_dim"}, 0, ConfigLimits::max_head_dim, 64, "the transformers default");
+  cfg.sliding_window =
+      s.int_field("sliding_window", {"window_size"}, 1, ConfigLimits::max_window, 128, "the transformers default");
   cfg.index_topk = s.int_field("index_topk", {}, 1, ConfigLimits::max_topk, 512, "the transformers default");
   cfg.index_n_heads = s.int_field("index_n_heads", {}, 1, ConfigLimits::max_heads, 32, "the transformers default");
-  cfg.index_head_dim = s.int_field("index_head_dim", {}, 1, ConfigLimits::max_head_dim, 128,
-                                   "the transformers default");
-  cfg.max_position_embeddings =
-      s.int_field("max_position_embeddings", {}, 1, ConfigLimits::max_positions, 1048576,
-                  "the released DeepSeek-V4.1-Flash value");
-  cfg.candidate_topk_blocks = s.int_field("candidate_topk_blocks", {}, 1, ConfigLimits::max_topk, 2048,
-                                          "the transformers default");
-  cfg.candidate_block_size = s.int_field("candidate_block_size", {}, 1, ConfigLimits::max_topk, 8,
-                                         "the transformers default");
+  cfg.index_head_dim =
+      s.int_field("index_head_dim", {}, 1, ConfigLimits::max_head_dim, 128, "the transformers default");
+  cfg.max_position_embeddings = s.int_field("max_position_embeddings", {}, 1, ConfigLimits::max_positions, 1048576,
+                                            "the released DeepSeek-V4.1-Flash value");
+  cfg.candidate_topk_blocks =
+      s.int_field("candidate_topk_blocks", {}, 1, ConfigLimits::max_topk, 2048, "the transformers default");
+  cfg.candidate_block_size =
+      s.int_field("candidate_block_size", {}, 1, ConfigLimits::max_topk, 8, "the transformers default");
   if (cfg.qk_rope_head_dim > cfg.head_dim) {
     s.fail(s.ptr("qk_rope_head_dim"), "qk_rope_head_dim = " + std::to_string(cfg.qk_rope_head_dim) +
                                           " exceeds head_dim = " + std::to_string(cfg.head_dim));
   }
   read_dtype(s, top, cfg);
-  if (auto rs = s.find("rope_scaling"); rs.value && rs.value->is_object() && rs.value->contains("type") &&
-                                          !rs.value->contains("rope_type")) {
+  if (auto rs = s.find("rope_scaling");
+      rs.value && rs.value->is_object() && rs.value->contains("type") && !rs.value->contains("rope_type")) {
     s.note("config.normalised", Severity::info, "read rope_scaling.type as rope_scaling.rope_type",
            rs.pointer + "/type");
   }
@@ -450,8 +437,8 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
     for (std::size_t i = 0; i < ratios.size(); ++i) {
       if (ratios[i] != 0 && ratios[i] != 1 && ratios[i] != 2) {
         s.fail(rf.pointer + "/" + std::to_string(i), "layer " + std::to_string(i) +
-                   ": Unsupported DeepSeek V4.1 compress_ratio=" + std::to_string(ratios[i]) +
-                   "; expected 0, 1, or 2.");
+                                                         ": Unsupported DeepSeek V4.1 compress_ratio=" +
+                                                         std::to_string(ratios[i]) + "; expected 0, 1, or 2.");
       }
     }
     fit_ratio_list(s, rf.pointer, ratios, cfg, /*allow_zero_tail=*/false);
@@ -473,8 +460,7 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
   }
   cfg.compress_ratios.assign(ratios.begin(), ratios.end());
   const auto released = released_v41_schedule();
-  const bool released_backbone =
-      std::equal(ratios.begin(), ratios.begin() + n, released.begin(), released.end());
+  const bool released_backbone = std::equal(ratios.begin(), ratios.begin() + n, released.begin(), released.end());
 
   // kv_source_layer_ids
   auto kf = s.find("kv_source_layer_ids", {"kv_source_layers"});
@@ -513,8 +499,8 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
     if (sr != r) {
       s.fail(kptr, "layer " + std::to_string(i) + " has compress_ratio " + std::to_string(r) +
                        " but would read layer " + std::to_string(src) + "'s compressed cache, which has ratio " +
-                       std::to_string(sr) + "; a KV-sharing group has one ratio: make layer " +
-                       std::to_string(i) + " (or an earlier ratio-" + std::to_string(r) + " layer) a KV source");
+                       std::to_string(sr) + "; a KV-sharing group has one ratio: make layer " + std::to_string(i) +
+                       " (or an earlier ratio-" + std::to_string(r) + " layer) a KV source");
     }
   }
 
@@ -547,8 +533,7 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
     } else {
       cfg.index_source_layer_ids = cfg.kv_source_layer_ids;
       s.note("config.structural_default", Severity::warning,
-             "assumed index_source_layer_ids = kv_source_layer_ids = " + join_ints(cfg.index_source_layer_ids),
-             xptr);
+             "assumed index_source_layer_ids = kv_source_layer_ids = " + join_ints(cfg.index_source_layer_ids), xptr);
     }
   }
   for (auto src : cfg.kv_source_layer_ids) {
@@ -578,10 +563,10 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
     }
   } else {
     cfg.candidate_source_layer_id = cfg.kv_source_layer_ids.empty() ? -1 : cfg.kv_source_layer_ids.back();
-    s.note("config.structural_default", Severity::warning,
-           "assumed candidate_source_layer_id = " + std::to_string(cfg.candidate_source_layer_id) +
-               ", the last KV source",
-           s.ptr("candidate_source_layer_id"));
+    s.note(
+        "config.structural_default", Severity::warning,
+        "assumed candidate_source_layer_id = " + std::to_string(cfg.candidate_source_layer_id) + ", the last KV source",
+        s.ptr("candidate_source_layer_id"));
   }
 }
 
@@ -624,8 +609,8 @@ std::vector<std::int64_t> v4_layer_type_ratios(Section& s, const Section::Found&
     const std::string p = lf.pointer + "/" + std::to_string(i);
     if (!e.is_string()) s.fail(p, "layer_types[" + std::to_string(i) + "] must be a string, got " + describe(e));
     const auto& name = e.get_ref<const std::string&>();
-    const auto it = std::find_if(kV4LayerTypes.begin(), kV4LayerTypes.end(),
-                                 [&](const V4LayerType& t) { return t.name == name; });
+    const auto it =
+        std::find_if(kV4LayerTypes.begin(), kV4LayerTypes.end(), [&](const V4LayerType& t) { return t.name == name; });
     if (it == kV4LayerTypes.end()) {
       s.fail(p, "layer_types[" + std::to_string(i) + "] = " + describe(e) +
                     " is not a V4 layer type; allowed: " + std::string(kV4LayerTypeNames));
@@ -657,11 +642,11 @@ void check_v4_layer_types_agree(Section& s, const Section::Found& rf, const std:
   const auto r_len = static_cast<std::int64_t>(ratios.size());
   if (r_len < n) return;  // fit_ratio_list says that compress_ratios is too short
   if (lt_len < n) {
-    s.fail(lf.pointer, "layer_types has " + std::to_string(lt_len) + " entries and " + rf.key + " has " +
-                           std::to_string(r_len) + "; both need one per layer, at least num_hidden_layers = " +
-                           std::to_string(n) + " (layer " + std::to_string(lt_len) + " has " + rf.key + "[" +
-                           std::to_string(lt_len) + "] = " + std::to_string(ratios[static_cast<std::size_t>(lt_len)]) +
-                           " and no layer_types entry)");
+    s.fail(lf.pointer,
+           "layer_types has " + std::to_string(lt_len) + " entries and " + rf.key + " has " + std::to_string(r_len) +
+               "; both need one per layer, at least num_hidden_layers = " + std::to_string(n) + " (layer " +
+               std::to_string(lt_len) + " has " + rf.key + "[" + std::to_string(lt_len) +
+               "] = " + std::to_string(ratios[static_cast<std::size_t>(lt_len)]) + " and no layer_types entry)");
   }
   for (std::size_t i = common; i < ratios.size(); ++i) {
     if (ratios[i] == 0 || ratios[i] == 1) continue;
@@ -678,35 +663,34 @@ void check_v4_layer_types_agree(Section& s, const Section::Found& rf, const std:
            "layer_types[" + std::to_string(i) + "] = " + mlaplan::quoted(names[i].get_ref<const std::string&>()) +
                " has no " + rf.key + " entry (" + rf.pointer + " has " + std::to_string(r_len) +
                " entries; one missing past num_hidden_layers = " + std::to_string(n) +
-               " means ratio 0, 'sliding_attention'): give " + rf.key + "[" + std::to_string(i) + "] = " +
-               std::to_string(typed[i]) + " or layer_types[" + std::to_string(i) + "] = 'sliding_attention'");
+               " means ratio 0, 'sliding_attention'): give " + rf.key + "[" + std::to_string(i) +
+               "] = " + std::to_string(typed[i]) + " or layer_types[" + std::to_string(i) + "] = 'sliding_attention'");
   }
 }
 
 void read_v4(Section& s, const json& top, ModelConfig& cfg) {
-  cfg.num_hidden_layers = s.int_field("num_hidden_layers", {"n_layers"}, 1, ConfigLimits::max_layers,
-                                      std::nullopt, "");
-  cfg.num_draft_layers = s.int_field("num_nextn_predict_layers", {"n_mtp_layers"}, 0,
-                                     ConfigLimits::max_draft_layers, 1, "the DeepSeek-V4-Flash value");
+  cfg.num_hidden_layers = s.int_field("num_hidden_layers", {"n_layers"}, 1, ConfigLimits::max_layers, std::nullopt, "");
+  cfg.num_draft_layers = s.int_field("num_nextn_predict_layers", {"n_mtp_layers"}, 0, ConfigLimits::max_draft_layers, 1,
+                                     "the DeepSeek-V4-Flash value");
   cfg.dspark_block_size = read_dspark_block_size(s);
-  cfg.num_attention_heads = s.int_field("num_attention_heads", {"n_heads"}, 1, ConfigLimits::max_heads, 64,
-                                        "the DeepSeek-V4-Flash value");
+  cfg.num_attention_heads =
+      s.int_field("num_attention_heads", {"n_heads"}, 1, ConfigLimits::max_heads, 64, "the DeepSeek-V4-Flash value");
   cfg.num_key_value_heads = s.int_field("num_key_value_heads", {}, 1, ConfigLimits::max_heads, 1,
                                         "the DeepSeek-V4-Flash value (one shared latent)");
   cfg.head_dim = s.int_field("head_dim", {}, 1, ConfigLimits::max_head_dim, 512, "the DeepSeek-V4-Flash value");
   cfg.qk_rope_head_dim = s.int_field("qk_rope_head_dim", {"rope_head_dim"}, 0, ConfigLimits::max_head_dim, 64,
                                      "the DeepSeek-V4-Flash value");
-  cfg.sliding_window = s.int_field("sliding_window", {"window_size"}, 1, ConfigLimits::max_window, 128,
-                                   "the DeepSeek-V4-Flash value");
+  cfg.sliding_window =
+      s.int_field("sliding_window", {"window_size"}, 1, ConfigLimits::max_window, 128, "the DeepSeek-V4-Flash value");
   cfg.index_topk = s.int_field("index_topk", {}, 1, ConfigLimits::max_topk, 512, "the DeepSeek-V4-Flash value");
   cfg.index_n_heads = s.int_field("index_n_heads", {}, 1, ConfigLimits::max_heads, 64, "the DeepSeek-V4-Flash value");
-  cfg.index_head_dim = s.int_field("index_head_dim", {}, 1, ConfigLimits::max_head_dim, 128,
-                                   "the DeepSeek-V4-Flash value");
-  cfg.max_position_embeddings = s.int_field("max_position_embeddings", {}, 1, ConfigLimits::max_positions,
-                                            1048576, "the DeepSeek-V4-Flash value");
+  cfg.index_head_dim =
+      s.int_field("index_head_dim", {}, 1, ConfigLimits::max_head_dim, 128, "the DeepSeek-V4-Flash value");
+  cfg.max_position_embeddings = s.int_field("max_position_embeddings", {}, 1, ConfigLimits::max_positions, 1048576,
+                                            "the DeepSeek-V4-Flash value");
   read_dtype(s, top, cfg);
-  if (auto rs = s.find("rope_scaling"); rs.value && rs.value->is_object() && rs.value->contains("rope_type") &&
-                                          !rs.value->contains("type")) {
+  if (auto rs = s.find("rope_scaling");
+      rs.value && rs.value->is_object() && rs.value->contains("rope_type") && !rs.value->contains("type")) {
     s.note("config.normalised", Severity::info, "read rope_scaling.rope_type as rope_scaling.type",
            rs.pointer + "/rope_type");
   }
@@ -724,8 +708,7 @@ void read_v4(Section& s, const json& top, ModelConfig& cfg) {
     ratios = *typed;
     rptr = lf.pointer;
     s.note("config.normalised", Severity::info,
-           "read layer_types as compress_ratios (sliding 0, compressed_sparse 4, heavily_compressed 128)",
-           lf.pointer);
+           "read layer_types as compress_ratios (sliding 0, compressed_sparse 4, heavily_compressed 128)", lf.pointer);
   } else {
     s.fail(s.ptr("compress_ratios"),
            "missing; a deepseek_v4 config needs compress_ratios (or layer_types) to say which layers compress");
@@ -733,8 +716,8 @@ void read_v4(Section& s, const json& top, ModelConfig& cfg) {
   for (std::size_t i = 0; i < ratios.size(); ++i) {
     const auto r = ratios[i];
     if (r != 0 && r != 1 && r != 4 && r != 128) {
-      s.fail(rptr + "/" + std::to_string(i), "layer " + std::to_string(i) +
-                 ": Unsupported DeepseekV4 compress_ratio=" + std::to_string(r) + "; expected 1, 4, or 128.");
+      s.fail(rptr + "/" + std::to_string(i), "layer " + std::to_string(i) + ": Unsupported DeepseekV4 compress_ratio=" +
+                                                 std::to_string(r) + "; expected 1, 4, or 128.");
     }
   }
   if (rf.value && typed) check_v4_layer_types_agree(s, rf, ratios, lf, *typed, cfg.num_hidden_layers);
@@ -746,24 +729,22 @@ void read_v4(Section& s, const json& top, ModelConfig& cfg) {
 // V3.2
 
 void read_v32(Section& s, const json& top, ModelConfig& cfg) {
-  cfg.num_hidden_layers = s.int_field("num_hidden_layers", {"n_layers"}, 1, ConfigLimits::max_layers,
-                                      std::nullopt, "");
-  cfg.num_draft_layers = s.int_field("num_nextn_predict_layers", {"n_mtp_layers"}, 0,
-                                     ConfigLimits::max_draft_layers, 1, "the DeepSeek-V3.2 value");
-  cfg.num_attention_heads = s.int_field("num_attention_heads", {"n_heads"}, 1, ConfigLimits::max_heads, 128,
-                                        "the DeepSeek-V3.2 value");
-  cfg.kv_lora_rank = s.int_field("kv_lora_rank", {}, 1, ConfigLimits::max_head_dim, 512, "the DeepSeek-V3.2 value");
-  cfg.qk_rope_head_dim = s.int_field("qk_rope_head_dim", {"rope_head_dim"}, 0, ConfigLimits::max_head_dim, 64,
+  cfg.num_hidden_layers = s.int_field("num_hidden_layers", {"n_layers"}, 1, ConfigLimits::max_layers, std::nullopt, "");
+  cfg.num_draft_layers = s.int_field("num_nextn_predict_layers", {"n_mtp_layers"}, 0, ConfigLimits::max_draft_layers, 1,
                                      "the DeepSeek-V3.2 value");
+  cfg.num_attention_heads =
+      s.int_field("num_attention_heads", {"n_heads"}, 1, ConfigLimits::max_heads, 128, "the DeepSeek-V3.2 value");
+  cfg.kv_lora_rank = s.int_field("kv_lora_rank", {}, 1, ConfigLimits::max_head_dim, 512, "the DeepSeek-V3.2 value");
+  cfg.qk_rope_head_dim =
+      s.int_field("qk_rope_head_dim", {"rope_head_dim"}, 0, ConfigLimits::max_head_dim, 64, "the DeepSeek-V3.2 value");
   cfg.num_key_value_heads = 1;  // MLA: one latent shared by all heads, whatever the config says
   cfg.head_dim = cfg.kv_lora_rank + cfg.qk_rope_head_dim;
   cfg.sliding_window = 0;
   cfg.index_topk = s.int_field("index_topk", {}, 1, ConfigLimits::max_topk, 2048, "the DeepSeek-V3.2 value");
   cfg.index_n_heads = s.int_field("index_n_heads", {}, 1, ConfigLimits::max_heads, 64, "the DeepSeek-V3.2 value");
-  cfg.index_head_dim = s.int_field("index_head_dim", {}, 1, ConfigLimits::max_head_dim, 128,
-                                   "the DeepSeek-V3.2 value");
-  cfg.max_position_embeddings = s.int_field("max_position_embeddings", {}, 1, ConfigLimits::max_positions,
-                                            163840, "the DeepSeek-V3.2 value");
+  cfg.index_head_dim = s.int_field("index_head_dim", {}, 1, ConfigLimits::max_head_dim, 128, "the DeepSeek-V3.2 value");
+  cfg.max_position_embeddings =
+      s.int_field("max_position_embeddings", {}, 1, ConfigLimits::max_positions, 163840, "the DeepSeek-V3.2 value");
   read_dtype(s, top, cfg);
   cfg.compress_ratios.assign(static_cast<std::size_t>(cfg.total_layers()), 0);
 }
@@ -773,8 +754,8 @@ void read_v32(Section& s, const json& top, ModelConfig& cfg) {
 
 /// Per family: the released model's value for a field, and the words that say so.
 struct CheckpointDefaults {
-  std::int64_t hidden, vocab, moe_inter, inter, experts, shared, top_k, q_lora, o_groups, o_lora, hc, hash,
-      dense, nope, v_dim;
+  std::int64_t hidden, vocab, moe_inter, inter, experts, shared, top_k, q_lora, o_groups, o_lora, hc, hash, dense, nope,
+      v_dim;
   const char* why;
 };
 
@@ -783,8 +764,7 @@ CheckpointDefaults checkpoint_defaults(Family f) {
     case Family::deepseek_v4:
       return {4096, 129280, 2048, 0, 256, 1, 6, 1024, 8, 1024, 4, 3, 0, 0, 0, "the DeepSeek-V4-Flash value"};
     case Family::deepseek_v41:
-      return {5120, 129280, 2304, 0, 384, 1, 6, 1280, 8, 1024, 4, 0, 0, 0, 0,
-              "the released DeepSeek-V4.1-Flash value"};
+      return {5120, 129280, 2304, 0, 384, 1, 6, 1280, 8, 1024, 4, 0, 0, 0, 0, "the released DeepSeek-V4.1-Flash value"};
     case Family::deepseek_v32:
       return {7168, 129280, 2048, 18432, 256, 1, 8, 1536, 0, 0, 0, 0, 3, 128, 128, "the DeepSeek-V3.2 value"};
   }
@@ -834,8 +814,8 @@ void read_checkpoint_fields(Section& s, const json& top, ModelConfig& cfg) {
     if (auto rows = s.int_list(nf, 1, 1LL << 40)) c.engram_num_embeddings = *rows;
     if (c.engram_num_embeddings.size() != c.engram_layer_ids.size()) {
       s.fail(nf.value ? nf.pointer : s.ptr("engram_num_embeddings"),
-             "engram_num_embeddings has " + std::to_string(c.engram_num_embeddings.size()) +
-                 " entries for " + std::to_string(c.engram_layer_ids.size()) + " engram_layer_ids; one per layer");
+             "engram_num_embeddings has " + std::to_string(c.engram_num_embeddings.size()) + " entries for " +
+                 std::to_string(c.engram_layer_ids.size()) + " engram_layer_ids; one per layer");
     }
     if (auto df = s.find("dspark_n_routed_experts"); df.value) {
       c.dspark_n_routed_experts = s.as_int(*df.value, df.pointer, df.key, 1, kExperts);
@@ -877,7 +857,8 @@ void read_checkpoint_fields(Section& s, const json& top, ModelConfig& cfg) {
     auto bf = qs.find("weight_block_size");
     if (auto b = qs.int_list(bf, 1, 1LL << 20)) {
       if (b->size() != 2) {
-        qs.fail(bf.pointer, "weight_block_size has " + std::to_string(b->size()) + " entries; expected [rows, columns]");
+        qs.fail(bf.pointer,
+                "weight_block_size has " + std::to_string(b->size()) + " entries; expected [rows, columns]");
       }
       c.weight_block_size = *b;
     }
@@ -896,8 +877,8 @@ Family detect_family(const json& top, ModelConfig& cfg, const json*& section, st
     // DeepSeek's own inference/config.json carries no model_type.
     const bool inference_names = top.contains("n_layers") || top.contains("n_heads") || top.contains("dim");
     if (!inference_names) {
-      throw_config(printable(cfg.file) + ": /model_type: missing; supported families: " +
-                   std::string(kSupportedFamilies));
+      throw_config(printable(cfg.file) +
+                   ": /model_type: missing; supported families: " + std::string(kSupportedFamilies));
     }
     Family f = Family::deepseek_v32;
     if (top.contains("kv_source_layers") || top.contains("kv_source_layer_ids") ||
@@ -914,10 +895,12 @@ Family detect_family(const json& top, ModelConfig& cfg, const json*& section, st
         if (only_v41) f = Family::deepseek_v41;
       }
     }
-    cfg.findings.push_back(Finding{"config.inferred_family", Severity::info,
-                                   "no model_type; read DeepSeek's inference config names as " +
-                                       std::string(to_string(f)),
-                                   "/model_type", {}});
+    cfg.findings.push_back(
+        Finding{"config.inferred_family",
+                Severity::info,
+                "no model_type; read DeepSeek's inference config names as " + std::string(to_string(f)),
+                "/model_type",
+                {}});
     return f;
   }
   if (!mt->is_string()) {
@@ -959,8 +942,7 @@ Family detect_family(const json& top, ModelConfig& cfg, const json*& section, st
     if (squash(known) == squash(cfg.model_type)) hint = "; did you mean \"" + std::string(known) + "\"?";
   }
   throw_config(printable(cfg.file) + ": /model_type: " + describe(*mt) +
-               " is not a supported model family; supported: " +
-               std::string(kSupportedFamilies) + hint);
+               " is not a supported model family; supported: " + std::string(kSupportedFamilies) + hint);
 }
 
 }  // namespace

@@ -38,8 +38,8 @@ DecodeBatch make_decode_batch(const BatchOptions& o, std::int64_t max_model_len,
   const std::string mml = max_model_len_text(max_model_len, source);
   // A request's decode positions L - 1 .. L - 1 + K lie below max_model_len with L >= 1: K < max_model_len.
   if (o.spec_tokens >= max_model_len) {
-    throw_usage("--spec-tokens: '" + std::to_string(o.spec_tokens) + "' is out of range for " + mml +
-                "; allowed 0.." + std::to_string(std::max<std::int64_t>(0, max_model_len - 1)) +
+    throw_usage("--spec-tokens: '" + std::to_string(o.spec_tokens) + "' is out of range for " + mml + "; allowed 0.." +
+                std::to_string(std::max<std::int64_t>(0, max_model_len - 1)) +
                 " (a request's context token and its speculative tokens lie within max_model_len)");
   }
   b.spec_tokens = o.spec_tokens;
@@ -66,7 +66,7 @@ DecodeBatch make_decode_batch(const BatchOptions& o, std::int64_t max_model_len,
   const std::string flag = o.context_lens.empty() ? "--context-len" : "--context-lens";
   for (std::size_t i = 0; i < b.context_lens.size(); ++i) {
     const auto len = b.context_lens[i];
-    const std::string what = o.context_lens.empty()               ? flag
+    const std::string what = o.context_lens.empty() ? flag
                              : !o.context_lens_source.empty() && i < o.context_lens_lines.size()
                                  ? o.context_lens_source + ": line " + std::to_string(o.context_lens_lines[i])
                                  : flag + "[" + std::to_string(i) + "]";
@@ -81,9 +81,9 @@ DecodeBatch make_decode_batch(const BatchOptions& o, std::int64_t max_model_len,
   const auto tokens = checked_mul(static_cast<std::int64_t>(b.context_lens.size()), 1 + o.spec_tokens, "decode tokens",
                                   ErrorKind::usage);
   if (tokens > BatchLimits::max_decode_tokens) {
-    throw_usage("the batch has " + std::to_string(tokens) + " decode tokens (" +
-                std::to_string(b.context_lens.size()) + " requests x (1 + --spec-tokens " +
-                std::to_string(o.spec_tokens) + ")); allowed 1.." + std::to_string(BatchLimits::max_decode_tokens));
+    throw_usage("the batch has " + std::to_string(tokens) + " decode tokens (" + std::to_string(b.context_lens.size()) +
+                " requests x (1 + --spec-tokens " + std::to_string(o.spec_tokens) + ")); allowed 1.." +
+                std::to_string(BatchLimits::max_decode_tokens));
   }
   b.positions.reserve(static_cast<std::size_t>(tokens));
   for (auto len : b.context_lens) {
@@ -127,8 +127,8 @@ std::int64_t cluster_split_ctas(std::int64_t ctas, std::int64_t n_blocks, std::i
   return c;
 }
 
-DecodeWork decode_work(const std::int32_t* lengths, std::int64_t b, std::int64_t topk, const std::int32_t* extra_lengths,
-                       std::int64_t extra_topk) {
+DecodeWork decode_work(const std::int32_t* lengths, std::int64_t b, std::int64_t topk,
+                       const std::int32_t* extra_lengths, std::int64_t extra_topk) {
   DecodeWork w;
   for (std::int64_t i = 0; i < b; ++i) {
     const std::int64_t len = std::clamp<std::int64_t>(lengths[i], 0, topk);
@@ -140,22 +140,23 @@ DecodeWork decode_work(const std::int32_t* lengths, std::int64_t b, std::int64_t
   return w;
 }
 
-DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk, bool has_extra,
-                                    std::int64_t extra_topk, std::int64_t num_sms) {
-  const std::int64_t n = b >= 0 && topk >= 0 && (!has_extra || extra_topk >= 0)
-                             ? decode_request_blocks(topk, has_extra, extra_topk)
-                             : 0;
+DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk,
+                                    bool has_extra, std::int64_t extra_topk, std::int64_t num_sms) {
+  const std::int64_t n =
+      b >= 0 && topk >= 0 && (!has_extra || extra_topk >= 0) ? decode_request_blocks(topk, has_extra, extra_topk) : 0;
   return choose_decode_mode(b, s_q, h_q, topk, has_extra, extra_topk, num_sms,
                             DecodeWork{b > 0 ? checked_mul(b, n, "decode blocks") : 0, n});
 }
 
-DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk, bool has_extra,
-                                    std::int64_t extra_topk, std::int64_t num_sms, const DecodeWork& work) {
+DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk,
+                                    bool has_extra, std::int64_t extra_topk, std::int64_t num_sms,
+                                    const DecodeWork& work) {
   if (b < 0 || s_q < 1 || h_q < 64 || topk < 0 || num_sms < 1 || (has_extra && extra_topk < 0)) {
-    throw Error(ErrorKind::usage, "decode plan: b, topk, extra_topk >= 0 and s_q, num_sms >= 1, h_q >= 64 required (got b " +
-                                      std::to_string(b) + ", s_q " + std::to_string(s_q) + ", h_q " + std::to_string(h_q) +
-                                      ", topk " + std::to_string(topk) + ", extra_topk " + std::to_string(extra_topk) +
-                                      ", num_sms " + std::to_string(num_sms) + ")");
+    throw Error(ErrorKind::usage,
+                "decode plan: b, topk, extra_topk >= 0 and s_q, num_sms >= 1, h_q >= 64 required (got b " +
+                    std::to_string(b) + ", s_q " + std::to_string(s_q) + ", h_q " + std::to_string(h_q) + ", topk " +
+                    std::to_string(topk) + ", extra_topk " + std::to_string(extra_topk) + ", num_sms " +
+                    std::to_string(num_sms) + ")");
   }
   if (b == 0) return {DecodeMode::one_pass, "empty batch"};
   const std::int64_t rows = checked_add(topk, has_extra ? extra_topk : 0, "decode rows per request");
@@ -181,20 +182,19 @@ DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64
   // By the lengths: the blocks split-KV would spread, and a cluster CTA of the longest request.
   const bool by_lengths = work.total_blocks != checked_mul(b, n_blocks, "decode blocks") || work.max_blocks != n_blocks;
   const std::int64_t per_cta_work = (std::max<std::int64_t>(work.max_blocks, 1) + c - 1) / c;
-  const std::int64_t twice_work =
-      checked_mul(checked_mul(checked_mul(work.total_blocks, s_q, "decode blocks"), h_q / 64, "decode blocks"), 2,
-                  "decode blocks");
-  const std::string work_counts =
-      by_lengths ? std::to_string(twice_work / 2) + " blocks by the lengths (longest request " +
-                       std::to_string(work.max_blocks) + ")"
-                 : counts;
+  const std::int64_t twice_work = checked_mul(
+      checked_mul(checked_mul(work.total_blocks, s_q, "decode blocks"), h_q / 64, "decode blocks"), 2, "decode blocks");
+  const std::string work_counts = by_lengths
+                                      ? std::to_string(twice_work / 2) + " blocks by the lengths (longest request " +
+                                            std::to_string(work.max_blocks) + ")"
+                                      : counts;
   // (The merge costs about one or two blocks' time: a cluster must save at least two blocks.)
   if (c >= 2 && n_blocks - per_cta >= 2 && twice_work >= checked_mul(num_sms, per_cta_work, "decode blocks")) {
-    DecodeModeChoice ch{DecodeMode::cluster_split,
-                        work_counts + " >= " + std::to_string(num_sms) + " SMs x " + std::to_string(per_cta_work) +
-                            " / 2: " + std::to_string(c) + " CTAs per request as one cluster, " +
-                            std::to_string(per_cta) + " blocks each, partial rows merged in distributed shared " +
-                            "memory, no combine"};
+    DecodeModeChoice ch{DecodeMode::cluster_split, work_counts + " >= " + std::to_string(num_sms) + " SMs x " +
+                                                       std::to_string(per_cta_work) + " / 2: " + std::to_string(c) +
+                                                       " CTAs per request as one cluster, " + std::to_string(per_cta) +
+                                                       " blocks each, partial rows merged in distributed shared " +
+                                                       "memory, no combine"};
     ch.cluster_ctas = c;
     return ch;
   }
@@ -210,8 +210,8 @@ DecodeMode decode_plan_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, 
   return choose_decode_mode(b, s_q, h_q, topk, has_extra, extra_topk, num_sms).mode;
 }
 
-std::vector<LayerTypeSchedule> plan_decode_schedules(const ModelConfig& cfg, const Topology& topo,
-                                                     const Layout& layout, const DecodeBatch& batch) {
+std::vector<LayerTypeSchedule> plan_decode_schedules(const ModelConfig& cfg, const Topology& topo, const Layout& layout,
+                                                     const DecodeBatch& batch) {
   std::vector<LayerTypeSchedule> out;
   const auto heads = layout.parallel.padded_query_heads;
   const auto kernel = decode_kernel_for(layout.target.cc, heads);

@@ -13,8 +13,8 @@ void throw_output(const std::string& message) { throw Error(ErrorKind::output, m
 std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view what, ErrorKind kind) {
   std::int64_t r = 0;
   if (__builtin_add_overflow(a, b, &r)) {
-    throw Error(kind, std::string(what) + " overflows 64-bit arithmetic (" + std::to_string(a) +
-                          " + " + std::to_string(b) + ")");
+    throw Error(kind, std::string(what) + " overflows 64-bit arithmetic (" + std::to_string(a) + " + " +
+                          std::to_string(b) + ")");
   }
   return r;
 }
@@ -22,8 +22,8 @@ std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view what, 
 std::int64_t checked_mul(std::int64_t a, std::int64_t b, std::string_view what, ErrorKind kind) {
   std::int64_t r = 0;
   if (__builtin_mul_overflow(a, b, &r)) {
-    throw Error(kind, std::string(what) + " overflows 64-bit arithmetic (" + std::to_string(a) +
-                          " x " + std::to_string(b) + ")");
+    throw Error(kind, std::string(what) + " overflows 64-bit arithmetic (" + std::to_string(a) + " x " +
+                          std::to_string(b) + ")");
   }
   return r;
 }

@@ -126,7 +126,9 @@ std::string read_input_stream(int fd, const std::string& name, const InputFileRu
   std::string text;
   read_all(
       fd, text, rules,
-      [&](int err) { throw_config(rules.label + "cannot read " + name + ": read failed: " + file_error_cause(err, "")); },
+      [&](int err) {
+        throw_config(rules.label + "cannot read " + name + ": read failed: " + file_error_cause(err, ""));
+      },
       [&] { too_large_shown(rules, name); });
   return text;
 }

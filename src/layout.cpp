@@ -36,8 +36,6 @@ std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
   return __builtin_mul_overflow(a, b, &r) ? kInt64Max : r;
 }
 
-
-
 // Whole numbers in full, others as %g ("0.9", "nan").
 std::string num_str(double x) {
   if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 1e15) return format_fixed(x, 0);
@@ -152,8 +150,8 @@ std::vector<CacheObject> build_objects(const ModelConfig& cfg, const Topology& t
       case Family::deepseek_v4: {
         const RowFormatId f = RowFormatId::fp8_ds_mla_v4;
         const FormatGeometry g = geometry(f);
-        CacheObject w = make_object(l.index, CacheKind::swa, CacheScope::per_request, f, 1, g.row_bytes,
-                                    r.window_block, r.window_block, g.page_alignment);
+        CacheObject w = make_object(l.index, CacheKind::swa, CacheScope::per_request, f, 1, g.row_bytes, r.window_block,
+                                    r.window_block, g.page_alignment);
         w.window_tokens = window;
         objs.push_back(std::move(w));
         if (l.is_kv_source) {
@@ -283,7 +281,8 @@ using CostTerms = std::vector<Counted<CostKey>>;
 CostTerms cost_terms(const ObjectRefs& objs) {
   std::vector<CostKey> keys;
   keys.reserve(objs.size());
-  for (const CacheObject* o : objs) keys.emplace_back(o->scope, o->tokens_per_page, o->page_bytes, o->window_tokens, o->ring);
+  for (const CacheObject* o : objs)
+    keys.emplace_back(o->scope, o->tokens_per_page, o->page_bytes, o->window_tokens, o->ring);
   return group_counted(std::move(keys));
 }
 
@@ -444,8 +443,8 @@ KvCacheDtype parse_kv_cache_dtype(std::string_view value) {
 IndexerCacheDtype parse_indexer_cache_dtype(std::string_view value) {
   if (value == "fp8") return IndexerCacheDtype::fp8;
   if (value == "fp4") return IndexerCacheDtype::fp4;
-  throw_usage("--indexer-cache-dtype: " + mlaplan::quoted(value) + " is not an indexer-cache dtype; supported: fp8, fp4" +
-              did_you_mean_suffix(value, {"fp8", "fp4"}));
+  throw_usage("--indexer-cache-dtype: " + mlaplan::quoted(value) +
+              " is not an indexer-cache dtype; supported: fp8, fp4" + did_you_mean_suffix(value, {"fp8", "fp4"}));
 }
 
 bool vllm_large_gpu(const Target& target) {
@@ -586,8 +585,9 @@ Capacity plan_capacity(const Layout& L, const CapacityOptions& o) {
   const double max_gib = TargetLimits::max_memory_gib;
   if (o.kv_budget_gib) {
     if (o.gpu_memory_utilization || o.weights_gib || o.reserved_gib) {
-      throw_usage("--kv-budget-gib is the KV-cache budget itself; do not combine it with "
-                  "--gpu-memory-utilization, --weights-gib or --reserved-gib");
+      throw_usage(
+          "--kv-budget-gib is the KV-cache budget itself; do not combine it with "
+          "--gpu-memory-utilization, --weights-gib or --reserved-gib");
     }
     c.budget_bytes = gib_to_bytes(*o.kv_budget_gib, "--kv-budget-gib", max_gib);
     c.explicit_budget = true;
@@ -614,9 +614,7 @@ Capacity plan_capacity(const Layout& L, const CapacityOptions& o) {
   std::vector<CostTerms> terms_by_stage;
   terms_by_stage.reserve(by_stage.size());
   for (const auto& objs : by_stage) terms_by_stage.push_back(cost_terms(objs));
-  auto terms_of = [&](std::int64_t s) -> const CostTerms& {
-    return terms_by_stage[static_cast<std::size_t>(s)];
-  };
+  auto terms_of = [&](std::int64_t s) -> const CostTerms& { return terms_by_stage[static_cast<std::size_t>(s)]; };
 
   // One request at max_model_len on every stage: the largest is the limit.
   for (std::int64_t s = 0; s < ns; ++s) {
@@ -628,8 +626,8 @@ Capacity plan_capacity(const Layout& L, const CapacityOptions& o) {
   }
   c.fits = B > 0 && c.request_bytes <= B;
   c.concurrency_per_rank = (B > 0 && c.request_bytes > 0) ? B / c.request_bytes : 0;
-  c.concurrency_total = checked_mul(c.concurrency_per_rank, L.parallel.data_parallel_size, "concurrency",
-                                    ErrorKind::usage);
+  c.concurrency_total =
+      checked_mul(c.concurrency_per_rank, L.parallel.data_parallel_size, "concurrency", ErrorKind::usage);
 
   // History tokens the global pools hold next to one request's per-request caches.
   c.tokens_unbounded = true;
@@ -643,9 +641,8 @@ Capacity plan_capacity(const Layout& L, const CapacityOptions& o) {
     std::int64_t t = 0;
     if (B > 0 && side < B) {
       const std::int64_t avail = B - side;
-      t = last_true(0, std::int64_t{1} << 62, [&](std::int64_t x) {
-        return cost(terms, x, L.in_flight_tokens, true, false) <= avail;
-      });
+      t = last_true(0, std::int64_t{1} << 62,
+                    [&](std::int64_t x) { return cost(terms, x, L.in_flight_tokens, true, false) <= avail; });
     }
     c.tokens_that_fit = c.tokens_unbounded ? t : std::min(c.tokens_that_fit, t);
     c.tokens_unbounded = false;
@@ -697,9 +694,10 @@ std::array<CacheKindBytes, kCacheKindCount> bytes_by_cache_kind(const Layout& la
       }
       if (o.tokens_per_page > 0) {
         p.pages_per_token += static_cast<double>(o.page_bytes) / static_cast<double>(o.tokens_per_page);
-        p.request_pages = checked_add(
-            p.request_pages, checked_mul(ceil_div(mml, o.tokens_per_page), o.page_bytes, "KV-cache bytes", ErrorKind::usage),
-            "KV-cache bytes", ErrorKind::usage);
+        p.request_pages =
+            checked_add(p.request_pages,
+                        checked_mul(ceil_div(mml, o.tokens_per_page), o.page_bytes, "KV-cache bytes", ErrorKind::usage),
+                        "KV-cache bytes", ErrorKind::usage);
       }
     } else {
       const std::int64_t rows = o.ring ? o.rows_per_page : std::min(o.window_tokens, mml);
@@ -707,13 +705,13 @@ std::array<CacheKindBytes, kCacheKindCount> bytes_by_cache_kind(const Layout& la
                                    "KV-cache bytes", ErrorKind::usage);
       std::int64_t pages = 1;
       if (!o.ring && o.tokens_per_page > 0) {
-        const std::int64_t held = std::min(checked_add(o.window_tokens - 1, layout.in_flight_tokens, "tokens",
-                                                       ErrorKind::usage),
-                                           mml);
+        const std::int64_t held =
+            std::min(checked_add(o.window_tokens - 1, layout.in_flight_tokens, "tokens", ErrorKind::usage), mml);
         pages = ceil_div(held, o.tokens_per_page) + 1;
       }
-      p.request_pages = checked_add(p.request_pages, checked_mul(pages, o.page_bytes, "KV-cache bytes", ErrorKind::usage),
-                                    "KV-cache bytes", ErrorKind::usage);
+      p.request_pages =
+          checked_add(p.request_pages, checked_mul(pages, o.page_bytes, "KV-cache bytes", ErrorKind::usage),
+                      "KV-cache bytes", ErrorKind::usage);
     }
   }
   for (auto& p : parts) {

@@ -182,9 +182,8 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
   const std::int64_t heads = cfg.num_attention_heads;
   const bool v4 = cfg.family != Family::deepseek_v32;
   const std::int64_t block = c.weight_block_size.empty() ? 0 : c.weight_block_size[0];
-  const std::int64_t shared_width = c.n_shared_experts > 0 ? checked_mul(c.moe_intermediate_size, c.n_shared_experts,
-                                                                         "shared expert width")
-                                                           : 0;
+  const std::int64_t shared_width =
+      c.n_shared_experts > 0 ? checked_mul(c.moe_intermediate_size, c.n_shared_experts, "shared expert width") : 0;
   auto tp_ok = [&](std::int64_t t) {
     if (heads % t != 0) return false;
     if (v4 && c.o_groups > 0 && c.o_groups % t != 0) return false;
@@ -199,11 +198,11 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
                              " (and --data-parallel-size for more GPUs: DP attention keeps every head on each rank)";
   const std::string tp_flag = "--tensor-parallel-size " + std::to_string(tp);
   if (heads % tp != 0) {
-    pl.findings.push_back(error("placement.tensor_parallel",
-                                tp_flag + " does not divide num_attention_heads " + std::to_string(heads) +
-                                    ": vLLM splits the query heads evenly over the TP ranks; allowed: " +
-                                    join(tp_allowed),
-                                fp + "/num_attention_heads", tp_fix));
+    pl.findings.push_back(
+        error("placement.tensor_parallel",
+              tp_flag + " does not divide num_attention_heads " + std::to_string(heads) +
+                  ": vLLM splits the query heads evenly over the TP ranks; allowed: " + join(tp_allowed),
+              fp + "/num_attention_heads", tp_fix));
   }
   if (v4 && c.o_groups > 0 && c.o_groups % tp != 0) {
     const std::string why = tp > c.o_groups ? " is above o_groups " : " does not divide o_groups ";
@@ -215,15 +214,17 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
                                 fp + "/o_groups", tp_fix));
   }
   if (block > 0 && shared_width > 0 && (shared_width % tp != 0 || (shared_width / tp) % block != 0)) {
-    const std::string per_rank = shared_width % tp == 0 ? std::to_string(shared_width / tp)
-                                                        : format_fixed(static_cast<double>(shared_width) /
-                                                                           static_cast<double>(tp), 2);
+    const std::string per_rank = shared_width % tp == 0
+                                     ? std::to_string(shared_width / tp)
+                                     : format_fixed(static_cast<double>(shared_width) / static_cast<double>(tp), 2);
     pl.findings.push_back(error(
         "placement.shared_expert_block",
         tp_flag + " gives the shared experts " + per_rank + " of " + std::to_string(shared_width) +
             " columns per rank (moe_intermediate_size x n_shared_experts / TP), not a multiple of the FP8 block " +
-            std::to_string(block) + " (quantization_config.weight_block_size[0]): the block-quantised weight "
-            "cannot be split and vLLM fails to load it; allowed: " + join(tp_allowed),
+            std::to_string(block) +
+            " (quantization_config.weight_block_size[0]): the block-quantised weight "
+            "cannot be split and vLLM fails to load it; allowed: " +
+            join(tp_allowed),
         fp + "/moe_intermediate_size", tp_fix));
   }
   if (layout.enable_expert_parallel && c.n_routed_experts > 0 && c.n_routed_experts % ep != 0) {
@@ -231,22 +232,23 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
     for (std::int64_t e = 1; e <= c.n_routed_experts && e <= P; ++e) {
       if (c.n_routed_experts % e == 0) ep_allowed.push_back(e);
     }
-    pl.findings.push_back(error(
-        "placement.expert_parallel",
-        "--enable-expert-parallel with --tensor-parallel-size " + std::to_string(tp) + " x --data-parallel-size " +
-            std::to_string(dp) + " = EP " + std::to_string(ep) + " does not divide n_routed_experts " +
-            std::to_string(c.n_routed_experts) + ": each EP rank holds n_routed_experts / EP whole experts; "
-            "allowed EP sizes (TP x DP): " + join(ep_allowed),
-        fp + "/n_routed_experts", "choose TP x DP among " + join(ep_allowed) + ", or drop --enable-expert-parallel"));
+    pl.findings.push_back(error("placement.expert_parallel",
+                                "--enable-expert-parallel with --tensor-parallel-size " + std::to_string(tp) +
+                                    " x --data-parallel-size " + std::to_string(dp) + " = EP " + std::to_string(ep) +
+                                    " does not divide n_routed_experts " + std::to_string(c.n_routed_experts) +
+                                    ": each EP rank holds n_routed_experts / EP whole experts; "
+                                    "allowed EP sizes (TP x DP): " +
+                                    join(ep_allowed),
+                                fp + "/n_routed_experts",
+                                "choose TP x DP among " + join(ep_allowed) + ", or drop --enable-expert-parallel"));
   }
   const std::int64_t layers = cfg.num_hidden_layers;
   if (pp > layers) {
-    pl.findings.push_back(error("placement.pipeline",
-                                "--pipeline-parallel-size " + std::to_string(pp) + " is above num_hidden_layers " +
-                                    std::to_string(layers) + ": every stage needs at least one layer; allowed: 1 to " +
-                                    std::to_string(std::min(layers, P)),
-                                fp + "/num_hidden_layers",
-                                "use --pipeline-parallel-size " + std::to_string(std::min(layers, P)) + " or less"));
+    pl.findings.push_back(error(
+        "placement.pipeline",
+        "--pipeline-parallel-size " + std::to_string(pp) + " is above num_hidden_layers " + std::to_string(layers) +
+            ": every stage needs at least one layer; allowed: 1 to " + std::to_string(std::min(layers, P)),
+        fp + "/num_hidden_layers", "use --pipeline-parallel-size " + std::to_string(std::min(layers, P)) + " or less"));
   }
 
   pl.local_query_heads = ceil_div(heads, tp);
@@ -302,9 +304,8 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
         break;
       case ShardKind::expert:
         // EP on: whole experts per rank; off: every expert split over the flattened TP x DP group.
-        per_rank = layout.enable_expert_parallel && g.count > 1
-                       ? group_mul(g.bytes, ceil_div(g.count, ep), g)
-                       : ceil_div(total, moe_group);
+        per_rank = layout.enable_expert_parallel && g.count > 1 ? group_mul(g.bytes, ceil_div(g.count, ep), g)
+                                                                : ceil_div(total, moe_group);
         pl.expert_bytes = checked_add(pl.expert_bytes, total, "expert bytes");
         r.expert_bytes = checked_add(r.expert_bytes, per_rank, "expert bytes");
         break;
@@ -327,14 +328,14 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
     }
   }
 
-  std::string summary = "R " + format_gib(pl.replicated_bytes, 3) + " on every rank (norms, mHC, router, wq_a + wkv, " +
-                      "compressors, indexer), S " + format_gib(pl.tensor_bytes, 3) + " split over TP " +
-                      std::to_string(tp) + " (wq_b, wo_a, wo_b, attn_sink, shared experts, embedding, head), E " +
-                      format_gib(pl.expert_bytes, 3) + " split over TP x DP " + std::to_string(moe_group) +
-                      (layout.enable_expert_parallel ? " (expert parallel: " +
-                                                           std::to_string(pl.stages.front().experts_per_rank) +
-                                                           " experts per rank)"
-                                                     : " (tensor-sharded experts)");
+  std::string summary =
+      "R " + format_gib(pl.replicated_bytes, 3) + " on every rank (norms, mHC, router, wq_a + wkv, " +
+      "compressors, indexer), S " + format_gib(pl.tensor_bytes, 3) + " split over TP " + std::to_string(tp) +
+      " (wq_b, wo_a, wo_b, attn_sink, shared experts, embedding, head), E " + format_gib(pl.expert_bytes, 3) +
+      " split over TP x DP " + std::to_string(moe_group) +
+      (layout.enable_expert_parallel
+           ? " (expert parallel: " + std::to_string(pl.stages.front().experts_per_rank) + " experts per rank)"
+           : " (tensor-sharded experts)");
   if (pl.host_bytes > 0) summary += "; " + format_gib(pl.host_bytes, 3) + " of Engram tables offloaded to host memory";
   if (pl.shared_bytes > 0) {
     summary += "; the draft's own embedding / head copies (" + format_gib(pl.shared_bytes, 3) + ") share the target's";

@@ -17,9 +17,6 @@ namespace {
 /// The largest deployment "what would fit" searches (per pipeline stage): 32 nodes of 8 GPUs.
 constexpr std::int64_t kMaxSuggestedGpus = 256;
 
-
-
-
 }  // namespace
 
 PlanWeights load_plan_weights(const ModelConfig& cfg, const PlanRequest& req) {
@@ -43,14 +40,14 @@ PlanWeights load_plan_weights(const ModelConfig& cfg, const PlanRequest& req) {
     w.report = std::make_shared<const WeightsReport>(std::move(fw.report));
     fw.report = WeightsReport{};  // the report lives in Fit::weights; FileWeights keeps the comparison
     w.source = WeightsSource::files;
-    w.how = std::to_string(files.files.size()) + " safetensors header" + (files.files.size() == 1 ? "" : "s") +
-            " in " + cfg.model_dir;
+    w.how = std::to_string(files.files.size()) + " safetensors header" + (files.files.size() == 1 ? "" : "s") + " in " +
+            cfg.model_dir;
     w.files = std::move(fw);
   } else {
     w.source = WeightsSource::config;
-    w.how = derived.known ? (derived.estimated() ? "derived from config.json (some parts estimated)"
-                                                 : "derived from config.json")
-                          : "config.json names a scheme not known: " + derived.reason;
+    w.how = derived.known
+                ? (derived.estimated() ? "derived from config.json (some parts estimated)" : "derived from config.json")
+                : "config.json names a scheme not known: " + derived.reason;
     w.report = std::make_shared<const WeightsReport>(std::move(derived));
   }
   if (req.budget.weights_gib) {
@@ -119,9 +116,10 @@ FitCore fit_core(const ModelConfig& cfg, const Layout& L, const WeightsReport& w
     const std::int64_t used = checked_add(b.non_kv_bytes, b.available_bytes, "the memory budget");
     if (used > b.total_bytes) {
       c.fits = false;
-      c.error_message = "--kv-cache-memory-bytes " + std::to_string(b.available_bytes) + " (" + format_gib(b.available_bytes) +
-                        ") with " + format_gib(b.non_kv_bytes) + " of weights and start-up overheads needs " + format_gib(used) +
-                        " per GPU" + (c.stages.size() > 1 ? " on stage " + std::to_string(st.weights.stage) : "") +
+      c.error_message = "--kv-cache-memory-bytes " + std::to_string(b.available_bytes) + " (" +
+                        format_gib(b.available_bytes) + ") with " + format_gib(b.non_kv_bytes) +
+                        " of weights and start-up overheads needs " + format_gib(used) + " per GPU" +
+                        (c.stages.size() > 1 ? " on stage " + std::to_string(st.weights.stage) : "") +
                         ", more than the " + format_gib(b.total_bytes) + " of " + L.target.id +
                         " (vLLM does not check this; the allocation would fail)";
     }
@@ -139,12 +137,13 @@ std::string layout_flags(const ParallelLayout& pl) {
 
 /// What would fit instead, when the request does not.
 std::vector<std::string> suggestions(const ModelConfig& cfg, const Layout& L, const WeightsReport& weights,
-                                     const std::vector<ShardKind>& kinds, const ParallelLayout& given, const std::vector<VllmKvConfig>& kvs,
-                                     const FitCore& core, const PlanRequest& req, const std::string& how,
-                                     TermSource wsrc) {
+                                     const std::vector<ShardKind>& kinds, const ParallelLayout& given,
+                                     const std::vector<VllmKvConfig>& kvs, const FitCore& core, const PlanRequest& req,
+                                     const std::string& how, TermSource wsrc) {
   std::vector<std::string> out;
   // 1. The largest max_model_len this budget holds.
-  if (core.placement.ok() && core.vllm.estimated_max_model_len > 0 && core.vllm.estimated_max_model_len < L.max_model_len) {
+  if (core.placement.ok() && core.vllm.estimated_max_model_len > 0 &&
+      core.vllm.estimated_max_model_len < L.max_model_len) {
     out.push_back("--max-model-len " + std::to_string(core.vllm.estimated_max_model_len) +
                   " (the longest vLLM would accept on this layout)");
   }
@@ -152,9 +151,9 @@ std::vector<std::string> suggestions(const ModelConfig& cfg, const Layout& L, co
   if (core.placement.ok() && !req.budget.kv_cache_memory_bytes) {
     const auto& lim = core.stages[static_cast<std::size_t>(core.vllm.limiting_stage)];
     const auto& kv = lim.kv;
-    const long double need = static_cast<long double>(lim.budget.non_kv_bytes) +
-                             static_cast<long double>(kv.blocks_per_request + 1) *
-                                 static_cast<long double>(kv.bytes_per_block);
+    const long double need =
+        static_cast<long double>(lim.budget.non_kv_bytes) +
+        static_cast<long double>(kv.blocks_per_request + 1) * static_cast<long double>(kv.bytes_per_block);
     const long double u = need / static_cast<long double>(lim.budget.total_bytes);
     const double up = std::ceil(static_cast<double>(u) * 100.0) / 100.0;
     if (up <= 1.0 && up > lim.budget.gpu_memory_utilization) {
@@ -225,7 +224,8 @@ std::string batch_words(const DecodeBatch& b) {
   s += *mn == *mx ? " x " + format_grouped(*mn) + " tokens"
                   : " of " + format_grouped(*mn) + "-" + format_grouped(*mx) + " tokens";
   if (b.spec_tokens > 0) {
-    s += " + " + std::to_string(b.spec_tokens) + (b.spec_tokens == 1 ? " speculative token each" : " speculative tokens each");
+    s += " + " + std::to_string(b.spec_tokens) +
+         (b.spec_tokens == 1 ? " speculative token each" : " speculative tokens each");
   }
   return s;
 }
@@ -236,15 +236,15 @@ Finding decode_batch_finding(const Plan& p, const BatchKvFit& bf, bool guard) {
   const Fit& f = *p.fit;
   const auto& lens = p.batch.context_lens;
   const bool uniform = std::all_of(lens.begin(), lens.end(), [&](std::int64_t v) { return v == lens.front(); });
-  std::string msg = std::string(p.batch.defaulted ? "the default decode batch, " : "the decode batch, ") +
-                    batch_words(p.batch) + " (" + format_grouped(bf.tokens) +
-                    " tokens of history), does not fit " +
-                    (f.engines > 1 ? "one engine's GPU KV cache (each of the " + std::to_string(f.engines) +
-                                         " DP engines has its own)"
-                                   : std::string("the GPU KV cache")) +
-                    ": it needs " + format_grouped(bf.blocks) + " blocks at once and the cache has " +
-                    format_grouped(bf.usable_blocks) + " (vLLM's GPU KV cache size: " + format_grouped(bf.cache_tokens) +
-                    " tokens, for requests of " + format_grouped(f.vllm.max_model_len) + " tokens); ";
+  std::string msg =
+      std::string(p.batch.defaulted ? "the default decode batch, " : "the decode batch, ") + batch_words(p.batch) +
+      " (" + format_grouped(bf.tokens) + " tokens of history), does not fit " +
+      (f.engines > 1
+           ? "one engine's GPU KV cache (each of the " + std::to_string(f.engines) + " DP engines has its own)"
+           : std::string("the GPU KV cache")) +
+      ": it needs " + format_grouped(bf.blocks) + " blocks at once and the cache has " +
+      format_grouped(bf.usable_blocks) + " (vLLM's GPU KV cache size: " + format_grouped(bf.cache_tokens) +
+      " tokens, for requests of " + format_grouped(f.vllm.max_model_len) + " tokens); ";
   std::string fix;
   if (uniform) {
     msg += format_grouped(bf.requests_that_fit) + (bf.requests_that_fit == 1 ? " request" : " requests") + " of " +
@@ -273,36 +273,43 @@ void apply_guards(Plan& p, const PlanGuards& g) {
   if (g.max_global_bytes_per_token) {
     const auto& measured = g.guard_rows ? a.global_rows : a.global_pages;
     if (measured.value() > *g.max_global_bytes_per_token) {
-      fail(Finding{"guard.global_bytes_per_token", Severity::error,
+      fail(Finding{"guard.global_bytes_per_token",
+                   Severity::error,
                    "global bytes per token " + measured.str() + " (" + (g.guard_rows ? "rows" : "pages") +
                        " accounting) exceeds the limit " + format_general(*g.max_global_bytes_per_token),
-                   {}, {}});
+                   {},
+                   {}});
     }
   }
   if (g.batch_fits && p.fit) {
     if (!p.fit->decided) {
-      fail(Finding{"guard.decode_batch", Severity::error, "--require-batch-fits cannot be checked: " + p.fit->verdict,
-                   {}, {}});
+      fail(Finding{
+          "guard.decode_batch", Severity::error, "--require-batch-fits cannot be checked: " + p.fit->verdict, {}, {}});
     } else if (p.batch_fit && !p.batch_fit->fits) {
       // The warning becomes the guard's error.
       auto& fs = p.findings;
-      fs.erase(std::remove_if(fs.begin(), fs.end(), [](const Finding& f) { return f.id == "fit.decode_batch"; }), fs.end());
+      fs.erase(std::remove_if(fs.begin(), fs.end(), [](const Finding& f) { return f.id == "fit.decode_batch"; }),
+               fs.end());
       fail(decode_batch_finding(p, *p.batch_fit, true));
     }
   }
   if (g.min_concurrency && p.fit) {
     const Fit& f = *p.fit;
     if (!f.decided) {
-      fail(Finding{"guard.concurrency", Severity::error,
-                   "--min-concurrency " + format_general(*g.min_concurrency) + " cannot be checked: " + f.verdict, {},
+      fail(Finding{"guard.concurrency",
+                   Severity::error,
+                   "--min-concurrency " + format_general(*g.min_concurrency) + " cannot be checked: " + f.verdict,
+                   {},
                    {}});
     } else if (!(f.total_concurrency >= *g.min_concurrency)) {
-      fail(Finding{"guard.concurrency", Severity::error,
-                   "vLLM's maximum concurrency for " + format_grouped(p.layout->max_model_len) + " tokens per request on " +
-                       p.target.id + " is " + format_fixed(f.total_concurrency, 2) + "x" +
-                       (f.engines > 1 ? " (" + std::to_string(f.engines) + " engines)" : "") +
-                       ", below the minimum " + format_general(*g.min_concurrency),
-                   {}, {}});
+      fail(Finding{"guard.concurrency",
+                   Severity::error,
+                   "vLLM's maximum concurrency for " + format_grouped(p.layout->max_model_len) +
+                       " tokens per request on " + p.target.id + " is " + format_fixed(f.total_concurrency, 2) + "x" +
+                       (f.engines > 1 ? " (" + std::to_string(f.engines) + " engines)" : "") + ", below the minimum " +
+                       format_general(*g.min_concurrency),
+                   {},
+                   {}});
     }
   }
 }
@@ -331,7 +338,8 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
       f.fits = false;
       f.no_backend = true;
       f.suggestions.clear();
-      f.verdict = "not decided: no attention backend runs this model on " + p.target.id + " (" + rr.finding.message + ")";
+      f.verdict =
+          "not decided: no attention backend runs this model on " + p.target.id + " (" + rr.finding.message + ")";
       f.error_message = f.verdict;
       break;
     }
@@ -341,10 +349,10 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
     if (f.severity != Severity::info) p.findings.push_back(f);
   }
   if (!wr.known && !req.budget.weights_gib) {
-    p.findings.push_back(Finding{"weights.unknown", Severity::warning,
-                                 "weights: " + wr.reason +
-                                     "; pass the model directory with its safetensors files, or --weights-gib",
-                                 "", "--weights-gib"});
+    p.findings.push_back(
+        Finding{"weights.unknown", Severity::warning,
+                "weights: " + wr.reason + "; pass the model directory with its safetensors files, or --weights-gib", "",
+                "--weights-gib"});
   }
   // A config field the rules already refused (TP against the heads) is not refused twice.
   auto refused_by_rules = [&](const Finding& f) {
@@ -360,9 +368,9 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
     for (const auto& f : p.fit->stages.front().budget.findings) p.findings.push_back(f);
   }
 
-  p.batch = make_decode_batch(req.batch, p.layout->max_model_len,
-                              p.layout->max_model_len_default ? MaxModelLenSource::config_default
-                                                              : MaxModelLenSource::flag);
+  p.batch =
+      make_decode_batch(req.batch, p.layout->max_model_len,
+                        p.layout->max_model_len_default ? MaxModelLenSource::config_default : MaxModelLenSource::flag);
   // FlashMLA's tile plans, where the backend runs FlashMLA (the fused path keeps them for its
   // split-KV fallback); FlashInfer's kernels plan their own work.
   const BackendId backend = p.layout->backend;
@@ -445,8 +453,8 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   if (f.speculative && cfg.num_draft_layers > 1) ko.extra_retained_tokens = L.num_speculative_tokens - 1;
   const std::vector<VllmKvConfig> kvs = vllm_kv_configs(cfg, topo, L, ko);
   const TermSource wsrc = source == WeightsSource::config && (weights.estimated() || !weights.known)
-                             ? TermSource::estimated
-                             : TermSource::derived;
+                              ? TermSource::estimated
+                              : TermSource::derived;
   std::vector<ShardKind> own_kinds;
   const bool given_kinds = req.shard_kinds && req.shard_kinds->size() == weights.groups.size();
   if (!given_kinds) own_kinds = shard_kinds(weights, pl.engram);
@@ -466,11 +474,11 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   } else if (!core.placement.ok()) {
     f.verdict = "the layout is rejected: see the placement errors";
   } else if (f.fits) {
-    f.verdict = "fits: " + format_fixed(core.vllm.concurrency, 2) + "x concurrency at max_model_len " +
-                format_grouped(L.max_model_len) + " per engine" +
-                (f.engines > 1 ? " (" + std::to_string(f.engines) + " engines: " +
-                                     format_fixed(f.total_concurrency, 2) + "x)"
-                               : std::string());
+    f.verdict =
+        "fits: " + format_fixed(core.vllm.concurrency, 2) + "x concurrency at max_model_len " +
+        format_grouped(L.max_model_len) + " per engine" +
+        (f.engines > 1 ? " (" + std::to_string(f.engines) + " engines: " + format_fixed(f.total_concurrency, 2) + "x)"
+                       : std::string());
   } else {
     f.verdict = "does not fit: " + f.error_message;
   }

@@ -19,9 +19,9 @@ constexpr std::uint8_t kUe8m0NaN = 0xFF;
 // ---- minifloat rounding (e4m3, e2m1) ----
 
 struct Minifloat {
-  int mant_bits;         // stored mantissa bits
-  int emin;              // exponent of the smallest normal
-  double max;            // largest finite magnitude (saturation value)
+  int mant_bits;  // stored mantissa bits
+  int emin;       // exponent of the smallest normal
+  double max;     // largest finite magnitude (saturation value)
   std::uint8_t sign_bit;
 };
 constexpr Minifloat kE4m3{3, -6, 448.0, 0x80};
@@ -68,9 +68,7 @@ void store_u16(std::uint8_t* p, std::uint16_t v) {
   p[0] = static_cast<std::uint8_t>(v & 0xFFu);
   p[1] = static_cast<std::uint8_t>(v >> 8);
 }
-std::uint16_t load_u16(const std::uint8_t* p) {
-  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
-}
+std::uint16_t load_u16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
 void store_u32(std::uint8_t* p, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>((v >> (8 * i)) & 0xFFu);
 }
@@ -226,8 +224,8 @@ void dequant_fp8_per_tensor(const std::uint8_t* row, float* out) {
 }
 
 // Checks the arguments every row call shares and returns the row's offsets.
-RowOffsets checked_row(const char* fn, RowFormatId id, const void* a, const void* b,
-                       std::int64_t rows_per_page, std::int64_t row_in_page) {
+RowOffsets checked_row(const char* fn, RowFormatId id, const void* a, const void* b, std::int64_t rows_per_page,
+                       std::int64_t row_in_page) {
   if (a == nullptr || b == nullptr) throw_internal(std::string(fn) + ": null pointer");
   if (!has_quantizer(id)) {
     throw_internal(std::string(fn) + ": " + std::string(row_format(id).name) +
@@ -237,12 +235,12 @@ RowOffsets checked_row(const char* fn, RowFormatId id, const void* a, const void
 }
 
 // Checks the arguments of the paged helpers; returns the number of slots.
-std::int64_t checked_pages(const char* fn, RowFormatId id, const void* rows, std::int64_t n,
-                           const std::int64_t* slots, const void* pages, std::int64_t num_pages,
-                           std::int64_t rows_per_page, std::int64_t page_stride_bytes) {
+std::int64_t checked_pages(const char* fn, RowFormatId id, const void* rows, std::int64_t n, const std::int64_t* slots,
+                           const void* pages, std::int64_t num_pages, std::int64_t rows_per_page,
+                           std::int64_t page_stride_bytes) {
   if (n < 0 || num_pages < 0 || rows_per_page < 1) {
-    throw_internal(std::string(fn) + ": bad sizes (n " + std::to_string(n) + ", pages " +
-                   std::to_string(num_pages) + ", rows per page " + std::to_string(rows_per_page) + ")");
+    throw_internal(std::string(fn) + ": bad sizes (n " + std::to_string(n) + ", pages " + std::to_string(num_pages) +
+                   ", rows per page " + std::to_string(rows_per_page) + ")");
   }
   if (n > 0 && (rows == nullptr || slots == nullptr || pages == nullptr)) {
     throw_internal(std::string(fn) + ": null pointer");
@@ -282,8 +280,8 @@ float e4m3_to_float(std::uint8_t code) noexcept {
   const int e = (code >> 3) & 0xF;
   const int m = code & 0x7;
   if (e == 15 && m == 7) return kNaN;
-  const float mag = e == 0 ? std::ldexp(static_cast<float>(m), -9)
-                           : std::ldexp(1.0f + static_cast<float>(m) / 8.0f, e - 7);
+  const float mag =
+      e == 0 ? std::ldexp(static_cast<float>(m), -9) : std::ldexp(1.0f + static_cast<float>(m) / 8.0f, e - 7);
   return (code & 0x80) != 0 ? -mag : mag;
 }
 
@@ -295,8 +293,7 @@ std::uint8_t float_to_e4m3(float x) noexcept {
 float e2m1_to_float(std::uint8_t nibble) noexcept {
   const int e = (nibble >> 1) & 0x3;
   const int m = nibble & 0x1;
-  const float mag = e == 0 ? 0.5f * static_cast<float>(m)
-                           : std::ldexp(1.0f + 0.5f * static_cast<float>(m), e - 1);
+  const float mag = e == 0 ? 0.5f * static_cast<float>(m) : std::ldexp(1.0f + 0.5f * static_cast<float>(m), e - 1);
   return (nibble & 0x8) != 0 ? -mag : mag;
 }
 
@@ -359,8 +356,8 @@ std::uint8_t v41_fp4_scale_code(float amax) noexcept {
 
 bool has_quantizer(RowFormatId id) noexcept { return id != RowFormatId::compressor_state; }
 
-void quantize_row(RowFormatId id, const std::uint16_t* bf16_in, std::uint8_t* page_base,
-                  std::int64_t rows_per_page, std::int64_t row_in_page) {
+void quantize_row(RowFormatId id, const std::uint16_t* bf16_in, std::uint8_t* page_base, std::int64_t rows_per_page,
+                  std::int64_t row_in_page) {
   const RowOffsets off = checked_row("quantize_row", id, bf16_in, page_base, rows_per_page, row_in_page);
   std::uint8_t* data = page_base + off.data;
   std::uint8_t* scale = page_base + off.scale;
@@ -378,8 +375,8 @@ void quantize_row(RowFormatId id, const std::uint16_t* bf16_in, std::uint8_t* pa
   throw_internal("quantize_row: unhandled format");
 }
 
-void dequantize_row(RowFormatId id, const std::uint8_t* page_base, std::int64_t rows_per_page,
-                    std::int64_t row_in_page, float* out) {
+void dequantize_row(RowFormatId id, const std::uint8_t* page_base, std::int64_t rows_per_page, std::int64_t row_in_page,
+                    float* out) {
   const RowOffsets off = checked_row("dequantize_row", id, page_base, out, rows_per_page, row_in_page);
   const std::uint8_t* data = page_base + off.data;
   const std::uint8_t* scale = page_base + off.scale;
@@ -397,33 +394,31 @@ void dequantize_row(RowFormatId id, const std::uint8_t* page_base, std::int64_t 
   throw_internal("dequantize_row: unhandled format");
 }
 
-void quantize_into_pages(RowFormatId id, const std::uint16_t* rows, std::int64_t n,
-                         const std::int64_t* slots, std::uint8_t* pages, std::int64_t num_pages,
-                         std::int64_t rows_per_page, std::int64_t page_stride_bytes) {
-  const std::int64_t num_slots = checked_pages("quantize_into_pages", id, rows, n, slots, pages, num_pages,
-                                               rows_per_page, page_stride_bytes);
+void quantize_into_pages(RowFormatId id, const std::uint16_t* rows, std::int64_t n, const std::int64_t* slots,
+                         std::uint8_t* pages, std::int64_t num_pages, std::int64_t rows_per_page,
+                         std::int64_t page_stride_bytes) {
+  const std::int64_t num_slots =
+      checked_pages("quantize_into_pages", id, rows, n, slots, pages, num_pages, rows_per_page, page_stride_bytes);
   const std::int64_t dims = geometry(id).dims;
   for (std::int64_t i = 0; i < n; ++i) {
     check_slot("quantize_into_pages", i, slots[i], num_slots);
     if (slots[i] < 0) continue;
     const std::int64_t page = slots[i] / rows_per_page;
-    quantize_row(id, rows + i * dims, pages + page * page_stride_bytes, rows_per_page,
-                 slots[i] % rows_per_page);
+    quantize_row(id, rows + i * dims, pages + page * page_stride_bytes, rows_per_page, slots[i] % rows_per_page);
   }
 }
 
 void dequantize_from_pages(RowFormatId id, const std::uint8_t* pages, std::int64_t num_pages,
-                           std::int64_t rows_per_page, std::int64_t page_stride_bytes,
-                           const std::int64_t* slots, std::int64_t n, float* out) {
-  const std::int64_t num_slots = checked_pages("dequantize_from_pages", id, out, n, slots, pages,
-                                               num_pages, rows_per_page, page_stride_bytes);
+                           std::int64_t rows_per_page, std::int64_t page_stride_bytes, const std::int64_t* slots,
+                           std::int64_t n, float* out) {
+  const std::int64_t num_slots =
+      checked_pages("dequantize_from_pages", id, out, n, slots, pages, num_pages, rows_per_page, page_stride_bytes);
   const std::int64_t dims = geometry(id).dims;
   for (std::int64_t i = 0; i < n; ++i) {
     check_slot("dequantize_from_pages", i, slots[i], num_slots);
     if (slots[i] < 0) continue;
     const std::int64_t page = slots[i] / rows_per_page;
-    dequantize_row(id, pages + page * page_stride_bytes, rows_per_page, slots[i] % rows_per_page,
-                   out + i * dims);
+    dequantize_row(id, pages + page * page_stride_bytes, rows_per_page, slots[i] % rows_per_page, out + i * dims);
   }
 }
 

@@ -152,9 +152,8 @@ int anomaly(double v) {
 
 }  // namespace
 
-DecodeComparison compare_decode(std::span<const float> out, std::span<const float> ref_out,
-                                std::span<const float> lse, std::span<const float> ref_lse,
-                                const DecodeTolerance& tol) {
+DecodeComparison compare_decode(std::span<const float> out, std::span<const float> ref_out, std::span<const float> lse,
+                                std::span<const float> ref_lse, const DecodeTolerance& tol) {
   if (out.size() != ref_out.size() || lse.size() != ref_lse.size()) {
     throw_usage("compare_decode: sizes differ (out " + std::to_string(out.size()) + " vs " +
                 std::to_string(ref_out.size()) + ", lse " + std::to_string(lse.size()) + " vs " +
@@ -214,8 +213,8 @@ DecodeComparison compare_decode(std::span<const float> out, std::span<const floa
     << c.cos_diff << ", lse_max_abs " << c.lse_max_abs;
   if (c.bad_out > 0) {
     const auto i = static_cast<std::size_t>(first_bad_out);
-    m << "; " << c.bad_out << " output elements out of tolerance, first at " << i << " (got " << out[i]
-      << ", want " << ref_out[i] << ")";
+    m << "; " << c.bad_out << " output elements out of tolerance, first at " << i << " (got " << out[i] << ", want "
+      << ref_out[i] << ")";
   }
   if (c.bad_lse > 0) {
     const auto i = static_cast<std::size_t>(first_bad_lse);

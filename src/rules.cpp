@@ -12,11 +12,13 @@ namespace mlaplan {
 const std::vector<RuleInfo>& rule_catalogue() {
   static const std::vector<RuleInfo> rules = {
       {"backend.attention_backend", "--attention-backend names a backend vLLM runs for the family"},
-      {"backend.arch", "a backend of the family runs on the compute capability (FlashMLA: 9.x, 10.x; FlashInfer: 10.x, 12.x)"},
+      {"backend.arch",
+       "a backend of the family runs on the compute capability (FlashMLA: 9.x, 10.x; FlashInfer: 10.x, 12.x)"},
       {"backend.fused_attention", "the fused FlashMLA path: SM100, 8 heads per o_group, a FlashMLA kv layout"},
       {"backend.kv_cache_dtype", "the chosen backend stores the --kv-cache-dtype (what auto becomes depends on it)"},
       {"backend.indexer_cache_dtype", "fp8 or fp4 (fp4 for V4/V4.1 only)"},
-      {"backend.block_size", "the backend's kernel block size: V4.1 64 on SM90, 128 otherwise (SM120: 64 states a page); V4.0 256; V3.2 64"},
+      {"backend.block_size",
+       "the backend's kernel block size: V4.1 64 on SM90, 128 otherwise (SM120: 64 states a page); V4.0 256; V3.2 64"},
       {"backend.tensor_parallel", "the TP size divides the query heads"},
       {"backend.query_heads", "the query heads per rank pad to a head count the backend's kernel has"},
       {"backend.pipeline_cut", "V4.1: no pipeline stage cut inside a KV-sharing group"},
@@ -79,11 +81,11 @@ std::string fraction(std::int64_t num, std::int64_t den) {
 }
 
 // The value of a range-checked integer flag, or a usage check naming it.
-bool in_range(std::vector<LayoutCheck>& checks, std::string_view flag, std::int64_t v, std::int64_t lo,
-              std::int64_t hi, std::string_view why = {}) {
+bool in_range(std::vector<LayoutCheck>& checks, std::string_view flag, std::int64_t v, std::int64_t lo, std::int64_t hi,
+              std::string_view why = {}) {
   if (v >= lo && v <= hi) return true;
-  std::string msg = std::string(flag) + ": '" + std::to_string(v) + "' is out of range; allowed " +
-                    std::to_string(lo) + ".." + std::to_string(hi);
+  std::string msg = std::string(flag) + ": '" + std::to_string(v) + "' is out of range; allowed " + std::to_string(lo) +
+                    ".." + std::to_string(hi);
   if (!why.empty()) msg += " (" + std::string(why) + ")";
   std::string id = "layout." + std::string(flag.substr(2));
   std::replace(id.begin(), id.end(), '-', '_');
@@ -208,9 +210,9 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
   const auto P = LayoutLimits::max_parallel_size;
   r.usable &= in_range(checks, "--tensor-parallel-size", o.tensor_parallel_size, 1, P);
   r.usable &= in_range(checks, "--data-parallel-size", o.data_parallel_size, 1, P);
-  r.usable &= in_range(checks, "--pipeline-parallel-size", o.pipeline_parallel_size, 1,
-                       std::min(P, cfg.num_hidden_layers), "a stage needs at least one of the " +
-                           std::to_string(cfg.num_hidden_layers) + " backbone layers");
+  r.usable &=
+      in_range(checks, "--pipeline-parallel-size", o.pipeline_parallel_size, 1, std::min(P, cfg.num_hidden_layers),
+               "a stage needs at least one of the " + std::to_string(cfg.num_hidden_layers) + " backbone layers");
   r.usable &= in_range(checks, "--decode-context-parallel-size", o.decode_context_parallel_size, 1, P);
   r.usable &= in_range(checks, "--spec-tokens", o.num_speculative_tokens, 0, LayoutLimits::max_speculative_tokens);
   if (o.block_size) r.usable &= in_range(checks, "--block-size", *o.block_size, 1, LayoutLimits::max_block_size);
@@ -219,8 +221,8 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
                          "the model's max_position_embeddings is " + std::to_string(cfg.max_position_embeddings));
   }
   if (o.in_flight_tokens) {
-    r.usable &= in_range(checks, "--max-num-batched-tokens", *o.in_flight_tokens, 1,
-                         LayoutLimits::max_in_flight_tokens);
+    r.usable &=
+        in_range(checks, "--max-num-batched-tokens", *o.in_flight_tokens, 1, LayoutLimits::max_in_flight_tokens);
   }
   if (r.usable) {
     try {
@@ -240,8 +242,8 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
   r.mml_default = !o.max_model_len;
   r.mml = o.max_model_len.value_or(cfg.max_position_embeddings);
   if (r.mml_default) {
-    checks.push_back(info_check("layout.max_model_len", "max_model_len " + std::to_string(r.mml) +
-                                                            ": the config's max_position_embeddings"));
+    checks.push_back(info_check("layout.max_model_len",
+                                "max_model_len " + std::to_string(r.mml) + ": the config's max_position_embeddings"));
   }
   r.in_flight_default = !o.in_flight_tokens;
   r.in_flight = o.in_flight_tokens.value_or(default_in_flight_tokens(target));
@@ -249,7 +251,8 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
     checks.push_back(info_check("layout.in_flight_tokens",
                                 "window pages sized for " + std::to_string(r.in_flight) +
                                     " in-flight tokens per request (vLLM's default max_num_batched_tokens "
-                                    "for its OpenAI server on " + target.name + ")"));
+                                    "for its OpenAI server on " +
+                                    target.name + ")"));
   }
 
   // ---- the backend (unsupported) ----
@@ -259,9 +262,9 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
   if (!r.backend.refusal.empty()) {
     checks.push_back(unsupported_check(r.backend.refusal_id, r.backend.refusal, r.backend.fix));
   } else {
-    checks.push_back(info_check("layout.attention_backend",
-                                "attention backend " + backend_title(b, cfg.family) + " (" + r.backend.how + "): " +
-                                    std::string(backend_info(b).decode_path)));
+    checks.push_back(info_check("layout.attention_backend", "attention backend " + backend_title(b, cfg.family) + " (" +
+                                                                r.backend.how +
+                                                                "): " + std::string(backend_info(b).decode_path)));
   }
   if (!r.backend.fused_off_reason.empty() && o.fused_attention == FusedAttention::auto_ && cc.major == 10) {
     checks.push_back(info_check("backend.fused_attention", r.backend.fused_off_reason));
@@ -281,7 +284,8 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
     r.kv = *resolve_kv_cache_dtype(b, "auto", cc.major).layout;
     bool found = false;
     for (const auto& other : backend_catalogue()) {
-      if (found || std::find(other.families.begin(), other.families.end(), cfg.family) == other.families.end()) continue;
+      if (found || std::find(other.families.begin(), other.families.end(), cfg.family) == other.families.end())
+        continue;
       for (int m : other.cc_majors) {
         if (const auto l = resolve_kv_cache_dtype(other.id, kv_value, m).layout; l && !found) {
           r.kv = *l;
@@ -325,11 +329,11 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
       if (r.page_states == 0) r.block = *o.block_size;
     } else {
       const std::string bs = std::to_string(*o.block_size);
-      checks.push_back(unsupported_check(
-          "backend.block_size",
-          "No common block size for " + bs + " between kv_manager=[" + bs + "] and backend=[" + join(allowed) +
-              "] (--block-size: " + b_title + " for " + family + " on " + cc.sm() + " uses " + join(allowed) + ")",
-          "omit --block-size"));
+      checks.push_back(unsupported_check("backend.block_size",
+                                         "No common block size for " + bs + " between kv_manager=[" + bs +
+                                             "] and backend=[" + join(allowed) + "] (--block-size: " + b_title +
+                                             " for " + family + " on " + cc.sm() + " uses " + join(allowed) + ")",
+                                         "omit --block-size"));
     }
   } else {
     checks.push_back(info_check(
@@ -338,8 +342,8 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
             ? "pages of " + std::to_string(r.page_states) + " states: block " + std::to_string(r.page_states) +
                   " at ratio 1, " + std::to_string(2 * r.page_states) + " at ratio 2, window pages of " +
                   std::to_string(r.window_block) + " tokens (" + b_title + "'s kernels on " + cc.sm() + ")"
-            : "block size " + std::to_string(r.block) + ": " + b_title + "'s kernel block size for " + family +
-                  " on " + cc.sm()));
+            : "block size " + std::to_string(r.block) + ": " + b_title + "'s kernel block size for " + family + " on " +
+                  cc.sm()));
   }
 
   // Tensor parallelism: the latent is shared, so TP splits query heads only.
@@ -349,26 +353,25 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
     for (std::int64_t t = 1; t <= heads && t <= P; ++t) {
       if (heads % t == 0) divisors.push_back(t);
     }
-    checks.push_back(unsupported_check(
-        "backend.tensor_parallel",
-        "Total number of attention heads (" + std::to_string(heads) +
-            ") must be divisible by tensor parallel size (" + std::to_string(r.tp) +
-            "); TP sizes that divide it: " + join(divisors),
-        "use --tensor-parallel-size " + join(divisors), p + "/num_attention_heads"));
+    checks.push_back(unsupported_check("backend.tensor_parallel",
+                                       "Total number of attention heads (" + std::to_string(heads) +
+                                           ") must be divisible by tensor parallel size (" + std::to_string(r.tp) +
+                                           "); TP sizes that divide it: " + join(divisors),
+                                       "use --tensor-parallel-size " + join(divisors), p + "/num_attention_heads"));
   } else {
     r.local_heads = heads / r.tp;
     if (const auto padded = padded_heads(b, r.local_heads)) {
       r.padded_heads = *padded;
       if (r.padded_heads > r.local_heads) {
         const std::int64_t idle = r.padded_heads - r.local_heads;
-        checks.push_back(info_check(
-            "kernel.head_padding",
-            "TP " + std::to_string(r.tp) + ": " + std::to_string(r.local_heads) + " of " + std::to_string(heads) +
-                " query heads per rank run in a " + std::to_string(r.padded_heads) + "-head kernel (" +
-                std::to_string(idle) + " idle, " + fraction(idle, r.padded_heads) + " of the attention math) on " +
-                b_title,
-            "DP attention (--data-parallel-size) keeps all " + std::to_string(heads) + " heads on each rank",
-            p + "/num_attention_heads"));
+        checks.push_back(
+            info_check("kernel.head_padding",
+                       "TP " + std::to_string(r.tp) + ": " + std::to_string(r.local_heads) + " of " +
+                           std::to_string(heads) + " query heads per rank run in a " + std::to_string(r.padded_heads) +
+                           "-head kernel (" + std::to_string(idle) + " idle, " + fraction(idle, r.padded_heads) +
+                           " of the attention math) on " + b_title,
+                       "DP attention (--data-parallel-size) keeps all " + std::to_string(heads) + " heads on each rank",
+                       p + "/num_attention_heads"));
       }
     } else {
       const auto& pads = backend_info(b).head_paddings;
@@ -381,10 +384,9 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
       }
       checks.push_back(unsupported_check(
           "backend.query_heads",
-          replace_all(backend_info(b).head_refusal, "{n}", std::to_string(r.local_heads)) +
-              " --tensor-parallel-size " + std::to_string(r.tp) + " leaves " + std::to_string(r.local_heads) +
-              " query heads per rank (at most " + std::to_string(pads.back()) + "; fewer are padded to " +
-              join(pads) + ")",
+          replace_all(backend_info(b).head_refusal, "{n}", std::to_string(r.local_heads)) + " --tensor-parallel-size " +
+              std::to_string(r.tp) + " leaves " + std::to_string(r.local_heads) + " query heads per rank (at most " +
+              std::to_string(pads.back()) + "; fewer are padded to " + join(pads) + ")",
           min_tp > 0 ? "use --tensor-parallel-size " + std::to_string(min_tp) + " or more" : std::string{},
           p + "/num_attention_heads"));
     }
@@ -419,11 +421,12 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
     const std::string n = std::to_string(r.spec);
     switch (method) {
       case DraftMethod::none:
-        checks.push_back(warning_check(
-            "spec.no_draft_layers",
-            "--spec-tokens " + n + " but the config has no draft layers (num_nextn_predict_layers 0): the draft "
-            "model is a separate checkpoint whose weights and caches are not counted here",
-            "plan the draft model's config too", p + "/num_nextn_predict_layers"));
+        checks.push_back(
+            warning_check("spec.no_draft_layers",
+                          "--spec-tokens " + n +
+                              " but the config has no draft layers (num_nextn_predict_layers 0): the draft "
+                              "model is a separate checkpoint whose weights and caches are not counted here",
+                          "plan the draft model's config too", p + "/num_nextn_predict_layers"));
         break;
       case DraftMethod::mtp: {
         const std::int64_t k = cfg.num_draft_layers;
@@ -435,8 +438,8 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
           }
           checks.push_back(unsupported_check(
               "spec.mtp_tokens",
-              "num_speculative_tokens:" + n + " must be divisible by n_predict=" + std::to_string(k) + " (--spec-tokens " +
-                  n + ": vLLM reuses the " + std::to_string(k) + " MTP stage(s) in whole rounds)",
+              "num_speculative_tokens:" + n + " must be divisible by n_predict=" + std::to_string(k) +
+                  " (--spec-tokens " + n + ": vLLM reuses the " + std::to_string(k) + " MTP stage(s) in whole rounds)",
               "use --spec-tokens " + join(ok) + ", ...", p + "/num_nextn_predict_layers"));
         }
         break;
@@ -448,15 +451,16 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
               "spec.dspark_block_size",
               "--spec-tokens " + n + " is below dspark_block_size " + blk +
                   ". vLLM versions disagree: one refuses it (\"DSpark requires num_speculative_tokens >= "
-                  "dspark_block_size (" + blk + "); got " + n +
-                  ". Smaller values produce incorrect output.\"), later ones dropped the check",
+                  "dspark_block_size (" +
+                  blk + "); got " + n + ". Smaller values produce incorrect output.\"), later ones dropped the check",
               "use --spec-tokens " + blk, p + "/dspark_block_size"));
         } else if (cfg.dspark_block_size > 0 && r.spec % cfg.dspark_block_size != 0) {
           checks.push_back(warning_check(
               "spec.dspark_block_size",
               "--spec-tokens " + n + " is not a multiple of dspark_block_size " + blk +
                   ". vLLM versions disagree: the newest takes n_predict from dspark_block_size and refuses it "
-                  "(\"num_speculative_tokens:" + n + " must be divisible by n_predict=" + blk +
+                  "(\"num_speculative_tokens:" +
+                  n + " must be divisible by n_predict=" + blk +
                   "\"); earlier ones run it (one deployment measured 4.4% acceptance at 7 against 34.7% at 5 with "
                   "block 5)",
               "use --spec-tokens " + blk, p + "/dspark_block_size"));
@@ -464,15 +468,15 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
         if (r.pp > 1) {
           checks.push_back(unsupported_check("spec.dspark_parallel",
                                              "DSpark does not support pipeline parallelism (PP > 1). "
-                                             "(--pipeline-parallel-size " + std::to_string(r.pp) + " with --spec-tokens " +
-                                                 n + ")",
+                                             "(--pipeline-parallel-size " +
+                                                 std::to_string(r.pp) + " with --spec-tokens " + n + ")",
                                              "use --pipeline-parallel-size 1, or --spec-tokens 0"));
         }
         if (r.dcp > 1) {
           checks.push_back(unsupported_check("spec.dspark_parallel",
                                              "DSpark does not support decode context parallelism (DCP > 1). "
-                                             "(--decode-context-parallel-size " + std::to_string(r.dcp) +
-                                                 " with --spec-tokens " + n + ")",
+                                             "(--decode-context-parallel-size " +
+                                                 std::to_string(r.dcp) + " with --spec-tokens " + n + ")",
                                              "use --decode-context-parallel-size 1, or --spec-tokens 0"));
         }
         break;
@@ -522,7 +526,8 @@ void judge(KernelShape& s, BackendId b, const ModelConfig& cfg, const Target& ta
       const std::int64_t b_topk = s.kernel_heads == 128 ? 128 : 64;
       if (s.phase == "decode" && s.topk % 64 != 0) {
         s.status = ShapeStatus::missing;
-        s.note = "topk " + std::to_string(s.topk) + " is not a multiple of 64 (the sparse decode kernel reads blocks of 64)";
+        s.note =
+            "topk " + std::to_string(s.topk) + " is not a multiple of 64 (the sparse decode kernel reads blocks of 64)";
       } else if (s.phase == "decode" && s.extra_topk % b_topk != 0) {
         s.status = ShapeStatus::missing;
         s.note = "extra_topk " + std::to_string(s.extra_topk) + " % B_TOPK " + std::to_string(b_topk) +
@@ -532,7 +537,8 @@ void judge(KernelShape& s, BackendId b, const ModelConfig& cfg, const Target& ta
         s.note = "prefill topk " + std::to_string(s.topk) + " is not a multiple of " +
                  std::string(target.cc.major == 9 ? "128 (SM90 sparse prefill)" : "64");
       }
-      if (s.status == ShapeStatus::missing) s.fix = "--attention-backend of another family, or a config whose widths fit";
+      if (s.status == ShapeStatus::missing)
+        s.fix = "--attention-backend of another family, or a config whose widths fit";
       return;
     }
     case BackendId::flashmla_sparse_dsv41_fused:
@@ -596,7 +602,8 @@ std::vector<KernelShape> kernel_shapes(const ModelConfig& cfg, const Topology& t
     const auto key = std::make_tuple(s.phase == "prefill", s.topk, s.extra_topk, s.page_rows, s.extra_page_rows);
     if (auto it = seen.find(key); it != seen.end()) {
       auto& e = out[it->second];
-      if (std::find(e.layer_types.begin(), e.layer_types.end(), type) == e.layer_types.end()) e.layer_types.push_back(type);
+      if (std::find(e.layer_types.begin(), e.layer_types.end(), type) == e.layer_types.end())
+        e.layer_types.push_back(type);
       e.draft = e.draft && s.draft;
       return;
     }
@@ -699,11 +706,12 @@ std::vector<RuleResult> evaluate_rules(const ModelConfig& cfg, const Topology& t
   // Model dtype.
   const std::string dtype = options.dtype.value_or(cfg.dtype);
   if (dtype.empty()) {
-    out.push_back(info("backend.model_dtype",
-                       "the config names no dtype; the sparse-MLA backend runs the model in bfloat16"));
+    out.push_back(
+        info("backend.model_dtype", "the config names no dtype; the sparse-MLA backend runs the model in bfloat16"));
   } else if (dtype != "bfloat16" && dtype != "bf16") {
     out.push_back(error("backend.model_dtype",
-                        "model dtype " + mlaplan::quoted(dtype) + " is not supported by the sparse-MLA backend; supported: bfloat16" +
+                        "model dtype " + mlaplan::quoted(dtype) +
+                            " is not supported by the sparse-MLA backend; supported: bfloat16" +
                             (options.dtype ? " (--dtype)" : " (the config's dtype)"),
                         "serve with --dtype bfloat16", options.dtype ? std::string() : p + "/dtype"));
   }
@@ -756,8 +764,8 @@ std::vector<RuleResult> evaluate_rules(const ModelConfig& cfg, const Topology& t
 
   // Kernel shapes: a missing one is an error; an unknown one a warning. Only where no other rule
   // failed (a refused backend, a head size or width the backend cannot take says so already).
-  const bool erred = std::any_of(out.begin(), out.end(),
-                                 [](const RuleResult& x) { return x.finding.severity == Severity::error; });
+  const bool erred =
+      std::any_of(out.begin(), out.end(), [](const RuleResult& x) { return x.finding.severity == Severity::error; });
   std::vector<KernelShape> all_shapes = kernel_shapes(cfg, topo, target, resolution.options);
   if (usable && !erred) {
     for (const auto& s : all_shapes) {
@@ -768,8 +776,11 @@ std::vector<RuleResult> evaluate_rules(const ModelConfig& cfg, const Topology& t
                                std::to_string(s.kernel_heads) + ", topk " + std::to_string(s.topk) +
                                (s.extra_topk > 0 ? " + extra " + std::to_string(s.extra_topk) : std::string()) +
                                ", page " + std::to_string(s.page_rows) + " rows on " + s.kernel;
-      RuleResult rr{Finding{"kernel.shape", s.status == ShapeStatus::missing ? Severity::error : Severity::warning,
-                            what + ": " + s.note, {}, s.fix},
+      RuleResult rr{Finding{"kernel.shape",
+                            s.status == ShapeStatus::missing ? Severity::error : Severity::warning,
+                            what + ": " + s.note,
+                            {},
+                            s.fix},
                     ErrorKind::unsupported};
       out.push_back(std::move(rr));
     }

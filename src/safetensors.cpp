@@ -218,7 +218,8 @@ RawTensor read_tensor(const std::string& name, const json& entry, const std::str
   RawTensor t;
   t.name = name;
   for (const char* key : {"dtype", "shape", "data_offsets"}) {
-    if (!entry.contains(key)) throw_config(where() + "no \"" + key + "\" (every tensor has dtype, shape and data_offsets)");
+    if (!entry.contains(key))
+      throw_config(where() + "no \"" + key + "\" (every tensor has dtype, shape and data_offsets)");
   }
   const json& dtype = entry["dtype"];
   if (!dtype.is_string()) throw_config(where() + "\"dtype\" is " + describe(dtype) + "; expected a string");
@@ -235,9 +236,10 @@ RawTensor read_tensor(const std::string& name, const json& entry, const std::str
   }
   const json& offsets = entry["data_offsets"];
   if (!offsets.is_array() || offsets.size() != 2) {
-    throw_config(where() + "\"data_offsets\" is " +
-                 (offsets.is_array() ? "an array of " + std::to_string(offsets.size()) + " entries" : describe(offsets)) +
-                 "; expected [begin, end]");
+    throw_config(
+        where() + "\"data_offsets\" is " +
+        (offsets.is_array() ? "an array of " + std::to_string(offsets.size()) + " entries" : describe(offsets)) +
+        "; expected [begin, end]");
   }
   for (std::size_t i = 0; i < 2; ++i) {
     if (!non_negative(offsets[i])) {
@@ -419,10 +421,9 @@ std::string join(const std::string& dir, std::string_view name) {
 const std::vector<SafetensorsDtype>& safetensors_dtypes() {
   // safetensors' Dtype enum (safetensors/src/tensor.rs), with bitsize().
   static const std::vector<SafetensorsDtype> dtypes = {
-      {"BOOL", 8},     {"F4", 4},       {"F6_E2M3", 6}, {"F6_E3M2", 6}, {"U8", 8},    {"I8", 8},
-      {"F8_E5M2", 8},  {"F8_E4M3", 8},  {"F8_E8M0", 8}, {"I16", 16},    {"U16", 16},  {"F16", 16},
-      {"BF16", 16},    {"I32", 32},     {"U32", 32},    {"F32", 32},    {"C64", 64},  {"F64", 64},
-      {"I64", 64},     {"U64", 64},
+      {"BOOL", 8},    {"F4", 4},      {"F6_E2M3", 6}, {"F6_E3M2", 6}, {"U8", 8},   {"I8", 8},    {"F8_E5M2", 8},
+      {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"I16", 16},    {"U16", 16},    {"F16", 16}, {"BF16", 16}, {"I32", 32},
+      {"U32", 32},    {"F32", 32},    {"C64", 64},    {"F64", 64},    {"I64", 64}, {"U64", 64},
   };
   return dtypes;
 }
@@ -523,7 +524,6 @@ void read_header_json(SafetensorsHeader& h, const std::string& text, const std::
 
 /// No two tensors' ranges overlap (empty tensors hold no byte and overlap nothing).
 void check_overlaps(const SafetensorsHeader& h, const std::string& prefix) {
-
   std::vector<const SafetensorsTensor*> by_offset;
   by_offset.reserve(h.tensors.size());
   for (const auto& t : h.tensors) {
@@ -710,9 +710,8 @@ void read_indexed(CheckpointFiles& out, const std::string& index_path) {
       // Every tensor of the shard is in the map for this shard (above), so one of the map's is missing.
       for (const auto& [name, file] : map) {
         if (file != shard) continue;
-        const bool held = std::binary_search(
-            h.tensors.begin(), h.tensors.end(), name,
-            [](const auto& a, const auto& b) {
+        const bool held =
+            std::binary_search(h.tensors.begin(), h.tensors.end(), name, [](const auto& a, const auto& b) {
               if constexpr (std::is_same_v<std::decay_t<decltype(a)>, SafetensorsTensor>) return a.name < b;
               else return a < b.name;
             });
@@ -799,8 +798,10 @@ std::string resolve_model_dir(const std::string& path) {
   const bool cache_repo = name.rfind("models--", 0) == 0 || exists(ref_path);
   if (!cache_repo) return path;
   if (!exists(ref_path)) {
-    throw_config("Hugging Face cache " + qpath(path) + ": no refs/main (the commit of the snapshot to use); name a "
-                 "snapshot directory, " + qpath(join(path, "snapshots/REV")));
+    throw_config("Hugging Face cache " + qpath(path) +
+                 ": no refs/main (the commit of the snapshot to use); name a "
+                 "snapshot directory, " +
+                 qpath(join(path, "snapshots/REV")));
   }
   InputFileRules rules{"", CheckpointLimits::max_ref_bytes, "CheckpointLimits::max_ref_bytes",
                        "refs/main holds one commit hash"};

@@ -61,8 +61,8 @@ std::string_view to_string(SchedKernel k) {
 }
 
 std::optional<SchedKernel> parse_sched_kernel(std::string_view name) {
-  for (SchedKernel k : {SchedKernel::sm90_sparse, SchedKernel::sm100_head64, SchedKernel::sm100_head128,
-                        SchedKernel::sm90_dense}) {
+  for (SchedKernel k :
+       {SchedKernel::sm90_sparse, SchedKernel::sm100_head64, SchedKernel::sm100_head128, SchedKernel::sm90_dense}) {
     if (name == to_string(k)) return k;
   }
   return std::nullopt;
@@ -104,12 +104,12 @@ SchedParams sched_params(SchedKernel kernel, std::int32_t num_sms, std::int32_t 
       break;
     case SchedKernel::sm90_dense: {
       if (h_k < 1 || h_k > h_q) {
-        throw_usage("h_k = " + std::to_string(h_k) + ": " + kname + " needs 1 <= h_k <= h_q (h_q = " +
-                    std::to_string(h_q) + ")");
+        throw_usage("h_k = " + std::to_string(h_k) + ": " + kname +
+                    " needs 1 <= h_k <= h_q (h_q = " + std::to_string(h_q) + ")");
       }
       if (h_q % h_k != 0) {
-        throw_usage("h_q = " + std::to_string(h_q) + ": " + kname + " needs h_q to be a multiple of h_k (h_k = " +
-                    std::to_string(h_k) + ")");
+        throw_usage("h_q = " + std::to_string(h_q) + ": " + kname +
+                    " needs h_q to be a multiple of h_k (h_k = " + std::to_string(h_k) + ")");
       }
       p.fixed_overhead = 5;
       // Query rows per KV head (all s_q positions folded in), tiled by 64 rows per partition.
@@ -118,8 +118,7 @@ SchedParams sched_params(SchedKernel kernel, std::int32_t num_sms, std::int32_t 
       parts = static_cast<std::int32_t>(num_sms / h_k / row_tiles);
       break;
     }
-    default:
-      throw_usage("unknown scheduler kernel " + std::to_string(static_cast<int>(kernel)));
+    default: throw_usage("unknown scheduler kernel " + std::to_string(static_cast<int>(kernel)));
   }
   p.num_sm_parts = std::max(parts, std::int32_t{1});
   return p;
@@ -226,8 +225,14 @@ SchedPlan plan_schedule(const SchedInput& in) {
       // is non-zero), stores n_0 - 1 as begin_block. We reproduce that so host, GPU kernel and
       // FlashMLA agree on every int of the plan; kernels must skip idle partitions
       // (begin_req >= b) and never read their block range.
-      rec = {static_cast<std::int32_t>(nb), static_cast<std::int32_t>(nb - 1), plan.blocks[0] - 1,
-             plan.blocks[b - 1], 0, 0, 0, 0};
+      rec = {static_cast<std::int32_t>(nb),
+             static_cast<std::int32_t>(nb - 1),
+             plan.blocks[0] - 1,
+             plan.blocks[b - 1],
+             0,
+             0,
+             0,
+             0};
       ++plan.idle_partitions;
       continue;
     }
@@ -239,15 +244,20 @@ SchedPlan plan_schedule(const SchedInput& in) {
       // A single request piece: it is split if it is either end of a split request.
       first_split = last_split = first_split || last_split;
     }
-    rec = {static_cast<std::int32_t>(begin_req), static_cast<std::int32_t>(end_req),
-           static_cast<std::int32_t>(begin_block), static_cast<std::int32_t>(end_block),
-           static_cast<std::int32_t>(begin_split), first_split ? 1 : 0, last_split ? 1 : 0, 0};
+    rec = {static_cast<std::int32_t>(begin_req),
+           static_cast<std::int32_t>(end_req),
+           static_cast<std::int32_t>(begin_block),
+           static_cast<std::int32_t>(end_block),
+           static_cast<std::int32_t>(begin_split),
+           first_split ? 1 : 0,
+           last_split ? 1 : 0,
+           0};
     min_blocks = min_blocks < 0 ? taken : std::min(min_blocks, taken);
     max_blocks = std::max(max_blocks, taken);
   }
   if (r != nb || blk != 0 || sidx != 0) {
-    throw_internal("tile scheduler sweep ended at request " + std::to_string(r) + ", block " +
-                   std::to_string(blk) + " (b = " + std::to_string(nb) + ")");
+    throw_internal("tile scheduler sweep ended at request " + std::to_string(r) + ", block " + std::to_string(blk) +
+                   " (b = " + std::to_string(nb) + ")");
   }
 
   // ---- derived facts ----
@@ -258,8 +268,8 @@ SchedPlan plan_schedule(const SchedInput& in) {
   std::int64_t rows = checked_add(nb, P, "accumulator rows", ErrorKind::usage);
   rows = checked_mul(rows, in.s_q, "accumulator rows", ErrorKind::usage);
   rows = checked_mul(rows, in.h_q, "accumulator rows", ErrorKind::usage);
-  plan.accum_bytes = checked_mul(checked_mul(rows, kAccumFloatsPerRow, "accumulator size", ErrorKind::usage),
-                                 4, "accumulator bytes", ErrorKind::usage);
+  plan.accum_bytes = checked_mul(checked_mul(rows, kAccumFloatsPerRow, "accumulator size", ErrorKind::usage), 4,
+                                 "accumulator bytes", ErrorKind::usage);
   return plan;
 }
 

@@ -30,29 +30,110 @@ namespace {
 // Columns: id, name, cc, family, SMs, memory (GiB), unified memory, reference for --arch, note,
 // runtime total (bytes), where that was measured.
 constexpr std::array<GpuPreset, 12> kPresets{{
-    {"h100", "NVIDIA H100 SXM", {9, 0}, ArchFamily::hopper, 132, 80, false, false,
-     "SXM part; the H100 PCIe has 114 SMs (--num-sms 114)", 0, ""},
-    {"h200", "NVIDIA H200 SXM", {9, 0}, ArchFamily::hopper, 132, 141, false, true, "", 150'109'880'320,
-     "cudaMemGetInfo total on an H200 SXM, CUDA 13.0, 2026-12-01 (139.80 GiB; nvidia-smi: 143,771 MiB, 616 MiB reserved)"},
+    {"h100",
+     "NVIDIA H100 SXM",
+     {9, 0},
+     ArchFamily::hopper,
+     132,
+     80,
+     false,
+     false,
+     "SXM part; the H100 PCIe has 114 SMs (--num-sms 114)",
+     0,
+     ""},
+    {"h200",
+     "NVIDIA H200 SXM",
+     {9, 0},
+     ArchFamily::hopper,
+     132,
+     141,
+     false,
+     true,
+     "",
+     150'109'880'320,
+     "cudaMemGetInfo total on an H200 SXM, CUDA 13.0, 2026-12-01 (139.80 GiB; nvidia-smi: 143,771 MiB, 616 MiB "
+     "reserved)"},
     {"h800", "NVIDIA H800 SXM", {9, 0}, ArchFamily::hopper, 132, 80, false, false, "", 0, ""},
-    {"h20", "NVIDIA H20", {9, 0}, ArchFamily::hopper, 78, 96, false, false,
-     "a 141 GB variant exists (--gpu-memory-gib 141)", 0, ""},
-    {"b200", "NVIDIA B200", {10, 0}, ArchFamily::blackwell_datacentre, 148, 180, false, true,
-     "180 GB usable of 192 GB nominal HBM3e", 0, ""},
-    {"b300", "NVIDIA B300", {10, 3}, ArchFamily::blackwell_datacentre, 148, 288, false, true,
-     "SM count unconfirmed: 148 (B200's) assumed; pass --num-sms when you know it", 0, ""},
-    {"gb200", "NVIDIA GB200 (one Blackwell GPU)", {10, 0}, ArchFamily::blackwell_datacentre, 148, 186, false, false,
-     "", 0, ""},
-    {"a100", "NVIDIA A100 SXM 80GB", {8, 0}, ArchFamily::ampere, 108, 80, false, true,
-     "80 GB part; a 40 GB variant exists (--gpu-memory-gib 40)", 0, ""},
+    {"h20",
+     "NVIDIA H20",
+     {9, 0},
+     ArchFamily::hopper,
+     78,
+     96,
+     false,
+     false,
+     "a 141 GB variant exists (--gpu-memory-gib 141)",
+     0,
+     ""},
+    {"b200",
+     "NVIDIA B200",
+     {10, 0},
+     ArchFamily::blackwell_datacentre,
+     148,
+     180,
+     false,
+     true,
+     "180 GB usable of 192 GB nominal HBM3e",
+     0,
+     ""},
+    {"b300",
+     "NVIDIA B300",
+     {10, 3},
+     ArchFamily::blackwell_datacentre,
+     148,
+     288,
+     false,
+     true,
+     "SM count unconfirmed: 148 (B200's) assumed; pass --num-sms when you know it",
+     0,
+     ""},
+    {"gb200",
+     "NVIDIA GB200 (one Blackwell GPU)",
+     {10, 0},
+     ArchFamily::blackwell_datacentre,
+     148,
+     186,
+     false,
+     false,
+     "",
+     0,
+     ""},
+    {"a100",
+     "NVIDIA A100 SXM 80GB",
+     {8, 0},
+     ArchFamily::ampere,
+     108,
+     80,
+     false,
+     true,
+     "80 GB part; a 40 GB variant exists (--gpu-memory-gib 40)",
+     0,
+     ""},
     {"l40s", "NVIDIA L40S", {8, 9}, ArchFamily::ada, 142, 48, false, true, "", 0, ""},
-    {"rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell", {12, 0}, ArchFamily::blackwell_rtx, 188, 96, false, true, "", 0,
+    {"rtx-pro-6000",
+     "NVIDIA RTX PRO 6000 Blackwell",
+     {12, 0},
+     ArchFamily::blackwell_rtx,
+     188,
+     96,
+     false,
+     true,
+     "",
+     0,
      ""},
     {"rtx5090", "NVIDIA GeForce RTX 5090", {12, 0}, ArchFamily::blackwell_rtx, 170, 32, false, false, "", 0, ""},
-    {"gb10", "NVIDIA GB10 (DGX Spark)", {12, 1}, ArchFamily::blackwell_gb10, 48, 128, true, true,
+    {"gb10",
+     "NVIDIA GB10 (DGX Spark)",
+     {12, 1},
+     ArchFamily::blackwell_gb10,
+     48,
+     128,
+     true,
+     true,
      "128 GB LPDDR5X shared with the CPU: the OS and host processes use part of it and the CUDA runtime reports "
      "less than 128 GiB; pass --gpu-memory-gib with your figure",
-     0, ""},
+     0,
+     ""},
 }};
 
 // Every preset's family is its capability's; at most one reference preset per capability.
@@ -78,8 +159,20 @@ static_assert(
     "two reference presets for one compute capability");
 
 constexpr std::array<ComputeCapability, 14> kKnownArchs{{
-    {7, 0}, {7, 2}, {7, 5}, {8, 0}, {8, 6}, {8, 7}, {8, 9}, {9, 0},
-    {10, 0}, {10, 1}, {10, 3}, {11, 0}, {12, 0}, {12, 1},
+    {7, 0},
+    {7, 2},
+    {7, 5},
+    {8, 0},
+    {8, 6},
+    {8, 7},
+    {8, 9},
+    {9, 0},
+    {10, 0},
+    {10, 1},
+    {10, 3},
+    {11, 0},
+    {12, 0},
+    {12, 1},
 }};
 
 std::string lower_dashed(std::string_view s) {
@@ -211,8 +304,7 @@ const GpuPreset& find_gpu_preset(std::string_view id) {
   for (const auto& p : kPresets) ids.emplace_back(p.id);
   const std::string near = did_you_mean(suggest(key, ids));
   std::string msg = "--gpu: unknown GPU " + mlaplan::quoted(id) + (near.empty() ? "." : "; " + near);
-  msg += " Known ids: " + preset_id_list() +
-         " (or describe the GPU with --arch, --num-sms and --gpu-memory-gib)";
+  msg += " Known ids: " + preset_id_list() + " (or describe the GPU with --arch, --num-sms and --gpu-memory-gib)";
   throw_usage(msg);
 }
 
@@ -282,8 +374,10 @@ Target resolve_target(const TargetRequest& request) {
   } else if (arch) {
     const GpuPreset* ref = reference_preset(*arch);
     if (ref == nullptr && (!request.num_sms || !memory)) {
-      throw_usage("--arch " + arch->sm() + " without --gpu needs --num-sms and --gpu-memory-gib: no preset has "
-                  "compute capability " + arch->str() + " (presets: " + preset_id_list() + ")");
+      throw_usage("--arch " + arch->sm() +
+                  " without --gpu needs --num-sms and --gpu-memory-gib: no preset has "
+                  "compute capability " +
+                  arch->str() + " (presets: " + preset_id_list() + ")");
     }
     t.id = "custom";
     t.name = "custom " + arch->sm() + " GPU";
@@ -301,7 +395,8 @@ Target resolve_target(const TargetRequest& request) {
       t.filled_from = std::string(ref->id);
       std::string what;
       if (!request.num_sms) what = "num_sms " + std::to_string(ref->num_sms);
-      if (!memory) what += (what.empty() ? "" : " and ") + std::string("memory ") + std::to_string(ref->memory_gib) + " GiB";
+      if (!memory)
+        what += (what.empty() ? "" : " and ") + std::string("memory ") + std::to_string(ref->memory_gib) + " GiB";
       append_note(t.note, what + " taken from the " + std::string(ref->id) + " preset (--arch without --gpu)");
       append_note(t.note, std::string(ref->note));
     }

@@ -19,7 +19,7 @@ std::string_view to_string(LayerType t) {
 }
 
 const std::vector<LayerType>& all_layer_types() {
-  static const std::vector<LayerType> all = {LayerType::swaonly, LayerType::c1a, LayerType::c2a,
+  static const std::vector<LayerType> all = {LayerType::swaonly, LayerType::c1a,   LayerType::c2a,
                                              LayerType::c4a,     LayerType::c128a, LayerType::dsa};
   return all;
 }
@@ -173,8 +173,7 @@ Topology build_topology(const ModelConfig& cfg) {
     }
     auto& r = topo.runs.back();
     r.last = l.index;
-    if (shared_source && l.index_source &&
-        (r.index_sources.empty() || r.index_sources.back() != *l.index_source)) {
+    if (shared_source && l.index_source && (r.index_sources.empty() || r.index_sources.back() != *l.index_source)) {
       r.index_sources.push_back(*l.index_source);
     }
   }

@@ -57,7 +57,7 @@ void check_verify_batch(const DecodeBatch& batch, const BatchOptions& given) {
   const auto b = static_cast<std::int64_t>(batch.positions.size());
   if (b > VerifyLimits::max_decode_tokens) {
     const std::string requests = std::to_string(batch.context_lens.size());
-    std::string from = given.batch             ? "--batch " + requests
+    std::string from = given.batch                   ? "--batch " + requests
                        : !given.context_lens.empty() ? requests + " requests of --context-lens"
                                                      : "the default mix of " + requests + " requests";
     if (batch.spec_tokens) from += " x (1 + --spec-tokens " + std::to_string(batch.spec_tokens) + ")";
@@ -242,10 +242,9 @@ std::vector<std::string> backend_kv_dtypes(Family family) {
 
 BatchOptions default_verify_batch(std::int64_t max_model_len) {
   // Short (inside the window), window edges, compressed-group edges and long requests.
-  static const std::int64_t mix[] = {1,    2,    7,    63,    64,    65,    127,   128,   129,  130,
-                                     200,  255,  256,  257,   300,   511,   512,   513,   777,  1000,
-                                     1023, 1024, 1025, 1500,  2048,  2049,  3000,  4096,  5000, 8191,
-                                     8192, 10000, 16384, 20000, 32768, 50000, 65536};
+  static const std::int64_t mix[] = {1,    2,    7,    63,   64,   65,    127,   128,   129,   130,   200,  255,  256,
+                                     257,  300,  511,  512,  513,  777,   1000,  1023,  1024,  1025,  1500, 2048, 2049,
+                                     3000, 4096, 5000, 8191, 8192, 10000, 16384, 20000, 32768, 50000, 65536};
   BatchOptions o;
   for (auto len : mix) o.context_lens.push_back(std::min(len, max_model_len));
   return o;
@@ -309,7 +308,8 @@ VerifyProblem build_verify_problem(const ModelConfig& cfg, const Topology& topo,
     build_cache(rng, p.extra, p.b, p.extra_topk, p.extra_topk_length, p.extra_indices);
   }
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  p.q.resize(static_cast<std::size_t>(p.b) * static_cast<std::size_t>(p.s_q * p.h_q) * static_cast<std::size_t>(p.d_qk));
+  p.q.resize(static_cast<std::size_t>(p.b) * static_cast<std::size_t>(p.s_q * p.h_q) *
+             static_cast<std::size_t>(p.d_qk));
   for (auto& x : p.q) x = float_to_bf16(std::clamp(normal(rng), -1.0f, 1.0f));
   std::uniform_real_distribution<float> sink(-2.0f, 4.0f);
   p.attn_sink.resize(static_cast<std::size_t>(p.h_q));
@@ -595,7 +595,8 @@ VerifyMultiReport run_verify_devices(const ModelConfig& cfg, const Topology& top
   std::mutex progress_mutex;
   std::vector<VerifyOptions> per_device(devices.size(), options);
   for (std::size_t i = 0; i < devices.size(); ++i) {
-    const std::string label = devices[i].label.empty() ? "device " + std::to_string(devices[i].index) : devices[i].label;
+    const std::string label =
+        devices[i].label.empty() ? "device " + std::to_string(devices[i].index) : devices[i].label;
     multi.devices[i].index = devices[i].index;
     multi.devices[i].name = devices[i].name;
     multi.devices[i].label = label;

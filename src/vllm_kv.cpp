@@ -81,8 +81,8 @@ struct Bucket {
   VllmSpecKind kind = VllmSpecKind::full;
   std::int64_t block_size = 0;
   std::int64_t window = 0;
-  std::vector<std::int64_t> pages;                 // distinct page sizes, first-seen order
-  std::vector<std::vector<std::size_t>> by_page;   // spec indices per page size
+  std::vector<std::int64_t> pages;                // distinct page sizes, first-seen order
+  std::vector<std::vector<std::size_t>> by_page;  // spec indices per page size
   std::size_t count = 0;
   bool balanced() const {
     for (const auto& v : by_page) {
@@ -423,12 +423,14 @@ VllmKvNumbers vllm_kv_numbers(const std::vector<VllmKvConfig>& stages,
       n.estimated_max_model_len = z;
       std::string msg = "To serve at least one request with the model's max seq len (" +
                         std::to_string(c.max_model_len) + "), (" + gib(needed) +
-                        " GiB KV cache is needed, which is larger than the available KV cache memory (" +
-                        gib(check) + " GiB). ";
-      if (z > 0) msg += "Based on the available memory, the estimated maximum model length is " + std::to_string(z) + ". ";
-      msg += "Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
-             "decreasing `max_model_len` when initializing the engine. See "
-             "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.";
+                        " GiB KV cache is needed, which is larger than the available KV cache memory (" + gib(check) +
+                        " GiB). ";
+      if (z > 0)
+        msg += "Based on the available memory, the estimated maximum model length is " + std::to_string(z) + ". ";
+      msg +=
+          "Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+          "decreasing `max_model_len` when initializing the engine. See "
+          "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.";
       n.error_message = msg;
     }
   }
@@ -457,9 +459,8 @@ VllmKvNumbers vllm_kv_numbers(const std::vector<VllmKvConfig>& stages,
   n.concurrency = (any && bpr > 0) ? static_cast<double>(n.num_blocks) / static_cast<double>(bpr) : 0.0;
   n.gpu_kv_cache_tokens = static_cast<std::int64_t>(n.concurrency * static_cast<double>(n.max_model_len));
   if (n.fits) {
-    n.log_line = "GPU KV cache size: " + format_grouped(n.gpu_kv_cache_tokens) +
-                 " tokens, Maximum concurrency for " + format_grouped(n.max_model_len) +
-                 " tokens per request: " + format_fixed(n.concurrency, 2) + "x";
+    n.log_line = "GPU KV cache size: " + format_grouped(n.gpu_kv_cache_tokens) + " tokens, Maximum concurrency for " +
+                 format_grouped(n.max_model_len) + " tokens per request: " + format_fixed(n.concurrency, 2) + "x";
   }
   return n;
 }

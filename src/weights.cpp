@@ -41,13 +41,13 @@ struct DtypeName {
 };
 
 constexpr DtypeName kDtypes[] = {
-    {WeightDtype::BF16, "BF16", 16},       {WeightDtype::F32, "F32", 32},         {WeightDtype::F8_E4M3, "F8_E4M3", 8},
-    {WeightDtype::F8_E8M0, "F8_E8M0", 8},  {WeightDtype::I8, "I8", 8},            {WeightDtype::I64, "I64", 64},
-    {WeightDtype::F64, "F64", 64},         {WeightDtype::F16, "F16", 16},         {WeightDtype::F8_E5M2, "F8_E5M2", 8},
-    {WeightDtype::I32, "I32", 32},         {WeightDtype::I16, "I16", 16},         {WeightDtype::U8, "U8", 8},
-    {WeightDtype::U16, "U16", 16},         {WeightDtype::U32, "U32", 32},         {WeightDtype::U64, "U64", 64},
-    {WeightDtype::BOOL, "BOOL", 8},        {WeightDtype::C64, "C64", 64},         {WeightDtype::F4, "F4", 4},
-    {WeightDtype::F6_E2M3, "F6_E2M3", 6},  {WeightDtype::F6_E3M2, "F6_E3M2", 6},
+    {WeightDtype::BF16, "BF16", 16},      {WeightDtype::F32, "F32", 32},        {WeightDtype::F8_E4M3, "F8_E4M3", 8},
+    {WeightDtype::F8_E8M0, "F8_E8M0", 8}, {WeightDtype::I8, "I8", 8},           {WeightDtype::I64, "I64", 64},
+    {WeightDtype::F64, "F64", 64},        {WeightDtype::F16, "F16", 16},        {WeightDtype::F8_E5M2, "F8_E5M2", 8},
+    {WeightDtype::I32, "I32", 32},        {WeightDtype::I16, "I16", 16},        {WeightDtype::U8, "U8", 8},
+    {WeightDtype::U16, "U16", 16},        {WeightDtype::U32, "U32", 32},        {WeightDtype::U64, "U64", 64},
+    {WeightDtype::BOOL, "BOOL", 8},       {WeightDtype::C64, "C64", 64},        {WeightDtype::F4, "F4", 4},
+    {WeightDtype::F6_E2M3, "F6_E2M3", 6}, {WeightDtype::F6_E3M2, "F6_E3M2", 6},
 };
 
 const DtypeName* dtype_entry(WeightDtype d) {
@@ -150,9 +150,10 @@ class Builder {
     }
     if (!draft_ && part != WeightPart::embedding && part != WeightPart::engram) {
       // Routed experts: top_k of n_routed_experts are active, i.e. count tensors times top_k / count.
-      const std::int64_t active = part == WeightPart::routed_experts
-                                      ? checked_mul(params, std::min(count, c_.num_experts_per_tok), "active parameters")
-                                      : cp;
+      const std::int64_t active =
+          part == WeightPart::routed_experts
+              ? checked_mul(params, std::min(count, c_.num_experts_per_tok), "active parameters")
+              : cp;
       r_.active_params = checked_add(r_.active_params, active, "active parameters");
     }
     r_.groups.push_back(TensorGroup{name, dt, shape, bytes, params, part, layer_, draft_, scale, count});
@@ -170,8 +171,7 @@ class Builder {
     const auto brace = name.find("{e}");
     for (std::int64_t e = 0; e < count; ++e) {
       TensorInfo t;
-      t.name = brace == std::string::npos ? name
-                                          : name.substr(0, brace) + std::to_string(e) + name.substr(brace + 3);
+      t.name = brace == std::string::npos ? name : name.substr(0, brace) + std::to_string(e) + name.substr(brace + 3);
       t.dtype = dt;
       t.shape = shape;
       t.bytes = bytes;
@@ -192,11 +192,11 @@ class Builder {
       case Kind::fp8:
         add(base + ".weight", WeightDtype::F8_E4M3, {rows, cols}, part, false, count);
         if (v32_scales_) {
-          add(base + ".weight_scale_inv", WeightDtype::F32, {ceil_div(rows, block_r_), ceil_div(cols, block_c_)},
-              part, true, count);
-        } else {
-          add(base + ".scale", WeightDtype::F8_E8M0, {ceil_div(rows, block_r_), ceil_div(cols, block_c_)}, part,
+          add(base + ".weight_scale_inv", WeightDtype::F32, {ceil_div(rows, block_r_), ceil_div(cols, block_c_)}, part,
               true, count);
+        } else {
+          add(base + ".scale", WeightDtype::F8_E8M0, {ceil_div(rows, block_r_), ceil_div(cols, block_c_)}, part, true,
+              count);
         }
         return;
       case Kind::fp4:
@@ -237,8 +237,8 @@ class Builder {
       unknown("quantization_config.fmt = \"" + printable(c_.fmt, 64) + "\" is not known (known: e4m3)");
     } else if (cfg_.family != Family::deepseek_v32 && c_.scale_fmt != "ue8m0") {
       linear_ = Kind::unknown;
-      unknown("quantization_config.scale_fmt = \"" + printable(c_.scale_fmt, 64) +
-              "\" is not known for " + std::string(to_string(cfg_.family)) + " (known: ue8m0)");
+      unknown("quantization_config.scale_fmt = \"" + printable(c_.scale_fmt, 64) + "\" is not known for " +
+              std::string(to_string(cfg_.family)) + " (known: ue8m0)");
     } else if (c_.weight_block_size.size() != 2) {
       linear_ = Kind::unknown;
       unknown("quantization_config.weight_block_size is missing; the fp8 scale shape follows from it");
@@ -402,8 +402,7 @@ void build_v4(Builder& b, const ModelConfig& cfg, WeightsReport& r) {
       // projector from downsample_ratio^2 patches to hidden_size. Shapes assumed, not listed [U].
       b.estimate(P::vision);
       const std::int64_t vh = c.vision_hidden_size, vi = c.vision_intermediate_size, ps = c.vision_patch_size;
-      b.add("vision.patch_embed.weight", BF16, {vh, checked_mul(3, checked_mul(ps, ps, "patch"), "patch")},
-            P::vision);
+      b.add("vision.patch_embed.weight", BF16, {vh, checked_mul(3, checked_mul(ps, ps, "patch"), "patch")}, P::vision);
       for (std::int64_t l = 0; l < c.vision_layers; ++l) {
         const std::string p = "vision.blocks." + std::to_string(l) + ".";
         b.add(p + "norm1.weight", BF16, {vh}, P::vision);
@@ -424,12 +423,12 @@ void build_v4(Builder& b, const ModelConfig& cfg, WeightsReport& r) {
   // Draft stages: more compress_ratios entries than layers say how many; else num_nextn_predict_layers.
   std::int64_t stages = cfg.num_draft_layers;
   if (c.compress_ratios_entries > n && c.compress_ratios_entries - n != stages) {
-    r.findings.push_back(Finding{
-        "weights.draft_stages", Severity::info,
-        "compress_ratios has " + std::to_string(c.compress_ratios_entries) + " entries for " + std::to_string(n) +
-            " layers: the checkpoint holds " + std::to_string(c.compress_ratios_entries - n) +
-            " draft stages (num_nextn_predict_layers says " + std::to_string(stages) + ")",
-        cfg.field_prefix + "/compress_ratios", ""});
+    r.findings.push_back(Finding{"weights.draft_stages", Severity::info,
+                                 "compress_ratios has " + std::to_string(c.compress_ratios_entries) + " entries for " +
+                                     std::to_string(n) + " layers: the checkpoint holds " +
+                                     std::to_string(c.compress_ratios_entries - n) +
+                                     " draft stages (num_nextn_predict_layers says " + std::to_string(stages) + ")",
+                                 cfg.field_prefix + "/compress_ratios", ""});
     stages = c.compress_ratios_entries - n;
   }
   r.draft_stages = stages;
@@ -543,9 +542,15 @@ std::optional<PublishedParams> published_params(const ModelConfig& cfg) {
     PublishedParams p;
   };
   static const Known kKnown[] = {
-      {Family::deepseek_v4, 4096, 43, 256,
+      {Family::deepseek_v4,
+       4096,
+       43,
+       256,
        {"DeepSeek-V4-Flash", 284, 13, "DeepSeek's model card: 284B total, 13B activated"}},
-      {Family::deepseek_v32, 7168, 61, 256,
+      {Family::deepseek_v32,
+       7168,
+       61,
+       256,
        {"DeepSeek-V3 / V3.2", 671, 37, "DeepSeek's model card: 671B main model (+14B MTP), 37B activated"}},
   };
   for (const auto& k : kKnown) {

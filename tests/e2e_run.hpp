@@ -28,18 +28,18 @@ namespace e2e {
 namespace fs = std::filesystem;
 
 struct Run {
-  int code = -1;         ///< exit status, 128 + signal when killed by one, -1 when timed out
+  int code = -1;  ///< exit status, 128 + signal when killed by one, -1 when timed out
   bool timed_out = false;
   std::string out;
   std::string err;
 };
 
 struct RunOptions {
-  std::vector<std::string> env_extra;  ///< "NAME=value": replaces or adds
-  std::string stdout_path;             ///< where stdout goes instead of a captured file ("/dev/full")
+  std::vector<std::string> env_extra;    ///< "NAME=value": replaces or adds
+  std::string stdout_path;               ///< where stdout goes instead of a captured file ("/dev/full")
   std::string stdin_path = "/dev/null";  ///< what the child reads as standard input
-  bool stdout_closed_pipe = false;     ///< stdout is a pipe whose read end is closed
-  bool ignore_sigpipe = false;         ///< the child starts with SIGPIPE ignored (writes get EPIPE)
+  bool stdout_closed_pipe = false;       ///< stdout is a pipe whose read end is closed
+  bool ignore_sigpipe = false;           ///< the child starts with SIGPIPE ignored (writes get EPIPE)
   int timeout_s = 60;
 };
 

@@ -182,7 +182,8 @@ int main() {
   const fs::path html = b.dir / "report.html", svg = b.dir / "report.svg";
   for (const auto& out : {html, svg}) {
     std::ostringstream o, e;
-    const int code = mlaplan::cli::run_cli({"report", config, "--tp", "8", "-o", out.string()}, o, e);  // a layout that fits
+    const int code =
+        mlaplan::cli::run_cli({"report", config, "--tp", "8", "-o", out.string()}, o, e);  // a layout that fits
     check(code == 0, "mla-plan report -o " + out.filename().string() + " exits 0" + (code ? ": " + e.str() : ""));
   }
 
@@ -216,7 +217,8 @@ int main() {
   check(rc == 0, "chromium renders report.html (exit " + std::to_string(rc) + ")");
   const std::string png_data = slurp(png);
   const auto [w, h] = png_size(png_data);
-  check(w == 1400 && h == 2000, "report.png is a 1400x2000 PNG (got " + std::to_string(w) + "x" + std::to_string(h) + ")");
+  check(w == 1400 && h == 2000,
+        "report.png is a 1400x2000 PNG (got " + std::to_string(w) + "x" + std::to_string(h) + ")");
   check(!blank_png.empty() && png_data.size() > 3 * blank_png.size(),
         "report.png (" + std::to_string(png_data.size()) + " bytes) is far larger than a blank page's (" +
             std::to_string(blank_png.size()) + " bytes)");
@@ -246,7 +248,8 @@ int main() {
   const std::vector<std::vector<std::string>> extremes = {
       {cfgdir + "deepseek-v4.1-flash.json", "--tp", "8", "--batch", "1"},
       {cfgdir + "deepseek-v4.1-flash.json", "--tp", "8", "--batch", "65536", "--context-len", "100000"},
-      {cfgdir + "deepseek-v4.1-flash.json", "--tp", "8", "--gpu", "b200", "--batch", "4096", "--context-len", "1048576"},
+      {cfgdir + "deepseek-v4.1-flash.json", "--tp", "8", "--gpu", "b200", "--batch", "4096", "--context-len",
+       "1048576"},
       {cfgdir + "deepseek-v4.1-flash.json"},
       {cfgdir + "deepseek-v4.1-flash.json", "--gpu", "a100"},
       {cfgdir + "deepseek-v4-flash.json", "--tp", "2", "--batch", "512"},
@@ -262,7 +265,8 @@ int main() {
     argv.push_back(drawing.string());
     std::ostringstream o, e;
     std::string what;
-    for (std::size_t i = 0; i < args.size(); ++i) what += (i == 0 ? fs::path(args[0]).filename().string() : args[i]) + " ";
+    for (std::size_t i = 0; i < args.size(); ++i)
+      what += (i == 0 ? fs::path(args[0]).filename().string() : args[i]) + " ";
     const int code = mlaplan::cli::run_cli(argv, o, e);
     check(fs::exists(drawing), "report " + what + "is written (exit " + std::to_string(code) + ")");
     const fs::path page = b.dir / ("extreme-" + std::to_string(n) + ".html");

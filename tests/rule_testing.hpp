@@ -14,9 +14,7 @@
 namespace testing_rules {
 
 /// Path of a bundled config (configs/NAME).
-inline std::string config_path(const std::string& name) {
-  return std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + name;
-}
+inline std::string config_path(const std::string& name) { return std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + name; }
 
 inline mlaplan::ModelConfig released(const std::string& name) { return mlaplan::load_config(config_path(name)); }
 

@@ -282,7 +282,8 @@ TEST_CASE("kv dtypes through evaluate_rules: whole messages and fixes per backen
     o.layout.kv_cache_dtype = "nvfp4_ds_mla";
     const auto r = find(eval(v40(), gpu("b200"), o), "backend.kv_cache_dtype");
     REQUIRE(r);
-    CHECK(r->finding.message == std::string(kNvfp4V41Only) + " (--kv-cache-dtype nvfp4_ds_mla on FLASHMLA_SPARSE_DSV4)");
+    CHECK(r->finding.message ==
+          std::string(kNvfp4V41Only) + " (--kv-cache-dtype nvfp4_ds_mla on FLASHMLA_SPARSE_DSV4)");
     o.layout.kv_cache_dtype = "bfloat16";
     const auto v = find(eval(v32(), gpu("h200"), o), "backend.kv_cache_dtype");
     REQUIRE(v);
@@ -406,11 +407,13 @@ TEST_CASE("block sizes, window blocks and page states per backend", "[backends]"
   CHECK(sm.window_block == 64);
   CHECK(sm.global_block(1) == 64);
   CHECK(sm.global_block(2) == 128);
-  const auto fi = resolve(v41(), "b200", [] {
-                    LayoutOptions o;
-                    o.attention_backend = "FLASHINFER_MLA_SPARSE_DSV41";
-                    return o;
-                  }()).options;
+  const auto fi = resolve(v41(), "b200",
+                          [] {
+                            LayoutOptions o;
+                            o.attention_backend = "FLASHINFER_MLA_SPARSE_DSV41";
+                            return o;
+                          }())
+                      .options;
   CHECK(fi.block == 128);
   CHECK(fi.page_states == 0);
   CHECK(fi.window_block == 32);
@@ -547,7 +550,8 @@ TEST_CASE("attention backend values (--attention-backend)", "[backends]") {
   // On SM90 the FlashInfer backend's supports_combination refuses the arch.
   const auto h = choose(v41(), "h200", std::string("FLASHINFER_MLA_SPARSE_DSV41"));
   CHECK(h.refusal_id == "backend.arch");
-  CHECK(h.refusal == "FLASHINFER_MLA_SPARSE_DSV4 requires SM10x or SM12x; target h200 is sm90 (compute capability 9.0)");
+  CHECK(h.refusal ==
+        "FLASHINFER_MLA_SPARSE_DSV4 requires SM10x or SM12x; target h200 is sm90 (compute capability 9.0)");
   CHECK(h.fix == "use a compute capability 10.x or 12.x GPU, or omit --attention-backend");
   {
     RuleOptions o;
@@ -564,8 +568,9 @@ TEST_CASE("attention backend values (--attention-backend)", "[backends]") {
       INFO(name << " on " << g);
       const auto ch = choose(v41(), g, name);
       CHECK(ch.refusal_id == "backend.attention_backend");
-      CHECK(ch.refusal == name + " is not a DeepSeek V4.1 attention backend. Use FLASHINFER_MLA_SPARSE_DSV41 for "
-                                 "DeepSeek V4.1 FlashInfer sparse MLA.");
+      CHECK(ch.refusal == name +
+                              " is not a DeepSeek V4.1 attention backend. Use FLASHINFER_MLA_SPARSE_DSV41 for "
+                              "DeepSeek V4.1 FlashInfer sparse MLA.");
       CHECK(ch.fix == "use --attention-backend FLASHINFER_MLA_SPARSE_DSV41");
       RuleOptions o;
       o.layout.attention_backend = name;
@@ -586,17 +591,19 @@ TEST_CASE("attention backend values (--attention-backend)", "[backends]") {
       "FLASHINFER_MLA_SPARSE_DSV4, FLASHINFER_MLA_SPARSE, FLASHINFER_MLA_SPARSE_SM120";
   require_usage_error([] { choose(v41(), "h200", std::string("FLASHMLA_SPARSE_DSV42")); },
                       "--attention-backend: 'FLASHMLA_SPARSE_DSV42' is not a sparse-MLA attention backend vLLM "
-                      "selects for DeepSeek; " + allowed +
-                          "; did you mean 'FLASHMLA_SPARSE_DSV41' or 'FLASHMLA_SPARSE_DSV4'?");
+                      "selects for DeepSeek; " +
+                          allowed + "; did you mean 'FLASHMLA_SPARSE_DSV41' or 'FLASHMLA_SPARSE_DSV4'?");
   require_usage_error([] { choose(v41(), "h200", std::string("flashmla_sparse_dvs41")); },
                       "--attention-backend: 'flashmla_sparse_dvs41' is not a sparse-MLA attention backend vLLM "
-                      "selects for DeepSeek; " + allowed + "; did you mean 'FLASHMLA_SPARSE_DSV41'?");
+                      "selects for DeepSeek; " +
+                          allowed + "; did you mean 'FLASHMLA_SPARSE_DSV41'?");
   require_usage_error([] { choose(v41(), "h200", std::string("dsv41")); },
                       "--attention-backend: 'dsv41' is not a sparse-MLA attention backend vLLM selects for DeepSeek; " +
                           allowed + "; did you mean 'FLASHMLA_SPARSE_DSV41' or 'FLASHINFER_MLA_SPARSE_DSV41'?");
   require_usage_error([] { choose(v41(), "h200", std::string("TRITON_MLA")); },
                       "--attention-backend: 'TRITON_MLA' is not a sparse-MLA attention backend vLLM selects for "
-                      "DeepSeek; " + allowed);
+                      "DeepSeek; " +
+                          allowed);
   {
     RuleOptions o;
     o.layout.attention_backend = "FLASHMLA_SPARSE_DSV42";
@@ -611,8 +618,9 @@ TEST_CASE("attention backend values (--attention-backend)", "[backends]") {
   // V4.0 and V3.2 take their own names only.
   const auto v4 = choose(v40(), "h200", std::string("FLASHINFER_MLA_SPARSE_DSV41"));
   CHECK(v4.refusal_id == "backend.attention_backend");
-  CHECK(v4.refusal == "FLASHINFER_MLA_SPARSE_DSV41 is not a DeepSeek V4 attention backend; DeepSeek V4.0 runs on "
-                      "FLASHMLA_SPARSE_DSV4 (sm90, sm100) or FLASHINFER_MLA_SPARSE_DSV4 (sm120)");
+  CHECK(v4.refusal ==
+        "FLASHINFER_MLA_SPARSE_DSV41 is not a DeepSeek V4 attention backend; DeepSeek V4.0 runs on "
+        "FLASHMLA_SPARSE_DSV4 (sm90, sm100) or FLASHINFER_MLA_SPARSE_DSV4 (sm120)");
   CHECK(choose(v40(), "rtx-pro-6000", std::string("FLASHINFER_MLA_SPARSE_DSV4")).id ==
         BackendId::flashinfer_mla_sparse_sm120);
   CHECK(choose(v40(), "b200", std::string("FLASHINFER_MLA_SPARSE_DSV4")).refusal_id == "backend.attention_backend");
@@ -625,8 +633,9 @@ TEST_CASE("the fused FlashMLA path (--dsv4-fused-attention) and its shape", "[ba
   // On: vLLM raises on anything but SM100.
   const auto h = choose(v41(), "h200", std::nullopt, FusedAttention::on);
   CHECK(h.refusal_id == "backend.fused_attention");
-  CHECK(h.refusal == "dsv4_fused_attention=True is unsupported: the fused sparse kernel is built for SM100 only; "
-                     "target h200 is sm90");
+  CHECK(h.refusal ==
+        "dsv4_fused_attention=True is unsupported: the fused sparse kernel is built for SM100 only; "
+        "target h200 is sm90");
   CHECK(h.fix == "omit --dsv4-fused-attention");
   {
     RuleOptions o;
@@ -674,8 +683,9 @@ TEST_CASE("the fused FlashMLA path (--dsv4-fused-attention) and its shape", "[ba
   // The flag names the FlashMLA V4.1 path; with another backend it is refused.
   const auto fi = choose(v41(), "b200", std::string("FLASHINFER_MLA_SPARSE_DSV41"), FusedAttention::on);
   CHECK(fi.refusal_id == "backend.fused_attention");
-  CHECK(fi.refusal == "--dsv4-fused-attention true applies to the FlashMLA backend of DeepSeek V4.1 on SM100; the "
-                      "chosen backend is FLASHINFER_MLA_SPARSE_DSV41 (SM10x)");
+  CHECK(fi.refusal ==
+        "--dsv4-fused-attention true applies to the FlashMLA backend of DeepSeek V4.1 on SM100; the "
+        "chosen backend is FLASHINFER_MLA_SPARSE_DSV41 (SM10x)");
   CHECK(choose(v40(), "b200", std::nullopt, FusedAttention::on).refusal ==
         "--dsv4-fused-attention true applies to the FlashMLA backend of DeepSeek V4.1 on SM100; the chosen backend "
         "is FLASHMLA_SPARSE_DSV4");
@@ -747,8 +757,9 @@ TEST_CASE("layout: FlashInfer SM10x stores plain rows in pages aligned to 512", 
     RowFormatId fmt;
     std::int64_t row;
   };
-  for (const Case c : {Case{"auto", RowFormatId::bf16, 1024}, Case{"bfloat16", RowFormatId::bf16, 1024},
-                       Case{"fp8", RowFormatId::fp8_per_tensor, 512}, Case{"fp8_e4m3", RowFormatId::fp8_per_tensor, 512}}) {
+  for (const Case c :
+       {Case{"auto", RowFormatId::bf16, 1024}, Case{"bfloat16", RowFormatId::bf16, 1024},
+        Case{"fp8", RowFormatId::fp8_per_tensor, 512}, Case{"fp8_e4m3", RowFormatId::fp8_per_tensor, 512}}) {
     INFO("--kv-cache-dtype " << c.kv);
     LayoutOptions o;
     o.attention_backend = "FLASHINFER_MLA_SPARSE_DSV41";
@@ -803,7 +814,7 @@ TEST_CASE("layout: FlashInfer SM10x stores plain rows in pages aligned to 512", 
   CHECK(F.backend == BackendId::flashmla_sparse_dsv41_fused);
   const auto& fw = first(F, CacheKind::swa, 1);
   CHECK(fw.row_bytes == 584);
-  CHECK(fw.page_bytes == 19008);  // 32 x 584 = 18,688 -> 33 x 576
+  CHECK(fw.page_bytes == 19008);                                  // 32 x 584 = 18,688 -> 33 x 576
   CHECK(first(F, CacheKind::compressed, 1).page_bytes == 74880);  // 128 x 584 = 74,752 -> 130 x 576
   CHECK(first(F, CacheKind::indexer, 1).page_bytes == 17280);     // 128 x 132 = 16,896 -> 30 x 576
 }
@@ -861,7 +872,7 @@ TEST_CASE("fit: the GPU KV cache follows the backend's rows on B200", "[backends
     r.suggestions = false;
     return make_plan(config_path("deepseek-v4.1-flash.json"), r);
   };
-  const Plan flashmla = fit_of(std::nullopt, "auto");              // fused, 584-byte rows
+  const Plan flashmla = fit_of(std::nullopt, "auto");                  // fused, 584-byte rows
   const Plan fi_bf16 = fit_of("FLASHINFER_MLA_SPARSE_DSV41", "auto");  // 1,024-byte rows
   const Plan fi_fp8 = fit_of("FLASHINFER_MLA_SPARSE_DSV41", "fp8");    // 512-byte rows
   for (const Plan* p : {&flashmla, &fi_bf16, &fi_fp8}) {
@@ -928,8 +939,9 @@ TEST_CASE("spec: DSpark below dspark_block_size warns, PP and DCP are refused", 
     CHECK_FALSE(find(rs, "backend.pipeline_cut"));
     const auto r = find(rs, "spec.dspark_parallel");
     REQUIRE(r);
-    CHECK(r->finding.message == "DSpark does not support pipeline parallelism (PP > 1). (--pipeline-parallel-size 2 "
-                                "with --spec-tokens 5)");
+    CHECK(r->finding.message ==
+          "DSpark does not support pipeline parallelism (PP > 1). (--pipeline-parallel-size 2 "
+          "with --spec-tokens 5)");
     CHECK(r->finding.fix == "use --pipeline-parallel-size 1, or --spec-tokens 0");
     CHECK(rules_exit_code(rs) == 3);
     CHECK(errors(rs) == 1);
@@ -941,8 +953,9 @@ TEST_CASE("spec: DSpark below dspark_block_size warns, PP and DCP are refused", 
     const auto rs = eval(v41(), gpu("b200"), o);
     const auto dspark = find(rs, "spec.dspark_parallel");
     REQUIRE(dspark);
-    CHECK(dspark->finding.message == "DSpark does not support decode context parallelism (DCP > 1). "
-                                     "(--decode-context-parallel-size 2 with --spec-tokens 5)");
+    CHECK(dspark->finding.message ==
+          "DSpark does not support decode context parallelism (DCP > 1). "
+          "(--decode-context-parallel-size 2 with --spec-tokens 5)");
     CHECK(dspark->finding.fix == "use --decode-context-parallel-size 1, or --spec-tokens 0");
     const auto dcp = find(rs, "backend.decode_context_parallel");
     REQUIRE(dcp);
@@ -976,8 +989,9 @@ TEST_CASE("spec: MTP rounds and configs without draft layers", "[backends][spec]
   const auto rs = eval(two, gpu("h200"), o);
   const auto r = find(rs, "spec.mtp_tokens");
   REQUIRE(r);
-  CHECK(r->finding.message == "num_speculative_tokens:3 must be divisible by n_predict=2 (--spec-tokens 3: vLLM reuses "
-                              "the 2 MTP stage(s) in whole rounds)");
+  CHECK(r->finding.message ==
+        "num_speculative_tokens:3 must be divisible by n_predict=2 (--spec-tokens 3: vLLM reuses "
+        "the 2 MTP stage(s) in whole rounds)");
   CHECK(r->finding.fix == "use --spec-tokens 1, 2, 4, 6, 8, ...");
   CHECK(r->finding.path == "/num_nextn_predict_layers");
   CHECK(rules_exit_code(rs) == 3);
@@ -993,8 +1007,9 @@ TEST_CASE("spec: MTP rounds and configs without draft layers", "[backends][spec]
   const auto ns = eval(none, gpu("h200"), o);
   const auto w = find(ns, "spec.no_draft_layers", Severity::warning);
   REQUIRE(w);
-  CHECK(w->finding.message == "--spec-tokens 2 but the config has no draft layers (num_nextn_predict_layers 0): the "
-                              "draft model is a separate checkpoint whose weights and caches are not counted here");
+  CHECK(w->finding.message ==
+        "--spec-tokens 2 but the config has no draft layers (num_nextn_predict_layers 0): the "
+        "draft model is a separate checkpoint whose weights and caches are not counted here");
   CHECK(w->finding.fix == "plan the draft model's config too");
   CHECK(w->finding.path == "/num_nextn_predict_layers");
   CHECK(errors(ns) == 0);
@@ -1020,9 +1035,9 @@ std::string types_of(const KernelShape& s) {
 /// One line per shape: what the brief asks to be checked, in a form a failure prints readably.
 std::string describe(const KernelShape& s) {
   std::ostringstream o;
-  o << s.phase << " " << types_of(s) << (s.draft ? " (draft)" : "") << " h" << s.local_heads << "->"
-    << s.kernel_heads << " topk " << s.topk << " extra " << s.extra_topk << " rows " << s.page_rows << "/"
-    << s.extra_page_rows << " " << to_string(s.status);
+  o << s.phase << " " << types_of(s) << (s.draft ? " (draft)" : "") << " h" << s.local_heads << "->" << s.kernel_heads
+    << " topk " << s.topk << " extra " << s.extra_topk << " rows " << s.page_rows << "/" << s.extra_page_rows << " "
+    << to_string(s.status);
   return o.str();
 }
 
@@ -1251,19 +1266,22 @@ TEST_CASE("kernel.head_padding: the idle share of a padded kernel", "[backends][
   o.layout.tensor_parallel_size = 8;
   const auto h = find(eval(v41(), gpu("h200"), o), "kernel.head_padding", Severity::info);
   REQUIRE(h);
-  CHECK(h->finding.message == "TP 8: 8 of 64 query heads per rank run in a 64-head kernel (56 idle, 7/8 of the "
-                              "attention math) on FLASHMLA_SPARSE_DSV41");
+  CHECK(h->finding.message ==
+        "TP 8: 8 of 64 query heads per rank run in a 64-head kernel (56 idle, 7/8 of the "
+        "attention math) on FLASHMLA_SPARSE_DSV41");
   CHECK(h->finding.fix == "DP attention (--data-parallel-size) keeps all 64 heads on each rank");
   CHECK(h->finding.path == "/text_config/num_attention_heads");
   const auto b = find(eval(v41(), gpu("b200"), o), "kernel.head_padding", Severity::info);
   REQUIRE(b);
-  CHECK(b->finding.message == "TP 8: 8 of 64 query heads per rank run in a 64-head kernel (56 idle, 7/8 of the "
-                              "attention math) on FLASHMLA_SPARSE_DSV41 (fused)");
+  CHECK(b->finding.message ==
+        "TP 8: 8 of 64 query heads per rank run in a 64-head kernel (56 idle, 7/8 of the "
+        "attention math) on FLASHMLA_SPARSE_DSV41 (fused)");
   o.layout.tensor_parallel_size = 2;
   const auto t2 = find(eval(v41(), gpu("h200"), o), "kernel.head_padding", Severity::info);
   REQUIRE(t2);
-  CHECK(t2->finding.message == "TP 2: 32 of 64 query heads per rank run in a 64-head kernel (32 idle, 1/2 of the "
-                               "attention math) on FLASHMLA_SPARSE_DSV41");
+  CHECK(t2->finding.message ==
+        "TP 2: 32 of 64 query heads per rank run in a 64-head kernel (32 idle, 1/2 of the "
+        "attention math) on FLASHMLA_SPARSE_DSV41");
   // FlashInfer has 8-, 16- and 32-head kernels: nothing idle.
   for (const std::int64_t tp : {1, 2, 4, 8}) {
     o.layout.tensor_parallel_size = tp;
@@ -1279,7 +1297,8 @@ TEST_CASE("kernel.head_padding: the idle share of a padded kernel", "[backends][
   o.layout.tensor_parallel_size = 4;
   const auto v = find(eval(v32(), gpu("h200"), o), "kernel.head_padding", Severity::info);
   REQUIRE(v);
-  CHECK(v->finding.message == "TP 4: 32 of 128 query heads per rank run in a 64-head kernel (32 idle, 1/2 of the "
-                              "attention math) on FLASHMLA_SPARSE");
+  CHECK(v->finding.message ==
+        "TP 4: 32 of 128 query heads per rank run in a 64-head kernel (32 idle, 1/2 of the "
+        "attention math) on FLASHMLA_SPARSE");
   CHECK(v->finding.path == "/num_attention_heads");
 }

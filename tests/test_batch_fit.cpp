@@ -55,8 +55,10 @@ TEST_CASE("batch fit: 65,536 requests of 100,000 tokens are a warning, exit 0", 
   CHECK(r.err.empty());
   const std::string message =
       "the decode batch, 65,536 requests x 100,000 tokens (6,553,600,000 tokens of history), does not fit the GPU KV "
-      "cache: it needs 105,250,816 blocks at once and " + kCache + "; 358 requests of 100,000 tokens fit at once";
-  const std::string fix = "--batch 358 or fewer, shorter requests, or a larger KV cache (more GPUs, --gpu-memory-utilization)";
+      "cache: it needs 105,250,816 blocks at once and " +
+      kCache + "; 358 requests of 100,000 tokens fit at once";
+  const std::string fix =
+      "--batch 358 or fewer, shorter requests, or a larger KV cache (more GPUs, --gpu-memory-utilization)";
   CHECK_THAT(r.out, Catch::Contains("\n  warning [fit.decode_batch]: " + message + "\n    fix: " + fix + "\n"));
   CHECK_THAT(r.out, Catch::Contains("\n  decode batch: 65,536 requests, 6,553,600,000 tokens of history, need "
                                     "105,250,816 of the 575,636 blocks: DOES NOT FIT (358 of them fit at once; "
@@ -69,11 +71,11 @@ TEST_CASE("batch fit: 65,536 requests of 100,000 tokens are a warning, exit 0", 
   CHECK(fs[0].at("fix") == fix);
   CHECK(std::find(j.at("warnings").begin(), j.at("warnings").end(), message) != j.at("warnings").end());
   CHECK(j.at("batch").at("kv_cache") == nlohmann::json{{"fits", false},
-                                                         {"tokens", 6553600000},
-                                                         {"blocks", 105250816},
-                                                         {"usable_blocks", 575636},
-                                                         {"gpu_kv_cache_tokens", 30173922},
-                                                         {"requests_that_fit", 358}});
+                                                       {"tokens", 6553600000},
+                                                       {"blocks", 105250816},
+                                                       {"usable_blocks", 575636},
+                                                       {"gpu_kv_cache_tokens", 30173922},
+                                                       {"requests_that_fit", 358}});
   CHECK(j.at("exit_code") == 0);
 }
 
@@ -90,8 +92,9 @@ TEST_CASE("batch fit: the count that fits is the boundary", "[cli][batch-fit]") 
   CHECK(over.at("batch").at("kv_cache").at("requests_that_fit") == 358);
   // vLLM's block pool keeps one block back (the null block): a cache of exactly the blocks a
   // batch needs does not hold it. 125,112,960 B // 116,928 = 1,070 blocks; 10 x 107 = 1,070.
-  const std::vector<std::string> exact = {kV41, "--tp", "8", "--max-model-len", "4096", "--kv-cache-memory-bytes",
-                                          "125112960", "--context-len", "4096", "--batch"};
+  const std::vector<std::string> exact = {
+      kV41,        "--tp",          "8",    "--max-model-len", "4096", "--kv-cache-memory-bytes",
+      "125112960", "--context-len", "4096", "--batch"};
   auto with = [&](const char* batch) {
     auto a = exact;
     a.push_back(batch);
@@ -108,8 +111,9 @@ TEST_CASE("batch fit: the count that fits is the boundary", "[cli][batch-fit]") 
   const Run r = run({kV41, "--tp", "8"});
   CHECK(r.code == 0);
   // 64 x (cdiv(4096, 64) + 42 + 1) = 64 x 107 = 6,848.
-  CHECK_THAT(r.out, Catch::Contains("\n  decode batch: 64 requests, 262,144 tokens of history, need 6,848 of the 575,636 "
-                                    "blocks: fits\n"));
+  CHECK_THAT(r.out,
+             Catch::Contains("\n  decode batch: 64 requests, 262,144 tokens of history, need 6,848 of the 575,636 "
+                             "blocks: fits\n"));
   CHECK(r.out.find("fit.decode_batch") == std::string::npos);
 }
 
@@ -121,7 +125,8 @@ TEST_CASE("batch fit: short requests fill the cache by their blocks, not their t
   REQUIRE(fs.size() == 1);
   CHECK(fs[0].at("message") ==
         "the decode batch, 65,536 requests x 10 tokens (655,360 tokens of history), does not fit the GPU KV cache: it "
-        "needs 1,048,576 blocks at once and " + kCache + "; 35,977 requests of 10 tokens fit at once");
+        "needs 1,048,576 blocks at once and " +
+            kCache + "; 35,977 requests of 10 tokens fit at once");
 }
 
 TEST_CASE("batch fit: --context-lens, speculative tokens, DP engines, the default batch", "[cli][batch-fit]") {
@@ -137,8 +142,9 @@ TEST_CASE("batch fit: --context-lens, speculative tokens, DP engines, the defaul
         "the decode batch, 6 requests of 5-1,000,000 tokens (3,900,011 tokens of history), does not fit the GPU KV "
         "cache: it needs 61,142 blocks at once and the cache has 59,864 (vLLM's GPU KV cache size: 3,138,022 tokens, "
         "for requests of 1,048,576 tokens); 5 of its 6 requests fit at once, the shortest first");
-  CHECK(fs[0].at("fix") == "at most 5 of these requests in --context-lens, shorter requests, or a larger KV cache "
-                           "(more GPUs, --gpu-memory-utilization)");
+  CHECK(fs[0].at("fix") ==
+        "at most 5 of these requests in --context-lens, shorter requests, or a larger KV cache "
+        "(more GPUs, --gpu-memory-utilization)");
 
   // Two DP engines, each its own cache: the batch is one engine's; speculative tokens count.
   const auto dp = plan_json({kV41, "--tp", "8", "--dp", "2", "--enable-expert-parallel", "--batch", "500",
@@ -187,31 +193,37 @@ TEST_CASE("batch fit: nothing is claimed where the cache is not known", "[cli][b
   // ... and the guard cannot pass on it.
   const Run g = run({"check", int4, "--tp", "2", "--batch", "8", "--require-batch-fits"});
   CHECK(g.code == 4);
-  CHECK_THAT(g.out, Catch::Contains("\n  error [guard.decode_batch]: --require-batch-fits cannot be checked: not decided: "
-                                    "the weights are not all known"));
+  CHECK_THAT(g.out,
+             Catch::Contains("\n  error [guard.decode_batch]: --require-batch-fits cannot be checked: not decided: "
+                             "the weights are not all known"));
 }
 
 TEST_CASE("batch fit: check warns, and fails with --require-batch-fits", "[cli][batch-fit]") {
   const std::string message =
       "the decode batch, 400 requests x 100,000 tokens (40,000,000 tokens of history), does not fit the GPU KV cache: "
-      "it needs 642,400 blocks at once and " + kCache + "; 358 requests of 100,000 tokens fit at once";
-  const std::string fix = "--batch 358 or fewer, shorter requests, or a larger KV cache (more GPUs, --gpu-memory-utilization)";
+      "it needs 642,400 blocks at once and " +
+      kCache + "; 358 requests of 100,000 tokens fit at once";
+  const std::string fix =
+      "--batch 358 or fewer, shorter requests, or a larger KV cache (more GPUs, --gpu-memory-utilization)";
   const Run warn = run({"check", kV41, "--tp", "8", "--batch", "400", "--context-len", "100000"});
   CHECK(warn.code == 0);
   CHECK(warn.out == "PASS " + kV41 + "  [deepseek_v41 on h200, fp8_ds_mla]\n  warning [fit.decode_batch]: " + message +
                         "\n    fix: " + fix + "\n1 of 1 configs passed\n");
-  const Run guard = run({"check", kV41, "--tp", "8", "--batch", "400", "--context-len", "100000", "--require-batch-fits"});
+  const Run guard =
+      run({"check", kV41, "--tp", "8", "--batch", "400", "--context-len", "100000", "--require-batch-fits"});
   CHECK(guard.code == 4);
   CHECK(guard.out == "FAIL " + kV41 + " (exit 4)  [deepseek_v41 on h200, fp8_ds_mla]\n  error [guard.decode_batch]: " +
                          message + "\n    fix: " + fix + "\n0 of 1 configs passed\n");
   // A batch that fits passes the guard.
-  CHECK(run({"check", kV41, "--tp", "8", "--batch", "358", "--context-len", "100000", "--require-batch-fits"}).code == 0);
+  CHECK(run({"check", kV41, "--tp", "8", "--batch", "358", "--context-len", "100000", "--require-batch-fits"}).code ==
+        0);
   // JSON: the finding of each file; --context-lens @FILE read once for every file.
   testing_files::TempDir dir;
   std::string lens;
   for (int i = 0; i < 400; ++i) lens += "100000\n";
   const std::string file = dir.write("lens.txt", lens);
-  const Run js = run({"check", kV41, kV41, "--tp", "8", "--context-lens", "@" + file, "--require-batch-fits", "--json"});
+  const Run js =
+      run({"check", kV41, kV41, "--tp", "8", "--context-lens", "@" + file, "--require-batch-fits", "--json"});
   CHECK(js.code == 4);
   const auto j = nlohmann::json::parse(js.out);
   REQUIRE(j.at("files").size() == 2);

@@ -97,8 +97,9 @@ TEST_CASE("bench flag limits: at the limit and one past", "[bench][limits]") {
   CHECK_NOTHROW(check_bench_batches(many));
   many.push_back(1);
   CHECK_THROWS_AS(check_bench_batches(many), Error);
-  CHECK_THROWS_WITH(bench_shapes(cfg, topo, layout, {1}, {LayerType::c4a}),
-                    Catch::Equals("--layer-type[0]: the config has no c4a layer; allowed: c1a, c2a, swaonly (the types it has)"));
+  CHECK_THROWS_WITH(
+      bench_shapes(cfg, topo, layout, {1}, {LayerType::c4a}),
+      Catch::Equals("--layer-type[0]: the config has no c4a layer; allowed: c1a, c2a, swaonly (the types it has)"));
   BenchOptions o;
   o.run.replays = static_cast<std::int32_t>(BenchLimits::max_replays);
   CHECK_NOTHROW(check_bench_options(o));
@@ -188,8 +189,8 @@ TEST_CASE("bench --json: the document of a report", "[bench][json]") {
   CHECK(j.at("schema") == "mla-plan/2");
   CHECK(j.at("tool_version") == kVersion);
   CHECK(j.at("config") == "v41.json");
-  CHECK(j.at("device") == nlohmann::ordered_json({{"index", 1}, {"name", "Fake H200"}, {"compute_capability", "9.0"},
-                                                  {"num_sms", 132}}));
+  CHECK(j.at("device") ==
+        nlohmann::ordered_json({{"index", 1}, {"name", "Fake H200"}, {"compute_capability", "9.0"}, {"num_sms", 132}}));
   CHECK(j.at("replays") == 7);
   CHECK(j.at("ceilings").at("matmul_how") == "fake matmul");
   REQUIRE(j.at("rows").size() == ran.rows.size());

@@ -154,8 +154,8 @@ TEST_CASE("budget: the activation estimate follows the shapes", "[budget]") {
   // H 4096, 4 mHC streams, heads 64 x 512, q_lora 1024, 8 x 1024 output groups, top-6 of MI 2048,
   // vocab 129,280: 8192 x (4 x 4096 x 6 + (1024 + 65536 + 8192) x 2 + 6 x (6144 + 4096) x 2)
   // + 1024 x 129280 x 8.
-  const std::int64_t expect = 8192LL * (4 * 4096 * 6 + (1024 + 65536 + 8192) * 2 + 6 * (6144 + 4096) * 2) +
-                              1024LL * 129280 * 8;
+  const std::int64_t expect =
+      8192LL * (4 * 4096 * 6 + (1024 + 65536 + 8192) * 2 + 6 * (6144 + 4096) * 2) + 1024LL * 129280 * 8;
   CHECK(base == expect);
   s.last_stage = false;
   CHECK(estimate_activation_bytes(cfg, s) == expect - 1024LL * 129280 * 8);

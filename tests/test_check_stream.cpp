@@ -167,7 +167,8 @@ TEST_CASE("check prints each file's result as soon as it is checked", "[check][s
   }
 }
 
-TEST_CASE("check: a flag that is wrong for a later file is that file's failure, for the first, the run's", "[check][stream]") {
+TEST_CASE("check: a flag that is wrong for a later file is that file's failure, for the first, the run's",
+          "[check][stream]") {
   // --max-model-len 1048576 is past V3.2's max_position_embeddings (163840): a usage error, found
   // when the third file is planned. The first two files' results are already out, so the third
   // fails (exit 1) and the output stays whole.
@@ -179,11 +180,12 @@ TEST_CASE("check: a flag that is wrong for a later file is that file's failure, 
   const auto r = run(args);
   CHECK(r.code == 1);
   CHECK(r.err.empty());
-  const std::string message = "--max-model-len: '1048576' is out of range; allowed 1..163840 (the model's "
-                              "max_position_embeddings is 163840)";
+  const std::string message =
+      "--max-model-len: '1048576' is out of range; allowed 1..163840 (the model's "
+      "max_position_embeddings is 163840)";
   CHECK(r.out == "PASS " + files[0] + "  [deepseek_v41 on h200, fp8_ds_mla]\nPASS " + files[1] +
-                     "  [deepseek_v4 on h200, fp8_ds_mla]\nFAIL " + files[2] + " (exit 1)\n  error [flag.invalid]: " +
-                     message + "\n2 of 3 configs passed\n");
+                     "  [deepseek_v4 on h200, fp8_ds_mla]\nFAIL " + files[2] +
+                     " (exit 1)\n  error [flag.invalid]: " + message + "\n2 of 3 configs passed\n");
   auto json = args;
   json.push_back("--json");
   const auto j = run(json);
@@ -233,8 +235,8 @@ TEST_CASE("json_document_head: the first lines of a json_document() dump", "[che
 }
 
 TEST_CASE("dump_json_nested: a value written inside a larger document", "[check][stream][json]") {
-  const ojson element = {{"a", 1}, {"b", ojson::array({1, 2})}, {"c", ojson::object()}, {"d", ojson::array()},
-                         {"e", {{"f", "x\ny"}}}};
+  const ojson element = {
+      {"a", 1}, {"b", ojson::array({1, 2})}, {"c", ojson::object()}, {"d", ojson::array()}, {"e", {{"f", "x\ny"}}}};
   const ojson whole = {{"schema", "s"}, {"files", ojson::array({element, element})}, {"n", 0}};
   const std::string pieces = "{\n  \"schema\": \"s\",\n  \"files\": [\n    " + cli::dump_json_nested(element, 2) +
                              ",\n    " + cli::dump_json_nested(element, 2) + "\n  ],\n  \"n\": 0\n}\n";
@@ -247,9 +249,14 @@ TEST_CASE("check stops once its output has failed", "[check][stream]") {
   // Two good files, then one the flags are wrong for: it fails with exit 1, which decides the exit
   // code of a healthy run (github: the guard's 4 for every file, and still 1 wins). A run that
   // stops after its output failed never gets there.
-  const std::vector<std::string> args = {"check", cfg("deepseek-v4.1-flash.json"), cfg("deepseek-v4-flash.json"),
-                                         cfg("deepseek-v3.2.json"), "--max-model-len", "1048576",
-                                         "--tp", "8"};
+  const std::vector<std::string> args = {"check",
+                                         cfg("deepseek-v4.1-flash.json"),
+                                         cfg("deepseek-v4-flash.json"),
+                                         cfg("deepseek-v3.2.json"),
+                                         "--max-model-len",
+                                         "1048576",
+                                         "--tp",
+                                         "8"};
   for (const std::string format : {"text", "json", "github", "markdown"}) {
     INFO(format);
     std::vector<std::string> a = args;
@@ -279,8 +286,7 @@ TEST_CASE("check stops once its output has failed", "[check][stream]") {
     std::ostringstream parse_out, parse_err;
     const auto& parsed = command_line.parse(
         {"check", cfg("deepseek-v4.1-flash.json"), "nope.json", cfg("deepseek-v4-flash.json"), "--matrix", "--tp", "8"},
-        parse_out,
-        parse_err);
+        parse_out, parse_err);
     REQUIRE(parsed.command == cli::Command::check);
     FailingBuf buf(8);
     std::ostream out(&buf);

@@ -124,9 +124,9 @@ void write_checkpoint(const fs::path& dir, const std::vector<CheckpointTensor>& 
     sum += tensors[i].bytes;
   }
   for (int s = 0; s < shards; ++s) {
-    write_shard((dir / ("model-0000" + std::to_string(s + 1) + "-of-0000" + std::to_string(shards) + ".safetensors"))
-                    .string(),
-                parts[static_cast<std::size_t>(s)]);
+    write_shard(
+        (dir / ("model-0000" + std::to_string(s + 1) + "-of-0000" + std::to_string(shards) + ".safetensors")).string(),
+        parts[static_cast<std::size_t>(s)]);
   }
   std::ofstream(dir / "model.safetensors.index.json")
       << json{{"metadata", {{"total_size", total_size < 0 ? sum : total_size}}}, {"weight_map", map}}.dump();
@@ -427,8 +427,9 @@ TEST_CASE("checkpoint_weights: a changed shape, a dropped tensor, an unknown one
   const Finding* uf = finding(r, "weights.unclassified");
   REQUIRE(uf);
   CHECK(uf->severity == Severity::info);
-  CHECK(uf->message == "2 tensors placed by their names only (not in the contract): 'layers.0.attn.extra.weight', "
-                       "'mtp.0.ffn.experts.7.w1.weight'");
+  CHECK(uf->message ==
+        "2 tensors placed by their names only (not in the contract): 'layers.0.attn.extra.weight', "
+        "'mtp.0.ffn.experts.7.w1.weight'");
 
   // At most max_mismatches listed, the first by name; all counted.
   const FileWeights few = weights_from_files(cfg, files, derived, 2);

@@ -56,7 +56,8 @@ TEST_CASE("every --json output starts with schema and tool_version, the version 
   const auto version = run({"--version"});
   REQUIRE(version.code == 0);
   CHECK(version.out == std::string("mla-plan ") + mlaplan::kVersion + "\n");
-  const std::string head = std::string("{\n  \"schema\": \"mla-plan/2\",\n  \"tool_version\": \"") + mlaplan::kVersion + "\",\n";
+  const std::string head =
+      std::string("{\n  \"schema\": \"mla-plan/2\",\n  \"tool_version\": \"") + mlaplan::kVersion + "\",\n";
   const std::vector<std::vector<std::string>> commands = {
       {cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--json"},
       {"plan", cfg("deepseek-v3.2.json"), "--format", "json"},
@@ -190,33 +191,35 @@ TEST_CASE("plan text: the deployer's screen first, the detail under --details", 
   REQUIRE(r.code == 0);
   // The sections in order: the answer, the layers in words, the caches, the decode in words.
   std::size_t at = 0;
-  for (const std::string section : {"\nfit: FITS on 8 x h200", "\nlayer types (one decode plan each):\n", "\nlayers:\n",
-                                    "\ncaches: fp8_ds_mla rows (--kv-cache-dtype auto), pages of 64 tokens, for "
-                                    "FLASHMLA_SPARSE_DSV41\n",
-                                    "  per token of history: 1,790 B in rows (DeepSeek's accounting), 1,827 B in pages",
-                                    "\ndecode of 64 requests x 4,096 tokens (b = 64 decode tokens), the default batch: vLLM "
-                                    "runs FlashMLA split-KV sparse decode, one tile-scheduler plan per layer type\n",
-                                    "  swaonly (5 layers): 64 of 132 SM partitions busy; each request in one partition, "
-                                    "nothing to merge\n",
-                                    "\nmore with --details: "}) {
+  for (const std::string section :
+       {"\nfit: FITS on 8 x h200", "\nlayer types (one decode plan each):\n", "\nlayers:\n",
+        "\ncaches: fp8_ds_mla rows (--kv-cache-dtype auto), pages of 64 tokens, for "
+        "FLASHMLA_SPARSE_DSV41\n",
+        "  per token of history: 1,790 B in rows (DeepSeek's accounting), 1,827 B in pages",
+        "\ndecode of 64 requests x 4,096 tokens (b = 64 decode tokens), the default batch: vLLM "
+        "runs FlashMLA split-KV sparse decode, one tile-scheduler plan per layer type\n",
+        "  swaonly (5 layers): 64 of 132 SM partitions busy; each request in one partition, "
+        "nothing to merge\n",
+        "\nmore with --details: "}) {
     const auto p = r.out.find(section, at);
     INFO(section);
     REQUIRE(p != std::string::npos);
     at = p;
   }
   // Not on the first screen: the scheduler's words, the project's kernel modes, the tables.
-  for (const std::string detail : {"partitions: ", "payload", "balance", "mla-plan decode:", "cluster_split", "CTAs",
-                                   "kernel shapes (heads", "cache objects:", "page pools (", "\nnotes:\n", "sources:"}) {
+  for (const std::string detail :
+       {"partitions: ", "payload", "balance", "mla-plan decode:", "cluster_split", "CTAs", "kernel shapes (heads",
+        "cache objects:", "page pools (", "\nnotes:\n", "sources:"}) {
     INFO(detail);
     CHECK(r.out.find(detail) == std::string::npos);
   }
   // --details keeps every section, with grouped numbers and grammar.
   auto d = run({v41, "--tp", "8", "--details"});
   REQUIRE(d.code == 0);
-  for (const std::string detail : {"kernel shapes (heads: per rank -> what the kernel runs):", "\ncache objects:\n",
-                                   "page pools (caches of equal page size share one): ", "19,008 B pages", "\nnotes:\n",
-                                   "    partitions: 132 (64 used, 68 idle)", "(at most 1 partial per request)",
-                                   "    mla-plan decode: "}) {
+  for (const std::string detail :
+       {"kernel shapes (heads: per rank -> what the kernel runs):", "\ncache objects:\n",
+        "page pools (caches of equal page size share one): ", "19,008 B pages", "\nnotes:\n",
+        "    partitions: 132 (64 used, 68 idle)", "(at most 1 partial per request)", "    mla-plan decode: "}) {
     INFO(detail);
     CHECK(d.out.find(detail) != std::string::npos);
   }
@@ -228,8 +231,9 @@ TEST_CASE("plan text: the deployer's screen first, the detail under --details", 
   CHECK_THAT(b200.out, Catch::Contains("these plans serve its split-KV fallback)\n"));
   auto sm120 = run({v41, "--tp", "8", "--gpu", "rtx-pro-6000"});
   REQUIRE(sm120.code == 0);
-  CHECK_THAT(sm120.out, Catch::Contains("the default batch: vLLM runs FlashInfer SM120 sparse MLA decode over fp8_ds_mla "
-                                        "pages of 64 rows\n  (the engine's backend plans its own work: "));
+  CHECK_THAT(sm120.out,
+             Catch::Contains("the default batch: vLLM runs FlashInfer SM120 sparse MLA decode over fp8_ds_mla "
+                             "pages of 64 rows\n  (the engine's backend plans its own work: "));
 }
 
 TEST_CASE("plan text output names groups and sources", "[cli]") {
@@ -251,21 +255,23 @@ TEST_CASE("plan text: the attention backend, its kernel shapes and what the deco
   // RTX PRO 6000: FlashInfer's SM120 class, which plans its own decode work.
   auto sm120 = run({v41, "--tp", "8", "--gpu", "rtx-pro-6000", "--spec-tokens", "5", "--details"});
   REQUIRE(sm120.code == 0);
-  CHECK_THAT(sm120.out, Catch::Contains("max_model_len 1,048,576\n"
-                                        "attention backend: FLASHINFER_MLA_SPARSE_DSV41 (SM120 class)\n"
-                                        "  chosen: vLLM's default on sm120\n"
-                                        "  decode path: FlashInfer SM120 sparse MLA decode over fp8_ds_mla pages of 64 rows\n"
-                                        "  kernels: FlashInfer SM120 DSV4 sparse MLA decode, FlashInfer SM120 DSV4 sparse MLA "
-                                        "prefill\n"
-                                        "  kernel shapes (heads: per rank -> what the kernel runs):\n"
-                                        "    phase    layer types      heads   d_qk  topk (+ extra)  page rows  status\n"
-                                        "    decode   swaonly          8 -> 8   512  128             64         available\n"
-                                        "    decode   c2a, c1a         8 -> 8   512  128 + 512       64 + 64    available\n"
-                                        "    decode   swaonly (draft)  8 -> 8   512  192             64         unknown\n"
-                                        "      note: (h_q 8, topk 192): FlashInfer <= 0.6.18 dispatches a fixed (heads, "
-                                        "topk) table"));
-  CHECK_THAT(sm120.out, Catch::Contains("      fix: use FlashInfer 0.7.0 or later\n"
-                                        "    prefill  swaonly          8 -> 8   512  128             64         available\n"));
+  CHECK_THAT(sm120.out,
+             Catch::Contains("max_model_len 1,048,576\n"
+                             "attention backend: FLASHINFER_MLA_SPARSE_DSV41 (SM120 class)\n"
+                             "  chosen: vLLM's default on sm120\n"
+                             "  decode path: FlashInfer SM120 sparse MLA decode over fp8_ds_mla pages of 64 rows\n"
+                             "  kernels: FlashInfer SM120 DSV4 sparse MLA decode, FlashInfer SM120 DSV4 sparse MLA "
+                             "prefill\n"
+                             "  kernel shapes (heads: per rank -> what the kernel runs):\n"
+                             "    phase    layer types      heads   d_qk  topk (+ extra)  page rows  status\n"
+                             "    decode   swaonly          8 -> 8   512  128             64         available\n"
+                             "    decode   c2a, c1a         8 -> 8   512  128 + 512       64 + 64    available\n"
+                             "    decode   swaonly (draft)  8 -> 8   512  192             64         unknown\n"
+                             "      note: (h_q 8, topk 192): FlashInfer <= 0.6.18 dispatches a fixed (heads, "
+                             "topk) table"));
+  CHECK_THAT(sm120.out,
+             Catch::Contains("      fix: use FlashInfer 0.7.0 or later\n"
+                             "    prefill  swaonly          8 -> 8   512  128             64         available\n"));
   CHECK_THAT(sm120.out, Catch::Contains("\nparallelism: TP 8 "));
   CHECK_THAT(sm120.out, Catch::Contains("\ndecode schedules: none; the engine's backend plans its own work: "
                                         "FLASHINFER_MLA_SPARSE_DSV41 (SM120 class) takes no FlashMLA tile plans\n"));
@@ -273,29 +279,35 @@ TEST_CASE("plan text: the attention backend, its kernel shapes and what the deco
   // B200: the fused FlashMLA path; the plans shown serve its split-KV fallback.
   auto b200 = run({v41, "--tp", "8", "--gpu", "b200", "--spec-tokens", "5", "--details"});
   REQUIRE(b200.code == 0);
-  CHECK_THAT(b200.out, Catch::Contains("\nattention backend: FLASHMLA_SPARSE_DSV41 (fused)\n  chosen: vLLM's default on sm100, "
-                                       "fused because"));
-  CHECK_THAT(b200.out, Catch::Contains("    decode   c1a              8 -> 64   512  128 + 512       32 + 128   available\n"));
-  CHECK_THAT(b200.out, Catch::Contains("the default batch:\n  note: FLASHMLA_SPARSE_DSV41 (fused) decodes with its fused "
-                                       "kernel, which needs no tile plan: these plans serve its split-KV fallback\n"
-                                       "  c1a (20 layers): kernel sm100-head64"));
+  CHECK_THAT(b200.out,
+             Catch::Contains("\nattention backend: FLASHMLA_SPARSE_DSV41 (fused)\n  chosen: vLLM's default on sm100, "
+                             "fused because"));
+  CHECK_THAT(b200.out,
+             Catch::Contains("    decode   c1a              8 -> 64   512  128 + 512       32 + 128   available\n"));
+  CHECK_THAT(b200.out,
+             Catch::Contains("the default batch:\n  note: FLASHMLA_SPARSE_DSV41 (fused) decodes with its fused "
+                             "kernel, which needs no tile plan: these plans serve its split-KV fallback\n"
+                             "  c1a (20 layers): kernel sm100-head64"));
   // H200: split-KV FlashMLA, which decodes with the plans shown: no remark.
   auto h200 = run({v41, "--tp", "8", "--details"});
   REQUIRE(h200.code == 0);
-  CHECK_THAT(h200.out, Catch::Contains("\nattention backend: FLASHMLA_SPARSE_DSV41\n  chosen: vLLM's default on sm90\n"
-                                       "  decode path: FlashMLA split-KV sparse decode, one tile-scheduler plan per layer type\n"));
+  CHECK_THAT(h200.out, Catch::Contains(
+                           "\nattention backend: FLASHMLA_SPARSE_DSV41\n  chosen: vLLM's default on sm90\n"
+                           "  decode path: FlashMLA split-KV sparse decode, one tile-scheduler plan per layer type\n"));
   CHECK_THAT(h200.out, Catch::Contains("the default batch:\n  c1a (20 layers): kernel sm90-sparse"));
   CHECK_THAT(h200.out, !Catch::Contains("split-KV fallback"));
   // A shape that is missing: its note and fix under its row.
   auto flat = run({cfg("small/v41-8layer-flat.json"), "--details"});
   CHECK(flat.code == 3);
-  CHECK_THAT(flat.out, Catch::Contains("         missing\n      note: topk 8 is not a multiple of 64 (the sparse decode "
-                                       "kernel reads blocks of 64)\n      fix: "));
+  CHECK_THAT(flat.out,
+             Catch::Contains("         missing\n      note: topk 8 is not a multiple of 64 (the sparse decode "
+                             "kernel reads blocks of 64)\n      fix: "));
   // A refused arch: the closest entry, said to be refused.
   auto a100 = run({v41, "--tp", "8", "--gpu", "a100", "--details"});
   CHECK(a100.code == 3);
-  CHECK_THAT(a100.out, Catch::Contains("attention backend: FLASHMLA_SPARSE_DSV41 (refused: backend.arch; the closest entry "
-                                       "is shown)\n"));
+  CHECK_THAT(a100.out,
+             Catch::Contains("attention backend: FLASHMLA_SPARSE_DSV41 (refused: backend.arch; the closest entry "
+                             "is shown)\n"));
   // The table's lines stay within the width of the cache-objects table.
   for (const auto* out : {&sm120.out, &b200.out, &h200.out}) {
     bool in_table = false;
@@ -308,12 +320,15 @@ TEST_CASE("plan text: the attention backend, its kernel shapes and what the deco
   // Markdown: the backend and the same table.
   auto md = run({v41, "--tp", "8", "--gpu", "rtx-pro-6000", "--spec-tokens", "5", "--format", "markdown"});
   REQUIRE(md.code == 0);
-  CHECK_THAT(md.out, Catch::Contains("**Attention backend**: `FLASHINFER_MLA_SPARSE_DSV41 (SM120 class)` (vLLM's default on "
-                                     "sm120)  \n"));
-  CHECK_THAT(md.out, Catch::Contains("| phase | kernel | layer types | heads per rank -&gt; kernel | d\\_qk | topk (+ extra) "
-                                     "| page rows | status |\n"));
-  CHECK_THAT(md.out, Catch::Contains("| decode | FlashInfer SM120 DSV4 sparse MLA decode | swaonly (draft) | 8 -&gt; 8 | 512 | "
-                                     "192 | 64 | **unknown**: (h\\_q 8, topk 192)"));
+  CHECK_THAT(md.out,
+             Catch::Contains("**Attention backend**: `FLASHINFER_MLA_SPARSE_DSV41 (SM120 class)` (vLLM's default on "
+                             "sm120)  \n"));
+  CHECK_THAT(md.out,
+             Catch::Contains("| phase | kernel | layer types | heads per rank -&gt; kernel | d\\_qk | topk (+ extra) "
+                             "| page rows | status |\n"));
+  CHECK_THAT(md.out,
+             Catch::Contains("| decode | FlashInfer SM120 DSV4 sparse MLA decode | swaonly (draft) | 8 -&gt; 8 | 512 | "
+                             "192 | 64 | **unknown**: (h\\_q 8, topk 192)"));
   CHECK_THAT(md.out, Catch::Contains("**Decode schedules**: none; the engine's backend plans its own work"));
 }
 
@@ -349,13 +364,13 @@ TEST_CASE("schedule direct mode: text output and rejections", "[cli][schedule]")
 
   auto bad_kernel = run({"schedule", "--kernel", "sm80", "--num-sms", "132", "--h-q", "64", "--lengths", "1"});
   CHECK(bad_kernel.code == 1);
-  CHECK(bad_kernel.err == "mla-plan: error: --kernel: 'sm80' is not a known decode kernel; allowed: sm90-sparse, "
-                          "sm100-head64, sm100-head128, sm90-dense\n");
+  CHECK(bad_kernel.err ==
+        "mla-plan: error: --kernel: 'sm80' is not a known decode kernel; allowed: sm90-sparse, "
+        "sm100-head64, sm100-head128, sm90-dense\n");
   auto mismatch = run({"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "64", "--lengths", "1,2",
                        "--extra-lengths", "3"});
   CHECK(mismatch.code == 1);
-  CHECK(mismatch.err ==
-        "mla-plan: error: --extra-lengths has 1 entries but --lengths has 2; give one per request\n");
+  CHECK(mismatch.err == "mla-plan: error: --extra-lengths has 1 entries but --lengths has 2; give one per request\n");
   auto negative = run({"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "64", "--lengths", "4,-1"});
   CHECK(negative.code == 1);
   CHECK(negative.err == "mla-plan: error: --lengths[1]: '-1' is out of range; allowed 0..268435456\n");
@@ -387,7 +402,8 @@ TEST_CASE("check: many files, a failure never stops the others, the most severe 
   auto one_gpu = run({"check", cfg("deepseek-v4.1-flash.json"), bad});
   CHECK(one_gpu.code == 2);
   CHECK_THAT(one_gpu.out, Catch::Contains("FAIL " + cfg("deepseek-v4.1-flash.json") + " (exit 4)"));
-  CHECK_THAT(one_gpu.out, Catch::Contains("error [fit.does_not_fit]: does not fit: No available memory for the cache blocks."));
+  CHECK_THAT(one_gpu.out,
+             Catch::Contains("error [fit.does_not_fit]: does not fit: No available memory for the cache blocks."));
 }
 
 TEST_CASE("check --format json", "[cli][check]") {
@@ -422,26 +438,33 @@ TEST_CASE("check --format github: one annotation per finding", "[cli][check]") {
   // --tp 8 for V4.1-Flash to fit (it passes: no annotation); the small config has 4 heads, so TP 8
   // adds its own errors to the three of its shape. A finding about a field of the config points at
   // the line and column of its value (the config's lines 6, 7, 11, 17, 18); the others at the file.
-  auto r = run({"check", cfg("small/v41-8layer-flat.json"), cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--format",
-                "github"});
+  auto r = run(
+      {"check", cfg("small/v41-8layer-flat.json"), cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--format", "github"});
   CHECK(r.code == 3);
   const std::string flat = cfg("small/v41-8layer-flat.json");
   const std::vector<std::string> expected = {
       // The config gives no num_nextn_predict_layers: a structural guess, a warning at the file.
-      "::warning file=" + flat + ",title=mla-plan config.structural_default::assumed num_nextn_predict_layers = 3, the "
+      "::warning file=" + flat +
+          ",title=mla-plan config.structural_default::assumed num_nextn_predict_layers = 3, the "
           "transformers default",
-      "::error file=" + flat + ",line=7,col=15,title=mla-plan backend.head_size::head size 16 (qk_rope_head_dim 4) is not "
+      "::error file=" + flat +
+          ",line=7,col=15,title=mla-plan backend.head_size::head size 16 (qk_rope_head_dim 4) is not "
           "supported by the sparse-MLA backend; supported: 512 (448 NoPE + 64 RoPE)",
-      "::error file=" + flat + ",line=18,col=21,title=mla-plan backend.topk_width::sliding_window 8 is not a multiple of 64; the "
+      "::error file=" + flat +
+          ",line=18,col=21,title=mla-plan backend.topk_width::sliding_window 8 is not a multiple of 64; the "
           "FlashMLA sparse decode kernel reads index widths in blocks of 64",
-      "::error file=" + flat + ",line=17,col=17,title=mla-plan backend.topk_width::index_topk 5 is not a multiple of 64; the "
+      "::error file=" + flat +
+          ",line=17,col=17,title=mla-plan backend.topk_width::index_topk 5 is not a multiple of 64; the "
           "FlashMLA sparse decode kernel reads index widths in blocks of 64",
-      "::error file=" + flat + ",line=6,col=26,title=mla-plan backend.tensor_parallel::Total number of attention heads "
+      "::error file=" + flat +
+          ",line=6,col=26,title=mla-plan backend.tensor_parallel::Total number of attention heads "
           "(4) must be divisible by tensor parallel size (8); TP sizes that divide it: 1, 2, 4 (fix: use "
           "--tensor-parallel-size 1, 2, 4)",
-      "::warning file=" + flat + ",title=mla-plan weights.expert_dtype::no expert_dtype: routed experts are taken as stored like "
+      "::warning file=" + flat +
+          ",title=mla-plan weights.expert_dtype::no expert_dtype: routed experts are taken as stored like "
           "the other linear layers",
-      "::error file=" + flat + ",line=11,col=15,title=mla-plan placement.tensor_parallel::--tensor-parallel-size 8 is above "
+      "::error file=" + flat +
+          ",line=11,col=15,title=mla-plan placement.tensor_parallel::--tensor-parallel-size 8 is above "
           "o_groups 2: wo_a runs o_groups / TP output groups per rank, which must be a whole number of at "
           "least 1; allowed: 1, 2 (fix: use --tensor-parallel-size 1, 2 (and --data-parallel-size for more "
           "GPUs: DP attention keeps every head on each rank))",
@@ -464,7 +487,8 @@ TEST_CASE("check --format github: line= and col= of a finding's value, in the co
   text.insert(text.find("\n  \"vocab_size\"") + 1, "  \"index_topk\": 5,\n");
   std::filesystem::create_directories(dir.path / "model");
   const std::string file = dir.write("model/config.json", text);
-  REQUIRE(text.substr(0, 73) == "{\n  \"model_type\": \"deepseek_v41\",\n  \"index_topk\": 5,\n  \"vocab_size\": 48,\n");
+  REQUIRE(text.substr(0, 73) ==
+          "{\n  \"model_type\": \"deepseek_v41\",\n  \"index_topk\": 5,\n  \"vocab_size\": 48,\n");
   const std::string topk =
       ",title=mla-plan backend.topk_width::index_topk 5 is not a multiple of 64; the FlashMLA sparse decode kernel "
       "reads index widths in blocks of 64";
@@ -505,13 +529,14 @@ TEST_CASE("check --format github: line= and col= of a finding's value, in the co
         std::vector<std::string>{"::error file=" + broken + ",line=3,col=19" + parse_error});
   // Errors of a config without a place in it: the file as given, no line.
   const std::string missing = dir / "missing.json";
-  CHECK(annotations(missing) == std::vector<std::string>{"::error file=" + missing +
-                                                         ",title=mla-plan config.invalid::cannot read '" + missing +
-                                                         "': no such file or directory"});
+  CHECK(annotations(missing) ==
+        std::vector<std::string>{"::error file=" + missing + ",title=mla-plan config.invalid::cannot read '" + missing +
+                                 "': no such file or directory"});
   const std::string empty = dir.write("empty.json", "  \n");
-  CHECK(annotations(empty) == std::vector<std::string>{"::error file=" + empty + ",title=mla-plan config.invalid::" +
-                                                       empty + ": the file is empty; expected a JSON object (a model "
-                                                       "config.json)"});
+  CHECK(annotations(empty) ==
+        std::vector<std::string>{"::error file=" + empty + ",title=mla-plan config.invalid::" + empty +
+                                 ": the file is empty; expected a JSON object (a model "
+                                 "config.json)"});
 }
 
 TEST_CASE("check guards: bytes per token and concurrency", "[cli][check]") {
@@ -563,7 +588,8 @@ TEST_CASE("check --matrix", "[cli][check]") {
   CHECK(cell("h200", "fp8_ds_mla", 8).at("maximum_concurrency").get<double>() == Approx(28.78).margin(0.005));
   CHECK(cell("h200", "fp8_ds_mla", 8).at("weights_bytes_per_gpu") == 64246411784);
   CHECK(cell("h200", "nvfp4_ds_mla", 8).at("supported") == false);
-  CHECK_THAT(cell("h200", "nvfp4_ds_mla", 8).at("reason").get<std::string>(), Catch::StartsWith("nvfp4_ds_mla needs SM100"));
+  CHECK_THAT(cell("h200", "nvfp4_ds_mla", 8).at("reason").get<std::string>(),
+             Catch::StartsWith("nvfp4_ds_mla needs SM100"));
   CHECK(cell("b200", "nvfp4_ds_mla", 8).at("supported") == true);
   CHECK(cell("a100", "fp8_ds_mla", 8).at("supported") == false);
   CHECK(cell("rtx5090", "fp8_ds_mla", 8).at("supported") == false);
@@ -603,14 +629,17 @@ TEST_CASE("check --matrix", "[cli][check]") {
 
   auto text = run({"check", cfg("deepseek-v4-flash.json"), "--matrix", "--tp", "1,8"});
   CHECK(text.code == 0);
-  CHECK_THAT(text.out, Catch::Contains("  gpu            kv dtype         TP   DP  backend                                    "
-                                       "result\n"));
-  CHECK_THAT(text.out, Catch::Contains("  h200           fp8_ds_mla        8    1  FLASHMLA_SPARSE_DSV4                       "
-                                       "yes fits: 10.29x requests of 1048576 tokens, weights 19.24 GiB per GPU\n"));
+  CHECK_THAT(text.out,
+             Catch::Contains("  gpu            kv dtype         TP   DP  backend                                    "
+                             "result\n"));
+  CHECK_THAT(text.out,
+             Catch::Contains("  h200           fp8_ds_mla        8    1  FLASHMLA_SPARSE_DSV4                       "
+                             "yes fits: 10.29x requests of 1048576 tokens, weights 19.24 GiB per GPU\n"));
   CHECK_THAT(text.out, !Catch::Contains("nvfp4_ds_mla"));  // V4.0 has no nvfp4 cells
   // Cells name their reason by number; the legend below the table holds each reason once.
-  const std::string h200_tp1 = "does not fit: weights 145.30 GiB per GPU leave nothing (short by 23.07 GiB) for the KV "
-                               "cache; one request of 1048576 tokens needs 10.06 GiB";
+  const std::string h200_tp1 =
+      "does not fit: weights 145.30 GiB per GPU leave nothing (short by 23.07 GiB) for the KV "
+      "cache; one request of 1048576 tokens needs 10.06 GiB";
   const auto lines = lines_of(text.out);
   std::string h200_ref;
   std::vector<std::string> legend;
@@ -637,7 +666,8 @@ TEST_CASE("check --matrix", "[cli][check]") {
   for (auto p = text.out.find(a100); p != std::string::npos; p = text.out.find(a100, p + 1)) ++count;
   CHECK(count == 1);
   CHECK_THAT(text.out, Catch::Contains("  a100           fp8_ds_mla        8    1  -  "));
-  CHECK_THAT(text.out, Catch::Contains("  rtx-pro-6000   fp8_ds_mla        8    1  FLASHINFER_MLA_SPARSE_DSV4 (SM120 class)   "));
+  CHECK_THAT(text.out,
+             Catch::Contains("  rtx-pro-6000   fp8_ds_mla        8    1  FLASHINFER_MLA_SPARSE_DSV4 (SM120 class)   "));
   CHECK_THAT(text.out, Catch::Contains("  b200           fp8_ds_mla        8    1  FLASHMLA_SPARSE_DSV4 "));
   auto several_tp = run({"check", cfg("deepseek-v4.1-flash.json"), "--tensor-parallel-size", "1,2"});
   CHECK(several_tp.code == 1);
@@ -673,7 +703,8 @@ TEST_CASE("plan shows the decode mode of every layer type", "[cli][decode]") {
   REQUIRE(big.code == 0);
   const auto jb = nlohmann::json::parse(big.out);
   for (const auto& s : jb.at("schedules")) CHECK(s.at("decode_mode") == "one_pass");
-  auto text = run({cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--batch", "128", "--context-len", "4096", "--details"});
+  auto text =
+      run({cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--batch", "128", "--context-len", "4096", "--details"});
   CHECK_THAT(text.out, Catch::Contains("mla-plan decode: one_pass (128 CTAs x 10 blocks >= 132 SMs x 9 / 2"));
   // V4.0's c128a attends every compressed entry (8192 + 128 rows at 1M tokens): always split.
   auto v4 = run({cfg("deepseek-v4-flash.json"), "--tp", "2", "--batch", "256", "--json"});

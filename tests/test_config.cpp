@@ -120,7 +120,8 @@ TEST_CASE("small configs", "[config]") {
     const auto c = load_config(src("configs/small/v41-8layer-flat.json"));
     CHECK(c.num_draft_layers == 3);
     CHECK(c.compress_ratios == std::vector<int>{0, 0, 2, 2, 2, 1, 1, 1, 0, 0, 0});
-    CHECK(has_finding(c, "config.structural_default", "assumed num_nextn_predict_layers = 3, the transformers default"));
+    CHECK(
+        has_finding(c, "config.structural_default", "assumed num_nextn_predict_layers = 3, the transformers default"));
     CHECK(has_finding(c, "config.padded_ratios", "padded compress_ratios with 3 zero(s) for draft layers 8-10"));
   }
   SECTION("V4 layer_types") {
@@ -169,7 +170,8 @@ TEST_CASE("V4.1 defaults", "[config]") {
     CHECK(c.kv_source_layer_ids == std::vector<std::int64_t>{2, 8, 14, 20});
     CHECK(c.index_source_layer_ids == std::vector<std::int64_t>{2, 8, 14, 20, 24, 28, 32, 36});
     CHECK(c.candidate_source_layer_id == 20);
-    CHECK(has_finding(c, "config.structural_default", "assumed num_nextn_predict_layers = 3, the transformers default"));
+    CHECK(
+        has_finding(c, "config.structural_default", "assumed num_nextn_predict_layers = 3, the transformers default"));
     CHECK(has_finding(c, "config.structural_default", "assumed num_hidden_layers = 40, the transformers default"));
   }
   SECTION("scaled schedule for other layer counts") {
@@ -218,7 +220,8 @@ TEST_CASE("V4.1 rules, each with its whole message", "[config]") {
         "only); a KV source must have compress_ratio 1 or 2");
   CHECK(error_of(v41(six + R"(, "kv_source_layer_ids": [2, 2, 4])")) ==
         "t.json: /kv_source_layer_ids/1: kv_source_layer_ids[1] = 2 repeats kv_source_layer_ids[0]");
-  CHECK(error_of(v41(R"("num_hidden_layers": 6, "compress_ratios": [0, 0, 2, 2, 1, 1], "kv_source_layer_ids": [3, 4])")) ==
+  CHECK(error_of(
+            v41(R"("num_hidden_layers": 6, "compress_ratios": [0, 0, 2, 2, 1, 1], "kv_source_layer_ids": [3, 4])")) ==
         "t.json: /kv_source_layer_ids: layer 2 has compress_ratio 2 but no kv_source_layer_ids entry at or before "
         "it (kv_source_layer_ids = [3, 4])");
   CHECK(error_of(v41(six + R"(, "kv_source_layer_ids": [2])")) ==
@@ -423,10 +426,10 @@ TEST_CASE("bad JSON is rejected with a clear message", "[config][bad-input]") {
   CHECK(error_of(R"({"model_type": "deepseek_v41", )") ==
         "t.json: not valid JSON: parse error at line 1, column 32: syntax error while parsing object key - "
         "unexpected end of input; expected string literal");
-  CHECK(error_of("[1, 2]") == "t.json: the top level is an array of 2 entries; expected a JSON object (a model config.json)");
+  CHECK(error_of("[1, 2]") ==
+        "t.json: the top level is an array of 2 entries; expected a JSON object (a model config.json)");
   CHECK(error_of("42") == "t.json: the top level is 42; expected a JSON object (a model config.json)");
-  CHECK(error_of("\"x\"") ==
-        "t.json: the top level is the string \"x\"; expected a JSON object (a model config.json)");
+  CHECK(error_of("\"x\"") == "t.json: the top level is the string \"x\"; expected a JSON object (a model config.json)");
   // A number too large for a double is the parser's out_of_range, not a parse_error: it was an
   // internal error (exit 70) before (fuzz/regressions/config/number-overflow-1e309.json).
   CHECK(error_of(v41(R"("num_hidden_layers": 1e309)")) == "t.json: not valid JSON: number overflow parsing '1e309'");
@@ -452,8 +455,9 @@ TEST_CASE("bad JSON is rejected with a clear message", "[config][bad-input]") {
     CHECK(error_of(big) == "t.json: /compress_ratios: compress_ratios has 1000000 entries; at most 8192 are accepted");
   }
   SECTION("brackets inside strings do not count as nesting") {
-    const auto c = parse_config(R"({"model_type": "deepseek_v41", "note": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"]]"})",
-                                "t.json");
+    const auto c = parse_config(
+        R"({"model_type": "deepseek_v41", "note": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"]]"})",
+        "t.json");
     CHECK(c.num_hidden_layers == 40);
   }
 }
@@ -473,8 +477,8 @@ TEST_CASE("files: missing, directory without config.json, empty, too large", "[c
     FAIL("accepted " << path);
     return std::string();
   };
-  CHECK(message((dir / "nope.json").string()) == "cannot read '" + (dir / "nope.json").string() +
-                                                     "': no such file or directory");
+  CHECK(message((dir / "nope.json").string()) ==
+        "cannot read '" + (dir / "nope.json").string() + "': no such file or directory");
   CHECK(message(dir.string()) == "directory '" + dir.string() + "' holds no config.json");
   std::ofstream((dir / "empty.json").string()).close();
   CHECK(message((dir / "empty.json").string()) ==

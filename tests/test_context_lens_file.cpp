@@ -114,17 +114,21 @@ TEST_CASE("context-lens file: a bad length names the file, the line and the valu
   // The bound from the config: the line of the length past max_model_len.
   dir.write("lens.txt", "4096\n\n2000000\n");
   require_failure({kV41, "--context-lens", at}, 1,
-                  where + ": line 3: '2000000' is out of range; allowed 1..1048576 (the default max_model_len "
-                          "1048576, the config's max_position_embeddings)");
+                  where +
+                      ": line 3: '2000000' is out of range; allowed 1..1048576 (the default max_model_len "
+                      "1048576, the config's max_position_embeddings)");
   require_failure({kV41, "--context-lens", at, "--max-model-len", "4096", "--spec-tokens", "1"}, 1,
-                  where + ": line 1: '4096' is out of range; allowed 1..4095 (--max-model-len 4096, minus "
-                          "--spec-tokens 1)");
+                  where +
+                      ": line 1: '4096' is out of range; allowed 1..4095 (--max-model-len 4096, minus "
+                      "--spec-tokens 1)");
   // No length at all.
   for (const std::string text : {"", "\n\n", "  \n\t\r\n"}) {
     dir.write("lens.txt", text);
     require_failure({kV41, "--context-lens", at}, 1,
-                    where + ": no items (it is empty or only blank lines); give one per line or separated by commas, "
-                            "each a decimal integer, " + kAllowed);
+                    where +
+                        ": no items (it is empty or only blank lines); give one per line or separated by commas, "
+                        "each a decimal integer, " +
+                        kAllowed);
   }
 }
 
@@ -149,9 +153,11 @@ TEST_CASE("context-lens file: a file that cannot be read is exit 2", "[cli][cont
   const std::string huge = dir / "huge.txt";
   std::ofstream(huge) << "1\n";
   std::filesystem::resize_file(huge, mlaplan::BatchLimits::max_context_lens_file_bytes + 1);
-  require_failure({kV41, "--context-lens", "@" + huge}, 2,
-                  "--context-lens: '" + huge + "' is larger than 64 MiB (67108864 bytes, "
-                  "BatchLimits::max_context_lens_file_bytes); 65,536 lengths, the most a batch has, take under 1 MiB");
+  require_failure(
+      {kV41, "--context-lens", "@" + huge}, 2,
+      "--context-lens: '" + huge +
+          "' is larger than 64 MiB (67108864 bytes, "
+          "BatchLimits::max_context_lens_file_bytes); 65,536 lengths, the most a batch has, take under 1 MiB");
   // Flag values are checked while parsing, before the file is read.
   require_failure({kV41, "--context-lens", "@" + missing, "--batch", "0"}, 1,
                   "--batch: '0' is out of range; allowed 1..65536");
@@ -160,7 +166,8 @@ TEST_CASE("context-lens file: a file that cannot be read is exit 2", "[cli][cont
 TEST_CASE("context-lens file: the flag's own rules", "[cli][context-lens-file]") {
   TempDir dir;
   const std::string lens = dir.write("lens.txt", "1\n2\n");
-  require_failure({kV41, "--context-lens", "@"}, 1, "--context-lens: '@' names no file; give @FILE, or @- for standard input");
+  require_failure({kV41, "--context-lens", "@"}, 1,
+                  "--context-lens: '@' names no file; give @FILE, or @- for standard input");
   require_failure({kV41, "--context-lens", "@" + lens, "--batch", "2"}, 1,
                   "--context-lens lists every request; it cannot be combined with --batch or --context-len");
   require_failure({kV41, "--context-lens", "@" + lens, "--context-lens", "3"}, 1,

@@ -155,8 +155,8 @@ TEST_CASE("V4-Flash c128a and V3.2 dsa inputs", "[decode]") {
 }
 
 TEST_CASE("decode mode: split, cluster or one pass by CTAs when a request is at most 640 rows", "[decode]") {
-  using mlaplan::DecodeMode;
   using mlaplan::decode_plan_mode;
+  using mlaplan::DecodeMode;
   // V4.1 shape: 128 + 512 rows = 10 blocks. Clusters of 4 CTAs (3 blocks each) from
   // ctas * 10 >= 132 * 3 / 2 (ctas >= 19.8) while 4 x ctas <= 132; of 2 CTAs (5 blocks each) while
   // 2 x ctas <= 132; then one pass (ctas * 10 >= 132 * 9 / 2 holds from 60 on).
@@ -207,9 +207,9 @@ TEST_CASE("decode mode: split, cluster or one pass by CTAs when a request is at 
 }
 
 TEST_CASE("decode mode over the lengths: the cluster test takes the work the requests attend", "[decode]") {
-  using mlaplan::DecodeMode;
   using mlaplan::choose_decode_mode;
   using mlaplan::decode_work;
+  using mlaplan::DecodeMode;
   // Full lengths: the same choice as the widths, at every batch of the V4.1 shape.
   for (const std::int64_t b : {1, 8, 19, 20, 37, 66, 67, 128}) {
     for (const std::int64_t h : {64, 128}) {
@@ -243,6 +243,7 @@ TEST_CASE("decode mode over the lengths: the cluster test takes the work the req
   // Enough work for the cluster: b 30, 8 blocks on average.
   const auto c = choose_decode_mode(30, 1, 64, 128, true, 512, 132, mlaplan::DecodeWork{240, 10});
   CHECK(c.mode == DecodeMode::cluster_split);
-  CHECK(c.reason == "240 blocks by the lengths (longest request 10) >= 132 SMs x 3 / 2: 4 CTAs per request as one "
-                    "cluster, 3 blocks each, partial rows merged in distributed shared memory, no combine");
+  CHECK(c.reason ==
+        "240 blocks by the lengths (longest request 10) >= 132 SMs x 3 / 2: 4 CTAs per request as one "
+        "cluster, 3 blocks each, partial rows merged in distributed shared memory, no combine");
 }

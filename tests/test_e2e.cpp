@@ -159,20 +159,44 @@ TEST_CASE("e2e: bad input exits 2 with a clear message, never a crash", "[e2e][b
       {"directory without config.json", (dir / "empty-dir").string(), "holds no config.json"},
       {"empty file", write_file("empty.json", "").string(), "the file is empty"},
       {"not JSON", write_file("text.json", "model_type: deepseek").string(), "not valid JSON"},
-      {"truncated JSON", write_file("trunc.json", R"({"model_type": "deepseek_v41", "text_config": {"num_hidden_layers": 4)").string(), "not valid JSON"},
+      {"truncated JSON",
+       write_file("trunc.json", R"({"model_type": "deepseek_v41", "text_config": {"num_hidden_layers": 4)").string(),
+       "not valid JSON"},
       {"array at top level", write_file("array.json", "[1, 2, 3]").string(), "the top level is an array"},
       {"number at top level", write_file("number.json", "3.5").string(), "the top level is 3.5"},
-      {"string ratio", write_file("string-ratio.json", R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 3, "compress_ratios": [0, "2", 2]})").string(), "/compress_ratios/1: compress_ratios[1] must be an integer, got the string \"2\""},
-      {"float layer id", write_file("float-id.json", R"({"model_type": "deepseek_v41_text", "kv_source_layer_ids": [2.0, 8, 14, 20]})").string(), "/kv_source_layer_ids/0: kv_source_layer_ids[0] must be an integer, got 2.0"},
-      {"null list", write_file("null-list.json", R"({"model_type": "deepseek_v41_text", "index_source_layer_ids": null})").string(), "must be a list of integers, got null"},
-      {"negative", write_file("negative.json", R"({"model_type": "deepseek_v41_text", "num_hidden_layers": -40})").string(), "num_hidden_layers = -40 is out of range"},
-      {"2^63", write_file("huge-number.json", R"({"model_type": "deepseek_v4", "num_hidden_layers": 9223372036854775808})").string(), "num_hidden_layers = 9223372036854775808 is out of range"},
+      {"string ratio",
+       write_file("string-ratio.json",
+                  R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 3, "compress_ratios": [0, "2", 2]})")
+           .string(),
+       "/compress_ratios/1: compress_ratios[1] must be an integer, got the string \"2\""},
+      {"float layer id",
+       write_file("float-id.json", R"({"model_type": "deepseek_v41_text", "kv_source_layer_ids": [2.0, 8, 14, 20]})")
+           .string(),
+       "/kv_source_layer_ids/0: kv_source_layer_ids[0] must be an integer, got 2.0"},
+      {"null list",
+       write_file("null-list.json", R"({"model_type": "deepseek_v41_text", "index_source_layer_ids": null})").string(),
+       "must be a list of integers, got null"},
+      {"negative",
+       write_file("negative.json", R"({"model_type": "deepseek_v41_text", "num_hidden_layers": -40})").string(),
+       "num_hidden_layers = -40 is out of range"},
+      {"2^63",
+       write_file("huge-number.json", R"({"model_type": "deepseek_v4", "num_hidden_layers": 9223372036854775808})")
+           .string(),
+       "num_hidden_layers = 9223372036854775808 is out of range"},
       {"10^5-entry array", write_file("big-list.json", big_list).string(), "compress_ratios has 100000 entries"},
       {"nested 100,000 deep", write_file("deep.json", deep).string(), "nested deeper than 64 levels"},
-      {"invalid UTF-8", write_file("utf8.json", std::string("{\"model_type\": \"deepseek_v41\", \"x\": \"\xc3\x28\"}")).string(), "ill-formed UTF-8"},
+      {"invalid UTF-8",
+       write_file("utf8.json", std::string("{\"model_type\": \"deepseek_v41\", \"x\": \"\xc3\x28\"}")).string(),
+       "ill-formed UTF-8"},
       {"200 MB file", (dir / "huge.json").string(), "is larger than 1 MiB"},
       {"unknown family", write_file("llama.json", R"({"model_type": "llama"})").string(), "supported: deepseek_v41"},
-      {"rule violation", write_file("rule.json", R"({"model_type": "deepseek_v41", "text_config": {"num_hidden_layers": 6, "num_nextn_predict_layers": 0, "compress_ratios": [0, 0, 2, 2, 1, 1], "kv_source_layer_ids": [3, 4]}})").string(), "/text_config/kv_source_layer_ids: layer 2 has compress_ratio 2 but no kv_source_layer_ids entry at or before it"},
+      {"rule violation",
+       write_file(
+           "rule.json",
+           R"({"model_type": "deepseek_v41", "text_config": {"num_hidden_layers": 6, "num_nextn_predict_layers": 0, "compress_ratios": [0, 0, 2, 2, 1, 1], "kv_source_layer_ids": [3, 4]}})")
+           .string(),
+       "/text_config/kv_source_layer_ids: layer 2 has compress_ratio 2 but no kv_source_layer_ids entry at or before "
+       "it"},
   };
   for (const auto& b : cases) {
     INFO(b.what);
@@ -219,7 +243,8 @@ TEST_CASE("e2e: the same inputs give byte-identical output, run after run, under
   }
   // And one that does not: the message and its suggestion are as stable.
   cmds.push_back({"plan", cfg("deepseek-v4.1-flash.json")});
-  cmds.push_back({"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "64", "--lengths", "1,900,70000"});
+  cmds.push_back(
+      {"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "64", "--lengths", "1,900,70000"});
   cmds.push_back({"formats", "--json"});
   cmds.push_back({"gpus"});
   struct Result {

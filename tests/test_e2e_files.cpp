@@ -106,7 +106,8 @@ TEST_CASE("e2e: a FIFO, a socket or a device as an input file is refused, nothin
                        "--verify-json: cannot read '" + fifo + "': it is a FIFO (named pipe)");
   require_invalid_file({"report", config, "-o", out, "--bench-json", fifo},
                        "--bench-json: cannot read '" + fifo + "': it is a FIFO (named pipe)");
-  require_invalid_file({"report", config, "-o", out, "--bench-json", sock}, "--bench-json: cannot read '" + sock + "': it is a socket");
+  require_invalid_file({"report", config, "-o", out, "--bench-json", sock},
+                       "--bench-json: cannot read '" + sock + "': it is a socket");
   require_invalid_file({"report", config, "-o", out, "--verify-json", "/dev/zero"},
                        "--verify-json: cannot read '/dev/zero': it is a character device");
   CHECK(!fs::exists(out));
@@ -152,8 +153,9 @@ TEST_CASE("e2e: a NUL byte in an input file is invalid input, not its end", "[e2
                                    std::to_string(lines) + "); a config.json is JSON text");
   require_check_fails({"check", tail}, "NUL byte at byte offset");
   const auto result = dir.file("bench.json", std::string("[{\"us\": 1}]\0", 12));
-  require_invalid_file({"report", cfg("deepseek-v4.1-flash.json"), "-o", (dir.path / "r.svg").string(), "--bench-json", result},
-                       "--bench-json: '" + result + "' holds a NUL byte at byte offset 11 (line 1)");
+  require_invalid_file(
+      {"report", cfg("deepseek-v4.1-flash.json"), "-o", (dir.path / "r.svg").string(), "--bench-json", result},
+      "--bench-json: '" + result + "' holds a NUL byte at byte offset 11 (line 1)");
   // Trailing bytes after the top value, without a NUL: not JSON either.
   const auto junk = dir.file("junk.json", config_text + " x");
   require_invalid_file({junk}, "not valid JSON");
@@ -162,15 +164,24 @@ TEST_CASE("e2e: a NUL byte in an input file is invalid input, not its end", "[e2
 TEST_CASE("e2e: layer_types that contradict compress_ratios exit 2", "[e2e][files]") {
   Scratch dir("layer-types");
   const std::string head = R"({"model_type": "deepseek_v4", "num_hidden_layers": 2, "num_nextn_predict_layers": 0, )";
-  const auto agree = dir.file("agree.json", head + R"("compress_ratios": [128, 4], "layer_types": ["heavily_compressed_attention", "compressed_sparse_attention"]})");
+  const auto agree = dir.file(
+      "agree.json",
+      head +
+          R"("compress_ratios": [128, 4], "layer_types": ["heavily_compressed_attention", "compressed_sparse_attention"]})");
   const auto ok = run({agree});
   CHECK(ok.code == 0);
   CHECK_THAT(ok.out, Catch::Contains("c128a"));
-  const auto disagree = dir.file("disagree.json", head + R"("compress_ratios": [4, 128], "layer_types": ["heavily_compressed_attention", "compressed_sparse_attention"]})");
-  require_invalid_file({disagree}, disagree + ": /layer_types/0: layer_types[0] = 'heavily_compressed_attention' (ratio 128) "
-                                              "disagrees with compress_ratios[0] = 4 (/compress_ratios/0)");
-  const auto unknown = dir.file("unknown.json", head + R"("compress_ratios": [4, 128], "layer_types": ["full_attention", "x"]})");
-  require_invalid_file({unknown}, "allowed: sliding_attention, compressed_sparse_attention, heavily_compressed_attention");
+  const auto disagree = dir.file(
+      "disagree.json",
+      head +
+          R"("compress_ratios": [4, 128], "layer_types": ["heavily_compressed_attention", "compressed_sparse_attention"]})");
+  require_invalid_file({disagree}, disagree +
+                                       ": /layer_types/0: layer_types[0] = 'heavily_compressed_attention' (ratio 128) "
+                                       "disagrees with compress_ratios[0] = 4 (/compress_ratios/0)");
+  const auto unknown =
+      dir.file("unknown.json", head + R"("compress_ratios": [4, 128], "layer_types": ["full_attention", "x"]})");
+  require_invalid_file({unknown},
+                       "allowed: sliding_attention, compressed_sparse_attention, heavily_compressed_attention");
 }
 
 TEST_CASE("e2e: control characters and bad UTF-8 in file names and values stay on one line", "[e2e][files]") {
@@ -178,7 +189,8 @@ TEST_CASE("e2e: control characters and bad UTF-8 in file names and values stay o
   const std::string name = "\x1b[31m\n::error::\xff.json";
   const auto f = dir.file(name, R"({"model_type": "\u001b[31m\n::error::\u2028"})");
   require_invalid_file({f}, "\\x1b[31m\\n::error::\\xff.json: /model_type: the string ");
-  require_invalid_file({(dir.path / ("missing" + name)).string()}, "missing\\x1b[31m\\n::error::\\xff.json': no such file");
+  require_invalid_file({(dir.path / ("missing" + name)).string()},
+                       "missing\\x1b[31m\\n::error::\\xff.json': no such file");
   const auto raw = dir.file("raw.json", std::string(R"({"model_type": "deepseek_v41"})") + "\xff\x1b[2J");
   require_invalid_file({raw}, "not valid JSON");
 }
@@ -208,15 +220,17 @@ TEST_CASE("e2e: --context-lens @- reads the lengths from standard input", "[e2e]
   o.stdin_path = dir.file("bad.txt", "100\n200\n\nfoo\n");
   const auto bad = run({cfg("deepseek-v4.1-flash.json"), "--context-lens", "@-"}, o);
   CHECK(bad.code == 1);
-  CHECK(bad.err == "mla-plan: error: --context-lens @-: line 4: 'foo' is not a decimal integer; allowed "
-                   "1..max_model_len minus --spec-tokens\n");
+  CHECK(bad.err ==
+        "mla-plan: error: --context-lens @-: line 4: 'foo' is not a decimal integer; allowed "
+        "1..max_model_len minus --spec-tokens\n");
   // Past the size limit: exit 2 after reading no more than the limit (a sparse file of zeros).
   const std::string huge = dir.file("huge.txt", "1\n");
   fs::resize_file(huge, mlaplan::BatchLimits::max_context_lens_file_bytes + 4096);
   o.stdin_path = huge;
   const auto big = run({cfg("deepseek-v4.1-flash.json"), "--context-lens", "@-"}, o);
   CHECK(big.code == 2);
-  CHECK(big.err == "mla-plan: error: --context-lens: standard input is larger than 64 MiB (67108864 bytes, "
-                   "BatchLimits::max_context_lens_file_bytes); 65,536 lengths, the most a batch has, take under 1 "
-                   "MiB\n");
+  CHECK(big.err ==
+        "mla-plan: error: --context-lens: standard input is larger than 64 MiB (67108864 bytes, "
+        "BatchLimits::max_context_lens_file_bytes); 65,536 lengths, the most a batch has, take under 1 "
+        "MiB\n");
 }

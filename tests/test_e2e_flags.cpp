@@ -41,7 +41,8 @@ TEST_CASE("e2e flags: integers are decimal, numbers are decimal, values are quot
                 "--gpu-memory-utilization: '' is not a decimal number; allowed above 0 up to 1");
   require_usage({kV41, "--gpu-memory-utilization", "0x1p-1"},
                 "--gpu-memory-utilization: '0x1p-1' is not a decimal number; allowed above 0 up to 1");
-  require_usage({kV41, "--kv-budget-gib", "nan"}, "--kv-budget-gib: 'nan' is out of range; allowed above 0 up to 1048576 GiB");
+  require_usage({kV41, "--kv-budget-gib", "nan"},
+                "--kv-budget-gib: 'nan' is out of range; allowed above 0 up to 1048576 GiB");
   require_usage({kV41, "--context-lens", "1,,3"},
                 "--context-lens[1]: empty item in '1,,3'; every item is a decimal integer, allowed 1..max_model_len "
                 "minus --spec-tokens");
@@ -82,9 +83,11 @@ TEST_CASE("e2e flags: a parse error is one line naming the subcommand, the flag 
                 "bench: --replays needs a value (a decimal integer); run 'mla-plan bench --help' for the flags");
   require_usage({"schedule", "--kernel", "sm90-sparse", "--h-q", "64"},
                 "schedule: --num-sms and --lengths are required; run 'mla-plan schedule --help' for the flags");
-  require_usage({"gpus", "extra"}, "gpus: unexpected argument 'extra': gpus takes flags only; run 'mla-plan gpus "
-                                   "--help' for the flags");
-  require_usage({}, "a command or a CONFIG is required: mla-plan CONFIG [flags], or mla-plan COMMAND with COMMAND "
-                    "one of plan, check, schedule, verify, bench, report, gpus, formats; run 'mla-plan --help' for "
-                    "usage");
+  require_usage({"gpus", "extra"},
+                "gpus: unexpected argument 'extra': gpus takes flags only; run 'mla-plan gpus "
+                "--help' for the flags");
+  require_usage({},
+                "a command or a CONFIG is required: mla-plan CONFIG [flags], or mla-plan COMMAND with COMMAND "
+                "one of plan, check, schedule, verify, bench, report, gpus, formats; run 'mla-plan --help' for "
+                "usage");
 }

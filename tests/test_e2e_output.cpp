@@ -40,7 +40,8 @@ void check_inert(const std::string& text, bool annotations = false) {
     INFO(l);
     CHECK(mlaplan::is_printable_line(l));
     if (!annotations) CHECK(l.rfind("::", 0) != 0);
-    if (annotations && l.rfind("::", 0) == 0) CHECK((l.rfind("::error file=", 0) == 0 || l.rfind("::warning file=", 0) == 0));
+    if (annotations && l.rfind("::", 0) == 0)
+      CHECK((l.rfind("::error file=", 0) == 0 || l.rfind("::warning file=", 0) == 0));
   }
 }
 
@@ -111,9 +112,10 @@ TEST_CASE("e2e: a failed write of stdout is exit 7 with one line, for every comm
 
 TEST_CASE("e2e: a closed pipe is an error, with SIGPIPE ignored or not", "[e2e][output]") {
   const std::string v41 = cfg("deepseek-v4.1-flash.json");
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {v41, "--tp", "8"}, {"plan", v41, "--tp", "8", "--json"}, {"check", v41, "--tp", "8", "--format", "json"},
-           {"formats"}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{v41, "--tp", "8"},
+                                                                {"plan", v41, "--tp", "8", "--json"},
+                                                                {"check", v41, "--tp", "8", "--format", "json"},
+                                                                {"formats"}}) {
     INFO(args.back());
     e2e::RunOptions ignored;
     ignored.stdout_closed_pipe = true;

@@ -165,8 +165,7 @@ TEST_CASE("fit CLI: --weights-gib replaces the derived weights", "[cli][fit]") {
   CHECK(term(given, "weights").at("bytes") == 10737418240);
   CHECK(term(given, "weights").at("source") == "given");
   CHECK(term(derived, "weights").at("source") == "estimated");
-  CHECK(kv_bytes(given) ==
-        kv_bytes(derived) + term(derived, "weights").at("bytes").get<std::int64_t>() - 10737418240);
+  CHECK(kv_bytes(given) == kv_bytes(derived) + term(derived, "weights").at("bytes").get<std::int64_t>() - 10737418240);
   // The other terms stay.
   for (const std::string id : {"load_overhead", "activation_peak", "non_torch", "cudagraph"}) {
     INFO(id);
@@ -197,7 +196,8 @@ TEST_CASE("fit CLI: check --matrix, one H200 against eight", "[cli][fit][check]"
     if (c.at("tensor_parallel_size") == 1) {
       CHECK(c.at("supported") == false);
       CHECK(c.at("exit_code") == 4);
-      CHECK_THAT(c.at("reason").get<std::string>(), Catch::StartsWith("does not fit: weights 145.30 GiB per GPU leave nothing"));
+      CHECK_THAT(c.at("reason").get<std::string>(),
+                 Catch::StartsWith("does not fit: weights 145.30 GiB per GPU leave nothing"));
     } else {
       CHECK(c.at("tensor_parallel_size") == 8);
       CHECK(c.at("supported") == true);

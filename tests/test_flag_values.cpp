@@ -83,8 +83,8 @@ TEST_CASE("flag values: integers are decimal", "[cli][flag-values]") {
   CHECK(sched.schedule_input.lengths == std::vector<std::int32_t>{10, 0, 0});
 
   // Every other spelling is rejected, quoted as given, with the allowed range.
-  for (const std::string bad : {"0x40", "0X40", "", " 8", "8 ", "+8", "1e3", "8.0", "8,", "0b101", "1_000", "8k", "-",
-                                "\xd9\xa3", "8\n"}) {
+  for (const std::string bad :
+       {"0x40", "0X40", "", " 8", "8 ", "+8", "1e3", "8.0", "8,", "0b101", "1_000", "8k", "-", "\xd9\xa3", "8\n"}) {
     require_usage({kV41, "--batch", bad},
                   "--batch: " + mlaplan::quoted(bad) + " is not a decimal integer; allowed 1..65536");
   }
@@ -125,8 +125,8 @@ TEST_CASE("flag values: every integer flag of every subcommand", "[cli][flag-val
     if (sub == "report") c.insert(c.end(), {"-o", "x.svg"});
     flags.push_back({c, "--num-sms", "--num-sms", "1..1024"});
     flags.push_back({c, "--block-size", "--block-size", "1..1048576"});
-    flags.push_back({c, "--max-model-len", "--max-model-len",
-                     "1..the config's max_position_embeddings, at most 17179869184"});
+    flags.push_back(
+        {c, "--max-model-len", "--max-model-len", "1..the config's max_position_embeddings, at most 17179869184"});
     flags.push_back({c, "--max-num-batched-tokens", "--max-num-batched-tokens", "1..16777216"});
     flags.push_back({c, "--pp", "--pipeline-parallel-size", "1..4096, at most the config's backbone layers"});
     if (sub == "check") {
@@ -220,10 +220,12 @@ TEST_CASE("flag values: numbers are decimal, empty values are errors", "[cli][fl
     }
   }
   // The empty value is an error, never the default.
-  require_usage({kV41, "--context-len", ""}, "--context-len: '' is not a decimal integer; allowed 1..max_model_len "
-                                             "minus --spec-tokens");
-  require_usage({kV41, "--batch="}, "plan: --batch needs a value (a decimal integer); run 'mla-plan plan --help' for "
-                                    "the flags");
+  require_usage({kV41, "--context-len", ""},
+                "--context-len: '' is not a decimal integer; allowed 1..max_model_len "
+                "minus --spec-tokens");
+  require_usage({kV41, "--batch="},
+                "plan: --batch needs a value (a decimal integer); run 'mla-plan plan --help' for "
+                "the flags");
 }
 
 TEST_CASE("flag values: an empty list item is an error naming the item", "[cli][flag-values]") {
@@ -268,7 +270,8 @@ TEST_CASE("flag values: the helpers", "[cli][flag-values]") {
   CHECK_THROWS_WITH(parse_uint64_value("--seed", "-1"),
                     "--seed: '-1' is out of range; allowed 0..18446744073709551615");
   CHECK(parse_real_value("--u", "1e-3", RealRange{0, 1, true, {}}) == Approx(0.001));
-  CHECK_THROWS_WITH(parse_real_value("--u", "0", RealRange{0, 1, true, {}}), "--u: '0' is out of range; allowed above 0 up to 1");
+  CHECK_THROWS_WITH(parse_real_value("--u", "0", RealRange{0, 1, true, {}}),
+                    "--u: '0' is out of range; allowed above 0 up to 1");
   CHECK(parse_real_value("--w", "0", RealRange{0, 1, false, "GiB"}) == 0.0);
   CHECK(split_list_value("--l", "a,b") == std::vector<std::string>{"a", "b"});
   CHECK_THROWS_WITH(split_list_value("--l", "a,,b"),
@@ -352,8 +355,8 @@ TEST_CASE("flag values: verify's --decode-mode and --device", "[cli][flag-values
   require_usage({"verify", kMissing, "--decode-mode", "all", "--decode-mode", "planned"},
                 "--decode-mode given twice ('all' and 'planned'); give it once");
 
-  const std::string devices = "allowed 0.." + std::to_string(std::numeric_limits<int>::max()) +
-                              ", a comma-separated list of them, or all";
+  const std::string devices =
+      "allowed 0.." + std::to_string(std::numeric_limits<int>::max()) + ", a comma-separated list of them, or all";
   require_usage({"verify", kMissing, "--device", "al"},
                 "--device: 'al' is not a decimal integer; " + devices + "; did you mean 'all'?");
   require_usage({"verify", kMissing, "--device", "ALL"},
@@ -362,7 +365,8 @@ TEST_CASE("flag values: verify's --decode-mode and --device", "[cli][flag-values
   require_usage({"verify", kMissing, "--device", "0,-1"}, "--device[1]: '-1' is out of range; " + devices);
   require_usage({"verify", kMissing, "--device", "0,,1"},
                 "--device[1]: empty item in '0,,1'; give the items separated by single commas, none empty");
-  require_usage({"verify", kMissing, "--device", "all,0"}, "--device[0]: 'all' stands alone (--device all); " + devices);
+  require_usage({"verify", kMissing, "--device", "all,0"},
+                "--device[0]: 'all' stands alone (--device all); " + devices);
   require_usage({"verify", kMissing, "--device", "0", "--device", "1"},
                 "--device given twice ('0' and '1'); give it once");
 
@@ -395,13 +399,15 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
   // The nearest flags by prefix, by a few edits (a swap is one), by the flag inside the word.
   require_usage({kV41, "--bacth", "8"},
                 "plan: unknown flag '--bacth' (did you mean '--batch'?); run 'mla-plan plan --help' for the flags");
-  require_usage({kV41, "--batch-size", "8"},
-                "plan: unknown flag '--batch-size' (did you mean '--batch'?); run 'mla-plan plan --help' for the flags");
+  require_usage(
+      {kV41, "--batch-size", "8"},
+      "plan: unknown flag '--batch-size' (did you mean '--batch'?); run 'mla-plan plan --help' for the flags");
   require_usage({kV41, "--max-model-length=4096"},
                 "plan: unknown flag '--max-model-length=4096' (did you mean '--max-model-len'?); run 'mla-plan plan "
                 "--help' for the flags");
-  require_usage({kV41, "--TP", "8"}, "plan: unknown flag '--TP' (did you mean '--tp'?); run 'mla-plan plan --help' for "
-                                     "the flags");
+  require_usage({kV41, "--TP", "8"},
+                "plan: unknown flag '--TP' (did you mean '--tp'?); run 'mla-plan plan --help' for "
+                "the flags");
   require_usage({kV41, "--context", "8"},
                 "plan: unknown flag '--context' (did you mean '--context-len' or '--context-lens'?); run 'mla-plan "
                 "plan --help' for the flags");
@@ -413,7 +419,8 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
                 "'--max-num-batched-tokens'?); run 'mla-plan plan --help' for the flags");
   require_usage({kV41, "--lengths", "3"},
                 "plan: unknown flag '--lengths' (a flag of schedule); run 'mla-plan plan --help' for the flags");
-  require_usage({kV41, "-o", "x.svg"}, "plan: unknown flag '-o' (a flag of report); run 'mla-plan plan --help' for the flags");
+  require_usage({kV41, "-o", "x.svg"},
+                "plan: unknown flag '-o' (a flag of report); run 'mla-plan plan --help' for the flags");
   require_usage({"gpus", "--foo=1"}, "gpus: unknown flag '--foo=1'; run 'mla-plan gpus --help' for the flags");
   // A misspelt required flag is reported as unknown, not as missing.
   require_usage(schedule_with({"--num-sm", "132", "--h-q", "64", "--lengths", "1"}),
@@ -426,14 +433,16 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
                 "plan: unexpected argument '2': CONFIG is already '" + kV41 +
                     "' and plan takes one (--context-lens takes one argument, its items separated by commas); run "
                     "'mla-plan plan --help' for the flags");
-  require_usage({"formats", "x"}, "formats: unexpected argument 'x': formats takes flags only; run 'mla-plan formats "
-                                  "--help' for the flags");
+  require_usage({"formats", "x"},
+                "formats: unexpected argument 'x': formats takes flags only; run 'mla-plan formats "
+                "--help' for the flags");
   require_usage(schedule_with({"--num-sms", "132", "--h-q", "64", "--lengths", "1", "7"}),
                 "schedule: unexpected argument '7': schedule takes flags only (--lengths takes one argument, its "
                 "items separated by commas); run 'mla-plan schedule --help' for the flags");
   // A flag without its value.
-  require_usage({kV41, "--batch"}, "plan: --batch needs a value (a decimal integer); run 'mla-plan plan --help' for "
-                                   "the flags");
+  require_usage({kV41, "--batch"},
+                "plan: --batch needs a value (a decimal integer); run 'mla-plan plan --help' for "
+                "the flags");
   require_usage({kV41, "--gpu-memory-utilization"},
                 "plan: --gpu-memory-utilization needs a value (a decimal number); run 'mla-plan plan --help' for the "
                 "flags");
@@ -458,17 +467,20 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
   require_usage(schedule_with({"--num-sms", "132", "--h-q", "64", "--lengths", "1", "--lengths", "2"}),
                 "--lengths given twice ('1' and '2'); give it once");
   // Required arguments.
-  require_usage({"plan"}, "plan: CONFIG is required (config.json, or a directory holding one); run 'mla-plan plan "
-                          "--help' for the flags");
+  require_usage({"plan"},
+                "plan: CONFIG is required (config.json, or a directory holding one); run 'mla-plan plan "
+                "--help' for the flags");
   require_usage({"schedule", "--kernel", "sm90-sparse"},
                 "schedule: --num-sms, --h-q and --lengths are required; run 'mla-plan schedule --help' for the flags");
   require_usage({"report", kV41}, "report: --output is required; run 'mla-plan report --help' for the flags");
-  require_usage({}, "a command or a CONFIG is required: mla-plan CONFIG [flags], or mla-plan COMMAND with COMMAND "
-                    "one of plan, check, schedule, verify, bench, report, gpus, formats; run 'mla-plan --help' for "
-                    "usage");
+  require_usage({},
+                "a command or a CONFIG is required: mla-plan CONFIG [flags], or mla-plan COMMAND with COMMAND "
+                "one of plan, check, schedule, verify, bench, report, gpus, formats; run 'mla-plan --help' for "
+                "usage");
   // Values outside a set.
   require_usage({kV41, "--format", "xml"}, "--format: 'xml' is not allowed; allowed: text, json, markdown");
-  require_usage({"check", kV41, "--format", "xml"}, "--format: 'xml' is not allowed; allowed: text, json, github, markdown");
+  require_usage({"check", kV41, "--format", "xml"},
+                "--format: 'xml' is not allowed; allowed: text, json, github, markdown");
   require_usage({"check", kV41, "--guard-accounting", "Rows\x1b"},
                 "--guard-accounting: 'Rows\\x1b' is not allowed; allowed: rows, pages; did you mean 'rows'?");
   // vLLM's sets ignore case (--kv-cache-dtype, --attention-backend); a value outside a set names
@@ -482,9 +494,8 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
                 "--kv-cache-dtype: 'NVFP4' is not a kv-cache dtype; " + kv + "; did you mean 'nvfp4_ds_mla'?");
   require_usage({kV41, "--kv-cache-dtype", "e5m2"},
                 "--kv-cache-dtype: 'e5m2' is not a kv-cache dtype; " + kv + "; did you mean 'fp8_e5m2'?");
-  require_usage({kV41, "--kv-cache-dtype", "ds_mla"},
-                "--kv-cache-dtype: 'ds_mla' is not a kv-cache dtype; " + kv +
-                    "; did you mean 'fp8_ds_mla' or 'nvfp4_ds_mla'?");
+  require_usage({kV41, "--kv-cache-dtype", "ds_mla"}, "--kv-cache-dtype: 'ds_mla' is not a kv-cache dtype; " + kv +
+                                                          "; did you mean 'fp8_ds_mla' or 'nvfp4_ds_mla'?");
   require_usage({kV41, "--kv-cache-dtype", "fp8_sd_mla"},
                 "--kv-cache-dtype: 'fp8_sd_mla' is not a kv-cache dtype; " + kv + "; did you mean 'fp8_ds_mla'?");
   require_usage({kV41, "--kv-cache-dtype", "int8"}, "--kv-cache-dtype: 'int8' is not a kv-cache dtype; " + kv);
@@ -507,7 +518,8 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
   require_usage({"plna", kV41}, "unknown command 'plna' (did you mean 'plan'?)" + commands);
   require_usage({"plna"}, "unknown command 'plna' (did you mean 'plan'?)" + commands);
   require_usage({"Plan", kV41, "--tp", "8"}, "unknown command 'Plan' (did you mean 'plan'?)" + commands);
-  require_usage({"schedul", "--kernel", "sm90-sparse"}, "unknown command 'schedul' (did you mean 'schedule'?)" + commands);
+  require_usage({"schedul", "--kernel", "sm90-sparse"},
+                "unknown command 'schedul' (did you mean 'schedule'?)" + commands);
   require_usage({"plan1", "--foo"}, "unknown command 'plan1' (did you mean 'plan'?)" + commands);
   // (not "gpu": a CUDA build's test directory holds a gpu/ folder, which is then a config path)
   require_usage({"gpsu"}, "unknown command 'gpsu' (did you mean 'gpus'?)" + commands);
@@ -545,9 +557,12 @@ TEST_CASE("flag values: a first word near a command that names a file is that co
 
 TEST_CASE("flag values: a parse that fails leaves a kept command line as a new one", "[cli][flag-values][parse]") {
   mlaplan::cli::CommandLine kept;
-  const std::vector<std::vector<std::string>> inputs = {
-      {kV41, "--batch", "8", "--batch", "9"}, {kV41, "--batch", "0x8"}, {kV41, "--foo"}, {"schedule"},
-      {kV41, "--batch", "8"},                 {kV41, "--context-lens", "1,,2"}};
+  const std::vector<std::vector<std::string>> inputs = {{kV41, "--batch", "8", "--batch", "9"},
+                                                        {kV41, "--batch", "0x8"},
+                                                        {kV41, "--foo"},
+                                                        {"schedule"},
+                                                        {kV41, "--batch", "8"},
+                                                        {kV41, "--context-lens", "1,,2"}};
   for (const auto& args : inputs) {
     std::ostringstream kept_out, kept_err, new_out, new_err;
     const auto& a = kept.parse(args, kept_out, kept_err);

@@ -26,7 +26,7 @@ namespace {
 
 constexpr RowFormatId kQuantizable[] = {
     RowFormatId::fp8_ds_mla_v4, RowFormatId::v41_fp8,     RowFormatId::v41_fp4, RowFormatId::fp8_ds_mla_v32,
-    RowFormatId::indexer_fp8,   RowFormatId::indexer_fp4, RowFormatId::bf16,  RowFormatId::fp8_per_tensor,
+    RowFormatId::indexer_fp8,   RowFormatId::indexer_fp4, RowFormatId::bf16,    RowFormatId::fp8_per_tensor,
 };
 
 std::string name_of(RowFormatId id) { return std::string(row_format(id).name); }
@@ -106,8 +106,8 @@ std::vector<std::uint8_t> quant_one(RowFormatId id, const std::vector<std::uint1
   quantize_row(id, row.data(), page.data(), rows_per_page, t);
   return page;
 }
-std::vector<float> dequant_one(RowFormatId id, const std::vector<std::uint8_t>& page,
-                               std::int64_t rows_per_page = 3, std::int64_t t = 1) {
+std::vector<float> dequant_one(RowFormatId id, const std::vector<std::uint8_t>& page, std::int64_t rows_per_page = 3,
+                               std::int64_t t = 1) {
   std::vector<float> out(static_cast<std::size_t>(geometry(id).dims));
   dequantize_row(id, page.data(), rows_per_page, t, out.data());
   return out;
@@ -151,13 +151,14 @@ double error_bound(RowFormatId id, std::int64_t dim, double x, double amax) {
 }
 
 // Largest |code value| of each scale tile of row t (e4m3 or e2m1 codes, before scaling).
-std::vector<double> max_code_per_tile(RowFormatId id, const std::vector<std::uint8_t>& page,
-                                      std::int64_t rows_per_page, std::int64_t t) {
+std::vector<double> max_code_per_tile(RowFormatId id, const std::vector<std::uint8_t>& page, std::int64_t rows_per_page,
+                                      std::int64_t t) {
   const FormatGeometry g = geometry(id);
   const RowOffsets off = row_offsets(id, rows_per_page, t);
   const std::uint8_t* d = page.data() + off.data;
   const bool fp4 = id == RowFormatId::v41_fp4 || id == RowFormatId::indexer_fp4;
-  const std::int64_t quantised = id == RowFormatId::fp8_ds_mla_v4 ? 448 : (id == RowFormatId::fp8_ds_mla_v32 ? 512 : g.dims);
+  const std::int64_t quantised =
+      id == RowFormatId::fp8_ds_mla_v4 ? 448 : (id == RowFormatId::fp8_ds_mla_v32 ? 512 : g.dims);
   std::vector<double> out;
   for (std::int64_t t0 = 0; t0 < quantised; t0 += g.tile) {
     double m = 0.0;
@@ -295,9 +296,8 @@ TEST_CASE("page sizes reject bad arguments and overflow", "[formats]") {
   expect_error(ErrorKind::internal, [] { (void)page_bytes(RowFormatId::fp8_ds_mla_v4, 0); });
   expect_error(ErrorKind::internal, [] { (void)padded_page_bytes(4, 0, 576); });
   expect_error(ErrorKind::internal, [] { (void)padded_page_bytes(4, 584, -1); });
-  expect_error(ErrorKind::invalid_config, [] {
-    (void)page_bytes(RowFormatId::fp8_ds_mla_v4, std::numeric_limits<std::int64_t>::max() / 100);
-  });
+  expect_error(ErrorKind::invalid_config,
+               [] { (void)page_bytes(RowFormatId::fp8_ds_mla_v4, std::numeric_limits<std::int64_t>::max() / 100); });
   // Fits before rounding, not after.
   const std::int64_t big = std::numeric_limits<std::int64_t>::max();
   REQUIRE(big % 576 != 0);
@@ -336,7 +336,8 @@ TEST_CASE("each byte map tiles its row exactly", "[formats]") {
       for (const FormatField& x : f.fields) {
         if (x.region == r) part.push_back(x);
       }
-      std::sort(part.begin(), part.end(), [](const FormatField& a, const FormatField& b) { return a.offset < b.offset; });
+      std::sort(part.begin(), part.end(),
+                [](const FormatField& a, const FormatField& b) { return a.offset < b.offset; });
       std::int64_t at = 0;
       for (const FormatField& x : part) {
         INFO(x.name);
@@ -358,7 +359,12 @@ TEST_CASE("each byte map tiles its row exactly", "[formats]") {
     } else {
       CHECK(values == f.dims);
     }
-    if (f.tile > 0) CHECK((f.id == RowFormatId::fp8_ds_mla_v4 ? 448 : f.id == RowFormatId::fp8_ds_mla_v32 ? 512 : f.dims) % f.tile == 0);
+    if (f.tile > 0)
+      CHECK((f.id == RowFormatId::fp8_ds_mla_v4    ? 448
+             : f.id == RowFormatId::fp8_ds_mla_v32 ? 512
+                                                   : f.dims) %
+                f.tile ==
+            0);
   }
   CHECK_FALSE(parse_row_format("fp8_ds_mla").has_value());
   CHECK_FALSE(parse_row_format("").has_value());
@@ -413,7 +419,8 @@ TEST_CASE("e4m3 decodes and encodes every code", "[quant]") {
   CHECK(e4m3_to_float(0x01) == std::ldexp(1.0f, -9));
   CHECK(e4m3_to_float(0x76) == 224.0f);
   // Strictly increasing over the positive finite codes.
-  for (int c = 0; c < 0x7E; ++c) CHECK(e4m3_to_float(static_cast<std::uint8_t>(c)) < e4m3_to_float(static_cast<std::uint8_t>(c + 1)));
+  for (int c = 0; c < 0x7E; ++c)
+    CHECK(e4m3_to_float(static_cast<std::uint8_t>(c)) < e4m3_to_float(static_cast<std::uint8_t>(c + 1)));
 }
 
 TEST_CASE("e4m3 rounds to nearest even and saturates", "[quant]") {
@@ -435,9 +442,9 @@ TEST_CASE("e4m3 rounds to nearest even and saturates", "[quant]") {
   }
   CHECK(float_to_e4m3(std::numeric_limits<float>::quiet_NaN()) == 0x7F);
   CHECK(float_to_e4m3(-std::numeric_limits<float>::quiet_NaN()) == 0x7F);
-  CHECK(float_to_e4m3(std::ldexp(1.0f, -11)) == 0x00);       // below half the smallest subnormal
-  CHECK(float_to_e4m3(-std::ldexp(1.0f, -11)) == 0x80);      // sign kept
-  CHECK(float_to_e4m3(std::ldexp(1.0f, -10)) == 0x00);       // tie with 0 -> even (0)
+  CHECK(float_to_e4m3(std::ldexp(1.0f, -11)) == 0x00);   // below half the smallest subnormal
+  CHECK(float_to_e4m3(-std::ldexp(1.0f, -11)) == 0x80);  // sign kept
+  CHECK(float_to_e4m3(std::ldexp(1.0f, -10)) == 0x00);   // tie with 0 -> even (0)
   CHECK(float_to_e4m3(std::ldexp(1.5f, -10)) == 0x01);
   CHECK(float_to_e4m3(std::numeric_limits<float>::denorm_min()) == 0x00);
 
@@ -594,7 +601,7 @@ TEST_CASE("fp8 scale rules give powers of two with the documented floors", "[qua
 TEST_CASE("v41_fp4 scale rule: amax/6 rounded to e4m3, floored at 2^-6", "[quant]") {
   CHECK(v41_fp4_scale_code(0.0f) == 0x08);
   CHECK(v41_fp4_scale_code(0.01f) == 0x08);
-  CHECK(v41_fp4_scale_code(6.0f) == 0x38);          // 1.0
+  CHECK(v41_fp4_scale_code(6.0f) == 0x38);            // 1.0
   CHECK(v41_fp4_scale_code(6.0f * 1.0625f) == 0x38);  // tie between 1.0 and 1.125 -> even
   CHECK(v41_fp4_scale_code(6.0f * 1.1f) == 0x39);
   CHECK(v41_fp4_scale_code(6.0f * 448.0f) == 0x7E);
@@ -641,7 +648,8 @@ TEST_CASE("every format round-trips random rows within its error bound", "[quant
   }
 }
 
-TEST_CASE("re-quantising dequantised rows gives the same values and, but for half-range tiles, the same bytes", "[quant]") {
+TEST_CASE("re-quantising dequantised rows gives the same values and, but for half-range tiles, the same bytes",
+          "[quant]") {
   std::mt19937_64 rng(5);
   for (RowFormatId id : kQuantizable) {
     SECTION(name_of(id)) {
@@ -738,10 +746,10 @@ TEST_CASE("fp4 values pack two per byte, even dim in the low nibble", "[quant]")
   key[1] = float_to_bf16(6.0f);
   key[33] = float_to_bf16(-12.0f);
   const auto ip = quant_one(RowFormatId::indexer_fp4, key, 1, 0);
-  CHECK(ip[0] == 0x72);       // 1.0 -> code 2 (low), 6.0 -> code 7 (high), scale 1
-  CHECK(ip[16] == 0xF0);      // dim 32 = 0 (low), dim 33 = -12 / 2 = -6 -> 15 (high)
-  CHECK(ip[64] == 127);       // 2^0
-  CHECK(ip[65] == 128);       // 2^1
+  CHECK(ip[0] == 0x72);   // 1.0 -> code 2 (low), 6.0 -> code 7 (high), scale 1
+  CHECK(ip[16] == 0xF0);  // dim 32 = 0 (low), dim 33 = -12 / 2 = -6 -> 15 (high)
+  CHECK(ip[64] == 127);   // 2^0
+  CHECK(ip[65] == 128);   // 2^1
 }
 
 TEST_CASE("NaN and inf poison their tile and pass through raw bf16 fields", "[quant]") {
@@ -750,10 +758,10 @@ TEST_CASE("NaN and inf poison their tile and pass through raw bf16 fields", "[qu
 
   SECTION("fp8_ds_mla_v4") {
     std::vector<std::uint16_t> row(512, float_to_bf16(0.75f));
-    row[70] = float_to_bf16(nan);   // tile 1
-    row[200] = float_to_bf16(inf);  // tile 3
-    row[460] = float_to_bf16(-inf); // RoPE
-    row[500] = float_to_bf16(nan);  // RoPE
+    row[70] = float_to_bf16(nan);    // tile 1
+    row[200] = float_to_bf16(inf);   // tile 3
+    row[460] = float_to_bf16(-inf);  // RoPE
+    row[500] = float_to_bf16(nan);   // RoPE
     const auto page = quant_one(RowFormatId::fp8_ds_mla_v4, row, 2, 1);
     const std::size_t scale = 2 * 576 + 8;
     CHECK(page[scale + 1] == 0xFF);
@@ -866,8 +874,10 @@ TEST_CASE("row and page helpers reject bad arguments", "[quant]") {
   expect_error(ErrorKind::internal, [&] { quantize_row(id, row.data(), page.data(), 4, 4); });
   expect_error(ErrorKind::internal, [&] { quantize_row(id, nullptr, page.data(), 4, 0); });
   expect_error(ErrorKind::internal, [&] { dequantize_row(id, page.data(), 4, -1, out.data()); });
-  expect_error(ErrorKind::internal, [&] { quantize_row(RowFormatId::compressor_state, row.data(), page.data(), 1, 0); });
-  expect_error(ErrorKind::internal, [&] { dequantize_row(RowFormatId::compressor_state, page.data(), 1, 0, out.data()); });
+  expect_error(ErrorKind::internal,
+               [&] { quantize_row(RowFormatId::compressor_state, row.data(), page.data(), 1, 0); });
+  expect_error(ErrorKind::internal,
+               [&] { dequantize_row(RowFormatId::compressor_state, page.data(), 1, 0, out.data()); });
   CHECK_FALSE(has_quantizer(RowFormatId::compressor_state));
   CHECK(has_quantizer(RowFormatId::bf16));
 

@@ -198,7 +198,8 @@ TEST_CASE("input files: a descriptor that is not a regular file is refused after
 
   const int dev = ::open("/dev/zero", O_RDONLY | O_CLOEXEC);
   REQUIRE(dev >= 0);
-  CHECK_THROWS_WITH(read_input_fd(dev, "z", kRules), "cannot read 'z': it is a character device; only a regular file is read");
+  CHECK_THROWS_WITH(read_input_fd(dev, "z", kRules),
+                    "cannot read 'z': it is a character device; only a regular file is read");
   ::close(dev);
 
   // A read error has its cause: a descriptor open for writing only.
@@ -267,7 +268,8 @@ TEST_CASE("input files: every failure to open names its cause", "[input-files]")
   CHECK(load_error((dir.path / "nested").string()) ==
         "cannot read '" + (dir.path / "nested" / "config.json").string() + "': it is a directory");
   CHECK(result_error(dir.path.string()) == "--verify-json: cannot read '" + dir.path.string() + "': it is a directory");
-  CHECK(result_error(a) == "--verify-json: cannot read '" + a + "': too many levels of symbolic links (a symbolic-link loop)");
+  CHECK(result_error(a) ==
+        "--verify-json: cannot read '" + a + "': too many levels of symbolic links (a symbolic-link loop)");
   CHECK(result_error(missing) == "--verify-json: cannot read '" + missing + "': no such file or directory");
 }
 
@@ -308,7 +310,8 @@ TEST_CASE("input files: result files that cannot be read exit 2, a bad flag exit
   // A config that is a FIFO, through the whole CLI.
   auto c = run({"plan", fifo});
   CHECK(c.code == 2);
-  CHECK(c.err == "mla-plan: error: cannot read '" + fifo + "': it is a FIFO (named pipe); only a regular file is read\n");
+  CHECK(c.err ==
+        "mla-plan: error: cannot read '" + fifo + "': it is a FIFO (named pipe); only a regular file is read\n");
 }
 
 // ------------------------------------------------------------------ the whole file is JSON
@@ -331,10 +334,10 @@ TEST_CASE("input files: a NUL byte anywhere in a config is invalid", "[input-fil
   CHECK_THAT(parse_error(std::string("\n\n \0", 4)), Catch::StartsWith("t.json: NUL byte at byte offset 3 (line 3); "));
 
   // Nothing else ends the parse early: anything after the top value but whitespace is an error.
-  CHECK_THAT(parse_error(kConfigText + " x"), Catch::Contains("not valid JSON: ") &&
-                                                   Catch::Contains("expected end of input"));
-  CHECK_THAT(parse_error(kConfigText + " {}"), Catch::Contains("not valid JSON: ") &&
-                                                    Catch::Contains("expected end of input"));
+  CHECK_THAT(parse_error(kConfigText + " x"),
+             Catch::Contains("not valid JSON: ") && Catch::Contains("expected end of input"));
+  CHECK_THAT(parse_error(kConfigText + " {}"),
+             Catch::Contains("not valid JSON: ") && Catch::Contains("expected end of input"));
   CHECK_THAT(parse_error(kConfigText + "\x1a"), Catch::Contains("not valid JSON: "));
   CHECK_THAT(parse_error(kConfigText + "\xff"), Catch::Contains("not valid JSON: "));
   CHECK_THAT(parse_error(kConfigText + "/* c */"), Catch::Contains("not valid JSON: "));
@@ -357,8 +360,8 @@ TEST_CASE("input files: a NUL byte anywhere in a result file is invalid", "[inpu
   CHECK_THAT(result_text_error(std::string("{\"rows\": \"\0\"}", 13), "--verify-json"),
              Catch::StartsWith("--verify-json: 'b.json' holds a NUL byte at byte offset 10 (line 1); ") &&
                  Catch::EndsWith("mla-plan verify --json, which is JSON text"));
-  CHECK_THAT(result_text_error("[] []"), Catch::StartsWith("--bench-json: 'b.json' is not JSON (") &&
-                                             Catch::Contains("expected end of input"));
+  CHECK_THAT(result_text_error("[] []"),
+             Catch::StartsWith("--bench-json: 'b.json' is not JSON (") && Catch::Contains("expected end of input"));
   CHECK_THAT(result_text_error("{} x"), Catch::Contains("is not JSON ("));
   CHECK(cli::parse_result_json("[{\"a\": 1}]  \n", "--bench-json", "B", "b.json").tables.size() == 1);
 }
@@ -385,17 +388,22 @@ TEST_CASE("layer_types: V4 compress_ratios and layer_types must agree", "[input-
     CHECK(r.compress_ratios == std::vector<int>{0, 4, 128, 4, 0});
   }
   SECTION("disagreeing: both pointers, the index, both values, what would agree") {
-    CHECK(parse_error(v4(R"("compress_ratios": [0, 4, 128, 4, 0], "layer_types": ["sliding_attention", "heavily_compressed_attention", "heavily_compressed_attention", "compressed_sparse_attention"])")) ==
-          "t.json: /layer_types/1: layer_types[1] = 'heavily_compressed_attention' (ratio 128) disagrees with "
-          "compress_ratios[1] = 4 (/compress_ratios/1); they are two spellings of one schedule: "
-          "'compressed_sparse_attention' would agree with compress_ratios[1] = 4");
-    CHECK(parse_error(v4(R"("compress_rates": [4, 4, 128, 4, 0], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention"])")) ==
-          "t.json: /layer_types/0: layer_types[0] = 'sliding_attention' (ratio 0) disagrees with compress_rates[0] = 4 "
-          "(/compress_rates/0); they are two spellings of one schedule: 'compressed_sparse_attention' would agree "
-          "with compress_rates[0] = 4");
+    CHECK(
+        parse_error(v4(
+            R"("compress_ratios": [0, 4, 128, 4, 0], "layer_types": ["sliding_attention", "heavily_compressed_attention", "heavily_compressed_attention", "compressed_sparse_attention"])")) ==
+        "t.json: /layer_types/1: layer_types[1] = 'heavily_compressed_attention' (ratio 128) disagrees with "
+        "compress_ratios[1] = 4 (/compress_ratios/1); they are two spellings of one schedule: "
+        "'compressed_sparse_attention' would agree with compress_ratios[1] = 4");
+    CHECK(
+        parse_error(v4(
+            R"("compress_rates": [4, 4, 128, 4, 0], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention"])")) ==
+        "t.json: /layer_types/0: layer_types[0] = 'sliding_attention' (ratio 0) disagrees with compress_rates[0] = 4 "
+        "(/compress_rates/0); they are two spellings of one schedule: 'compressed_sparse_attention' would agree "
+        "with compress_rates[0] = 4");
   }
   SECTION("unknown type names and wrong types, also next to compress_ratios") {
-    CHECK(parse_error(v4(R"("compress_ratios": [0, 4, 128, 4, 0], "layer_types": ["sliding_attention", "full_attention"])")) ==
+    CHECK(parse_error(
+              v4(R"("compress_ratios": [0, 4, 128, 4, 0], "layer_types": ["sliding_attention", "full_attention"])")) ==
           "t.json: /layer_types/1: layer_types[1] = the string \"full_attention\" is not a V4 layer type; allowed: "
           "sliding_attention, compressed_sparse_attention, heavily_compressed_attention");
     CHECK(parse_error(v4(R"("compress_ratios": [0, 4, 128, 4, 0], "layer_types": "sliding_attention")")) ==
@@ -405,34 +413,45 @@ TEST_CASE("layer_types: V4 compress_ratios and layer_types must agree", "[input-
   }
   SECTION("lengths that differ") {
     // layer_types for the backbone only, compress_ratios with the MTP layer: accepted.
-    CHECK(parse_config(v4(R"("compress_ratios": [0, 4, 128, 4, 0], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention"])"),
-                       "t.json")
-              .compress_ratios == std::vector<int>{0, 4, 128, 4, 0});
+    CHECK(
+        parse_config(
+            v4(R"("compress_ratios": [0, 4, 128, 4, 0], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention"])"),
+            "t.json")
+            .compress_ratios == std::vector<int>{0, 4, 128, 4, 0});
     // layer_types shorter than the backbone.
-    CHECK(parse_error(v4(R"("compress_ratios": [0, 4, 128, 4, 0], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"])")) ==
-          "t.json: /layer_types: layer_types has 3 entries and compress_ratios has 5; both need one per layer, at "
-          "least num_hidden_layers = 4 (layer 3 has compress_ratios[3] = 4 and no layer_types entry)");
+    CHECK(
+        parse_error(v4(
+            R"("compress_ratios": [0, 4, 128, 4, 0], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"])")) ==
+        "t.json: /layer_types: layer_types has 3 entries and compress_ratios has 5; both need one per layer, at "
+        "least num_hidden_layers = 4 (layer 3 has compress_ratios[3] = 4 and no layer_types entry)");
     // compress_ratios compresses a layer that layer_types leaves out (window only).
-    CHECK(parse_error(v4(R"("compress_ratios": [0, 4, 128, 4, 4], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention"])")) ==
-          "t.json: /compress_ratios/4: compress_ratios[4] = 4 has no layer_types entry (/layer_types has 4 entries; "
-          "one missing past num_hidden_layers = 4 means 'sliding_attention', ratio 0): give layer_types[4] = "
-          "'compressed_sparse_attention' or compress_ratios[4] = 0");
+    CHECK(
+        parse_error(v4(
+            R"("compress_ratios": [0, 4, 128, 4, 4], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention"])")) ==
+        "t.json: /compress_ratios/4: compress_ratios[4] = 4 has no layer_types entry (/layer_types has 4 entries; "
+        "one missing past num_hidden_layers = 4 means 'sliding_attention', ratio 0): give layer_types[4] = "
+        "'compressed_sparse_attention' or compress_ratios[4] = 0");
     // ... and the other way round.
-    CHECK(parse_error(v4(R"("compress_ratios": [0, 4, 128, 4], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention", "heavily_compressed_attention"])")) ==
-          "t.json: /layer_types/4: layer_types[4] = 'heavily_compressed_attention' has no compress_ratios entry "
-          "(/compress_ratios has 4 entries; one missing past num_hidden_layers = 4 means ratio 0, "
-          "'sliding_attention'): give compress_ratios[4] = 128 or layer_types[4] = 'sliding_attention'");
+    CHECK(
+        parse_error(v4(
+            R"("compress_ratios": [0, 4, 128, 4], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention", "heavily_compressed_attention"])")) ==
+        "t.json: /layer_types/4: layer_types[4] = 'heavily_compressed_attention' has no compress_ratios entry "
+        "(/compress_ratios has 4 entries; one missing past num_hidden_layers = 4 means ratio 0, "
+        "'sliding_attention'): give compress_ratios[4] = 128 or layer_types[4] = 'sliding_attention'");
     // compress_ratios shorter than the backbone: its own message.
-    CHECK(parse_error(v4(R"("compress_ratios": [0, 4, 128], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention"])")) ==
-          "t.json: /compress_ratios: compress_ratios has 3 entries; it needs one per layer, at least "
-          "num_hidden_layers = 4");
+    CHECK(
+        parse_error(v4(
+            R"("compress_ratios": [0, 4, 128], "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention"])")) ==
+        "t.json: /compress_ratios: compress_ratios has 3 entries; it needs one per layer, at least "
+        "num_hidden_layers = 4");
   }
 }
 
 namespace {
 
 std::string v41_6(const std::string& fields) {
-  return R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 6, "num_nextn_predict_layers": 0, )" + fields + "}";
+  return R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 6, "num_nextn_predict_layers": 0, )" + fields +
+         "}";
 }
 
 }  // namespace
@@ -453,36 +472,44 @@ TEST_CASE("layer_types: V4.1 layer_types must agree with the KV sources", "[inpu
     CHECK(composite.composite);
   }
   SECTION("disagreeing") {
-    CHECK(parse_error(v41_6(
-              R"("layer_types": ["sliding_attention", "sliding_attention", "shared_compressed_attention", "shared_compressed_attention", "shared_compressed_attention", "sliding_attention"])")) ==
-          "t.json: /layer_types/3: layer_types[3] = 'shared_compressed_attention' disagrees with kv_source_layer_ids "
-          "= [2, 4] (/kv_source_layer_ids): layer 3 (compress_ratio 2) is not a KV source; 'sliding_attention' would "
-          "agree (shared_compressed_attention at each KV source, sliding_attention elsewhere)");
-    CHECK(parse_error(v41_6(
-              R"("kv_source_layers": [2, 4], "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "shared_compressed_attention", "sliding_attention"])")) ==
-          "t.json: /layer_types/2: layer_types[2] = 'sliding_attention' disagrees with kv_source_layers = [2, 4] "
-          "(/kv_source_layers): layer 2 (compress_ratio 2) is a KV source; 'shared_compressed_attention' would "
-          "agree (shared_compressed_attention at each KV source, sliding_attention elsewhere)");
+    CHECK(
+        parse_error(v41_6(
+            R"("layer_types": ["sliding_attention", "sliding_attention", "shared_compressed_attention", "shared_compressed_attention", "shared_compressed_attention", "sliding_attention"])")) ==
+        "t.json: /layer_types/3: layer_types[3] = 'shared_compressed_attention' disagrees with kv_source_layer_ids "
+        "= [2, 4] (/kv_source_layer_ids): layer 3 (compress_ratio 2) is not a KV source; 'sliding_attention' would "
+        "agree (shared_compressed_attention at each KV source, sliding_attention elsewhere)");
+    CHECK(
+        parse_error(v41_6(
+            R"("kv_source_layers": [2, 4], "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "shared_compressed_attention", "sliding_attention"])")) ==
+        "t.json: /layer_types/2: layer_types[2] = 'sliding_attention' disagrees with kv_source_layers = [2, 4] "
+        "(/kv_source_layers): layer 2 (compress_ratio 2) is a KV source; 'shared_compressed_attention' would "
+        "agree (shared_compressed_attention at each KV source, sliding_attention elsewhere)");
   }
   SECTION("unknown names, wrong lengths") {
-    CHECK(parse_error(v41_6(
-              R"("layer_types": ["sliding_attention", "sliding_attention", "compressed_sparse_attention", "sliding_attention", "shared_compressed_attention", "sliding_attention"])")) ==
-          "t.json: /layer_types/2: layer_types[2] = the string \"compressed_sparse_attention\" is not a V4.1 layer "
-          "type; allowed: shared_compressed_attention (a KV source), sliding_attention (every other layer)");
-    CHECK(parse_error(v41_6(
-              R"("layer_types": ["sliding_attention", "sliding_attention", "shared_compressed_attention", "sliding_attention", "shared_compressed_attention"])")) ==
-          "t.json: /layer_types: layer_types has 5 entries; it needs one per layer: num_hidden_layers = 6");
-    CHECK(parse_error(R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 6, "num_nextn_predict_layers": 1, "layer_types": )" +
-                      agree.substr(0, agree.size() - 1) + R"(, "sliding_attention", "sliding_attention"]})") ==
-          "t.json: /layer_types: layer_types has 8 entries; it needs one per layer: num_hidden_layers = 6 (or up to 7 "
-          "with the draft layers)");
+    CHECK(
+        parse_error(v41_6(
+            R"("layer_types": ["sliding_attention", "sliding_attention", "compressed_sparse_attention", "sliding_attention", "shared_compressed_attention", "sliding_attention"])")) ==
+        "t.json: /layer_types/2: layer_types[2] = the string \"compressed_sparse_attention\" is not a V4.1 layer "
+        "type; allowed: shared_compressed_attention (a KV source), sliding_attention (every other layer)");
+    CHECK(
+        parse_error(v41_6(
+            R"("layer_types": ["sliding_attention", "sliding_attention", "shared_compressed_attention", "sliding_attention", "shared_compressed_attention"])")) ==
+        "t.json: /layer_types: layer_types has 5 entries; it needs one per layer: num_hidden_layers = 6");
+    CHECK(
+        parse_error(
+            R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 6, "num_nextn_predict_layers": 1, "layer_types": )" +
+            agree.substr(0, agree.size() - 1) + R"(, "sliding_attention", "sliding_attention"]})") ==
+        "t.json: /layer_types: layer_types has 8 entries; it needs one per layer: num_hidden_layers = 6 (or up to 7 "
+        "with the draft layers)");
     // A draft layer is window only.
-    CHECK(parse_error(R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 6, "num_nextn_predict_layers": 1, "layer_types": )" +
-                      agree.substr(0, agree.size() - 1) + R"(, "shared_compressed_attention"]})") ==
-          "t.json: /layer_types/6: layer_types[6] = 'shared_compressed_attention' disagrees with kv_source_layer_ids "
-          "= [2, 4] (/kv_source_layer_ids): layer 6 (a draft layer, compress_ratio 0) is not a KV source; "
-          "'sliding_attention' would agree (shared_compressed_attention at each KV source, sliding_attention "
-          "elsewhere)");
+    CHECK(
+        parse_error(
+            R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 6, "num_nextn_predict_layers": 1, "layer_types": )" +
+            agree.substr(0, agree.size() - 1) + R"(, "shared_compressed_attention"]})") ==
+        "t.json: /layer_types/6: layer_types[6] = 'shared_compressed_attention' disagrees with kv_source_layer_ids "
+        "= [2, 4] (/kv_source_layer_ids): layer 6 (a draft layer, compress_ratio 0) is not a KV source; "
+        "'sliding_attention' would agree (shared_compressed_attention at each KV source, sliding_attention "
+        "elsewhere)");
     CHECK(parse_error(v41_6(R"("layer_types": {})")) ==
           "t.json: /layer_types: layer_types must be a list of strings, got an object");
   }
@@ -502,8 +529,8 @@ TEST_CASE("input files: text from the config is printed inert", "[input-files][t
   messages.push_back(parse_error("{" + evil_key + R"("model_type": ")" + evil + "\"}"));
   CHECK_THAT(messages.back(), Catch::Contains("\\u0000") && Catch::Contains("\\u{202e}"));
   // A layer type name.
-  messages.push_back(
-      parse_error(R"({"model_type": "deepseek_v4", "num_hidden_layers": 1, )" + evil_key + R"("layer_types": [")" + evil + "\"]}"));
+  messages.push_back(parse_error(R"({"model_type": "deepseek_v4", "num_hidden_layers": 1, )" + evil_key +
+                                 R"("layer_types": [")" + evil + "\"]}"));
   CHECK_THAT(messages.back(), Catch::Contains("is not a V4 layer type"));
   // text_config/model_type.
   messages.push_back(parse_error(R"({"model_type": "deepseek_v41", "text_config": {"model_type": ")" + evil + "\"}}"));

@@ -21,17 +21,17 @@ std::string where(std::string_view text, std::string_view pointer) {
 }
 
 const std::string kDoc =
-    "{\n"                                  // 1
+    "{\n"                                    // 1
     "  \"model_type\": \"deepseek_v41\",\n"  // 2
-    "  \"text_config\": {\n"               // 3
-    "    \"index_topk\": 512,\n"           // 4
-    "    \"rope\": {\"factor\": 16}\n"     // 5
-    "  },\n"                               // 6
-    "  \"compress_ratios\": [\n"           // 7
-    "    0,\n"                             // 8
-    "    2, 1,\n"                          // 9
-    "    [true, null]\n"                   // 10
-    "  ]\n"                                // 11
+    "  \"text_config\": {\n"                 // 3
+    "    \"index_topk\": 512,\n"             // 4
+    "    \"rope\": {\"factor\": 16}\n"       // 5
+    "  },\n"                                 // 6
+    "  \"compress_ratios\": [\n"             // 7
+    "    0,\n"                               // 8
+    "    2, 1,\n"                            // 9
+    "    [true, null]\n"                     // 10
+    "  ]\n"                                  // 11
     "}\n";
 
 }  // namespace
@@ -72,9 +72,9 @@ TEST_CASE("json locate: escaped keys and the ~0 / ~1 escapes of a pointer", "[js
   CHECK(where(doc, "/m~0n") == "1:19");
   CHECK(where(doc, "/q\"k") == "1:30");
   CHECK(where(doc, "/\xC3\xA9t\xC3\xA9") == "1:50");  // \u00e9 and \u00E9 are é
-  CHECK(where(doc, "/\xF0\x9F\x98\x80") == "1:69");  // a surrogate pair
-  CHECK(where(doc, "/x~1y") == "1:80");              // \/ in a key is '/'
-  CHECK(where(doc, "/") == "2:5");                   // the empty key
+  CHECK(where(doc, "/\xF0\x9F\x98\x80") == "1:69");   // a surrogate pair
+  CHECK(where(doc, "/x~1y") == "1:80");               // \/ in a key is '/'
+  CHECK(where(doc, "/") == "2:5");                    // the empty key
   CHECK(where(doc, "/t\tab") == "2:17");
   CHECK(where(doc, "/ ") == "2:25");
   CHECK(where(doc, "/~01") == "2:39");  // the key "~1" (written \u007e1): the pointer escapes its '~'
@@ -110,11 +110,11 @@ TEST_CASE("json locate: of duplicate keys the last counts, as nlohmann keeps it"
 TEST_CASE("json locate: pointers that do not resolve", "[json_locate]") {
   CHECK(where(kDoc, "/missing") == "none");
   CHECK(where(kDoc, "/text_config/missing") == "none");
-  CHECK(where(kDoc, "/model_type/0") == "none");          // into a string
+  CHECK(where(kDoc, "/model_type/0") == "none");              // into a string
   CHECK(where(kDoc, "/text_config/index_topk/x") == "none");  // into a number
-  CHECK(where(kDoc, "/compress_ratios/4") == "none");     // past the end
-  CHECK(where(kDoc, "/compress_ratios/-") == "none");     // the element after the last: none
-  CHECK(where(kDoc, "/compress_ratios/01") == "none");    // a leading zero is no index
+  CHECK(where(kDoc, "/compress_ratios/4") == "none");         // past the end
+  CHECK(where(kDoc, "/compress_ratios/-") == "none");         // the element after the last: none
+  CHECK(where(kDoc, "/compress_ratios/01") == "none");        // a leading zero is no index
   CHECK(where(kDoc, "/compress_ratios/+1") == "none");
   CHECK(where(kDoc, "/compress_ratios/") == "none");
   CHECK(where(kDoc, "/compress_ratios/99999999999999999999999999") == "none");  // past SIZE_MAX
@@ -126,14 +126,42 @@ TEST_CASE("json locate: pointers that do not resolve", "[json_locate]") {
 
 TEST_CASE("json locate: malformed text locates nothing, and never crashes or hangs", "[json_locate]") {
   // the pointer's value is well before the fault: still nothing, the text is not JSON
-  for (const std::string& bad : std::vector<std::string>{
-           R"({"a": 1)", R"({"a": 1,})", R"({"a" 1})", R"({"a": 1 "b": 2})", R"({a: 1})", R"({"a": 1}})",
-           R"({"a": 1} x)", R"({"a": 1}{})", R"({"a": [1,]})", R"({"a": [1 2]})", R"({"a": [,1]})", R"({"a": 01})",
-           R"({"a": 1.})", R"({"a": .5})", R"({"a": 1e})", R"({"a": -})", R"({"a": +1})", R"({"a": tru})",
-           R"({"a": True})", R"({"a": nul})", R"({"a": NaN})", R"({"a": "x)", R"({"a": "\x"})", R"({"a": "\u12G4"})",
-           R"({"a": "\ud800"})", R"({"a": "\udc00"})", R"({"a": "\ud800\u0041"})", "{\"a\": \"tab\there\"}",
-           "{\"a\": \"\xff\"}", "{\"a\": \"\xC0\xAF\"}", "{\"a\": \"\xED\xA0\x80\"}", "{\"a\": \"\xE2\x82\"}",
-           std::string("{\"a\": 1}\0", 9), "{\"a\": 1} // c", "{\"a\": 1, \"b\": [}", "\"a\": 1"}) {
+  for (const std::string& bad : std::vector<std::string>{R"({"a": 1)",
+                                                         R"({"a": 1,})",
+                                                         R"({"a" 1})",
+                                                         R"({"a": 1 "b": 2})",
+                                                         R"({a: 1})",
+                                                         R"({"a": 1}})",
+                                                         R"({"a": 1} x)",
+                                                         R"({"a": 1}{})",
+                                                         R"({"a": [1,]})",
+                                                         R"({"a": [1 2]})",
+                                                         R"({"a": [,1]})",
+                                                         R"({"a": 01})",
+                                                         R"({"a": 1.})",
+                                                         R"({"a": .5})",
+                                                         R"({"a": 1e})",
+                                                         R"({"a": -})",
+                                                         R"({"a": +1})",
+                                                         R"({"a": tru})",
+                                                         R"({"a": True})",
+                                                         R"({"a": nul})",
+                                                         R"({"a": NaN})",
+                                                         R"({"a": "x)",
+                                                         R"({"a": "\x"})",
+                                                         R"({"a": "\u12G4"})",
+                                                         R"({"a": "\ud800"})",
+                                                         R"({"a": "\udc00"})",
+                                                         R"({"a": "\ud800\u0041"})",
+                                                         "{\"a\": \"tab\there\"}",
+                                                         "{\"a\": \"\xff\"}",
+                                                         "{\"a\": \"\xC0\xAF\"}",
+                                                         "{\"a\": \"\xED\xA0\x80\"}",
+                                                         "{\"a\": \"\xE2\x82\"}",
+                                                         std::string("{\"a\": 1}\0", 9),
+                                                         "{\"a\": 1} // c",
+                                                         "{\"a\": 1, \"b\": [}",
+                                                         "\"a\": 1"}) {
     INFO(bad);
     CHECK(where(bad, "/a") == "none");
     CHECK(where(bad, "") == "none");

@@ -69,8 +69,7 @@ Target gpu(const std::string& id) {
   return resolve_target(r);
 }
 
-Layout plan(const Model& m, const std::string& gpu_id, const LayoutOptions& o = {},
-            Strictness s = Strictness::strict) {
+Layout plan(const Model& m, const std::string& gpu_id, const LayoutOptions& o = {}, Strictness s = Strictness::strict) {
   return plan_layout(m.cfg, m.topo, gpu(gpu_id), o, s);
 }
 
@@ -119,16 +118,22 @@ std::string gib2(std::int64_t bytes) {
 // =============================================================== targets
 
 TEST_CASE("GPU presets: ids, figures and the default", "[target]") {
-  const std::vector<std::string> ids = {"h100", "h200", "h800",  "h20",          "b200",    "b300",
+  const std::vector<std::string> ids = {"h100",  "h200", "h800", "h20",          "b200",    "b300",
                                         "gb200", "a100", "l40s", "rtx-pro-6000", "rtx5090", "gb10"};
   REQUIRE(gpu_presets().size() == ids.size());
   for (std::size_t i = 0; i < ids.size(); ++i) CHECK(gpu_presets()[i].id == ids[i]);
 
-  struct Fig { const char* id; int major, minor; std::int64_t sms, gib; };
-  const Fig figs[] = {{"h100", 9, 0, 132, 80},  {"h200", 9, 0, 132, 141},  {"h800", 9, 0, 132, 80},
-                      {"h20", 9, 0, 78, 96},    {"b200", 10, 0, 148, 180}, {"b300", 10, 3, 148, 288},
-                      {"gb200", 10, 0, 148, 186}, {"a100", 8, 0, 108, 80}, {"l40s", 8, 9, 142, 48},
-                      {"rtx-pro-6000", 12, 0, 188, 96}, {"rtx5090", 12, 0, 170, 32}, {"gb10", 12, 1, 48, 128}};
+  struct Fig {
+    const char* id;
+    int major, minor;
+    std::int64_t sms, gib;
+  };
+  const Fig figs[] = {{"h100", 9, 0, 132, 80},     {"h200", 9, 0, 132, 141},
+                      {"h800", 9, 0, 132, 80},     {"h20", 9, 0, 78, 96},
+                      {"b200", 10, 0, 148, 180},   {"b300", 10, 3, 148, 288},
+                      {"gb200", 10, 0, 148, 186},  {"a100", 8, 0, 108, 80},
+                      {"l40s", 8, 9, 142, 48},     {"rtx-pro-6000", 12, 0, 188, 96},
+                      {"rtx5090", 12, 0, 170, 32}, {"gb10", 12, 1, 48, 128}};
   for (const auto& f : figs) {
     INFO(f.id);
     const Target t = gpu(f.id);
@@ -183,10 +188,13 @@ TEST_CASE("GPU ids are matched loosely, unknown ids get a suggestion", "[target]
 }
 
 TEST_CASE("arch spellings accepted by --arch", "[target]") {
-  struct Case { const char* text; int major, minor; };
-  const Case ok[] = {{"sm90", 9, 0},   {"sm_90", 9, 0},   {"sm90a", 9, 0},  {"SM100", 10, 0}, {"sm100f", 10, 0},
-                     {"sm103", 10, 3}, {"sm120", 12, 0},  {"sm80", 8, 0},   {"sm89", 8, 9},   {"9.0", 9, 0},
-                     {"10.3", 10, 3},  {"12.1", 12, 1},   {"8.6", 8, 6}};
+  struct Case {
+    const char* text;
+    int major, minor;
+  };
+  const Case ok[] = {{"sm90", 9, 0},   {"sm_90", 9, 0},  {"sm90a", 9, 0}, {"SM100", 10, 0}, {"sm100f", 10, 0},
+                     {"sm103", 10, 3}, {"sm120", 12, 0}, {"sm80", 8, 0},  {"sm89", 8, 9},   {"9.0", 9, 0},
+                     {"10.3", 10, 3},  {"12.1", 12, 1},  {"8.6", 8, 6}};
   for (const auto& c : ok) {
     INFO(c.text);
     CHECK(parse_arch(c.text) == ComputeCapability{c.major, c.minor});
@@ -303,8 +311,11 @@ TEST_CASE("resolve_target: custom --arch, overrides, bad values", "[target]") {
   const Target det = detected_target("NVIDIA H200", {9, 0}, 132, 150 * kGiB);
   CHECK(det.source == TargetSource::detected);
   CHECK(to_string(det.source) == "detected");
-  require_error([] { detected_target("x", {9, 0}, 0, kGiB); }, ErrorKind::usage,
-                "detected device SM count: '0' is out of range; allowed 1..1024");
+  require_error(
+      [] {
+        detected_target("x", {9, 0}, 0, kGiB);
+      },
+      ErrorKind::usage, "detected device SM count: '0' is out of range; allowed 1..1024");
 }
 
 // =============================================================== dtypes, defaults
@@ -441,8 +452,8 @@ TEST_CASE("rows accounting is the sum of row / ratio over global owners", "[layo
     for (const Layer& l : m->topo.layers) {
       if (l.draft || !l.is_kv_source) continue;
       const std::int64_t ratio = l.compress_ratio < 1 ? 1 : l.compress_ratio;
-      const auto& f = row_format(m->cfg.family == Family::deepseek_v32 ? RowFormatId::fp8_ds_mla_v32
-                                                                       : RowFormatId::fp8_ds_mla_v4);
+      const auto& f =
+          row_format(m->cfg.family == Family::deepseek_v32 ? RowFormatId::fp8_ds_mla_v32 : RowFormatId::fp8_ds_mla_v4);
       num += f.row_bytes * (den / ratio);
       if (l.owns_indexer_cache) num += row_format(RowFormatId::indexer_fp8).row_bytes * (den / ratio);
     }
@@ -616,7 +627,11 @@ TEST_CASE("page groups: objects of equal page size share a pool", "[layout]") {
 }
 
 TEST_CASE("properties over configs, targets and dtypes", "[layout]") {
-  struct Case { const Model* m; const char* gpu; LayoutOptions o; };
+  struct Case {
+    const Model* m;
+    const char* gpu;
+    LayoutOptions o;
+  };
   std::vector<Case> cases;
   for (const char* g : {"h200", "b200", "b300"}) {
     cases.push_back({&v41(), g, {}});
@@ -654,9 +669,9 @@ TEST_CASE("properties over configs, targets and dtypes", "[layout]") {
     BytesPerToken sum;
     std::int64_t req = 0;
     for (const auto& s : L.parallel.stages) {
-      sum = BytesPerToken{sum.numerator * s.accounting.global_pages.denominator +
-                              s.accounting.global_pages.numerator * sum.denominator,
-                          sum.denominator * s.accounting.global_pages.denominator};
+      sum = BytesPerToken{
+          sum.numerator * s.accounting.global_pages.denominator + s.accounting.global_pages.numerator * sum.denominator,
+          sum.denominator * s.accounting.global_pages.denominator};
       req += s.accounting.total_pages;
     }
     CHECK(sum.value() == L.accounting.global_pages.value());
@@ -730,8 +745,8 @@ TEST_CASE("capacity: budget, concurrency, longest max_model_len", "[layout]") {
   co.weights_gib = 40;
   co.reserved_gib = 2.5;
   const Capacity c = plan_capacity(L, co);
-  const auto expect_budget = static_cast<std::int64_t>(std::floor(0.9 * static_cast<double>(141 * kGiB))) -
-                             40 * kGiB - static_cast<std::int64_t>(2.5 * static_cast<double>(kGiB));
+  const auto expect_budget = static_cast<std::int64_t>(std::floor(0.9 * static_cast<double>(141 * kGiB))) - 40 * kGiB -
+                             static_cast<std::int64_t>(2.5 * static_cast<double>(kGiB));
   CHECK(c.budget_bytes == expect_budget);
   CHECK(c.budget_formula == "0.9 x 141.00 GiB (h200) - 40.00 GiB weights - 2.50 GiB reserved");
   CHECK(c.request_bytes == request_bytes(L, -1, mml));
@@ -820,14 +835,13 @@ TEST_CASE("capacity: bad budget values", "[layout]") {
                 "--kv-budget-gib: '0' is out of range; allowed above 0 up to 1048576 GiB");
   require_error(with([](CapacityOptions& o) { o.kv_budget_gib = std::numeric_limits<double>::infinity(); }),
                 ErrorKind::usage, "--kv-budget-gib: 'inf' is out of range; allowed above 0 up to 1048576 GiB");
-  require_error(
-      with([](CapacityOptions& o) {
-        o.kv_budget_gib = 10;
-        o.weights_gib = 1;
-      }),
-      ErrorKind::usage,
-      "--kv-budget-gib is the KV-cache budget itself; do not combine it with --gpu-memory-utilization, "
-      "--weights-gib or --reserved-gib");
+  require_error(with([](CapacityOptions& o) {
+                  o.kv_budget_gib = 10;
+                  o.weights_gib = 1;
+                }),
+                ErrorKind::usage,
+                "--kv-budget-gib is the KV-cache budget itself; do not combine it with --gpu-memory-utilization, "
+                "--weights-gib or --reserved-gib");
 }
 
 // =============================================================== backend rules
@@ -917,9 +931,10 @@ TEST_CASE("backend rules reject with their messages", "[layout]") {
     text.replace(text.find(from), from.size(), "\"num_attention_heads\": 256");
     const Model wide = model_from_text(text);
     o.tensor_parallel_size = 1;
-    require_error([&] { plan(wide, "h200", o); }, ErrorKind::unsupported,
-                  "FlashMLA sparse does not support 256 heads (the decode kernel requires h_q in {64, 128}). "
-                  "--tensor-parallel-size 1 leaves 256 query heads per rank (at most 128; fewer are padded to 64, 128)");
+    require_error(
+        [&] { plan(wide, "h200", o); }, ErrorKind::unsupported,
+        "FlashMLA sparse does not support 256 heads (the decode kernel requires h_q in {64, 128}). "
+        "--tensor-parallel-size 1 leaves 256 query heads per rank (at most 128; fewer are padded to 64, 128)");
     const auto checks = check_layout(wide.cfg, wide.topo, gpu("h200"), o);
     bool found = false;
     for (const auto& c : checks) {
@@ -933,18 +948,23 @@ TEST_CASE("backend rules reject with their messages", "[layout]") {
     CHECK(plan(wide, "h200", o).parallel.padded_query_heads == 128);
   }
   SECTION("flag values out of range are usage errors") {
-    struct Bad { LayoutOptions o; std::string msg; };
+    struct Bad {
+      LayoutOptions o;
+      std::string msg;
+    };
     std::vector<Bad> bad(6);
     bad[0].o.tensor_parallel_size = 0;
     bad[0].msg = "--tensor-parallel-size: '0' is out of range; allowed 1..4096";
     bad[1].o.data_parallel_size = 5000;
     bad[1].msg = "--data-parallel-size: '5000' is out of range; allowed 1..4096";
     bad[2].o.pipeline_parallel_size = 41;
-    bad[2].msg = "--pipeline-parallel-size: '41' is out of range; allowed 1..40 (a stage needs at least "
-                 "one of the 40 backbone layers)";
+    bad[2].msg =
+        "--pipeline-parallel-size: '41' is out of range; allowed 1..40 (a stage needs at least "
+        "one of the 40 backbone layers)";
     bad[3].o.max_model_len = 2000000;
-    bad[3].msg = "--max-model-len: '2000000' is out of range; allowed 1..1048576 (the model's "
-                 "max_position_embeddings is 1048576)";
+    bad[3].msg =
+        "--max-model-len: '2000000' is out of range; allowed 1..1048576 (the model's "
+        "max_position_embeddings is 1048576)";
     bad[4].o.num_speculative_tokens = -1;
     bad[4].msg = "--spec-tokens: '-1' is out of range; allowed 0..64";
     bad[5].o.in_flight_tokens = 0;
@@ -1014,7 +1034,8 @@ TEST_CASE("pipeline parallelism keeps V4.1 sharing groups on one stage", "[layou
     o.pipeline_parallel_size = pp;
     const auto parts = pipeline_partition(small.cfg.num_hidden_layers, pp);
     std::vector<std::int64_t> stage;
-    for (std::size_t s = 0; s < parts.size(); ++s) stage.insert(stage.end(), static_cast<std::size_t>(parts[s]), static_cast<std::int64_t>(s));
+    for (std::size_t s = 0; s < parts.size(); ++s)
+      stage.insert(stage.end(), static_cast<std::size_t>(parts[s]), static_cast<std::int64_t>(s));
     bool split = false;
     for (const Layer& l : small.topo.layers) {
       if (l.draft) continue;

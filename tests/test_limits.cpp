@@ -92,8 +92,8 @@ std::string v4_config(std::int64_t n, std::int64_t d, std::int64_t extra_zero_en
   json r = json::array();
   for (std::int64_t i = 0; i < n; ++i) r.push_back(i < 2 ? 0 : (i % 2 == 0 ? 4 : 128));
   for (std::int64_t i = 0; i < d + extra_zero_entries; ++i) r.push_back(0);
-  return json{{"model_type", "deepseek_v4"}, {"num_hidden_layers", n}, {"num_nextn_predict_layers", d},
-              {"compress_ratios", r}}
+  return json{
+      {"model_type", "deepseek_v4"}, {"num_hidden_layers", n}, {"num_nextn_predict_layers", d}, {"compress_ratios", r}}
       .dump();
 }
 
@@ -146,8 +146,7 @@ TEST_CASE("limits: config file size", "[limits][config]") {
   CHECK_THAT(ok.out, Catch::Contains("layers 2-7: c2a"));
   // One byte more: rejected before parsing.
   const auto past = dir.write("past.json", base + std::string(max - base.size() + 1, ' '));
-  require_rejected(run({past}), 2,
-                   "'" + past + "' is larger than 1 MiB (1048576 bytes, ConfigLimits::max_file_bytes)");
+  require_rejected(run({past}), 2, "'" + past + "' is larger than 1 MiB (1048576 bytes, ConfigLimits::max_file_bytes)");
 }
 
 TEST_CASE("limits: JSON nesting of a config", "[limits][config]") {
@@ -165,8 +164,8 @@ TEST_CASE("limits: backbone and draft layers, every family", "[limits][config]")
   TempDir dir;
   for (const std::string family : {"deepseek_v41", "deepseek_v4", "deepseek_v32"}) {
     INFO(family);
-    const auto at = dir.write(family + "-max.json",
-                              flat_config(family, ConfigLimits::max_layers, ConfigLimits::max_draft_layers));
+    const auto at =
+        dir.write(family + "-max.json", flat_config(family, ConfigLimits::max_layers, ConfigLimits::max_draft_layers));
     const auto c = load_config(at);
     CHECK(c.num_hidden_layers == 4096);
     CHECK(c.total_layers() == 4096 + 64);
@@ -208,8 +207,8 @@ TEST_CASE("limits: entries of a per-layer list", "[limits][config]") {
   auto layer_types = [](std::int64_t entries) {
     json t = json::array();
     for (std::int64_t i = 0; i < entries; ++i) t.push_back(i < 4 ? "compressed_sparse_attention" : "sliding_attention");
-    return json{{"model_type", "deepseek_v4"}, {"num_hidden_layers", 4}, {"num_nextn_predict_layers", 0},
-                {"layer_types", t}}
+    return json{
+        {"model_type", "deepseek_v4"}, {"num_hidden_layers", 4}, {"num_nextn_predict_layers", 0}, {"layer_types", t}}
         .dump();
   };
   CHECK(parse_config(layer_types(ConfigLimits::max_list_entries), "t.json").compress_ratios.size() == 4);
@@ -255,12 +254,13 @@ TEST_CASE("limits: the longest context, at max_position_embeddings = 2^34", "[li
   const auto max = std::to_string(ConfigLimits::max_positions);
   for (const std::string family : {"deepseek_v4", "deepseek_v41_text", "deepseek_v32"}) {
     INFO(family);
-    json c = {{"model_type", family}, {"num_hidden_layers", 5}, {"max_position_embeddings", ConfigLimits::max_positions}};
+    json c = {
+        {"model_type", family}, {"num_hidden_layers", 5}, {"max_position_embeddings", ConfigLimits::max_positions}};
     if (family == "deepseek_v4") c["compress_ratios"] = {0, 4, 128, 4, 128, 0};
     const auto path = dir.write(family + ".json", c.dump());
     const auto longest = std::to_string(ConfigLimits::max_positions - BatchLimits::max_spec_tokens);
-    const auto r = run({path, "--max-model-len", max, "--context-len", longest, "--batch", "1008", "--spec-tokens",
-                        "64", "--json"});
+    const auto r = run(
+        {path, "--max-model-len", max, "--context-len", longest, "--batch", "1008", "--spec-tokens", "64", "--json"});
     require_accepted(r);
     const auto j = json::parse(r.out);
     CHECK(j.at("batch").at("decode_tokens") == 1008 * 65);
@@ -271,8 +271,9 @@ TEST_CASE("limits: the longest context, at max_position_embeddings = 2^34", "[li
     require_rejected(
         run({path, "--max-model-len", max, "--context-len", std::to_string(ConfigLimits::max_positions - 63),
              "--spec-tokens", "64"}),
-        1, "--context-len: '17179869121' is out of range; allowed 1..17179869120 (--max-model-len 17179869184, minus "
-           "--spec-tokens 64)");
+        1,
+        "--context-len: '17179869121' is out of range; allowed 1..17179869120 (--max-model-len 17179869184, minus "
+        "--spec-tokens 64)");
   }
 }
 
@@ -285,7 +286,8 @@ TEST_CASE("limits: batch flags of plan", "[limits][batch]") {
     require_accepted(r);
     CHECK(r.code == 0);
     CHECK_THAT(r.out, Catch::Contains("b = 65,536 decode tokens"));
-    require_rejected(run({c, "--tp", "8", "--batch", "65537"}), 1, "--batch: '65537' is out of range; allowed 1..65536");
+    require_rejected(run({c, "--tp", "8", "--batch", "65537"}), 1,
+                     "--batch: '65537' is out of range; allowed 1..65536");
     require_rejected(run({c, "--tp", "8", "--batch", "0"}), 1, "--batch: '0' is out of range; allowed 1..65536");
   }
   SECTION("entries of --context-lens") {
@@ -341,8 +343,7 @@ TEST_CASE("limits: layout flags", "[limits][layout]") {
       {c, "--max-model-len", 1048576,
        "--max-model-len: '1048577' is out of range; allowed 1..1048576 (the model's "
        "max_position_embeddings is 1048576)"},
-      {c, "--block-size", LayoutLimits::max_block_size,
-       "--block-size: '1048577' is out of range; allowed 1..1048576"},
+      {c, "--block-size", LayoutLimits::max_block_size, "--block-size: '1048577' is out of range; allowed 1..1048576"},
       {c, "--max-num-batched-tokens", LayoutLimits::max_in_flight_tokens,
        "--max-num-batched-tokens: '16777217' is out of range; allowed 1..16777216"},
       {c, "--tensor-parallel-size", LayoutLimits::max_parallel_size,
@@ -376,8 +377,7 @@ TEST_CASE("limits: target and capacity flags", "[limits][layout]") {
     const auto r = run({c, flag, "1048576"});
     require_accepted(r);
     CHECK(r.code == 4);  // more than the GPU has: the budget is negative, nothing fits
-    require_rejected(run({c, flag, "1048577"}), 1,
-                     flag + ": '1048577' is out of range; allowed 0 up to 1048576 GiB");
+    require_rejected(run({c, flag, "1048577"}), 1, flag + ": '1048577' is out of range; allowed 0 up to 1048576 GiB");
   }
   require_accepted(run({c, "--gpu-memory-utilization", "1"}));
   require_rejected(run({c, "--gpu-memory-utilization", "1.001"}), 1,
@@ -407,8 +407,9 @@ TEST_CASE("limits: 64-bit products at the extremes stay exact, past them they ar
   // Past int64: a usage error naming what overflows, never a wrapped number.
   CHECK(error_of([&] { (void)request_bytes(L, -1, std::int64_t{1} << 62); }, ErrorKind::usage) ==
         "the KV cache of a 4611686018427387904-token request overflows 64-bit byte counts");
-  CHECK(error_of([&] { (void)checked_mul(std::int64_t{1} << 40, std::int64_t{1} << 30, "batch bytes", ErrorKind::usage); },
-                 ErrorKind::usage) == "batch bytes overflows 64-bit arithmetic (1099511627776 x 1073741824)");
+  CHECK(error_of(
+            [&] { (void)checked_mul(std::int64_t{1} << 40, std::int64_t{1} << 30, "batch bytes", ErrorKind::usage); },
+            ErrorKind::usage) == "batch bytes overflows 64-bit arithmetic (1099511627776 x 1073741824)");
 }
 
 // ------------------------------------------------------------------ schedule (exit 1)
@@ -427,13 +428,14 @@ TEST_CASE("limits: schedule direct mode", "[limits][schedule]") {
   require_rejected(with({"--lengths", ints(max + 1, 2048)}), 1, "--lengths has 65537 requests; allowed 1..65536");
 
   require_accepted(with({"--lengths", "268435456,0", "--extra-lengths", "268435456,268435456"}));
-  require_rejected(with({"--lengths", "268435457"}), 1, "--lengths[0]: '268435457' is out of range; allowed 0..268435456");
+  require_rejected(with({"--lengths", "268435457"}), 1,
+                   "--lengths[0]: '268435457' is out of range; allowed 0..268435456");
   require_rejected(with({"--lengths", "1", "--extra-lengths", "268435457"}), 1,
                    "--extra-lengths[0]: '268435457' is out of range; allowed 0..268435456");
 
   auto dense = [](const std::string& flag, const std::string& value) {
-    std::vector<std::string> a = {"schedule", "--kernel", "sm90-dense", "--num-sms", "132", "--h-q", "4096",
-                                  "--h-k", "1", "--lengths", "4096,1"};
+    std::vector<std::string> a = {"schedule", "--kernel", "sm90-dense", "--num-sms", "132",   "--h-q",
+                                  "4096",     "--h-k",    "1",          "--lengths", "4096,1"};
     for (std::size_t i = 0; i + 1 < a.size(); ++i) {
       if (a[i] == flag) a[i + 1] = value;
     }
@@ -446,8 +448,8 @@ TEST_CASE("limits: schedule direct mode", "[limits][schedule]") {
     require_rejected(dense(flag, "4097"), 1, flag + ": '4097' is out of range; allowed 1..4096");
   }
   {
-    auto a = std::vector<std::string>{"schedule", "--kernel", "sm90-dense", "--num-sms", "132", "--h-q", "4096",
-                                      "--h-k", "4096", "--lengths", "1"};
+    auto a = std::vector<std::string>{"schedule", "--kernel", "sm90-dense", "--num-sms", "132", "--h-q",
+                                      "4096",     "--h-k",    "4096",       "--lengths", "1"};
     require_accepted(run(a));
     a[8] = "4097";
     require_rejected(run(a), 1, "--h-k: '4097' is out of range; allowed 1..4096");
@@ -497,8 +499,10 @@ TEST_CASE("limits: check", "[limits][check]") {
     CHECK(rows.code == 2);
     CHECK(rows.seconds < kQuickSeconds);
     a.insert(a.begin() + 1, missing);
-    require_rejected(run(a), 1, "--matrix: 65 configs x 16 TP sizes x 1 DP sizes = 1040 rows; allowed 1..1024 (each row plans every GPU preset "
-                     "and kv dtype)");
+    require_rejected(
+        run(a), 1,
+        "--matrix: 65 configs x 16 TP sizes x 1 DP sizes = 1040 rows; allowed 1..1024 (each row plans every GPU preset "
+        "and kv dtype)");
   }
   SECTION("matrix layer rows") {
     // The layers of the configs x TP sizes: two configs of 4032 + 64 layers at 16 TP sizes are
@@ -525,8 +529,9 @@ TEST_CASE("limits: check", "[limits][check]") {
     std::vector<std::string> many = {"check"};
     many.insert(many.end(), 33, at);
     many.push_back("--matrix");
-    require_rejected(run(many), 1, "--matrix: 135168 layers (backbone + draft) in the first 33 configs (up to '" +
-                                       at + "') x 1 TP size = 135168 layer rows; allowed up to 131072");
+    require_rejected(run(many), 1,
+                     "--matrix: 135168 layers (backbone + draft) in the first 33 configs (up to '" + at +
+                         "') x 1 TP size = 135168 layer rows; allowed up to 131072");
   }
   SECTION("--max-global-bytes-per-token") {
     require_accepted(run({"check", real, "--max-global-bytes-per-token", "1e18"}));
@@ -534,8 +539,8 @@ TEST_CASE("limits: check", "[limits][check]") {
       INFO(bad);
       const auto r = run({"check", real, "--max-global-bytes-per-token", bad});
       CHECK(r.code == 1);
-      CHECK(r.err == "mla-plan: error: --max-global-bytes-per-token: '" + bad +
-                         "' is out of range; allowed 0 up to 1e18\n");
+      CHECK(r.err ==
+            "mla-plan: error: --max-global-bytes-per-token: '" + bad + "' is out of range; allowed 0 up to 1e18\n");
     }
   }
 }
@@ -546,7 +551,8 @@ TEST_CASE("limits: verify flags are checked before any GPU is needed", "[limits]
   const auto c = cfg("deepseek-v4.1-flash.json");
   const auto ok = run({"verify", c, "--iterations", "10000"});
   CHECK(ok.code != 1);  // 6 without CUDA or a GPU; a run on a GPU machine
-  require_rejected(run({"verify", c, "--iterations", "10001"}), 1, "--iterations: \'10001\' is out of range; allowed 1..10000");
+  require_rejected(run({"verify", c, "--iterations", "10001"}), 1,
+                   "--iterations: \'10001\' is out of range; allowed 1..10000");
   require_rejected(run({"verify", c, "--iterations", "0"}), 1, "--iterations: \'0\' is out of range; allowed 1..10000");
   const auto dtype = run({"verify", c, "--kv-cache-dtype", "fp8,bf16"});
   CHECK(dtype.code == 1);
@@ -608,8 +614,7 @@ TEST_CASE("limits: verify problem sizes", "[limits][verify]") {
   CHECK_THAT(error_of([&] { check_verify_size(s); }, ErrorKind::unsupported),
              Catch::StartsWith("the extra cache is too large to verify on the host: 131073 attended rows"));
   s.input.lengths.assign(static_cast<std::size_t>(VerifyLimits::max_decode_tokens + 1), 1);
-  CHECK(error_of([&] { check_verify_size(s); }, ErrorKind::usage) ==
-        "verify: b = 257 decode tokens; allowed 1..256");
+  CHECK(error_of([&] { check_verify_size(s); }, ErrorKind::usage) == "verify: b = 257 decode tokens; allowed 1..256");
 }
 
 // ------------------------------------------------------------------ report result files (exit 2)
@@ -633,8 +638,11 @@ TEST_CASE("limits: report result files and what the report shows of them", "[lim
            std::string(static_cast<std::size_t>(depth - 1), ']') + "}";
   };
   CHECK(cli::parse_result_json(nested(ResultLimits::max_nesting_depth), "--bench-json", "B", "b.json").tables.empty());
-  CHECK(error_of([&] { (void)cli::parse_result_json(nested(ResultLimits::max_nesting_depth + 1), "--bench-json", "B", "b.json"); },
-                 ErrorKind::invalid_config) ==
+  CHECK(error_of(
+            [&] {
+              (void)cli::parse_result_json(nested(ResultLimits::max_nesting_depth + 1), "--bench-json", "B", "b.json");
+            },
+            ErrorKind::invalid_config) ==
         "--bench-json: 'b.json' nests deeper than 64 levels (line 1); expected the JSON output of mla-plan");
 
   // A dense file at the size limit, a row with more keys than the column limit first: read

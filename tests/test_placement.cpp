@@ -47,8 +47,7 @@ const WeightsReport& flash_weights() {
   return w;
 }
 
-ParallelLayout layout(std::int64_t tp, std::int64_t dp = 1, std::int64_t pp = 1, bool ep = true,
-                      bool draft = false) {
+ParallelLayout layout(std::int64_t tp, std::int64_t dp = 1, std::int64_t pp = 1, bool ep = true, bool draft = false) {
   ParallelLayout l;
   l.tensor_parallel_size = tp;
   l.data_parallel_size = dp;
@@ -87,17 +86,16 @@ TEST_CASE("placement: V4-Flash per GPU, every row of deployment.md's table", "[p
                       {1, 4, 42.50, 43.46},   {1, 8, 25.37, 25.93}, {2, 4, 21.87, 22.34}, {4, 2, 20.11, 20.55}};
   const WeightsReport& w = flash_weights();
   const Placement tp1_mtp = place_weights(flash(), w, layout(1, 1, 1, true, true));
-  const std::int64_t mtp_replicated = tp1_mtp.stages[0].draft_bytes - w.draft_parts[static_cast<std::size_t>(
-                                                                          WeightPart::routed_experts)].bytes -
-                                      [&] {
-                                        std::int64_t s = 0;
-                                        for (const auto& g : w.groups) {
-                                          if (g.draft && shard_kind(g, EngramPlacement::gpu) == ShardKind::tensor) {
-                                            s += g.total_bytes();
-                                          }
-                                        }
-                                        return s;
-                                      }();
+  const std::int64_t mtp_replicated =
+      tp1_mtp.stages[0].draft_bytes - w.draft_parts[static_cast<std::size_t>(WeightPart::routed_experts)].bytes - [&] {
+        std::int64_t s = 0;
+        for (const auto& g : w.groups) {
+          if (g.draft && shard_kind(g, EngramPlacement::gpu) == ShardKind::tensor) {
+            s += g.total_bytes();
+          }
+        }
+        return s;
+      }();
   CHECK(gib(mtp_replicated) == Approx(0.0423).margin(0.0005));
   for (const Row& r : rows) {
     INFO("TP " << r.tp << " x DP " << r.dp);
@@ -242,8 +240,8 @@ TEST_CASE("placement: n_routed_experts must be divisible by EP", "[placement]") 
   CHECK_THAT(f->message, Catch::Contains("EP 8"));
   CHECK_THAT(f->message, Catch::Contains("n_routed_experts 250"));
   CHECK_THAT(f->message, Catch::Contains("1, 2, 5, 10, 25, 50, 125, 250"));
-  CHECK(place_text(odd, layout(2)).ok());                         // EP 2 divides 250
-  CHECK(place_text(odd, layout(2, 4, 1, false)).ok());            // EP off: no rule
+  CHECK(place_text(odd, layout(2)).ok());                             // EP 2 divides 250
+  CHECK(place_text(odd, layout(2, 4, 1, false)).ok());                // EP off: no rule
   CHECK(place_weights(flash(), flash_weights(), layout(2, 4)).ok());  // 256 / 8
 }
 
@@ -370,8 +368,8 @@ TEST_CASE("placement: sizes out of range are usage errors", "[placement]") {
   CHECK(kind_of(layout(1, std::int64_t{1} << 62)) == ErrorKind::usage);
   CHECK(kind_of(layout(1, 1, -1)) == ErrorKind::usage);
   CHECK(kind_of(layout(1, 1, 5000)) == ErrorKind::usage);
-  CHECK_THROWS_WITH(place_weights(flash(), w, layout(0)), Catch::Contains("--tensor-parallel-size 0") &&
-                                                              Catch::Contains("1 to 4096"));
+  CHECK_THROWS_WITH(place_weights(flash(), w, layout(0)),
+                    Catch::Contains("--tensor-parallel-size 0") && Catch::Contains("1 to 4096"));
   CHECK_THROWS_WITH(place_weights(flash(), w, layout(1, 9999)), Catch::Contains("--data-parallel-size 9999"));
   // The largest sizes inside the limits: rules, not errors.
   const Placement big = place_weights(flash(), w, layout(4096, 4096, 1, true));

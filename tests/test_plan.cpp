@@ -143,7 +143,8 @@ TEST_CASE("make_plan: the longest max_model_len and the utilisation that would f
   CHECK_THAT(q.exit_message, Catch::Contains("estimated maximum model length is " +
                                              std::to_string(q.fit->vllm.estimated_max_model_len)));
   bool longest = false;
-  for (const auto& s : q.fit->suggestions) longest |= s.rfind("--max-model-len " + std::to_string(q.fit->vllm.estimated_max_model_len), 0) == 0;
+  for (const auto& s : q.fit->suggestions)
+    longest |= s.rfind("--max-model-len " + std::to_string(q.fit->vllm.estimated_max_model_len), 0) == 0;
   CHECK(longest);
   // --max-model-len at that estimate fits.
   PlanRequest at = k;
@@ -201,7 +202,8 @@ TEST_CASE("make_plan: a model directory with safetensors headers gives the weigh
 }
 
 TEST_CASE("bytes_by_cache_kind: the kinds sum to the layout's accounting", "[plan][layout]") {
-  for (const char* name : {"configs/deepseek-v4.1-flash.json", "configs/deepseek-v4-flash.json", "configs/deepseek-v3.2.json"}) {
+  for (const char* name :
+       {"configs/deepseek-v4.1-flash.json", "configs/deepseek-v4-flash.json", "configs/deepseek-v3.2.json"}) {
     INFO(name);
     const Plan p = make_plan(src(name), on_tp(8));
     REQUIRE(p.layout);

@@ -23,13 +23,15 @@ const double kInf = std::numeric_limits<double>::infinity();
 std::vector<float> make_rows(int n) {
   std::vector<float> rows(static_cast<std::size_t>(n) * D);
   for (int r = 0; r < n; ++r) {
-    for (int d = 0; d < D; ++d) rows[static_cast<std::size_t>(r) * D + d] = static_cast<float>((r + 1) * 0.01 * (d % 7 - 3));
+    for (int d = 0; d < D; ++d)
+      rows[static_cast<std::size_t>(r) * D + d] = static_cast<float>((r + 1) * 0.01 * (d % 7 - 3));
   }
   return rows;
 }
 
 // One request, one query, one head; q is all `qv`.
-RefDecodeInput one_head(const std::vector<float>& q, const std::vector<float>& rows, const std::vector<std::int32_t>& idx) {
+RefDecodeInput one_head(const std::vector<float>& q, const std::vector<float>& rows,
+                        const std::vector<std::int32_t>& idx) {
   RefDecodeInput in;
   in.b = 1;
   in.s_q = 1;
@@ -44,7 +46,8 @@ RefDecodeInput one_head(const std::vector<float>& q, const std::vector<float>& r
 
 double dot_scaled(const std::vector<float>& q, const std::vector<float>& rows, int r, double scale) {
   double s = 0;
-  for (int d = 0; d < D; ++d) s += static_cast<double>(q[static_cast<std::size_t>(d)]) * rows[static_cast<std::size_t>(r) * D + d];
+  for (int d = 0; d < D; ++d)
+    s += static_cast<double>(q[static_cast<std::size_t>(d)]) * rows[static_cast<std::size_t>(r) * D + d];
   return s * scale;
 }
 
@@ -76,8 +79,8 @@ TEST_CASE("two keys with equal scores give the mean of their rows and lse = s + 
 TEST_CASE("softmax weights follow the scores", "[reference]") {
   // Two keys whose scaled scores differ by ln 3: weights 3/4 and 1/4.
   std::vector<float> rows(2 * D, 0.0f);
-  rows[0] = 1.0f;          // row 0: e0
-  rows[D + 1] = 1.0f;      // row 1: e1
+  rows[0] = 1.0f;      // row 0: e0
+  rows[D + 1] = 1.0f;  // row 1: e1
   std::vector<float> q(D, 0.0f);
   const std::vector<std::int32_t> idx = {0, 1};
   RefDecodeInput in = one_head(q, rows, idx);
@@ -101,7 +104,8 @@ TEST_CASE("attention sink scales the output and leaves lse alone", "[reference]"
     in.attn_sink = &sink;
     const auto r = reference_decode(in);
     const double f = 2.0 / (2.0 + std::exp(1.0));
-    for (int d = 0; d < D; ++d) REQUIRE(r.out[static_cast<std::size_t>(d)] == Approx(plain.out[static_cast<std::size_t>(d)] * f).margin(1e-7));
+    for (int d = 0; d < D; ++d)
+      REQUIRE(r.out[static_cast<std::size_t>(d)] == Approx(plain.out[static_cast<std::size_t>(d)] * f).margin(1e-7));
     REQUIRE(r.lse[0] == plain.lse[0]);
   }
   SECTION("sink +inf gives 0") {
@@ -191,7 +195,8 @@ TEST_CASE("batch, queries and heads are laid out [b, s_q, h_q, 512]", "[referenc
   for (int bs = 0; bs < 3; ++bs) {
     for (int h = 0; h < 2; ++h) {
       for (int d = 0; d < D; d += 97) {
-        REQUIRE(r.out[static_cast<std::size_t>((bs * 2 + h) * D + d)] == Approx(rows[static_cast<std::size_t>(bs) * D + d]).margin(1e-7));
+        REQUIRE(r.out[static_cast<std::size_t>((bs * 2 + h) * D + d)] ==
+                Approx(rows[static_cast<std::size_t>(bs) * D + d]).margin(1e-7));
       }
       REQUIRE(r.lse[static_cast<std::size_t>(bs * 2 + h)] == Approx(0.0).margin(1e-12));
     }
@@ -231,7 +236,7 @@ TEST_CASE("compare_decode applies the pass criterion", "[reference]") {
     REQUIRE(ok.pass);
     REQUIRE(ok.max_abs == Approx(9e-4).epsilon(1e-3));
     REQUIRE(ok.max_rel == 0.0);  // no element needed the rel criterion
-    out[10] = ref[10] + 0.05f;  // |ref[10]| < 1: outside abs and rel
+    out[10] = ref[10] + 0.05f;   // |ref[10]| < 1: outside abs and rel
     const auto c = compare_decode(out, ref, lse, lse);
     REQUIRE_FALSE(c.pass);
     REQUIRE(c.bad_out == 1);

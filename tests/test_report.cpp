@@ -131,7 +131,8 @@ class XmlParser {
     if (e.size() > 1 && e[0] == '#') {
       const bool hex = e[1] == 'x';
       const std::string digits = e.substr(hex ? 2 : 1);
-      if (digits.empty() || digits.find_first_not_of(hex ? "0123456789abcdefABCDEF" : "0123456789") != std::string::npos) {
+      if (digits.empty() ||
+          digits.find_first_not_of(hex ? "0123456789abcdefABCDEF" : "0123456789") != std::string::npos) {
         fail("bad character reference");
       }
       const long cp = std::stol(digits, nullptr, hex ? 16 : 10);
@@ -194,7 +195,8 @@ class XmlParser {
         ++i_;
         return node;
       }
-      if (starts("<!--") || starts("<![CDATA[") || starts("<?")) fail("comments, CDATA and processing instructions are not expected");
+      if (starts("<!--") || starts("<![CDATA[") || starts("<?"))
+        fail("comments, CDATA and processing instructions are not expected");
       if (starts("<")) {
         node->children.push_back(element());
         continue;
@@ -313,7 +315,10 @@ TEST_CASE("svg writer escapes text and attributes", "[report]") {
   CHECK(escape_text("say \"hi\" 'there'") == "say \"hi\" 'there'");
   CHECK(escape_attr("say \"hi\" 'there' <&>") == "say &quot;hi&quot; &#39;there&#39; &lt;&amp;&gt;");
   // Control characters and invalid UTF-8 cannot appear in XML 1.0: replaced by U+FFFD.
-  CHECK(escape_text(std::string("a\x01" "b")) == "a\xEF\xBF\xBD" "b");
+  CHECK(escape_text(std::string("a\x01"
+                                "b")) ==
+        "a\xEF\xBF\xBD"
+        "b");
   CHECK(escape_text(std::string("caf\xC3\xA9")) == "caf\xC3\xA9");
   CHECK(escape_text(std::string("bad\xC3(")) == "bad\xEF\xBF\xBD(");
   CHECK(escape_text(std::string("\xED\xA0\x80")) == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
@@ -360,15 +365,15 @@ TEST_CASE("svg writer builds well-formed documents", "[report]") {
 
 TEST_CASE("the XML checker rejects what is not well-formed", "[report]") {
   CHECK(well_formed("<a><b x=\"1\"/>t &amp; u</a>"));
-  CHECK_FALSE(well_formed("<a><b></a>"));             // unbalanced
-  CHECK_FALSE(well_formed("<a x=1/>"));                // unquoted attribute
-  CHECK_FALSE(well_formed("<a x=\"1\" x=\"2\"/>"));   // duplicate attribute
-  CHECK_FALSE(well_formed("<a>fish & chips</a>"));     // raw &
-  CHECK_FALSE(well_formed("<a>1 > 0</a>"));            // raw >
-  CHECK_FALSE(well_formed("<a x=\"<\"/>"));            // raw < in a value
-  CHECK_FALSE(well_formed("<a/><b/>"));                // two roots
-  CHECK_FALSE(well_formed("<a>&nbsp;</a>"));           // not an XML entity
-  CHECK_FALSE(well_formed("<a>"));                     // unclosed
+  CHECK_FALSE(well_formed("<a><b></a>"));            // unbalanced
+  CHECK_FALSE(well_formed("<a x=1/>"));              // unquoted attribute
+  CHECK_FALSE(well_formed("<a x=\"1\" x=\"2\"/>"));  // duplicate attribute
+  CHECK_FALSE(well_formed("<a>fish & chips</a>"));   // raw &
+  CHECK_FALSE(well_formed("<a>1 > 0</a>"));          // raw >
+  CHECK_FALSE(well_formed("<a x=\"<\"/>"));          // raw < in a value
+  CHECK_FALSE(well_formed("<a/><b/>"));              // two roots
+  CHECK_FALSE(well_formed("<a>&nbsp;</a>"));         // not an XML entity
+  CHECK_FALSE(well_formed("<a>"));                   // unclosed
 }
 
 TEST_CASE("text fitting and wrapping", "[report]") {
@@ -457,7 +462,8 @@ TEST_CASE("report SVG of V4.1-Flash: cells by type, draft layers, sources, shari
   auto layers_with = [&](const std::string& marker) {
     std::vector<std::string> out;
     for (const auto* n : layer_nodes) {
-      if (!find_all(*n, [&](const Node& x) { return x.has_class(marker); }).empty()) out.push_back(n->attr("data-layer"));
+      if (!find_all(*n, [&](const Node& x) { return x.has_class(marker); }).empty())
+        out.push_back(n->attr("data-layer"));
     }
     return out;
   };
@@ -476,13 +482,14 @@ TEST_CASE("report SVG of V4.1-Flash: cells by type, draft layers, sources, shari
   CHECK(sources == std::vector<std::string>{"2:2-7", "8:8-13", "14:14-19", "20:20-39"});
 
   const std::string text = root->all_text();
-  for (const char* label : {"Layer map", "KV-cache memory", "Decode schedules", "Findings", "c1a: window + full-length",
-                            "KV source", "index source", "reindex", "candidate source", "draft layer (DSpark)",
-                            "sharing group", "1,790 B/token", "1,827 B/token", "Per GPU on 8 x h200 (TP 8 x DP 1 x PP 1), vLLM 0.30",
-                            "weights 59.83 GiB", "KV cache 62.69 GiB",
-                            "vLLM prints: GPU KV cache size: 30,173,922 tokens, Maximum concurrency for 1,048,576 "
-                            "tokens per request: 28.78x",
-                            "layers 2-7 read layer 2's compressed cache", "No errors or warnings."}) {
+  for (const char* label :
+       {"Layer map", "KV-cache memory", "Decode schedules", "Findings", "c1a: window + full-length", "KV source",
+        "index source", "reindex", "candidate source", "draft layer (DSpark)", "sharing group", "1,790 B/token",
+        "1,827 B/token", "Per GPU on 8 x h200 (TP 8 x DP 1 x PP 1), vLLM 0.30", "weights 59.83 GiB",
+        "KV cache 62.69 GiB",
+        "vLLM prints: GPU KV cache size: 30,173,922 tokens, Maximum concurrency for 1,048,576 "
+        "tokens per request: 28.78x",
+        "layers 2-7 read layer 2's compressed cache", "No errors or warnings."}) {
     INFO(label);
     CHECK_THAT(text, Catch::Contains(label));
   }
@@ -529,7 +536,8 @@ TEST_CASE("report: one schedule chart per layer type, idle partitions and splits
     for (std::size_t i = 0; i < charts.size(); ++i) {
       const auto& plan = r.schedules[i].plan;
       const auto bars = find_all(*charts[i], [](const Node& n) { return n.has_class("partition"); });
-      const auto idle = find_all(*charts[i], [](const Node& n) { return n.has_class("partition") && n.has_class("idle"); });
+      const auto idle =
+          find_all(*charts[i], [](const Node& n) { return n.has_class("partition") && n.has_class("idle"); });
       CHECK(bars.size() == plan.records.size());
       CHECK(static_cast<std::int64_t>(idle.size()) == plan.idle_partitions);
       // Blocks drawn per busy partition add up to the blocks of the batch.
@@ -676,7 +684,8 @@ TEST_CASE("report: the attention backend and one kernel-shape row per shape, mis
   CHECK(figure[0]->attr("data-backend") == "flashmla_sparse_dsv41");
   const auto svg_rows = find_all(*svg, [](const Node& n) { return n.has_class("kernel-shape"); });
   CHECK(svg_rows.size() == r.kernel_shapes.size());
-  const auto svg_missing = find_all(*svg, [](const Node& n) { return n.has_class("kernel-shape") && n.has_class("missing"); });
+  const auto svg_missing =
+      find_all(*svg, [](const Node& n) { return n.has_class("kernel-shape") && n.has_class("missing"); });
   CHECK(svg_missing.size() == missing);
   for (const auto* row : svg_missing) CHECK(row->attr("data-status") == "missing");
 }
@@ -791,7 +800,8 @@ TEST_CASE("report CLI: verify and bench results as tables", "[report]") {
   const std::string bench = tmp().file("bench.json");
   write_file(bench, R"([{"kernel": "sm90-sparse", "us": 12.5}])");
   const std::string out = tmp().file("with-results.svg");
-  auto r = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", out, "--verify-json", verify, "--bench-json", bench});
+  auto r = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", out, "--verify-json", verify,
+                "--bench-json", bench});
   REQUIRE(r.code == 0);
   auto root = parse_xml(slurp(out));
   const auto tables = find_all(*root, [](const Node& n) { return n.has_class("result-table"); });
@@ -816,7 +826,8 @@ TEST_CASE("report CLI: verify and bench results as tables", "[report]") {
   // No table in the file: a note, not an error.
   const std::string empty = tmp().file("empty.json");
   write_file(empty, R"({"schema": "mla-plan/1"})");
-  auto e = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", tmp().file("e.svg"), "--bench-json", empty});
+  auto e =
+      run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", tmp().file("e.svg"), "--bench-json", empty});
   CHECK(e.code == 0);
   CHECK_THAT(slurp(tmp().file("e.svg")), Catch::Contains("No array of row objects"));
 }
@@ -835,7 +846,8 @@ TEST_CASE("report CLI: unreadable or malformed result files are invalid input fi
   CHECK_THAT(j.err, Catch::StartsWith("mla-plan: error: --bench-json: '" + junk + "' is not JSON ("));
   CHECK_THAT(j.err, Catch::Contains("expected the output of mla-plan bench --json"));
 
-  auto d = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", out, "--verify-json", tmp().path.string()});
+  auto d =
+      run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", out, "--verify-json", tmp().path.string()});
   CHECK(d.code == 2);
   CHECK_THAT(d.err, Catch::Contains("--verify-json: cannot read '" + tmp().path.string() + "': it is a directory"));
 
@@ -846,7 +858,8 @@ TEST_CASE("report CLI: unreadable or malformed result files are invalid input fi
   CHECK_THAT(dp.err, Catch::Contains("--verify-json: '" + deep + "' nests deeper than 64 levels"));
 
   // A bad flag value stays a usage error, also next to a bad result file.
-  auto o = run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", tmp().file("x.txt"), "--verify-json", junk});
+  auto o =
+      run({"report", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "-o", tmp().file("x.txt"), "--verify-json", junk});
   CHECK(o.code == 1);
   CHECK_THAT(o.err, Catch::Contains("-o: '"));
 }
@@ -909,16 +922,19 @@ TEST_CASE("check --format markdown: a table of files", "[report]") {
   // Written row by row as the files are checked: the counts come last.
   CHECK_THAT(r.out, Catch::StartsWith("### mla-plan check\n\n| file | status | exit | findings |\n"));
   CHECK_THAT(r.out, Catch::EndsWith(" |\n\n**1 of 3 configs passed**\n"));
-  CHECK_THAT(r.out, Catch::Contains("| `" + cfg("deepseek-v4.1-flash.json") + "`<br>deepseek\\_v41 on h200, fp8\\_ds\\_mla | pass | 0 | none |"));
+  CHECK_THAT(r.out, Catch::Contains("| `" + cfg("deepseek-v4.1-flash.json") +
+                                    "`<br>deepseek\\_v41 on h200, fp8\\_ds\\_mla | pass | 0 | none |"));
   CHECK_THAT(r.out, Catch::Contains("| `" + cfg("small/v41-8layer-flat.json") + "`"));
   CHECK_THAT(r.out, Catch::Contains("| **FAIL** | 3 | warning `config.structural_default`: assumed "
                                     "num\\_nextn\\_predict\\_layers = 3, the transformers default<br>**error** "
                                     "`backend.head_size`: head size 16"));
-  CHECK_THAT(r.out, Catch::Contains("| `nope.json` | **FAIL** | 2 | **error** `config.invalid`: cannot read 'nope.json'"));
+  CHECK_THAT(r.out,
+             Catch::Contains("| `nope.json` | **FAIL** | 2 | **error** `config.invalid`: cannot read 'nope.json'"));
   auto m = run({"check", cfg("deepseek-v4-flash.json"), "--matrix", "--tp", "1,8", "--format", "markdown"});
   CHECK(m.code == 0);
-  CHECK_THAT(m.out, Catch::Contains("  h200           fp8_ds_mla        8    1  FLASHMLA_SPARSE_DSV4                       "
-                                    "yes fits: 10.29x requests of 1048576 tokens"));
+  CHECK_THAT(m.out,
+             Catch::Contains("  h200           fp8_ds_mla        8    1  FLASHMLA_SPARSE_DSV4                       "
+                             "yes fits: 10.29x requests of 1048576 tokens"));
   CHECK_THAT(m.out, Catch::Contains("\n  reasons:\n  [1] does not fit: "));
   CHECK_THAT(m.out, Catch::StartsWith("```text\n"));
   CHECK_THAT(m.out, Catch::EndsWith("```\n"));

@@ -65,7 +65,8 @@ std::vector<std::vector<std::string>> commands() {
     c.push_back({"plan", cfg, "--show-records", "--context-lens", "1,129,4096,70000,5", "--spec-tokens", "2"});
     c.push_back({"plan", cfg, "--gpu", "b200", "--tensor-parallel-size", "2", "--pipeline-parallel-size", "2",
                  "--kv-budget-gib", "7.25", "--json"});
-    for (const std::string format : {"text", "json", "github", "markdown"}) c.push_back({"check", cfg, "--format", format});
+    for (const std::string format : {"text", "json", "github", "markdown"})
+      c.push_back({"check", cfg, "--format", format});
     c.push_back({"check", cfg, "--matrix", "--tensor-parallel-size", "1,8", "--json"});
     const std::string stem = fs::path(cfg).stem().string();
     c.push_back({"report", cfg, "-o", (report_dir() / (stem + ".svg")).string()});
@@ -77,8 +78,8 @@ std::vector<std::vector<std::string>> commands() {
   c.push_back({"check", configs[0], configs[1], "--max-global-bytes-per-token", "1800.5", "--format", "github"});
   c.push_back({"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "128", "--lengths",
                "2048,17,1,900000", "--extra-lengths", "512,3,0,8192", "--show-records"});
-  c.push_back({"schedule", "--kernel", "sm100-head64", "--num-sms", "148", "--h-q", "64", "--lengths", "300,5000",
-               "--json"});
+  c.push_back(
+      {"schedule", "--kernel", "sm100-head64", "--num-sms", "148", "--h-q", "64", "--lengths", "300,5000", "--json"});
   for (const std::string info : {"formats", "gpus"}) {
     c.push_back({info});
     c.push_back({info, "--json"});
@@ -138,8 +139,7 @@ std::string comma_locale_name() {
     try {
       (void)std::locale(name);
       return name;
-    } catch (const std::runtime_error&) {
-    }
+    } catch (const std::runtime_error&) {}
   }
   return {};
 }

@@ -40,7 +40,8 @@ TEST_CASE("rule: compute capability", "[rules]") {
     const auto r = find(rs, "backend.arch");
     REQUIRE(r);
     CHECK_THAT(r->finding.message, Catch::StartsWith("FlashMLA Sparse is only supported on Hopper and Blackwell DC "
-                                                     "devices; target " + std::string(g)));
+                                                     "devices; target " +
+                                                     std::string(g)));
   }
   for (const auto g : {"a100", "l40s"}) {
     INFO(g);
@@ -48,7 +49,8 @@ TEST_CASE("rule: compute capability", "[rules]") {
     const auto r = find(rs, "backend.arch");
     REQUIRE(r);
     CHECK_THAT(r->finding.message, Catch::StartsWith("FlashMLA Sparse is only supported on Hopper and Blackwell DC "
-                                                     "devices; target " + std::string(g)));
+                                                     "devices; target " +
+                                                     std::string(g)));
     CHECK(r->kind == ErrorKind::unsupported);
     CHECK(rules_exit_code(rs) == 3);
   }
@@ -117,8 +119,9 @@ TEST_CASE("rule: head size, KV heads and index widths", "[rules]") {
   const auto rs = eval(small, gpu("h200"));
   const auto h = find(rs, "backend.head_size");
   REQUIRE(h);
-  CHECK(h->finding.message == "head size 16 (qk_rope_head_dim 4) is not supported by the sparse-MLA backend; "
-                              "supported: 512 (448 NoPE + 64 RoPE)");
+  CHECK(h->finding.message ==
+        "head size 16 (qk_rope_head_dim 4) is not supported by the sparse-MLA backend; "
+        "supported: 512 (448 NoPE + 64 RoPE)");
   CHECK(find(rs, "backend.topk_width"));
   const auto kv2 = parse_config(R"({"model_type": "deepseek_v41", "num_key_value_heads": 2})", "t.json");
   const auto k = find(eval(kv2, gpu("h200")), "backend.kv_heads");
@@ -127,10 +130,11 @@ TEST_CASE("rule: head size, KV heads and index widths", "[rules]") {
   const auto topk = parse_config(R"({"model_type": "deepseek_v41", "index_topk": 500})", "t.json");
   const auto w = find(eval(topk, gpu("h200")), "backend.topk_width");
   REQUIRE(w);
-  CHECK(w->finding.message == "index_topk 500 is not a multiple of 64; the FlashMLA sparse decode kernel reads index "
-                              "widths in blocks of 64");
-  const auto v32 = parse_config(R"({"model_type": "deepseek_v32", "num_hidden_layers": 2, "kv_lora_rank": 256})",
-                                "t.json");
+  CHECK(w->finding.message ==
+        "index_topk 500 is not a multiple of 64; the FlashMLA sparse decode kernel reads index "
+        "widths in blocks of 64");
+  const auto v32 =
+      parse_config(R"({"model_type": "deepseek_v32", "num_hidden_layers": 2, "kv_lora_rank": 256})", "t.json");
   const auto v = find(eval(v32, gpu("h200")), "backend.head_size");
   REQUIRE(v);
   CHECK_THAT(v->finding.message, Catch::StartsWith("head size 320 (kv_lora_rank 256 + qk_rope_head_dim 64)"));
@@ -220,17 +224,19 @@ TEST_CASE("rule catalogue lists every id the engine reports", "[rules]") {
   add(parse_config(R"({"model_type": "deepseek_v41", "num_attention_heads": 256})", "t.json"), "h200",
       [](RuleOptions&) {});  // backend.query_heads
   add(parse_config(R"({"model_type": "deepseek_v41", "num_key_value_heads": 2})", "t.json"), "h200",
-      [](RuleOptions&) {});  // backend.kv_heads
+      [](RuleOptions&) {});              // backend.kv_heads
   add(v41, "h200", [](RuleOptions& o) {  // spec.dspark_block_size, spec.dspark_parallel, DCP
     o.layout.num_speculative_tokens = 3;
     o.layout.decode_context_parallel_size = 2;
   });
-  add(parse_config(R"({"model_type": "deepseek_v32", "num_hidden_layers": 2, "num_nextn_predict_layers": 0})", "t.json"),
+  add(parse_config(R"({"model_type": "deepseek_v32", "num_hidden_layers": 2, "num_nextn_predict_layers": 0})",
+                   "t.json"),
       "h200", [](RuleOptions& o) { o.layout.num_speculative_tokens = 2; });  // spec.no_draft_layers
-  add(parse_config(R"({"model_type": "deepseek_v32", "num_hidden_layers": 2, "num_nextn_predict_layers": 2})", "t.json"),
-      "h200", [](RuleOptions& o) { o.layout.num_speculative_tokens = 3; });  // spec.mtp_tokens
-  add(v41, "h200", [](RuleOptions& o) { o.layout.tensor_parallel_size = 8; });      // kernel.head_padding
-  add(v41, "b200", [](RuleOptions& o) { o.layout.kv_cache_dtype = "bfloat16"; });   // backend.fused_attention (info)
+  add(parse_config(R"({"model_type": "deepseek_v32", "num_hidden_layers": 2, "num_nextn_predict_layers": 2})",
+                   "t.json"),
+      "h200", [](RuleOptions& o) { o.layout.num_speculative_tokens = 3; });        // spec.mtp_tokens
+  add(v41, "h200", [](RuleOptions& o) { o.layout.tensor_parallel_size = 8; });     // kernel.head_padding
+  add(v41, "b200", [](RuleOptions& o) { o.layout.kv_cache_dtype = "bfloat16"; });  // backend.fused_attention (info)
   add(v41, "rtx-pro-6000", [](RuleOptions& o) { o.layout.num_speculative_tokens = 5; });  // kernel.shape (unknown)
 
   std::set<std::string> seen;

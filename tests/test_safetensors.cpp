@@ -67,7 +67,8 @@ struct Tensor {
 /// The header JSON of these tensors (and __metadata__ when given).
 json header_of(const std::vector<Tensor>& tensors, const json& metadata = nullptr) {
   json h = json::object();
-  for (const auto& t : tensors) h[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {t.begin, t.end}}};
+  for (const auto& t : tensors)
+    h[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {t.begin, t.end}}};
   if (!metadata.is_null()) h["__metadata__"] = metadata;
   return h;
 }
@@ -120,8 +121,9 @@ std::int64_t bytes_read_so_far() {
 }  // namespace
 
 TEST_CASE("safetensors: dtypes and their sizes, sub-byte dtypes in whole bytes", "[safetensors]") {
-  for (const char* name : {"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2", "F8_E8M0", "I64", "I32", "I16", "I8",
-                           "U8", "BOOL", "U16", "U32", "U64", "C64", "F4", "F6_E2M3", "F6_E3M2"}) {
+  for (const char* name :
+       {"F64", "F32", "F16",  "BF16", "F8_E4M3", "F8_E5M2", "F8_E8M0", "I64", "I32",     "I16",
+        "I8",  "U8",  "BOOL", "U16",  "U32",     "U64",     "C64",     "F4",  "F6_E2M3", "F6_E3M2"}) {
     INFO(name);
     CHECK(find_safetensors_dtype(name));
   }
@@ -202,8 +204,7 @@ TEST_CASE("safetensors: a file that cannot be a safetensors file", "[safetensors
 
   CHECK_THAT(config_error([&] { read_safetensors_header(dir / "missing.safetensors"); }),
              Catch::EndsWith("missing.safetensors': no such file or directory"));
-  CHECK_THAT(config_error([&] { read_safetensors_header(dir.path.string()); }),
-             Catch::EndsWith(": it is a directory"));
+  CHECK_THAT(config_error([&] { read_safetensors_header(dir.path.string()); }), Catch::EndsWith(": it is a directory"));
   const std::string fifo = dir / "fifo.safetensors";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   CHECK_THAT(config_error([&] { read_safetensors_header(fifo); }),
@@ -216,7 +217,8 @@ TEST_CASE("safetensors: a file that cannot be a safetensors file", "[safetensors
 TEST_CASE("safetensors: a header that is not a JSON object of tensors", "[safetensors]") {
   TempDir dir;
   const std::string p = "safetensors " + quoted(dir / "bad.safetensors", kQuotedPathMaxBytes) + ": ";
-  CHECK_THAT(header_error(dir, "{\"w\": "), Catch::StartsWith(p + "the header is not valid JSON: parse error at line 1, column 7"));
+  CHECK_THAT(header_error(dir, "{\"w\": "),
+             Catch::StartsWith(p + "the header is not valid JSON: parse error at line 1, column 7"));
   CHECK(header_error(dir, std::string("{\"w\"\0 }", 7)) ==
         p + "the header holds a NUL byte at byte offset 4 (line 1); it is JSON text, which never holds a NUL byte");
   CHECK(header_error(dir, "[1, 2]") == p + "the header is an array; expected a JSON object of tensors");
@@ -225,7 +227,8 @@ TEST_CASE("safetensors: a header that is not a JSON object of tensors", "[safete
             "levels deep");
   CHECK(header_error(dir, R"({"__metadata__": {"format": 1}})") ==
         p + "\"__metadata__\"['format'] is the integer 1; expected a string");
-  CHECK(header_error(dir, R"({"__metadata__": []})") == p + "\"__metadata__\" is an array; expected an object of strings");
+  CHECK(header_error(dir, R"({"__metadata__": []})") ==
+        p + "\"__metadata__\" is an array; expected an object of strings");
   CHECK(header_error(dir, R"({"w": 5})") == p + "tensor 'w': the entry is the integer 5; expected an object");
 }
 
@@ -238,7 +241,8 @@ TEST_CASE("safetensors: a tensor entry with a missing or wrong field", "[safeten
         p + "no \"shape\" (every tensor has dtype, shape and data_offsets)");
   CHECK(header_error(dir, R"({"w": {"dtype": "F32", "shape": [1]}})", 4) ==
         p + "no \"data_offsets\" (every tensor has dtype, shape and data_offsets)");
-  CHECK(header_error(dir, R"({"w": {"dtype": 32, "shape": [1], "data_offsets": [0, 4]}})", 4) == p + "\"dtype\" is the integer 32; expected a string");
+  CHECK(header_error(dir, R"({"w": {"dtype": 32, "shape": [1], "data_offsets": [0, 4]}})", 4) ==
+        p + "\"dtype\" is the integer 32; expected a string");
   CHECK_THAT(header_error(dir, one("F7", {1}, {0, 4}), 4),
              Catch::StartsWith(p + "\"dtype\" 'F7' is not a safetensors dtype (BOOL, F4, F6_E2M3,"));
   CHECK_THAT(header_error(dir, one("bf16\x1b[31m", {1}, {0, 4}), 4),
@@ -251,8 +255,9 @@ TEST_CASE("safetensors: a tensor entry with a missing or wrong field", "[safeten
         p + "\"shape\"[1] is the number 1.5; expected an integer from 0 to 2^63-1");
   CHECK(header_error(dir, one("F32", {1LL << 62, 4}, {0, 4}), 4) ==
         p + "\"shape\" [4611686018427387904, 4] has more elements than 2^63-1");
-  CHECK(header_error(dir, one("F32", {1LL << 61, 2}, {0, 4}), 4) ==
-        p + "\"data_offsets\" [0, 4) holds 4 bytes; \"shape\" [2305843009213693952, 2] of F32 is more than 2^63-1 bytes");
+  CHECK(
+      header_error(dir, one("F32", {1LL << 61, 2}, {0, 4}), 4) ==
+      p + "\"data_offsets\" [0, 4) holds 4 bytes; \"shape\" [2305843009213693952, 2] of F32 is more than 2^63-1 bytes");
   CHECK(header_error(dir, one("F32", {1}, {0, 4, 8}), 8) ==
         p + "\"data_offsets\" is an array of 3 entries; expected [begin, end]");
   CHECK(header_error(dir, one("F32", {1}, "0-4"), 4) ==
@@ -310,9 +315,7 @@ TEST_CASE("safetensors: a checkpoint through its index", "[safetensors]") {
                  {{"a", "model-00001-of-00002.safetensors"},
                   {"b", "model-00001-of-00002.safetensors"},
                   {"c", "model-00002-of-00002.safetensors"}}}};
-  const auto write_index = [&](const json& j) {
-    std::ofstream(dir / "model.safetensors.index.json") << j.dump();
-  };
+  const auto write_index = [&](const json& j) { std::ofstream(dir / "model.safetensors.index.json") << j.dump(); };
   write_index(index);
   // A stray file beside the shards is not read when there is an index.
   write_raw(dir / "stray.safetensors", "{\"z\": 1}", 0);
@@ -434,10 +437,12 @@ TEST_CASE("safetensors: a checkpoint without an index", "[safetensors]") {
 
   CHECK_THAT(config_error([&] { read_checkpoint_files(dir / "config.json"); }),
              Catch::EndsWith("config.json': it is a regular file; expected a model directory"));
-  CHECK_THAT(config_error([&] { read_checkpoint_files(dir / "none"); }), Catch::EndsWith("': no such file or directory"));
+  CHECK_THAT(config_error([&] { read_checkpoint_files(dir / "none"); }),
+             Catch::EndsWith("': no such file or directory"));
 }
 
-TEST_CASE("safetensors: a Hugging Face cache resolves through refs/main to a snapshot of symlinked blobs", "[safetensors]") {
+TEST_CASE("safetensors: a Hugging Face cache resolves through refs/main to a snapshot of symlinked blobs",
+          "[safetensors]") {
   TempDir dir;
   const fs::path repo = dir.path / "models--deepseek-ai--DeepSeek-V3.2";
   const std::string hash = "0123456789abcdef0123456789abcdef01234567";
@@ -528,12 +533,15 @@ TEST_CASE("safetensors: the usual JSON and any other JSON of the same header rea
              Catch::EndsWith("\"data_offsets\" [0, 4) holds 4 bytes; \"shape\" [1000000000000000000] of U8 is "
                              "1000000000000000000 bytes"));
   // A duplicate tensor name is left to nlohmann::json, which keeps one of them.
-  write_raw(other, R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}, )"
-                   R"("a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}})", 4);
+  write_raw(other,
+            R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}, )"
+            R"("a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}})",
+            4);
   CHECK(read_safetensors_header(other).tensors.size() == 1);
 }
 
-TEST_CASE("safetensors: has_checkpoint_files says whether read_checkpoint_files has something to read", "[safetensors]") {
+TEST_CASE("safetensors: has_checkpoint_files says whether read_checkpoint_files has something to read",
+          "[safetensors]") {
   testing_files::TempDir dir;
   const std::string d = dir.path.string();
   CHECK_FALSE(mlaplan::has_checkpoint_files(""));

@@ -21,8 +21,8 @@ using Catch::Matchers::Contains;
 namespace {
 
 SchedInput make_input(SchedKernel k, std::int32_t num_sms, std::int32_t s_q, std::int32_t h_q,
-                      std::vector<std::int32_t> lengths, std::vector<std::int32_t> extra = {},
-                      bool has_extra = false, std::int32_t h_k = 1) {
+                      std::vector<std::int32_t> lengths, std::vector<std::int32_t> extra = {}, bool has_extra = false,
+                      std::int32_t h_k = 1) {
   SchedInput in;
   in.kernel = k;
   in.num_sms = num_sms;
@@ -138,15 +138,14 @@ void check_properties(const SchedInput& in, const SchedPlan& plan) {
   REQUIRE(plan.max_splits == max_splits);
   REQUIRE(plan.min_blocks_per_partition == min_blocks);
   REQUIRE(plan.max_blocks_per_partition == max_blocks);
-  REQUIRE(plan.accum_bytes ==
-          4 * (static_cast<std::int64_t>(b) + P) * in.s_q * in.h_q * 513);
+  REQUIRE(plan.accum_bytes == 4 * (static_cast<std::int64_t>(b) + P) * in.s_q * in.h_q * 513);
 }
 
 }  // namespace
 
 TEST_CASE("scheduler kernel names round-trip", "[scheduler]") {
-  for (SchedKernel k : {SchedKernel::sm90_sparse, SchedKernel::sm100_head64, SchedKernel::sm100_head128,
-                        SchedKernel::sm90_dense}) {
+  for (SchedKernel k :
+       {SchedKernel::sm90_sparse, SchedKernel::sm100_head64, SchedKernel::sm100_head128, SchedKernel::sm90_dense}) {
     const auto parsed = parse_sched_kernel(to_string(k));
     REQUIRE(parsed.has_value());
     CHECK(*parsed == k);
@@ -249,10 +248,10 @@ TEST_CASE("scheduler parameters of each kernel", "[scheduler]") {
   // SM90 dense: num_sms / h_k / ceil(s_q * h_q / h_k / 64)
   check(sched_params(SchedKernel::sm90_dense, 132, 1, 128, 1), 66, 5);
   check(sched_params(SchedKernel::sm90_dense, 132, 1, 16, 1), 132, 5);
-  check(sched_params(SchedKernel::sm90_dense, 132, 1, 64, 8), 16, 5);   // 8 rows per KV head
-  check(sched_params(SchedKernel::sm90_dense, 132, 16, 64, 8), 8, 5);   // 128 rows -> 2 tiles
-  check(sched_params(SchedKernel::sm90_dense, 132, 2, 96, 1), 44, 5);   // 192 rows -> 3 tiles
-  check(sched_params(SchedKernel::sm90_dense, 132, 1, 7, 7), 18, 5);    // 1 row per KV head
+  check(sched_params(SchedKernel::sm90_dense, 132, 1, 64, 8), 16, 5);  // 8 rows per KV head
+  check(sched_params(SchedKernel::sm90_dense, 132, 16, 64, 8), 8, 5);  // 128 rows -> 2 tiles
+  check(sched_params(SchedKernel::sm90_dense, 132, 2, 96, 1), 44, 5);  // 192 rows -> 3 tiles
+  check(sched_params(SchedKernel::sm90_dense, 132, 1, 7, 7), 18, 5);   // 1 row per KV head
   check(sched_params(SchedKernel::sm90_dense, 4, 64, 128, 1), 1, 5);
 }
 
@@ -319,7 +318,7 @@ TEST_CASE("scheduler hand-checked small plans", "[scheduler]") {
     const SchedInput few = make_input(SchedKernel::sm90_sparse, 4, 1, 128, std::vector<std::int32_t>(10, 10));
     const SchedPlan pf = plan_schedule(few);
     CHECK(pf.params.num_sm_parts == 2);
-    CHECK(pf.payload == 35);  // ceil(60 / 2) + 5
+    CHECK(pf.payload == 35);                                      // ceil(60 / 2) + 5
     CHECK(pf.records[0] == SchedRecord{0, 4, 0, 1, 0, 0, 0, 0});  // 5 requests x 6 = 30 <= 35
     CHECK(pf.records[1] == SchedRecord{5, 9, 0, 1, 0, 0, 0, 0});
     CHECK(pf.idle_partitions == 0);

@@ -34,7 +34,10 @@ Target arch(const std::string& a) {
 }  // namespace
 
 TEST_CASE("targets: the family of every preset", "[target]") {
-  struct Case { const char* id; ArchFamily family; };
+  struct Case {
+    const char* id;
+    ArchFamily family;
+  };
   const Case cases[] = {
       {"h100", ArchFamily::hopper},
       {"h200", ArchFamily::hopper},
@@ -65,7 +68,11 @@ TEST_CASE("targets: the family of every preset", "[target]") {
 }
 
 TEST_CASE("targets: family names are stable snake_case, titles are for people", "[target]") {
-  struct Case { ArchFamily f; const char* name; const char* title; };
+  struct Case {
+    ArchFamily f;
+    const char* name;
+    const char* title;
+  };
   const Case cases[] = {
       {ArchFamily::ampere, "ampere", "Ampere"},
       {ArchFamily::ada, "ada", "Ada Lovelace"},
@@ -82,7 +89,10 @@ TEST_CASE("targets: family names are stable snake_case, titles are for people", 
 }
 
 TEST_CASE("targets: the family of every known capability, custom targets take it", "[target]") {
-  struct Case { ComputeCapability cc; ArchFamily family; };
+  struct Case {
+    ComputeCapability cc;
+    ArchFamily family;
+  };
   const Case cases[] = {
       {{7, 0}, ArchFamily::other},
       {{7, 2}, ArchFamily::other},
@@ -248,8 +258,9 @@ TEST_CASE("targets: mla-plan gpus prints the family and the unified-memory mark"
   const auto text = testing_cli::run({"gpus"});
   REQUIRE(text.code == 0);
   CHECK(text.err.empty());
-  CHECK_THAT(text.out, Catch::StartsWith("id             name                               arch   family               "
-                                         "  SMs      memory  note\n"));
+  CHECK_THAT(text.out,
+             Catch::StartsWith("id             name                               arch   family               "
+                               "  SMs      memory  note\n"));
   CHECK_THAT(text.out,
              Catch::Contains("\nh200 *         NVIDIA H200 SXM                    sm90   Hopper               "
                              "  132   141 GiB    \n"));

@@ -72,7 +72,8 @@ TEST_CASE("printable_lines keeps the lines and escapes inside each", "[text]") {
 
 TEST_CASE("json_printable escapes what JSON allows raw but a terminal acts on", "[text]") {
   CHECK(mlaplan::json_printable("{\"a\": \"x\"}") == "{\"a\": \"x\"}");
-  CHECK(mlaplan::json_printable("\"@t4\\u0000\x7f" "1\"") == "\"@t4\\u0000\\u007f1\"");
+  CHECK(mlaplan::json_printable("\"@t4\\u0000\x7f"
+                                "1\"") == "\"@t4\\u0000\\u007f1\"");
   CHECK(mlaplan::json_printable("\"\xc2\x9b|\xe2\x80\xae|\xe2\x80\xa8|caf\xc3\xa9\"") ==
         "\"\\u009b|\\u202e|\\u2028|caf\xc3\xa9\"");
   const std::string out = mlaplan::json_printable("\"\x7f\xc2\x85\xef\xbb\xbf\"");

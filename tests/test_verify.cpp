@@ -116,7 +116,9 @@ TEST_CASE("verify catches wrong bytes, records and outputs", "[verify]") {
     CHECK_THAT(cell(r, "fp8_ds_mla", LayerType::c1a).reason, Catch::Contains("scheduler: record 0 field 3"));
   }
   SECTION("an output element") {
-    auto dev = make_host_verify_device([](VerifyRun& r) { r.out[17] = 0x3F80; /* 1.0 */ });
+    auto dev = make_host_verify_device([](VerifyRun& r) {
+      r.out[17] = 0x3F80; /* 1.0 */
+    });
     const auto r = run_verify(cfg, topo, gpu("h200"), *dev, opts);
     CHECK(r.exit_code == 5);
     const auto& c = cell(r, "fp8_ds_mla", LayerType::c2a);
@@ -347,7 +349,7 @@ TEST_CASE("verify reports the fallback of a device without a cluster kernel", "[
   REQUIRE(r.cells.size() == 3);
   for (const auto& c : r.cells) {
     CHECK(c.status == VerifyStatus::pass);
-    CHECK(*c.mode == DecodeMode::cluster_split);  // asked
+    CHECK(*c.mode == DecodeMode::cluster_split);   // asked
     CHECK(c.launch.mode == DecodeMode::one_pass);  // as run
     CHECK_THAT(c.launch.fallback, Catch::Contains("ran one_pass"));
   }
@@ -417,8 +419,9 @@ TEST_CASE("verify on several devices: one thread each, results in listed order, 
   devices.push_back(entry(0, "device 0 #2", [&] { return std::make_unique<Rendezvous>(started, 2, all_met); }));
   // A device whose kernels fault: its cells FAIL (exit 5).
   devices.push_back(entry(1, "device 1", [] {
-    return make_host_verify_device(
-        [](VerifyRun&) { throw Error(ErrorKind::verify_failed, "cudaErrorIllegalAddress (an illegal memory access)"); });
+    return make_host_verify_device([](VerifyRun&) {
+      throw Error(ErrorKind::verify_failed, "cudaErrorIllegalAddress (an illegal memory access)");
+    });
   }));
   // A device that cannot be opened: its Error is its result (exit 6), the others still report.
   devices.push_back(entry(2, "device 2", []() -> std::unique_ptr<VerifyDevice> {
@@ -471,7 +474,8 @@ TEST_CASE("verify on several devices: one thread each, results in listed order, 
   }
   SECTION("a bad option is a usage error before any thread") {
     opts.timing_iterations = 0;
-    CHECK_THROWS_WITH(run_verify_devices(cfg, topo, devices, opts), "--iterations: '0' is out of range; allowed 1..10000");
+    CHECK_THROWS_WITH(run_verify_devices(cfg, topo, devices, opts),
+                      "--iterations: '0' is out of range; allowed 1..10000");
   }
 }
 

@@ -43,7 +43,6 @@ const TensorInfo* find(const WeightsReport& r, const std::string& name) {
 
 }  // namespace
 
-
 TEST_CASE("weights: DeepSeek-V4-Flash to the byte", "[weights]") {
   const auto r = compute_weights(load_config(src("configs/deepseek-v4-flash.json")));
   CHECK(r.known);
@@ -169,17 +168,17 @@ TEST_CASE("weights: the rules are general (more layers, experts, stages)", "[wei
   // Two more experts add exactly 2 x 3 fp4 tensors (13,369,344 B per expert) per MoE layer, and
   // two gate rows (BF16 weight + F32 bias or nothing in hash layers) per layer.
   const auto base = compute_weights(load_config(src("configs/deepseek-v4-flash.json")), {false});
-  const auto more = compute_weights(parse_config(v4_with("\"n_routed_experts\": 256", "\"n_routed_experts\": 258"), "t"),
-                                    {false});
+  const auto more =
+      compute_weights(parse_config(v4_with("\"n_routed_experts\": 256", "\"n_routed_experts\": 258"), "t"), {false});
   const std::int64_t gate = 44 * 2 * 4096 * 2 + 41 * 2 * 4;
   CHECK(more.total_bytes() - base.total_bytes() == 44 * 2 * 13'369'344LL + gate);
   CHECK(more.total_tensors() - base.total_tensors() == 44 * 2 * 6);
   // No MTP stage: the draft totals vanish, the main model stays.
-  const auto none = compute_weights(
-      parse_config(v4_with("\"num_nextn_predict_layers\": 1", "\"num_nextn_predict_layers\": 0")
-                       .replace(read("configs/deepseek-v4-flash.json").find("4, 0]"), 5, "4]"),
-                   "t"),
-      {false});
+  const auto none =
+      compute_weights(parse_config(v4_with("\"num_nextn_predict_layers\": 1", "\"num_nextn_predict_layers\": 0")
+                                       .replace(read("configs/deepseek-v4-flash.json").find("4, 0]"), 5, "4]"),
+                                   "t"),
+                      {false});
   CHECK(none.draft_stages == 0);
   CHECK(none.draft.bytes == 0);
   CHECK(none.main.bytes == 156'015'698'140);
@@ -195,14 +194,16 @@ TEST_CASE("weights: the rules are general (more layers, experts, stages)", "[wei
 
 TEST_CASE("weights: unknown schemes are reported, not guessed", "[weights]") {
   SECTION("expert_dtype") {
-    const auto r = compute_weights(parse_config(v4_with("\"expert_dtype\": \"fp4\"", "\"expert_dtype\": \"int3\""), "t"));
+    const auto r =
+        compute_weights(parse_config(v4_with("\"expert_dtype\": \"fp4\"", "\"expert_dtype\": \"int3\""), "t"));
     CHECK_FALSE(r.known);
     CHECK_THAT(r.reason, Catch::Contains("expert_dtype") && Catch::Contains("int3"));
     CHECK(r.part(WeightPart::routed_experts).tensors == 0);
     CHECK(r.part(WeightPart::attention).tensors > 0);
   }
   SECTION("quant_method") {
-    const auto r = compute_weights(parse_config(v4_with("\"quant_method\": \"fp8\"", "\"quant_method\": \"awq\""), "t"));
+    const auto r =
+        compute_weights(parse_config(v4_with("\"quant_method\": \"fp8\"", "\"quant_method\": \"awq\""), "t"));
     CHECK_FALSE(r.known);
     CHECK_THAT(r.reason, Catch::Contains("quant_method") && Catch::Contains("awq"));
   }
@@ -212,7 +213,8 @@ TEST_CASE("weights: unknown schemes are reported, not guessed", "[weights]") {
     CHECK_THAT(r.reason, Catch::Contains("scale_fmt"));
   }
   SECTION("fp8 experts are a known kind") {
-    const auto r = compute_weights(parse_config(v4_with("\"expert_dtype\": \"fp4\"", "\"expert_dtype\": \"fp8\""), "t"));
+    const auto r =
+        compute_weights(parse_config(v4_with("\"expert_dtype\": \"fp4\"", "\"expert_dtype\": \"fp8\""), "t"));
     CHECK(r.known);
     const auto& ex = r.part(WeightPart::routed_experts);
     // F8_E4M3 [2048, 4096] + 16 x 32 scales, three per expert
@@ -244,8 +246,8 @@ TEST_CASE("weights: a huge config is an error, never a wrapped number", "[weight
     FAIL("no error; total " << r.total_bytes());
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::invalid_config);
-    CHECK_THAT(std::string(e.what()), Catch::Contains("int64") || Catch::Contains("overflow") ||
-                                          Catch::Contains("fit"));
+    CHECK_THAT(std::string(e.what()),
+               Catch::Contains("int64") || Catch::Contains("overflow") || Catch::Contains("fit"));
   }
   // Large but representable: exact, no list kept beyond the cap.
   WeightsOptions o;
@@ -269,9 +271,9 @@ TEST_CASE("weights: V4.1-Flash and V3.2 mark what is estimated", "[weights]") {
   CHECK(gib(v41.part(WeightPart::attention).bytes) == Approx(4.72).margin(0.01));
   CHECK(gib(v41.part(WeightPart::engram).bytes) == Approx(189.0).margin(0.6));
   CHECK(v41.draft_stages == 3);
-  CHECK(v41.part(WeightPart::mhc).tensors == 40 * 6);  // no hc_head
+  CHECK(v41.part(WeightPart::mhc).tensors == 40 * 6);        // no hc_head
   CHECK(v41.part(WeightPart::compressor).tensors == 4 * 4);  // kv_source_layer_ids only
-  CHECK(v41.part(WeightPart::indexer).tensors == 8 * 7);   // index_source_layer_ids only
+  CHECK(v41.part(WeightPart::indexer).tensors == 8 * 7);     // index_source_layer_ids only
   // The released checkpoint is 510,286,023,000 B: within 0.1 %.
   CHECK(static_cast<double>(v41.total_bytes()) == Approx(510'286'023'000.0).epsilon(0.001));
 
@@ -285,9 +287,9 @@ TEST_CASE("weights: V4.1-Flash and V3.2 mark what is estimated", "[weights]") {
   REQUIRE(t);
   CHECK(t->dtype == WeightDtype::F32);
   CHECK(t->shape == std::vector<std::int64_t>{192, 12});
-  CHECK(find(v32, "model.layers.0.mlp.gate_proj.weight"));          // dense layer
+  CHECK(find(v32, "model.layers.0.mlp.gate_proj.weight"));  // dense layer
   CHECK(find(v32, "model.layers.0.mlp.experts.0.gate_proj.weight") == nullptr);
-  CHECK(find(v32, "model.layers.61.shared_head.head.weight"));     // the MTP's own head
+  CHECK(find(v32, "model.layers.61.shared_head.head.weight"));  // the MTP's own head
 }
 
 TEST_CASE("weights: the config fields are read with the config's rules", "[weights]") {

@@ -41,10 +41,10 @@ std::string_view to_string(KvCacheDtype d);
 
 /// What one --kv-cache-dtype value does on one backend.
 struct KvDtypeRule {
-  std::string_view value;              ///< as given: "auto", "fp8", ...
-  std::optional<KvCacheDtype> becomes; ///< nothing: refused
-  std::string_view refusal;            ///< vLLM's text when refused ("{d}" stands for the value)
-  int only_cc_major = 0;               ///< accepted on this compute capability major only (0: any)
+  std::string_view value;               ///< as given: "auto", "fp8", ...
+  std::optional<KvCacheDtype> becomes;  ///< nothing: refused
+  std::string_view refusal;             ///< vLLM's text when refused ("{d}" stands for the value)
+  int only_cc_major = 0;                ///< accepted on this compute capability major only (0: any)
 };
 
 /// One backend.
@@ -56,12 +56,12 @@ struct BackendInfo {
   std::string_view attention_class;  ///< vLLM's attention class
   std::string_view source;           ///< the vLLM file it is read from
   std::vector<Family> families;
-  std::vector<int> cc_majors;        ///< compute capability majors it runs on
-  std::vector<KvDtypeRule> kv_dtypes;///< every value vLLM's --kv-cache-dtype takes, accepted or refused
+  std::vector<int> cc_majors;               ///< compute capability majors it runs on
+  std::vector<KvDtypeRule> kv_dtypes;       ///< every value vLLM's --kv-cache-dtype takes, accepted or refused
   std::vector<std::int64_t> head_paddings;  ///< kernel head counts, ascending (local heads pad up)
-  std::string_view head_refusal;     ///< vLLM's text for more local heads than the largest ("{n}": heads)
-  std::string_view decode_path;      ///< for people: what runs a decode step
-  bool tile_plans = false;           ///< decode runs FlashMLA's split-KV kernel with tile-scheduler plans
+  std::string_view head_refusal;            ///< vLLM's text for more local heads than the largest ("{n}": heads)
+  std::string_view decode_path;             ///< for people: what runs a decode step
+  bool tile_plans = false;                  ///< decode runs FlashMLA's split-KV kernel with tile-scheduler plans
 };
 
 /// The catalogue, in BackendId order.
@@ -111,13 +111,13 @@ std::span<const std::string_view> attention_backend_values();
 /// How the backend was chosen.
 struct BackendChoice {
   BackendId id = BackendId::flashmla_sparse_dsv41;
-  bool by_default = true;   ///< no --attention-backend: vLLM's default for the arch
-  std::string how;          ///< for people: "vLLM's default on sm90" / "--attention-backend X on sm120"
+  bool by_default = true;  ///< no --attention-backend: vLLM's default for the arch
+  std::string how;         ///< for people: "vLLM's default on sm90" / "--attention-backend X on sm120"
   /// When vLLM refuses the request outright (a name that is not a backend of this family, a
   /// compute capability no backend of the family supports): its message, and the fix. `id` is then
   /// the closest entry, for a lenient plan.
   std::string refusal;
-  std::string refusal_id;   ///< the finding id of the refusal: backend.attention_backend / backend.arch
+  std::string refusal_id;  ///< the finding id of the refusal: backend.attention_backend / backend.arch
   std::string fix;
   /// The fused FlashMLA path was asked for or resolved (attention_config.dsv4_fused_attention):
   /// the reason it is off when it is ("" when on or not applicable).

@@ -18,21 +18,21 @@ namespace mlaplan {
 
 /// One place where the files and the contract differ.
 struct WeightsMismatch {
-  std::string tensor;        ///< the tensor name (or a group name with "{e}")
-  std::string what;          ///< "missing_in_files", "not_in_contract", "dtype", "shape", "bytes"
-  std::string contract;      ///< the contract's value ("" when it has no such tensor)
-  std::string files;         ///< the files' value ("" when they have no such tensor)
+  std::string tensor;    ///< the tensor name (or a group name with "{e}")
+  std::string what;      ///< "missing_in_files", "not_in_contract", "dtype", "shape", "bytes"
+  std::string contract;  ///< the contract's value ("" when it has no such tensor)
+  std::string files;     ///< the files' value ("" when they have no such tensor)
 };
 
 /// Weights whose bytes come from the files.
 struct FileWeights {
-  WeightsReport report;                    ///< tensors from the files, parts from their names
-  std::vector<WeightsMismatch> mismatches; ///< contract vs files, at most `max_mismatches` listed
-  std::int64_t mismatch_count = 0;         ///< all of them
-  std::int64_t contract_bytes = 0;         ///< compute_weights(cfg).total_bytes()
-  std::int64_t files_bytes = 0;            ///< sum over the files' tensors
-  bool compared = false;                   ///< the contract was known and compared (else no mismatches)
-  std::int64_t pattern_classified = 0;     ///< tensors the contract does not know, placed by name patterns
+  WeightsReport report;                     ///< tensors from the files, parts from their names
+  std::vector<WeightsMismatch> mismatches;  ///< contract vs files, at most `max_mismatches` listed
+  std::int64_t mismatch_count = 0;          ///< all of them
+  std::int64_t contract_bytes = 0;          ///< compute_weights(cfg).total_bytes()
+  std::int64_t files_bytes = 0;             ///< sum over the files' tensors
+  bool compared = false;                    ///< the contract was known and compared (else no mismatches)
+  std::int64_t pattern_classified = 0;      ///< tensors the contract does not know, placed by name patterns
 };
 
 /// The part, layer, draft and scale flag a tensor name gets from the name patterns alone (the

@@ -29,11 +29,11 @@ std::string_view to_string(Severity s);
 /// One thing worth telling the user about a config: a default applied, a spelling normalised,
 /// a suspicious value, a rule violated.
 struct Finding {
-  std::string id;        ///< stable identifier, e.g. "config.default", "backend.kv_cache_dtype"
+  std::string id;  ///< stable identifier, e.g. "config.default", "backend.kv_cache_dtype"
   Severity severity = Severity::info;
-  std::string message;   ///< names the value and what is allowed
-  std::string path;      ///< JSON pointer into the config ("" when not about one field)
-  std::string fix;       ///< a concrete fix, where one exists
+  std::string message;  ///< names the value and what is allowed
+  std::string path;     ///< JSON pointer into the config ("" when not about one field)
+  std::string fix;      ///< a concrete fix, where one exists
 };
 
 /// The fields that say which tensors a checkpoint holds (src/weights.cpp, docs/weights.md). Read
@@ -43,18 +43,18 @@ struct CheckpointFields {
   std::int64_t hidden_size = 0;
   std::int64_t vocab_size = 0;
   std::int64_t moe_intermediate_size = 0;
-  std::int64_t intermediate_size = 0;       ///< V3.2 dense layers
+  std::int64_t intermediate_size = 0;  ///< V3.2 dense layers
   std::int64_t n_routed_experts = 0;
   std::int64_t n_shared_experts = 0;
   std::int64_t num_experts_per_tok = 0;
   std::int64_t q_lora_rank = 0;
-  std::int64_t o_groups = 0;                ///< V4 / V4.1
-  std::int64_t o_lora_rank = 0;             ///< V4 / V4.1
-  std::int64_t hc_mult = 0;                 ///< V4 / V4.1
-  std::int64_t num_hash_layers = 0;         ///< V4 (V4.1: absent = 0)
-  std::int64_t first_k_dense_replace = 0;   ///< V3.2
-  std::int64_t qk_nope_head_dim = 0;        ///< V3.2
-  std::int64_t v_head_dim = 0;              ///< V3.2
+  std::int64_t o_groups = 0;                  ///< V4 / V4.1
+  std::int64_t o_lora_rank = 0;               ///< V4 / V4.1
+  std::int64_t hc_mult = 0;                   ///< V4 / V4.1
+  std::int64_t num_hash_layers = 0;           ///< V4 (V4.1: absent = 0)
+  std::int64_t first_k_dense_replace = 0;     ///< V3.2
+  std::int64_t qk_nope_head_dim = 0;          ///< V3.2
+  std::int64_t v_head_dim = 0;                ///< V3.2
   std::int64_t compress_ratios_entries = -1;  ///< length of compress_ratios as written (-1: absent)
   /// V4.1 Engram tables
   std::vector<std::int64_t> engram_layer_ids;
@@ -73,38 +73,38 @@ struct CheckpointFields {
   std::string quant_method;
   std::string fmt;
   std::string scale_fmt;
-  std::string expert_dtype;                 ///< top level (V4) or inside quantization_config (V4.1)
-  std::string expert_dtype_pointer;         ///< where it was read ("" when absent)
+  std::string expert_dtype;          ///< top level (V4) or inside quantization_config (V4.1)
+  std::string expert_dtype_pointer;  ///< where it was read ("" when absent)
   std::vector<std::int64_t> weight_block_size;
-  std::vector<Finding> findings;            ///< defaults assumed for the fields above
+  std::vector<Finding> findings;  ///< defaults assumed for the fields above
 };
 
 /// A parsed and validated model config. Per-layer lists cover backbone + draft layers.
 struct ModelConfig {
-  std::string source;                 ///< the path as the user gave it
-  std::string file;                   ///< the config.json that was read
+  std::string source;  ///< the path as the user gave it
+  std::string file;    ///< the config.json that was read
   /// The model directory read (a Hugging Face cache repository resolved through refs/main); ""
   /// when a config file was given. Its safetensors headers, when present, give the weights.
   std::string model_dir;
   Family family = Family::deepseek_v41;
-  std::string model_type;             ///< top-level model_type as written ("" if inferred)
-  bool composite = false;             ///< V4.1 with the attention fields under text_config
-  std::string field_prefix;           ///< "/text_config" for composite V4.1, else ""
+  std::string model_type;    ///< top-level model_type as written ("" if inferred)
+  bool composite = false;    ///< V4.1 with the attention fields under text_config
+  std::string field_prefix;  ///< "/text_config" for composite V4.1, else ""
 
-  std::int64_t num_hidden_layers = 0;     ///< backbone layers (n)
-  std::int64_t num_draft_layers = 0;      ///< num_nextn_predict_layers: MTP (V4.0, V3.2) or DSpark (V4.1)
+  std::int64_t num_hidden_layers = 0;  ///< backbone layers (n)
+  std::int64_t num_draft_layers = 0;   ///< num_nextn_predict_layers: MTP (V4.0, V3.2) or DSpark (V4.1)
   std::int64_t dspark_block_size = 0;  ///< DSpark drafter block; 0: absent (V4.0 drafts are then MTP stages)
   std::int64_t num_attention_heads = 0;
   std::int64_t num_key_value_heads = 1;
-  std::int64_t head_dim = 0;              ///< q/k head size the attention kernel sees (V3.2: kv_lora_rank + rope)
+  std::int64_t head_dim = 0;  ///< q/k head size the attention kernel sees (V3.2: kv_lora_rank + rope)
   std::int64_t qk_rope_head_dim = 64;
-  std::int64_t kv_lora_rank = 0;          ///< V3.2 only
-  std::int64_t sliding_window = 0;        ///< 0 when the family has none (V3.2)
+  std::int64_t kv_lora_rank = 0;    ///< V3.2 only
+  std::int64_t sliding_window = 0;  ///< 0 when the family has none (V3.2)
   std::int64_t index_topk = 0;
   std::int64_t index_n_heads = 0;
   std::int64_t index_head_dim = 0;
   std::int64_t max_position_embeddings = 0;
-  std::string dtype;                      ///< model dtype ("bfloat16"), "" if the config names none
+  std::string dtype;  ///< model dtype ("bfloat16"), "" if the config names none
 
   /// Per layer (backbone then draft): 0/1/2 (V4.1), 0/1/4/128 (V4.0), 0 (V3.2, unused).
   std::vector<int> compress_ratios;

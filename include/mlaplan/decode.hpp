@@ -41,9 +41,9 @@ inline constexpr std::int64_t kDefaultContextLen = 4096;
 struct DecodeBatch {
   std::vector<std::int64_t> context_lens;  ///< per request
   std::int64_t spec_tokens = 0;
-  std::vector<std::int64_t> positions;     ///< per decode token
-  bool defaulted = false;                  ///< no batch flag was given
-  std::string description;                 ///< for people: "64 requests x 4096 tokens"
+  std::vector<std::int64_t> positions;  ///< per decode token
+  bool defaulted = false;               ///< no batch flag was given
+  std::string description;              ///< for people: "64 requests x 4096 tokens"
 };
 
 /// Where the max_model_len given to make_decode_batch() came from: its messages say so.
@@ -62,15 +62,15 @@ DecodeBatch make_decode_batch(const BatchOptions& options, std::int64_t max_mode
 /// The plan of one layer type for one decode step, with the inputs it was made from.
 struct LayerTypeSchedule {
   LayerType type = LayerType::swaonly;
-  std::int64_t num_layers = 0;         ///< layers sharing this plan
-  SchedInput input;                    ///< kernel, num_sms, h_q, lengths, extra lengths
+  std::int64_t num_layers = 0;  ///< layers sharing this plan
+  SchedInput input;             ///< kernel, num_sms, h_q, lengths, extra lengths
   SchedPlan plan;
-  std::int64_t topk = 0;               ///< main index width
-  std::int64_t page_block_size = 0;    ///< main cache rows per page
-  std::int64_t extra_topk = 0;         ///< 0 when there is no extra cache
+  std::int64_t topk = 0;             ///< main index width
+  std::int64_t page_block_size = 0;  ///< main cache rows per page
+  std::int64_t extra_topk = 0;       ///< 0 when there is no extra cache
   std::int64_t extra_page_block_size = 0;
-  std::string note;                    ///< how the inputs were derived, where not obvious
-  DecodeModeChoice mode;               ///< how mla-plan's decode kernels run this step
+  std::string note;       ///< how the inputs were derived, where not obvious
+  DecodeModeChoice mode;  ///< how mla-plan's decode kernels run this step
 };
 
 /// The decode kernel the target runs for `padded_heads` query heads: sm90-sparse on compute
@@ -79,7 +79,7 @@ std::optional<SchedKernel> decode_kernel_for(const ComputeCapability& cc, std::i
 
 /// One plan per layer type present. Empty when the target has no sparse decode kernel or the
 /// heads cannot be padded (the layout's checks say why).
-std::vector<LayerTypeSchedule> plan_decode_schedules(const ModelConfig& cfg, const Topology& topo,
-                                                     const Layout& layout, const DecodeBatch& batch);
+std::vector<LayerTypeSchedule> plan_decode_schedules(const ModelConfig& cfg, const Topology& topo, const Layout& layout,
+                                                     const DecodeBatch& batch);
 
 }  // namespace mlaplan

@@ -62,8 +62,8 @@ struct DecodeModeChoice {
 /// - one_pass when ctas * n_blocks * 2 >= num_sms * (n_blocks - 1) (V4.1: ctas >= 67 then);
 /// - split_kv otherwise (V4.1: ctas < 20).
 /// Error(usage) for negative sizes, s_q or num_sms < 1, h_q < 64.
-DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk, bool has_extra,
-                                    std::int64_t extra_topk, std::int64_t num_sms);
+DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk,
+                                    bool has_extra, std::int64_t extra_topk, std::int64_t num_sms);
 
 /// What a batch's requests attend by their lengths, counted as the kernels walk them: request i has
 /// ceil(max(length_i, 1) / 64) main blocks plus ceil(extra_length_i / 64) extra ones.
@@ -74,8 +74,8 @@ struct DecodeWork {
 
 /// DecodeWork of a batch: `lengths` [b] clamped to topk, `extra_lengths` [b] (empty without an
 /// extra cache) clamped to extra_topk; negative lengths count as 0.
-DecodeWork decode_work(const std::int32_t* lengths, std::int64_t b, std::int64_t topk, const std::int32_t* extra_lengths,
-                       std::int64_t extra_topk);
+DecodeWork decode_work(const std::int32_t* lengths, std::int64_t b, std::int64_t topk,
+                       const std::int32_t* extra_lengths, std::int64_t extra_topk);
 
 /// The rule above, with the cluster_split test taken over the lengths' work (`work`): a cluster CTA
 /// of the longest request attends ceil(work.max_blocks / C) blocks, and split-KV spreads
@@ -84,8 +84,9 @@ DecodeWork decode_work(const std::int32_t* lengths, std::int64_t b, std::int64_t
 /// the H200: with lengths drawn uniformly below the widths, b 37, split-KV beats cluster_split at
 /// h_q 64 and one_pass beats split-KV at h_q 128, docs/perf.md). Full lengths give the same choice
 /// as the widths alone.
-DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk, bool has_extra,
-                                    std::int64_t extra_topk, std::int64_t num_sms, const DecodeWork& work);
+DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk,
+                                    bool has_extra, std::int64_t extra_topk, std::int64_t num_sms,
+                                    const DecodeWork& work);
 
 /// choose_decode_mode(...).mode.
 DecodeMode decode_plan_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk, bool has_extra,

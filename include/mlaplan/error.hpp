@@ -11,14 +11,14 @@ namespace mlaplan {
 
 /// What went wrong, as the exit code a script sees. Values are the contract of docs/cli.md.
 enum class ErrorKind : int {
-  usage = 1,          ///< unknown flag, bad flag value
-  invalid_config = 2, ///< unreadable file, not JSON, wrong types, violates the model's rules
-  unsupported = 3,    ///< valid config the sparse-MLA backend cannot run on the chosen target
-  does_not_fit = 4,   ///< KV cache needed exceeds the memory budget
-  verify_failed = 5,  ///< GPU verification ran and failed
-  no_gpu = 6,         ///< built without CUDA, no device, driver too old
-  output = 7,         ///< stdout or an output file could not be written (full disk, closed pipe)
-  internal = 70,      ///< a bug in mla-plan
+  usage = 1,           ///< unknown flag, bad flag value
+  invalid_config = 2,  ///< unreadable file, not JSON, wrong types, violates the model's rules
+  unsupported = 3,     ///< valid config the sparse-MLA backend cannot run on the chosen target
+  does_not_fit = 4,    ///< KV cache needed exceeds the memory budget
+  verify_failed = 5,   ///< GPU verification ran and failed
+  no_gpu = 6,          ///< built without CUDA, no device, driver too old
+  output = 7,          ///< stdout or an output file could not be written (full disk, closed pipe)
+  internal = 70,       ///< a bug in mla-plan
 };
 
 /// Exit code of an error kind.

@@ -33,11 +33,11 @@ enum class Region { data, scale };
 /// One field of a row's byte map.
 struct FormatField {
   std::string_view name;
-  std::int64_t offset;        ///< bytes from the start of the row's part in `region`
-  std::int64_t size;          ///< bytes
-  std::string_view element;   ///< "e4m3", "bf16", "ue8m0", "e2m1x2" (one byte, two values), "fp32", "pad"
-  std::int64_t count;         ///< elements of `element` (an e2m1x2 element is one byte)
-  std::string_view covers;    ///< what the field holds, e.g. "dims 0-447 (NoPE)"
+  std::int64_t offset;       ///< bytes from the start of the row's part in `region`
+  std::int64_t size;         ///< bytes
+  std::string_view element;  ///< "e4m3", "bf16", "ue8m0", "e2m1x2" (one byte, two values), "fp32", "pad"
+  std::int64_t count;        ///< elements of `element` (an e2m1x2 element is one byte)
+  std::string_view covers;   ///< what the field holds, e.g. "dims 0-447 (NoPE)"
   Region region = Region::data;
 };
 
@@ -71,18 +71,18 @@ constexpr FormatGeometry geometry(RowFormatId id) noexcept {
 /// A row format described for people and for the planner.
 struct RowFormat {
   RowFormatId id;
-  std::string_view name;         ///< stable id used in output and on the command line, e.g. "fp8_ds_mla_v4"
-  std::string_view title;        ///< one line for people
+  std::string_view name;   ///< stable id used in output and on the command line, e.g. "fp8_ds_mla_v4"
+  std::string_view title;  ///< one line for people
   std::int64_t row_bytes;
-  std::int64_t page_alignment;   ///< 576, 512, 256, or 1 (none). Indexer caches: see indexer_page_alignment
-  bool page_striped;             ///< page = N data parts then N scale parts (584 and both indexer formats)
-  std::int64_t data_bytes;       ///< per row, in the data part
-  std::int64_t scale_bytes;      ///< per row, in the scale part (0 when not striped)
-  std::int64_t dims;             ///< values a row stores
-  std::int64_t tile;             ///< values per scale (0 = none)
+  std::int64_t page_alignment;      ///< 576, 512, 256, or 1 (none). Indexer caches: see indexer_page_alignment
+  bool page_striped;                ///< page = N data parts then N scale parts (584 and both indexer formats)
+  std::int64_t data_bytes;          ///< per row, in the data part
+  std::int64_t scale_bytes;         ///< per row, in the scale part (0 when not striped)
+  std::int64_t dims;                ///< values a row stores
+  std::int64_t tile;                ///< values per scale (0 = none)
   std::vector<FormatField> fields;  ///< byte map of one row; offsets relative to the row's part
-  std::string_view scale_rule;   ///< how the quantiser picks a scale
-  std::string_view source;       ///< where the layout and the rule come from (or "our definition")
+  std::string_view scale_rule;      ///< how the quantiser picks a scale
+  std::string_view source;          ///< where the layout and the rule come from (or "our definition")
   std::string_view used_by;
 };
 

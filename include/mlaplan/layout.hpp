@@ -52,16 +52,17 @@ std::vector<std::int64_t> pipeline_partition(std::int64_t num_layers, std::int64
 
 /// What the user asked for. Strings are the flag values as given; optional fields take defaults.
 struct LayoutOptions {
-  std::string kv_cache_dtype = "auto";          ///< --kv-cache-dtype (vLLM's values; the backend resolves it)
-  std::optional<std::string> attention_backend; ///< --attention-backend (vLLM's name); default: vLLM's choice
+  std::string kv_cache_dtype = "auto";           ///< --kv-cache-dtype (vLLM's values; the backend resolves it)
+  std::optional<std::string> attention_backend;  ///< --attention-backend (vLLM's name); default: vLLM's choice
   FusedAttention fused_attention = FusedAttention::auto_;  ///< --dsv4-fused-attention
   std::int64_t decode_context_parallel_size = 1;           ///< --decode-context-parallel-size
-  std::string indexer_cache_dtype = "fp8";      ///< --indexer-cache-dtype
-  std::optional<std::int64_t> block_size;       ///< --block-size (default: backend's for the arch)
-  std::optional<std::int64_t> max_model_len;    ///< --max-model-len (default: max_position_embeddings)
-  std::optional<std::int64_t> in_flight_tokens; ///< tokens one request may schedule in a step (vLLM's max_num_batched_tokens); default default_in_flight_tokens()
-  std::int64_t num_speculative_tokens = 0;      ///< sizes the V4.1 compressor-state ring; the draft's window width
-  bool include_draft_layers = true;             ///< give draft (MTP / DSpark) layers their caches
+  std::string indexer_cache_dtype = "fp8";                 ///< --indexer-cache-dtype
+  std::optional<std::int64_t> block_size;                  ///< --block-size (default: backend's for the arch)
+  std::optional<std::int64_t> max_model_len;               ///< --max-model-len (default: max_position_embeddings)
+  std::optional<std::int64_t>
+      in_flight_tokens;  ///< tokens one request may schedule in a step (vLLM's max_num_batched_tokens); default default_in_flight_tokens()
+  std::int64_t num_speculative_tokens = 0;  ///< sizes the V4.1 compressor-state ring; the draft's window width
+  bool include_draft_layers = true;         ///< give draft (MTP / DSpark) layers their caches
   std::int64_t tensor_parallel_size = 1;
   std::int64_t pipeline_parallel_size = 1;
   std::int64_t data_parallel_size = 1;
@@ -104,26 +105,26 @@ struct CacheObject {
   std::int64_t layer = 0;
   CacheKind kind = CacheKind::swa;
   CacheScope scope = CacheScope::global;
-  bool draft = false;                  ///< owned by a draft layer
-  std::int64_t stage = 0;              ///< pipeline stage holding the layer
+  bool draft = false;      ///< owned by a draft layer
+  std::int64_t stage = 0;  ///< pipeline stage holding the layer
   RowFormatId format = RowFormatId::fp8_ds_mla_v4;
-  std::string format_name;             ///< row_format(format).name
-  std::int64_t compress_ratio = 1;     ///< tokens per row (1 for window caches and states)
-  std::int64_t row_bytes = 0;          ///< bytes of one row (V4.0 states: 2 x coff x dims fp32)
+  std::string format_name;          ///< row_format(format).name
+  std::int64_t compress_ratio = 1;  ///< tokens per row (1 for window caches and states)
+  std::int64_t row_bytes = 0;       ///< bytes of one row (V4.0 states: 2 x coff x dims fp32)
   std::int64_t rows_per_page = 0;
-  std::int64_t tokens_per_page = 0;    ///< uncompressed tokens one page covers
+  std::int64_t tokens_per_page = 0;  ///< uncompressed tokens one page covers
   std::int64_t unpadded_page_bytes = 0;
-  std::int64_t page_bytes = 0;         ///< unpadded rounded up to `alignment`
+  std::int64_t page_bytes = 0;  ///< unpadded rounded up to `alignment`
   std::int64_t alignment = 1;
-  std::int64_t window_tokens = 0;      ///< per-request objects: tokens kept (window, state span, ring rows)
-  bool ring = false;                   ///< fixed ring: one page per request, not block-managed
-  std::string note;                    ///< what the object is, where it differs from its kind
+  std::int64_t window_tokens = 0;  ///< per-request objects: tokens kept (window, state span, ring rows)
+  bool ring = false;               ///< fixed ring: one page per request, not block-managed
+  std::string note;                ///< what the object is, where it differs from its kind
 };
 
 /// Objects with equal page bytes share one block pool.
 struct PageGroup {
   std::int64_t page_bytes = 0;
-  std::vector<std::size_t> objects;    ///< indices into Layout::objects
+  std::vector<std::size_t> objects;  ///< indices into Layout::objects
 };
 
 /// An exact non-negative fraction of bytes per token (denominators are powers of two here).
@@ -135,9 +136,7 @@ struct BytesPerToken {
   std::string str() const;
   /// ceil(this x tokens), overflow-checked.
   std::int64_t times_ceil(std::int64_t tokens) const;
-  bool operator==(const BytesPerToken& o) const {
-    return numerator == o.numerator && denominator == o.denominator;
-  }
+  bool operator==(const BytesPerToken& o) const { return numerator == o.numerator && denominator == o.denominator; }
 };
 
 /// The two accountings over a set of layers.
@@ -160,8 +159,8 @@ struct Accounting {
 /// One pipeline stage: its backbone layers and, on the last stage, the draft layers.
 struct Stage {
   std::int64_t index = 0;
-  std::int64_t first_layer = 0;        ///< backbone, inclusive
-  std::int64_t last_layer = 0;         ///< backbone, inclusive
+  std::int64_t first_layer = 0;  ///< backbone, inclusive
+  std::int64_t last_layer = 0;   ///< backbone, inclusive
   std::int64_t num_draft_layers = 0;
   Accounting accounting;
 };
@@ -170,8 +169,9 @@ struct Parallelism {
   std::int64_t tensor_parallel_size = 1;
   std::int64_t pipeline_parallel_size = 1;
   std::int64_t data_parallel_size = 1;
-  std::int64_t local_query_heads = 0;   ///< num_attention_heads / TP
-  std::int64_t padded_query_heads = 0;  ///< the backend's kernel head count (FlashMLA 64 / 128, FlashInfer 8..128); 0: none
+  std::int64_t local_query_heads = 0;  ///< num_attention_heads / TP
+  std::int64_t padded_query_heads =
+      0;  ///< the backend's kernel head count (FlashMLA 64 / 128, FlashInfer 8..128); 0: none
   std::vector<Stage> stages;
 };
 
@@ -180,11 +180,11 @@ struct Layout {
   Family family = Family::deepseek_v41;
   Target target;
   BackendId backend = BackendId::flashmla_sparse_dsv41;  ///< the attention backend vLLM runs
-  std::string backend_how;                    ///< how it was chosen, for people
+  std::string backend_how;                               ///< how it was chosen, for people
   KvCacheDtype kv_cache_dtype = KvCacheDtype::fp8_ds_mla;
-  std::string kv_cache_dtype_requested;       ///< as given ("auto")
+  std::string kv_cache_dtype_requested;  ///< as given ("auto")
   IndexerCacheDtype indexer_cache_dtype = IndexerCacheDtype::fp8;
-  std::int64_t block_size = 0;                ///< tokens per page of ratio-1 global caches
+  std::int64_t block_size = 0;  ///< tokens per page of ratio-1 global caches
   /// Rows per page the backend fixes (the SM120 class: 64; a ratio-r cache's page then covers
   /// 64 x r tokens); 0 when a page covers block_size tokens at every ratio.
   std::int64_t page_states = 0;
@@ -198,11 +198,11 @@ struct Layout {
   bool in_flight_tokens_default = true;
   std::int64_t num_speculative_tokens = 0;
   bool include_draft_layers = true;
-  std::vector<CacheObject> objects;           ///< by layer, then kind
-  std::vector<PageGroup> groups;              ///< by page bytes, ascending
-  Accounting accounting;                      ///< all layers (one pipeline replica)
+  std::vector<CacheObject> objects;  ///< by layer, then kind
+  std::vector<PageGroup> groups;     ///< by page bytes, ascending
+  Accounting accounting;             ///< all layers (one pipeline replica)
   Parallelism parallel;
-  std::vector<LayoutCheck> checks;            ///< infos; in a lenient plan also the violations
+  std::vector<LayoutCheck> checks;  ///< infos; in a lenient plan also the violations
 };
 
 enum class Strictness {
@@ -211,15 +211,15 @@ enum class Strictness {
 };
 
 /// Plans the layout of a validated config on a target. Strict by default: the CLI's `plan`.
-Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& target,
-                   const LayoutOptions& options, Strictness strictness = Strictness::strict);
+Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& target, const LayoutOptions& options,
+                   Strictness strictness = Strictness::strict);
 
 /// The accounting of one cache kind over a layout (the report's memory picture draws it).
 struct CacheKindBytes {
-  double rows_per_token = 0;         ///< global caches: DeepSeek's rows accounting (draft excluded)
-  double pages_per_token = 0;        ///< global caches: the engine's pages accounting
-  std::int64_t request_rows = 0;     ///< one request at max_model_len, rows accounting
-  std::int64_t request_pages = 0;    ///< one request at max_model_len, pages accounting
+  double rows_per_token = 0;       ///< global caches: DeepSeek's rows accounting (draft excluded)
+  double pages_per_token = 0;      ///< global caches: the engine's pages accounting
+  std::int64_t request_rows = 0;   ///< one request at max_model_len, rows accounting
+  std::int64_t request_pages = 0;  ///< one request at max_model_len, pages accounting
 };
 /// Bytes by CacheKind (indexed by its value); the kinds sum to the layout's accounting (rows: up
 /// to rounding of the per-token fractions). Error(usage) when a byte count overflows int64.
@@ -243,23 +243,23 @@ inline constexpr double kDefaultGpuMemoryUtilization = 0.9;
 
 /// What fits on one GPU (every TP rank of a stage holds the full cache of its requests).
 struct Capacity {
-  std::int64_t budget_bytes = 0;          ///< KV-cache bytes per GPU (may be <= 0)
-  bool explicit_budget = false;           ///< --kv-budget-gib given
+  std::int64_t budget_bytes = 0;  ///< KV-cache bytes per GPU (may be <= 0)
+  bool explicit_budget = false;   ///< --kv-budget-gib given
   double gpu_memory_utilization = kDefaultGpuMemoryUtilization;
   std::int64_t weights_bytes = 0;
   std::int64_t reserved_bytes = 0;
-  std::string budget_formula;             ///< how budget_bytes was obtained, for people
+  std::string budget_formula;  ///< how budget_bytes was obtained, for people
   std::int64_t max_model_len = 0;
-  std::int64_t request_bytes = 0;         ///< one request at max_model_len on the limiting stage
-  std::int64_t limiting_stage = 0;        ///< stage with the largest request
-  std::int64_t tokens_that_fit = 0;       ///< history tokens the global pools hold beside one request's windows
-  bool tokens_unbounded = false;          ///< no stage has a global cache (windows only): no token limit
-  std::int64_t concurrency_per_rank = 0;  ///< requests at max_model_len per DP rank
-  std::int64_t concurrency_total = 0;     ///< x data_parallel_size
-  std::int64_t longest_max_model_len = 0; ///< longest one request can have (<= max_position_embeddings; 0: none)
-  bool longest_capped = false;            ///< memory would allow more than max_position_embeddings
-  bool fits = false;                      ///< one request at max_model_len fits
-  std::string message;                    ///< when !fits: needed vs available and the longest that fits
+  std::int64_t request_bytes = 0;          ///< one request at max_model_len on the limiting stage
+  std::int64_t limiting_stage = 0;         ///< stage with the largest request
+  std::int64_t tokens_that_fit = 0;        ///< history tokens the global pools hold beside one request's windows
+  bool tokens_unbounded = false;           ///< no stage has a global cache (windows only): no token limit
+  std::int64_t concurrency_per_rank = 0;   ///< requests at max_model_len per DP rank
+  std::int64_t concurrency_total = 0;      ///< x data_parallel_size
+  std::int64_t longest_max_model_len = 0;  ///< longest one request can have (<= max_position_embeddings; 0: none)
+  bool longest_capped = false;             ///< memory would allow more than max_position_embeddings
+  bool fits = false;                       ///< one request at max_model_len fits
+  std::string message;                     ///< when !fits: needed vs available and the longest that fits
 };
 
 /// Capacity of a layout. Error(usage) for bad budget values; a budget that is too small is not an

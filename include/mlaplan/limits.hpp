@@ -11,16 +11,16 @@ namespace mlaplan {
 
 /// Config files and fields (src/config.cpp; exit 2).
 struct ConfigLimits {
-  static constexpr std::int64_t max_file_bytes = 1LL << 20;   ///< 1 MiB (real configs are a few KiB)
-  static constexpr int max_nesting_depth = 64;                ///< JSON nesting
-  static constexpr std::int64_t max_layers = 4096;            ///< num_hidden_layers
-  static constexpr std::int64_t max_draft_layers = 64;        ///< num_nextn_predict_layers
-  static constexpr std::int64_t max_list_entries = 8192;      ///< any per-layer list
-  static constexpr std::int64_t max_heads = 4096;             ///< num_attention_heads, index_n_heads
+  static constexpr std::int64_t max_file_bytes = 1LL << 20;  ///< 1 MiB (real configs are a few KiB)
+  static constexpr int max_nesting_depth = 64;               ///< JSON nesting
+  static constexpr std::int64_t max_layers = 4096;           ///< num_hidden_layers
+  static constexpr std::int64_t max_draft_layers = 64;       ///< num_nextn_predict_layers
+  static constexpr std::int64_t max_list_entries = 8192;     ///< any per-layer list
+  static constexpr std::int64_t max_heads = 4096;            ///< num_attention_heads, index_n_heads
   static constexpr std::int64_t max_head_dim = 65536;
-  static constexpr std::int64_t max_window = 1LL << 20;       ///< sliding_window
-  static constexpr std::int64_t max_topk = 1LL << 24;         ///< index_topk
-  static constexpr std::int64_t max_positions = 1LL << 34;    ///< max_position_embeddings
+  static constexpr std::int64_t max_window = 1LL << 20;     ///< sliding_window
+  static constexpr std::int64_t max_topk = 1LL << 24;       ///< index_topk
+  static constexpr std::int64_t max_positions = 1LL << 34;  ///< max_position_embeddings
 };
 
 /// --num-sms, --gpu-memory-gib and the capacity flags in GiB (src/target.cpp, src/layout.cpp; exit 1).
@@ -43,8 +43,8 @@ struct BatchLimits {
 /// max_position_embeddings (itself at most ConfigLimits::max_positions), --pipeline-parallel-size
 /// also by num_hidden_layers.
 struct LayoutLimits {
-  static constexpr std::int64_t max_parallel_size = 4096;    ///< --tensor/pipeline/data-parallel-size
-  static constexpr std::int64_t max_block_size = 1 << 20;    ///< --block-size
+  static constexpr std::int64_t max_parallel_size = 4096;        ///< --tensor/pipeline/data-parallel-size
+  static constexpr std::int64_t max_block_size = 1 << 20;        ///< --block-size
   static constexpr std::int64_t max_in_flight_tokens = 1 << 24;  ///< --max-num-batched-tokens
   static constexpr std::int64_t max_speculative_tokens = BatchLimits::max_spec_tokens;
 };
@@ -52,10 +52,10 @@ struct LayoutLimits {
 /// The tile scheduler (src/scheduler.cpp, the library's plan_schedule; Error usage). They keep
 /// every record field and num_splits entry inside int32 and the sweep inside int64.
 struct ScheduleLimits {
-  static constexpr std::int64_t max_batch = 1'048'576;        ///< decode tokens in one plan
-  static constexpr std::int64_t max_length = 1LL << 28;       ///< each length and extra length
+  static constexpr std::int64_t max_batch = 1'048'576;   ///< decode tokens in one plan
+  static constexpr std::int64_t max_length = 1LL << 28;  ///< each length and extra length
   static constexpr std::int64_t max_num_sms = 4096;
-  static constexpr std::int64_t max_heads = 4096;             ///< h_q, h_k
+  static constexpr std::int64_t max_heads = 4096;  ///< h_q, h_k
   static constexpr std::int64_t max_s_q = 4096;
   /// `mla-plan schedule --lengths`: the decode tokens of one step, as for plan.
   static constexpr std::int64_t max_cli_requests = BatchLimits::max_decode_tokens;
@@ -63,9 +63,9 @@ struct ScheduleLimits {
 
 /// `mla-plan check` (app/cmd_check.cpp; exit 1).
 struct CheckLimits {
-  static constexpr std::int64_t max_configs = 4096;       ///< CONFIG arguments of one run
-  static constexpr std::int64_t max_tp_sizes = 16;        ///< values of --tensor-parallel-size with --matrix
-  static constexpr std::int64_t max_matrix_rows = 1024;   ///< configs x TP sizes with --matrix
+  static constexpr std::int64_t max_configs = 4096;           ///< CONFIG arguments of one run
+  static constexpr std::int64_t max_tp_sizes = 16;            ///< values of --tensor-parallel-size with --matrix
+  static constexpr std::int64_t max_matrix_rows = 1024;       ///< configs x TP sizes with --matrix
   static constexpr double max_global_bytes_per_token = 1e18;  ///< --max-global-bytes-per-token (0 up to this)
   /// With --matrix, the layers (backbone + draft) of the configs x TP sizes: each layer row is
   /// planned on 11 GPU presets x up to 2 kv dtypes, about 7 us of work for the costliest configs
@@ -79,18 +79,18 @@ struct CheckLimits {
 /// memory (about 8 KiB per attended row and 1 MiB per decode token at h_q 128) and is checked by
 /// the host reference, so it is kept far smaller than a plan's batch.
 struct VerifyLimits {
-  static constexpr std::int64_t max_decode_tokens = 256;     ///< b of each problem (exit 1)
-  static constexpr std::int64_t max_index_slots = 1LL << 24; ///< b x topk of one cache (cell unsupported)
+  static constexpr std::int64_t max_decode_tokens = 256;        ///< b of each problem (exit 1)
+  static constexpr std::int64_t max_index_slots = 1LL << 24;    ///< b x topk of one cache (cell unsupported)
   static constexpr std::int64_t max_attended_rows = 1LL << 17;  ///< sum of min(length, topk) (cell unsupported)
-  static constexpr std::int64_t max_iterations = 10000;      ///< --iterations (exit 1)
+  static constexpr std::int64_t max_iterations = 10000;         ///< --iterations (exit 1)
 };
 
 /// --verify-json / --bench-json files of `mla-plan report` (app/cmd_report.cpp; exit 2, an invalid input file).
 struct ResultLimits {
-  static constexpr std::int64_t max_file_bytes = 4LL << 20;   ///< 4 MiB (a verify --json file is a few KiB)
+  static constexpr std::int64_t max_file_bytes = 4LL << 20;  ///< 4 MiB (a verify --json file is a few KiB)
   static constexpr int max_nesting_depth = 64;
-  static constexpr std::int64_t max_tables = 32;              ///< tables taken from one file (more are left out)
-  static constexpr std::int64_t max_columns = 64;             ///< columns of one table (more are left out)
+  static constexpr std::int64_t max_tables = 32;   ///< tables taken from one file (more are left out)
+  static constexpr std::int64_t max_columns = 64;  ///< columns of one table (more are left out)
 };
 
 /// Checkpoint files read for their tensor list (src/safetensors.cpp; exit 2, an invalid input

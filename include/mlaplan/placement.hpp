@@ -41,33 +41,33 @@ struct ParallelLayout {
   /// Draft (MTP / DSpark) stages are loaded (vLLM loads them only with a speculative config).
   bool load_draft_stages = false;
   EngramPlacement engram = EngramPlacement::gpu;
-  std::int64_t gpus() const;  ///< TP x DP x PP (checked)
+  std::int64_t gpus() const;                  ///< TP x DP x PP (checked)
   std::int64_t expert_parallel_size() const;  ///< TP x DP with EP on, else 1
 };
 
 /// Bytes one GPU of a pipeline stage holds.
 struct RankWeights {
   std::int64_t stage = 0;
-  std::int64_t first_layer = 0;      ///< backbone layers of the stage, inclusive
+  std::int64_t first_layer = 0;  ///< backbone layers of the stage, inclusive
   std::int64_t last_layer = 0;
-  bool holds_embedding = false;      ///< first stage
-  bool holds_head = false;           ///< last stage (and the draft stages)
+  bool holds_embedding = false;                             ///< first stage
+  bool holds_head = false;                                  ///< last stage (and the draft stages)
   std::array<std::int64_t, kWeightPartCount> part_bytes{};  ///< by WeightPart
-  std::int64_t replicated_bytes = 0; ///< R
-  std::int64_t tensor_bytes = 0;     ///< S / TP
-  std::int64_t expert_bytes = 0;     ///< E / (TP x DP)
-  std::int64_t draft_bytes = 0;      ///< of the total, what the draft stages add
-  std::int64_t host_bytes = 0;       ///< offloaded bytes of this rank (not in total_bytes)
-  std::int64_t experts_per_rank = 0; ///< routed experts a rank holds per MoE layer (EP on), else 0
-  std::int64_t total_bytes = 0;      ///< on the GPU
+  std::int64_t replicated_bytes = 0;                        ///< R
+  std::int64_t tensor_bytes = 0;                            ///< S / TP
+  std::int64_t expert_bytes = 0;                            ///< E / (TP x DP)
+  std::int64_t draft_bytes = 0;                             ///< of the total, what the draft stages add
+  std::int64_t host_bytes = 0;                              ///< offloaded bytes of this rank (not in total_bytes)
+  std::int64_t experts_per_rank = 0;  ///< routed experts a rank holds per MoE layer (EP on), else 0
+  std::int64_t total_bytes = 0;       ///< on the GPU
 };
 
 /// The weights of every rank, and the rules vLLM applies to the layout.
 struct Placement {
   ParallelLayout layout;
-  std::vector<RankWeights> stages;   ///< one per PP stage; every TP / DP rank of a stage holds the same
-  std::int64_t max_rank_bytes = 0;   ///< the largest stage's total
-  std::int64_t limiting_stage = 0;   ///< the stage holding it
+  std::vector<RankWeights> stages;  ///< one per PP stage; every TP / DP rank of a stage holds the same
+  std::int64_t max_rank_bytes = 0;  ///< the largest stage's total
+  std::int64_t limiting_stage = 0;  ///< the stage holding it
   /// Whole-model sums by kind (draft stages included when loaded), before any division.
   std::int64_t replicated_bytes = 0, tensor_bytes = 0, expert_bytes = 0, host_bytes = 0;
   /// Draft stages' own copies of the embedding / head (V3.2's MTP layer stores them): vLLM's MTP
@@ -79,7 +79,7 @@ struct Placement {
   /// Layout rules (ids placement.*), errors reject the layout with the flag, the value, why and
   /// the sizes that work; infos report head padding and what each kind is.
   std::vector<Finding> findings;
-  bool ok() const;                      ///< no error finding
+  bool ok() const;  ///< no error finding
 };
 
 /// Places `weights` (compute_weights() of `cfg`, tensors listed; or a report from files) on

@@ -37,11 +37,11 @@ std::string_view to_string(WeightsSource s);  ///< "config", "files", "flag"
 
 /// Deployment flags beyond the layout's (vLLM's names).
 struct DeployOptions {
-  bool enable_expert_parallel = false;          ///< --enable-expert-parallel
-  EngramPlacement engram = EngramPlacement::gpu;///< --engram gpu | offload
-  bool async_scheduling = true;                 ///< vLLM 0.30's default; --no-async-scheduling
-  std::optional<std::int64_t> max_num_seqs;     ///< --max-num-seqs (default: vLLM's for the GPU)
-  bool read_checkpoint_files = true;            ///< use the directory's safetensors headers when present
+  bool enable_expert_parallel = false;            ///< --enable-expert-parallel
+  EngramPlacement engram = EngramPlacement::gpu;  ///< --engram gpu | offload
+  bool async_scheduling = true;                   ///< vLLM 0.30's default; --no-async-scheduling
+  std::optional<std::int64_t> max_num_seqs;       ///< --max-num-seqs (default: vLLM's for the GPU)
+  bool read_checkpoint_files = true;              ///< use the directory's safetensors headers when present
 };
 
 /// What `check` asserts of a plan (CI guards). A failed guard is an error finding and exit 4.
@@ -58,7 +58,7 @@ struct PlanRequest {
   TargetRequest target;
   /// A target already resolved (verify and bench: the detected device); replaces `target`.
   std::optional<Target> resolved_target;
-  LayoutOptions layout;     ///< num_speculative_tokens is taken from batch.spec_tokens
+  LayoutOptions layout;  ///< num_speculative_tokens is taken from batch.spec_tokens
   BatchOptions batch;
   BudgetOptions budget;
   DeployOptions deploy;
@@ -75,7 +75,6 @@ struct PlanRequest {
   std::shared_ptr<const std::vector<ShardKind>> shard_kinds;
 };
 
-
 /// One pipeline stage's GPUs: their weights, budget and vLLM's KV layout.
 struct StageFit {
   RankWeights weights;
@@ -86,17 +85,17 @@ struct StageFit {
 /// The fit answer.
 struct Fit {
   WeightsSource weights_source = WeightsSource::config;
-  std::string weights_how;                 ///< "derived from config.json" / "N safetensors headers in DIR"
+  std::string weights_how;                       ///< "derived from config.json" / "N safetensors headers in DIR"
   std::shared_ptr<const WeightsReport> weights;  ///< the whole checkpoint (tensors not listed); never null
-  std::optional<FileWeights> files;        ///< with WeightsSource::files: the comparison with the contract
+  std::optional<FileWeights> files;              ///< with WeightsSource::files: the comparison with the contract
   Placement placement;
   std::vector<StageFit> stages;
-  VllmKvNumbers vllm;                      ///< per engine (a DP rank)
-  std::int64_t engines = 1;                ///< DP engines, each with its own KV cache
-  double total_concurrency = 0.0;          ///< vllm.concurrency x engines
-  std::int64_t total_kv_tokens = 0;        ///< vllm.gpu_kv_cache_tokens x engines
-  bool speculative = false;                ///< draft stages loaded, their caches registered
-  bool async_scheduling = true;            ///< as assumed (2 batches in flight)
+  VllmKvNumbers vllm;                ///< per engine (a DP rank)
+  std::int64_t engines = 1;          ///< DP engines, each with its own KV cache
+  double total_concurrency = 0.0;    ///< vllm.concurrency x engines
+  std::int64_t total_kv_tokens = 0;  ///< vllm.gpu_kv_cache_tokens x engines
+  bool speculative = false;          ///< draft stages loaded, their caches registered
+  bool async_scheduling = true;      ///< as assumed (2 batches in flight)
   bool fits = false;
   /// false when the weights are not all known (a scheme not known, no files, no --weights-gib):
   /// then `fits` is false, the numbers count only the known tensors, and no exit code is set
@@ -106,11 +105,11 @@ struct Fit {
   /// before it budgets memory, so there is no fit (decided false, no suggestions of more of the
   /// same GPU); the numbers are what the layout would need.
   bool no_backend = false;
-  std::string verdict;                     ///< one line for people
+  std::string verdict;  ///< one line for people
   /// When !fits: vLLM's error, or (--kv-cache-memory-bytes, which vLLM does not check against the
   /// GPU) why the given KV cache and the rest exceed the GPU's memory.
   std::string error_message;
-  std::vector<std::string> suggestions;    ///< when !fits: what would fit instead
+  std::vector<std::string> suggestions;  ///< when !fits: what would fit instead
 };
 
 /// The decode batch against one engine's KV cache as vLLM's scheduler holds it: every request
@@ -138,17 +137,17 @@ struct Plan {
   ModelConfig config;
   Topology topology;
   Target target;
-  std::optional<Layout> layout;          ///< absent when the flags make no layout possible
-  std::optional<Fit> fit;                ///< with a layout
+  std::optional<Layout> layout;  ///< absent when the flags make no layout possible
+  std::optional<Fit> fit;        ///< with a layout
   DecodeBatch batch;
-  std::optional<BatchKvFit> batch_fit;   ///< the batch against the KV cache, when the fit is decided
+  std::optional<BatchKvFit> batch_fit;  ///< the batch against the KV cache, when the fit is decided
   /// FlashMLA's tile-scheduler plans, one per layer type; empty when the backend is not FlashMLA.
   std::vector<LayerTypeSchedule> schedules;
   std::vector<KernelShape> kernel_shapes;  ///< every kernel instantiation the engine launches
-  std::vector<RuleResult> rules;         ///< backend rules on the target
-  std::vector<Finding> findings;         ///< config, rules, placement, budget, guards
-  int exit_code = 0;                     ///< 0, 3 (unsupported) or 4 (does not fit / a guard failed)
-  std::string exit_message;              ///< the error line for a non-zero exit_code
+  std::vector<RuleResult> rules;           ///< backend rules on the target
+  std::vector<Finding> findings;           ///< config, rules, placement, budget, guards
+  int exit_code = 0;                       ///< 0, 3 (unsupported) or 4 (does not fit / a guard failed)
+  std::string exit_message;                ///< the error line for a non-zero exit_code
 };
 
 /// The checkpoint's weights as make_plan() takes them: `request.weights` when given; else the

@@ -84,24 +84,24 @@ bool has_quantizer(RowFormatId id) noexcept;
 /// `page_base` holding `rows_per_page` rows, at row_offsets(id, ...). Writes exactly the row's
 /// bytes (for the 584 layout the pad byte is written 0) and nothing else. Error internal on a
 /// null pointer, a row outside the page, or compressor_state.
-void quantize_row(RowFormatId id, const std::uint16_t* bf16_in, std::uint8_t* page_base,
-                  std::int64_t rows_per_page, std::int64_t row_in_page);
+void quantize_row(RowFormatId id, const std::uint16_t* bf16_in, std::uint8_t* page_base, std::int64_t rows_per_page,
+                  std::int64_t row_in_page);
 
 /// Reads row `row_in_page` back as geometry(id).dims floats. Same errors as quantize_row.
-void dequantize_row(RowFormatId id, const std::uint8_t* page_base, std::int64_t rows_per_page,
-                    std::int64_t row_in_page, float* out);
+void dequantize_row(RowFormatId id, const std::uint8_t* page_base, std::int64_t rows_per_page, std::int64_t row_in_page,
+                    float* out);
 
 /// Quantises n rows (`rows` is [n, dims] bf16) into paged storage: `pages` holds `num_pages`
 /// pages, `page_stride_bytes` apart (>= rows_per_page * row_bytes; padding is never written).
 /// slots[i] = page * rows_per_page + row, or -1 to skip row i. Error internal for a slot outside
 /// [-1, num_pages * rows_per_page), a short stride, or a null pointer.
-void quantize_into_pages(RowFormatId id, const std::uint16_t* rows, std::int64_t n,
-                         const std::int64_t* slots, std::uint8_t* pages, std::int64_t num_pages,
-                         std::int64_t rows_per_page, std::int64_t page_stride_bytes);
+void quantize_into_pages(RowFormatId id, const std::uint16_t* rows, std::int64_t n, const std::int64_t* slots,
+                         std::uint8_t* pages, std::int64_t num_pages, std::int64_t rows_per_page,
+                         std::int64_t page_stride_bytes);
 
 /// The inverse: out is [n, dims]; a row whose slot is -1 is left as it was.
 void dequantize_from_pages(RowFormatId id, const std::uint8_t* pages, std::int64_t num_pages,
-                           std::int64_t rows_per_page, std::int64_t page_stride_bytes,
-                           const std::int64_t* slots, std::int64_t n, float* out);
+                           std::int64_t rows_per_page, std::int64_t page_stride_bytes, const std::int64_t* slots,
+                           std::int64_t n, float* out);
 
 }  // namespace mlaplan

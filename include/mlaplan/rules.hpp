@@ -42,10 +42,10 @@ struct ResolvedLayoutOptions {
   BackendChoice backend;
   KvCacheDtype kv = KvCacheDtype::fp8_ds_mla;
   IndexerCacheDtype idx = IndexerCacheDtype::fp8;
-  std::int64_t block = 0;            ///< tokens per page of ratio-1 global caches
+  std::int64_t block = 0;  ///< tokens per page of ratio-1 global caches
   bool block_default = true;
-  std::int64_t page_states = 0;      ///< rows per page the backend fixes (SM120: 64), 0: block / ratio
-  std::int64_t window_block = 0;     ///< window-cache tokens per page
+  std::int64_t page_states = 0;   ///< rows per page the backend fixes (SM120: 64), 0: block / ratio
+  std::int64_t window_block = 0;  ///< window-cache tokens per page
   std::int64_t mml = 0;
   bool mml_default = true;
   std::int64_t in_flight = 0;
@@ -53,10 +53,10 @@ struct ResolvedLayoutOptions {
   std::int64_t spec = 0;
   std::int64_t tp = 1, pp = 1, dp = 1, dcp = 1;
   std::int64_t local_heads = 0;
-  std::int64_t padded_heads = 0;     ///< 0 when the backend has no kernel for the local heads
+  std::int64_t padded_heads = 0;             ///< 0 when the backend has no kernel for the local heads
   std::vector<std::int64_t> partition;       ///< backbone layers per pipeline stage
   std::vector<std::int64_t> stage_of_layer;  ///< per layer (backbone then draft)
-  bool usable = true;                ///< no usage error: a layout can be built
+  bool usable = true;                        ///< no usage error: a layout can be built
 
   /// Tokens per page of a global cache of ratio `ratio` (>= 1).
   std::int64_t global_block(std::int64_t ratio) const { return page_states > 0 ? page_states * ratio : block; }
@@ -84,22 +84,22 @@ std::string_view to_string(ShapeStatus s);  ///< "available", "missing", "unknow
 
 /// One kernel instantiation the engine launches for the planned layout.
 struct KernelShape {
-  std::string phase;                     ///< "decode" or "prefill"
-  std::string kernel;                    ///< the library's kernel, for people
-  std::vector<LayerType> layer_types;    ///< the layer types that launch it
-  bool draft = false;                    ///< launched by the draft model's layers
-  std::int64_t local_heads = 0;          ///< query heads per rank after TP
-  std::int64_t kernel_heads = 0;         ///< what the kernel runs (padded); 0: none
+  std::string phase;                   ///< "decode" or "prefill"
+  std::string kernel;                  ///< the library's kernel, for people
+  std::vector<LayerType> layer_types;  ///< the layer types that launch it
+  bool draft = false;                  ///< launched by the draft model's layers
+  std::int64_t local_heads = 0;        ///< query heads per rank after TP
+  std::int64_t kernel_heads = 0;       ///< what the kernel runs (padded); 0: none
   std::int64_t d_qk = 0;
   std::int64_t d_v = 0;
-  std::int64_t topk = 0;                 ///< main index width
-  std::int64_t extra_topk = 0;           ///< extra (compressed) index width, 0: none
-  std::int64_t page_rows = 0;            ///< main cache rows per page
-  std::int64_t extra_page_rows = 0;      ///< extra cache rows per page, 0: none
-  std::string kv_layout;                 ///< "fp8_ds_mla", ...
+  std::int64_t topk = 0;             ///< main index width
+  std::int64_t extra_topk = 0;       ///< extra (compressed) index width, 0: none
+  std::int64_t page_rows = 0;        ///< main cache rows per page
+  std::int64_t extra_page_rows = 0;  ///< extra cache rows per page, 0: none
+  std::string kv_layout;             ///< "fp8_ds_mla", ...
   ShapeStatus status = ShapeStatus::available;
-  std::string note;                      ///< why missing / unknown, or how a width is derived
-  std::string fix;                       ///< when not available
+  std::string note;  ///< why missing / unknown, or how a width is derived
+  std::string fix;   ///< when not available
 };
 
 /// Every instantiation the engine needs for the resolved options (decode and prefill, backbone

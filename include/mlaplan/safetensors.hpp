@@ -52,9 +52,9 @@ struct SafetensorsHeader {
   std::string path;
   std::vector<SafetensorsTensor> tensors;       ///< ordered by name
   std::map<std::string, std::string> metadata;  ///< __metadata__ (string -> string), if any
-  std::int64_t header_bytes = 0;  ///< N, the JSON after the 8-byte length
-  std::int64_t data_bytes = 0;    ///< file size - 8 - N: the data area
-  std::int64_t tensor_bytes = 0;  ///< sum of the tensors' bytes (at most data_bytes)
+  std::int64_t header_bytes = 0;                ///< N, the JSON after the 8-byte length
+  std::int64_t data_bytes = 0;                  ///< file size - 8 - N: the data area
+  std::int64_t tensor_bytes = 0;                ///< sum of the tensors' bytes (at most data_bytes)
 };
 
 /// Reads and validates the header of the safetensors file `path`; the data area is never read.
@@ -79,11 +79,11 @@ struct CheckpointTensor {
 /// A checkpoint's tensors, from every safetensors file of a model directory.
 struct CheckpointFiles {
   std::string dir;
-  bool has_index = false;                    ///< read through model.safetensors.index.json
-  std::vector<std::string> files;            ///< the safetensors files read (names), sorted
-  std::vector<CheckpointTensor> tensors;     ///< ordered by name
-  std::int64_t tensor_bytes = 0;             ///< sum of the tensors' bytes
-  std::int64_t header_bytes = 0;             ///< sum of the files' 8 + N
+  bool has_index = false;                        ///< read through model.safetensors.index.json
+  std::vector<std::string> files;                ///< the safetensors files read (names), sorted
+  std::vector<CheckpointTensor> tensors;         ///< ordered by name
+  std::int64_t tensor_bytes = 0;                 ///< sum of the tensors' bytes
+  std::int64_t header_bytes = 0;                 ///< sum of the files' 8 + N
   std::optional<std::int64_t> index_total_size;  ///< the index's metadata.total_size
   /// What is odd but not wrong enough to refuse the checkpoint: a metadata.total_size that is not
   /// the sum of the tensors' bytes ("model.safetensors.index.json: metadata.total_size is 100

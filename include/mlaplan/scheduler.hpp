@@ -30,8 +30,8 @@ struct SchedInput {
   SchedKernel kernel = SchedKernel::sm90_sparse;
   std::int32_t num_sms = 132;
   std::int32_t s_q = 1;
-  std::int32_t h_q = 64;   ///< query heads (64 or 128 for the sparse kernels)
-  std::int32_t h_k = 1;    ///< KV heads (dense kernel only)
+  std::int32_t h_q = 64;                    ///< query heads (64 or 128 for the sparse kernels)
+  std::int32_t h_k = 1;                     ///< KV heads (dense kernel only)
   std::vector<std::int32_t> lengths;        ///< topk_length (sparse) or sequence length (dense), [b]
   bool has_extra = false;                   ///< an extra (compressed) cache is present
   std::vector<std::int32_t> extra_lengths;  ///< extra_topk_length, [b] when has_extra
@@ -45,19 +45,19 @@ using SchedRecord = std::array<std::int32_t, 8>;
 struct SchedPlan {
   SchedKernel kernel = SchedKernel::sm90_sparse;
   SchedParams params;
-  std::int64_t batch = 0;                   ///< b
-  std::int64_t payload = 0;                 ///< per-partition quota (blocks + overheads)
-  std::vector<SchedRecord> records;         ///< [num_sm_parts]
-  std::vector<std::int32_t> num_splits;     ///< [b + 1], prefix sums of partials per request
-  std::vector<std::int32_t> blocks;         ///< n_i, blocks of each request [b]
+  std::int64_t batch = 0;                ///< b
+  std::int64_t payload = 0;              ///< per-partition quota (blocks + overheads)
+  std::vector<SchedRecord> records;      ///< [num_sm_parts]
+  std::vector<std::int32_t> num_splits;  ///< [b + 1], prefix sums of partials per request
+  std::vector<std::int32_t> blocks;      ///< n_i, blocks of each request [b]
   // derived
-  std::int32_t idle_partitions = 0;         ///< partitions with begin_req >= b
-  std::int32_t split_requests = 0;          ///< requests split over more than one partition
-  std::int32_t max_splits = 0;              ///< most partials of one request
-  std::int64_t total_partials = 0;          ///< num_splits[b]
+  std::int32_t idle_partitions = 0;           ///< partitions with begin_req >= b
+  std::int32_t split_requests = 0;            ///< requests split over more than one partition
+  std::int32_t max_splits = 0;                ///< most partials of one request
+  std::int64_t total_partials = 0;            ///< num_splits[b]
   std::int64_t min_blocks_per_partition = 0;  ///< over non-idle partitions
   std::int64_t max_blocks_per_partition = 0;
-  std::int64_t accum_bytes = 0;             ///< fp32 o_accum + lse_accum for [b + P] partials
+  std::int64_t accum_bytes = 0;  ///< fp32 o_accum + lse_accum for [b + P] partials
 };
 
 /// Constants of `kernel` for this GPU and shape (tile-scheduler parameters table).

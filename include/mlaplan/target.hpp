@@ -58,17 +58,17 @@ constexpr ArchFamily arch_family_of(const ComputeCapability& cc) {
 
 /// One GPU preset. Memory is the vendor's nominal figure read as GiB (see memory_bytes()).
 struct GpuPreset {
-  std::string_view id;           ///< --gpu value: "h200"
-  std::string_view name;         ///< for people: "NVIDIA H200 SXM"
+  std::string_view id;    ///< --gpu value: "h200"
+  std::string_view name;  ///< for people: "NVIDIA H200 SXM"
   ComputeCapability cc;
-  ArchFamily family;             ///< arch_family_of(cc) (checked when the table is compiled)
+  ArchFamily family;  ///< arch_family_of(cc) (checked when the table is compiled)
   std::int64_t num_sms;
-  std::int64_t memory_gib;       ///< vendor figure ("141 GB"), taken as GiB
+  std::int64_t memory_gib;  ///< vendor figure ("141 GB"), taken as GiB
   /// The memory is the system's, shared with the CPU (GB10): the OS and host processes hold part of
   /// it, so less than memory_gib is there for the GPU.
   bool unified_memory;
-  bool reference_for_arch;       ///< fills num_sms / memory for `--arch` given without `--gpu`
-  std::string_view note;         ///< variants, unconfirmed figures; "" if none
+  bool reference_for_arch;  ///< fills num_sms / memory for `--arch` given without `--gpu`
+  std::string_view note;    ///< variants, unconfirmed figures; "" if none
   /// The total the CUDA runtime reports (cudaMemGetInfo, torch's total_memory), which vLLM's
   /// gpu_memory_utilization multiplies; 0 where no device of this kind was measured.
   std::int64_t runtime_memory_bytes;
@@ -102,8 +102,8 @@ std::string_view to_string(TargetSource s);
 
 /// The resolved target.
 struct Target {
-  std::string id;                 ///< preset id, or "custom" / "detected"
-  std::string name;               ///< for people
+  std::string id;    ///< preset id, or "custom" / "detected"
+  std::string name;  ///< for people
   ComputeCapability cc;
   /// arch_family_of(cc): follows an --arch override of a preset's capability.
   ArchFamily family = ArchFamily::other;
@@ -117,12 +117,12 @@ struct Target {
   std::int64_t runtime_memory_bytes = 0;
   std::string runtime_memory_source;
   TargetSource source = TargetSource::preset;
-  bool default_used = false;      ///< neither --gpu nor --arch was given: the default (H200) was used
-  bool arch_overridden = false;   ///< --arch changed a preset's compute capability
+  bool default_used = false;     ///< neither --gpu nor --arch was given: the default (H200) was used
+  bool arch_overridden = false;  ///< --arch changed a preset's compute capability
   bool num_sms_overridden = false;
   bool memory_overridden = false;
-  std::string filled_from;        ///< custom targets: the preset whose SMs / memory filled what was not given
-  std::string note;               ///< the preset's note, plus what was filled in
+  std::string filled_from;  ///< custom targets: the preset whose SMs / memory filled what was not given
+  std::string note;         ///< the preset's note, plus what was filled in
 
   /// Names of the overridden fields: "compute_capability", "num_sms", "memory_bytes".
   std::vector<std::string> overridden_fields() const;
@@ -130,10 +130,10 @@ struct Target {
 
 /// What the user asked for (flags already read as values).
 struct TargetRequest {
-  std::optional<std::string> gpu;         ///< --gpu
-  std::optional<std::string> arch;        ///< --arch
-  std::optional<std::int64_t> num_sms;    ///< --num-sms
-  std::optional<double> memory_gib;       ///< --gpu-memory-gib
+  std::optional<std::string> gpu;       ///< --gpu
+  std::optional<std::string> arch;      ///< --arch
+  std::optional<std::int64_t> num_sms;  ///< --num-sms
+  std::optional<double> memory_gib;     ///< --gpu-memory-gib
 };
 
 /// Resolves a target:
@@ -148,8 +148,7 @@ struct TargetRequest {
 Target resolve_target(const TargetRequest& request);
 
 /// A target read from a device (the CLI's GPU detection). Validates like user input, Error(usage).
-Target detected_target(std::string name, ComputeCapability cc, std::int64_t num_sms,
-                       std::int64_t memory_bytes);
+Target detected_target(std::string name, ComputeCapability cc, std::int64_t num_sms, std::int64_t memory_bytes);
 
 /// Bytes of `gib` GiB after checking it is finite and in (0, max_gib]; Error(usage) naming `flag`.
 std::int64_t gib_to_bytes(double gib, std::string_view flag, double max_gib = TargetLimits::max_memory_gib,

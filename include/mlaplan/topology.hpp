@@ -34,13 +34,13 @@ struct Layer {
   std::int64_t index = 0;
   int compress_ratio = 0;
   LayerType type = LayerType::swaonly;
-  bool draft = false;                   ///< MTP (V4.0, V3.2) or DSpark (V4.1) layer
-  bool is_kv_source = false;            ///< owns (publishes) a compressed / latent cache
-  bool is_index_source = false;         ///< runs the sparse indexer and publishes top-k indices
-  bool is_reindex = false;              ///< V4.1: index source that owns no cache
-  bool is_candidate_source = false;     ///< V4.1: its top blocks constrain later index sources
-  bool owns_indexer_cache = false;      ///< owns an indexer-key cache
-  bool owns_compressor_state = false;   ///< owns a compressor state ring (ratio-2 V4.1 sources, V4.0 compressed layers)
+  bool draft = false;                  ///< MTP (V4.0, V3.2) or DSpark (V4.1) layer
+  bool is_kv_source = false;           ///< owns (publishes) a compressed / latent cache
+  bool is_index_source = false;        ///< runs the sparse indexer and publishes top-k indices
+  bool is_reindex = false;             ///< V4.1: index source that owns no cache
+  bool is_candidate_source = false;    ///< V4.1: its top blocks constrain later index sources
+  bool owns_indexer_cache = false;     ///< owns an indexer-key cache
+  bool owns_compressor_state = false;  ///< owns a compressor state ring (ratio-2 V4.1 sources, V4.0 compressed layers)
   std::optional<std::int64_t> kv_source;     ///< layer whose compressed cache it reads (itself for an owner)
   std::optional<std::int64_t> index_source;  ///< layer whose top-k indices it uses
 };
@@ -57,8 +57,8 @@ struct LayerRun {
 
 struct Topology {
   Family family = Family::deepseek_v41;
-  std::vector<Layer> layers;            ///< backbone then draft layers
-  std::vector<LayerType> types_present; ///< sorted by name (one plan each)
+  std::vector<Layer> layers;             ///< backbone then draft layers
+  std::vector<LayerType> types_present;  ///< sorted by name (one plan each)
   std::vector<LayerRun> runs;
 
   std::int64_t count(LayerType t) const;

@@ -30,12 +30,12 @@ namespace mlaplan {
 /// One paged cache of a verification problem, held on the host.
 struct VerifyCache {
   RowFormatId format = RowFormatId::fp8_ds_mla_v4;
-  std::int32_t page_block_size = 0;      ///< rows per page (the layout's)
-  std::int64_t page_stride = 0;          ///< padded page bytes (the layout's)
+  std::int32_t page_block_size = 0;  ///< rows per page (the layout's)
+  std::int64_t page_stride = 0;      ///< padded page bytes (the layout's)
   std::int64_t num_pages = 0;
-  std::vector<std::uint16_t> latents;    ///< [rows written, row dims] bf16 bit patterns (576 for fp8_ds_mla_v32)
-  std::vector<std::int64_t> slots;       ///< [rows written] global row ids
-  std::vector<std::uint8_t> expected;    ///< host quantizer's pages: 0xFF, then the rows at `slots`
+  std::vector<std::uint16_t> latents;  ///< [rows written, row dims] bf16 bit patterns (576 for fp8_ds_mla_v32)
+  std::vector<std::int64_t> slots;     ///< [rows written] global row ids
+  std::vector<std::uint8_t> expected;  ///< host quantizer's pages: 0xFF, then the rows at `slots`
 };
 
 /// Everything one decode check needs, on the host (shapes of the kernels' DecodeParams).
@@ -43,21 +43,21 @@ struct VerifyProblem {
   std::int32_t b = 0;
   std::int32_t s_q = 1;
   std::int32_t h_q = 64;
-  std::int32_t d_qk = 512;               ///< the rows' dims: 512, or 576 (V3.2's 656-byte rows)
-  std::vector<std::uint16_t> q;          ///< [b, s_q, h_q, d_qk] bf16
+  std::int32_t d_qk = 512;       ///< the rows' dims: 512, or 576 (V3.2's 656-byte rows)
+  std::vector<std::uint16_t> q;  ///< [b, s_q, h_q, d_qk] bf16
   VerifyCache main;
-  std::vector<std::int32_t> indices;     ///< [b, s_q, topk]
+  std::vector<std::int32_t> indices;  ///< [b, s_q, topk]
   std::int32_t topk = 0;
-  std::vector<std::int32_t> topk_length; ///< [b]
+  std::vector<std::int32_t> topk_length;  ///< [b]
   bool has_extra = false;
   VerifyCache extra;
-  std::vector<std::int32_t> extra_indices;      ///< [b, s_q, extra_topk]
+  std::vector<std::int32_t> extra_indices;  ///< [b, s_q, extra_topk]
   std::int32_t extra_topk = 0;
   std::vector<std::int32_t> extra_topk_length;  ///< [b]
-  std::vector<float> attn_sink;          ///< [h_q]
+  std::vector<float> attn_sink;                 ///< [h_q]
   float softmax_scale = 0.044194173824159216f;
-  SchedInput sched_input;                ///< what the GPU scheduler is given
-  SchedPlan host_plan;                   ///< the host plan it must equal (in every mode)
+  SchedInput sched_input;  ///< what the GPU scheduler is given
+  SchedPlan host_plan;     ///< the host plan it must equal (in every mode)
   std::int32_t timing_iterations = 20;
   /// How the decode runs: the planner's choice for the batch (LayerTypeSchedule::mode), or the
   /// mode --decode-mode asks for. The scheduler runs and is compared whatever the mode.
@@ -71,26 +71,26 @@ struct VerifyLaunch {
   DecodeMode mode = DecodeMode::split_kv;  ///< as run: cluster_split runs as one_pass where no cluster fits
   std::string kernel;                      ///< "generic", "sm90_ws" (the fake device: "host")
   std::uint32_t grid_x = 1, grid_y = 1, grid_z = 1;
-  std::uint32_t cluster_x = 1;             ///< cluster_split's CTAs per request (clusters along x)
-  std::uint32_t cluster_z = 1;             ///< 2: the 2-CTA pair (clusters along z)
-  std::uint32_t block = 0;                 ///< threads per CTA
-  bool pair = false;                       ///< the 2-CTA pair sharing the dequantisation (h_q 128)
-  bool pdl = false;                        ///< programmatic dependent launch after the scheduler
-  bool combine = false;                    ///< the combine kernel ran after (split_kv)
-  std::string fallback;                    ///< "" or what was asked, could not run here, and what ran
-  std::string description;                 ///< DecodeLaunch::describe()
+  std::uint32_t cluster_x = 1;  ///< cluster_split's CTAs per request (clusters along x)
+  std::uint32_t cluster_z = 1;  ///< 2: the 2-CTA pair (clusters along z)
+  std::uint32_t block = 0;      ///< threads per CTA
+  bool pair = false;            ///< the 2-CTA pair sharing the dequantisation (h_q 128)
+  bool pdl = false;             ///< programmatic dependent launch after the scheduler
+  bool combine = false;         ///< the combine kernel ran after (split_kv)
+  std::string fallback;         ///< "" or what was asked, could not run here, and what ran
+  std::string description;      ///< DecodeLaunch::describe()
 };
 
 /// What a device returns for a problem.
 struct VerifyRun {
-  std::vector<std::uint8_t> main_bytes;   ///< the main cache after the quantize kernel
+  std::vector<std::uint8_t> main_bytes;  ///< the main cache after the quantize kernel
   std::vector<std::uint8_t> extra_bytes;
-  std::vector<std::int32_t> records;      ///< [P * 8] from the GPU scheduler
-  std::vector<std::int32_t> num_splits;   ///< [b + 1]
-  std::vector<std::uint16_t> out;         ///< [b, s_q, h_q, 512] bf16
-  std::vector<float> lse;                 ///< [b, s_q, h_q]
-  double decode_us = 0;                   ///< median time of decode + combine
-  VerifyLaunch launch;                    ///< the decode launch that ran (the timed runs run the same)
+  std::vector<std::int32_t> records;     ///< [P * 8] from the GPU scheduler
+  std::vector<std::int32_t> num_splits;  ///< [b + 1]
+  std::vector<std::uint16_t> out;        ///< [b, s_q, h_q, 512] bf16
+  std::vector<float> lse;                ///< [b, s_q, h_q]
+  double decode_us = 0;                  ///< median time of decode + combine
+  VerifyLaunch launch;                   ///< the decode launch that ran (the timed runs run the same)
 };
 
 /// Something that runs the kernels: the CUDA device (kernels/), or a fake in tests.
@@ -113,23 +113,23 @@ struct VerifyCell {
   LayerType type = LayerType::swaonly;
   std::int32_t h_q = 0;
   VerifyStatus status = VerifyStatus::unsupported;
-  bool forced = false;                   ///< ran although the backend rules reject it (--force)
-  std::string reason;                    ///< why unsupported / failed; "" on pass
+  bool forced = false;  ///< ran although the backend rules reject it (--force)
+  std::string reason;   ///< why unsupported / failed; "" on pass
   // what ran
   std::string main_format, extra_format;
   std::int32_t main_page = 0, extra_page = 0;
   std::int64_t main_stride = 0, extra_stride = 0;
   std::int32_t topk = 0, extra_topk = 0;
   std::int32_t b = 0;
-  std::string kernel;                    ///< scheduler kernel of the plan
+  std::string kernel;                      ///< scheduler kernel of the plan
   std::optional<DecodeMode> planned_mode;  ///< the planner's choice for the batch; nullopt: no plan
-  std::string planned_reason;            ///< why (DecodeModeChoice::reason)
-  std::optional<DecodeMode> mode;        ///< the mode asked of the device; nullopt: planned, and no plan
-  VerifyLaunch launch;                   ///< what ran (launch.mode: the mode as run), when ran
+  std::string planned_reason;              ///< why (DecodeModeChoice::reason)
+  std::optional<DecodeMode> mode;          ///< the mode asked of the device; nullopt: planned, and no plan
+  VerifyLaunch launch;                     ///< what ran (launch.mode: the mode as run), when ran
   // results
   bool ran = false;
   bool quantize_match = false;
-  std::int64_t quantize_first_diff = -1; ///< first differing byte, -1 if equal
+  std::int64_t quantize_first_diff = -1;  ///< first differing byte, -1 if equal
   bool schedule_match = false;
   std::string schedule_message;
   DecodeComparison decode;
@@ -153,10 +153,10 @@ struct VerifyOptions {
 
 struct VerifyReport {
   Target target;
-  std::vector<RuleResult> rules;         ///< the rules with the default kv dtype
+  std::vector<RuleResult> rules;  ///< the rules with the default kv dtype
   std::vector<VerifyCell> cells;
   DecodeBatch batch;
-  int exit_code = 0;                     ///< 0 all supported pass, 3 nothing can run, 5 a failure
+  int exit_code = 0;  ///< 0 all supported pass, 3 nothing can run, 5 a failure
   std::string exit_message;
 };
 
@@ -208,9 +208,9 @@ VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Targ
 /// One device of `verify --device all|0,1|0,0`: what it is, and how to open it.
 struct VerifyDeviceEntry {
   int index = 0;
-  std::string name;              ///< e.g. "NVIDIA H200"
-  std::string label;             ///< how progress lines and messages name it: "device 0" ("device 0 #2" when listed again)
-  Target target;                 ///< the planning target of the device
+  std::string name;   ///< e.g. "NVIDIA H200"
+  std::string label;  ///< how progress lines and messages name it: "device 0" ("device 0 #2" when listed again)
+  Target target;      ///< the planning target of the device
   /// Opens the device's VerifyDevice; called on the device's own thread (a CUDA device's current
   /// device is per thread). May throw.
   std::function<std::unique_ptr<VerifyDevice>()> open;
@@ -221,17 +221,17 @@ struct VerifyDeviceReport {
   int index = 0;
   std::string name;
   std::string label;
-  VerifyReport report;           ///< its cells; empty when `error` is set
-  std::string error;             ///< "" or what escaped: opening the device or run_verify threw
-  int exit_code = 0;             ///< report.exit_code, or the error's exit code
-  std::string exit_message;      ///< "" or the reason of a non-zero exit code
-  double seconds = 0;            ///< wall time of the device's thread
+  VerifyReport report;       ///< its cells; empty when `error` is set
+  std::string error;         ///< "" or what escaped: opening the device or run_verify threw
+  int exit_code = 0;         ///< report.exit_code, or the error's exit code
+  std::string exit_message;  ///< "" or the reason of a non-zero exit code
+  double seconds = 0;        ///< wall time of the device's thread
 };
 
 struct VerifyMultiReport {
   std::vector<VerifyDeviceReport> devices;  ///< in the order they were listed
-  int exit_code = 0;             ///< the worst of the devices' (combine_exit_codes)
-  std::string exit_message;      ///< of the first device with that code, prefixed by its label
+  int exit_code = 0;                        ///< the worst of the devices' (combine_exit_codes)
+  std::string exit_message;                 ///< of the first device with that code, prefixed by its label
 };
 
 /// Runs run_verify() on every listed device at once, one thread per entry (a device listed twice

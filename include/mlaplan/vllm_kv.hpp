@@ -35,19 +35,19 @@ std::string_view to_string(VllmSpecKind k);  ///< "full", "sliding_window", "rin
 struct VllmKvSpec {
   std::int64_t layer = 0;
   bool draft = false;
-  std::string what;                 ///< "swa", "compressed", "indexer", "c4_state", "c4_indexer_state", "c128_state", "ring"
+  std::string what;  ///< "swa", "compressed", "indexer", "c4_state", "c4_indexer_state", "c128_state", "ring"
   VllmSpecKind kind = VllmSpecKind::full;
-  std::int64_t block_size = 0;      ///< tokens per block (uncompressed)
-  std::int64_t tokens_per_state = 1;///< compression ratio of a full spec
-  std::int64_t sliding_window = 0;  ///< sliding_window specs
+  std::int64_t block_size = 0;        ///< tokens per block (uncompressed)
+  std::int64_t tokens_per_state = 1;  ///< compression ratio of a full spec
+  std::int64_t sliding_window = 0;    ///< sliding_window specs
   std::int64_t row_bytes = 0;
-  std::int64_t page_bytes = 0;      ///< round_up((block / tokens_per_state) x row, alignment)
+  std::int64_t page_bytes = 0;  ///< round_up((block / tokens_per_state) x row, alignment)
   std::int64_t alignment = 1;
 };
 
 /// One packed group: layers whose specs share a block table.
 struct VllmKvGroup {
-  std::vector<std::size_t> specs;   ///< indices into VllmKvConfig::specs
+  std::vector<std::size_t> specs;  ///< indices into VllmKvConfig::specs
   VllmSpecKind kind = VllmSpecKind::full;
   std::int64_t block_size = 0;
   std::int64_t bytes = 0;           ///< sum of its specs' page bytes (on this stage; 0 for a group with no layer here)
@@ -65,11 +65,11 @@ struct VllmKvOptions {
 struct VllmKvConfig {
   std::vector<VllmKvSpec> specs;
   std::vector<VllmKvGroup> groups;
-  std::int64_t bytes_per_block = 0;   ///< max over groups of their bytes, rounded to the alignment lcm
+  std::int64_t bytes_per_block = 0;  ///< max over groups of their bytes, rounded to the alignment lcm
   std::int64_t stage = 0;
   std::int64_t max_model_len = 0;
-  std::int64_t retained_tokens = 0;   ///< R = extra + batches x max_num_batched_tokens
-  std::int64_t blocks_per_request = 0;///< sum over groups of what one request of max_model_len reserves
+  std::int64_t retained_tokens = 0;        ///< R = extra + batches x max_num_batched_tokens
+  std::int64_t blocks_per_request = 0;     ///< sum over groups of what one request of max_model_len reserves
   std::int64_t extra_retained_tokens = 0;  ///< the options' (part of retained_tokens)
   std::int64_t batches_in_flight = 1;      ///< 2 with async scheduling (part of retained_tokens)
   /// Blocks one request of `tokens` reserves (sum over groups of the max over its specs).
@@ -83,8 +83,8 @@ struct VllmKvConfig {
 };
 
 /// The layout of stage `stage` of `layout` as vLLM packs it. Error(internal) never for user input.
-VllmKvConfig vllm_kv_config(const ModelConfig& cfg, const Topology& topo, const Layout& layout,
-                            std::int64_t stage, const VllmKvOptions& options);
+VllmKvConfig vllm_kv_config(const ModelConfig& cfg, const Topology& topo, const Layout& layout, std::int64_t stage,
+                            const VllmKvOptions& options);
 
 /// vllm_kv_config() of every stage of `layout`, with one grouping of the whole model (what a
 /// plan over many pipeline stages needs: the grouping is not repeated per stage).
@@ -93,17 +93,18 @@ std::vector<VllmKvConfig> vllm_kv_configs(const ModelConfig& cfg, const Topology
 
 /// vLLM's start-up numbers for one engine (a DP rank: its PP stages share the count of blocks).
 struct VllmKvNumbers {
-  std::int64_t available_bytes = 0;   ///< per GPU (minimum over the stages' GPUs)
-  std::int64_t num_blocks = 0;        ///< available // bytes_per_block, minimum over the stages
+  std::int64_t available_bytes = 0;  ///< per GPU (minimum over the stages' GPUs)
+  std::int64_t num_blocks = 0;       ///< available // bytes_per_block, minimum over the stages
   std::int64_t limiting_stage = 0;
   std::int64_t max_model_len = 0;
-  double concurrency = 0.0;           ///< num_blocks / blocks_per_request (the limiting stage)
-  std::int64_t gpu_kv_cache_tokens = 0; ///< int(concurrency x max_model_len)
-  bool fits = false;                  ///< vLLM's start-up check passes
-  std::int64_t needed_bytes = 0;      ///< one request of max_model_len
-  std::int64_t estimated_max_model_len = 0; ///< the largest length the check passes (0: none)
-  std::string log_line;               ///< "GPU KV cache size: 1,234 tokens, Maximum concurrency for 1,048,576 tokens per request: 1.23x"
-  std::string error_message;          ///< vLLM's ValueError text when !fits
+  double concurrency = 0.0;                  ///< num_blocks / blocks_per_request (the limiting stage)
+  std::int64_t gpu_kv_cache_tokens = 0;      ///< int(concurrency x max_model_len)
+  bool fits = false;                         ///< vLLM's start-up check passes
+  std::int64_t needed_bytes = 0;             ///< one request of max_model_len
+  std::int64_t estimated_max_model_len = 0;  ///< the largest length the check passes (0: none)
+  std::string
+      log_line;  ///< "GPU KV cache size: 1,234 tokens, Maximum concurrency for 1,048,576 tokens per request: 1.23x"
+  std::string error_message;  ///< vLLM's ValueError text when !fits
 };
 
 /// The numbers for `available_bytes` per GPU over `stages` (one VllmKvConfig per PP stage).

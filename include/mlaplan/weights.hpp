@@ -41,9 +41,26 @@ std::string_view to_string(WeightPart p);
 /// what a checkpoint's files may hold (weights_from_files, include/mlaplan/checkpoint_weights.hpp):
 /// every dtype safetensors defines.
 enum class WeightDtype {
-  BF16, F32, F8_E4M3, F8_E8M0, I8, I64,
-  F64, F16, F8_E5M2, I32, I16, U8, U16, U32, U64, BOOL, C64,
-  F4, F6_E2M3, F6_E3M2,  ///< sub-byte: elements packed, a tensor's bytes are elements x bits / 8
+  BF16,
+  F32,
+  F8_E4M3,
+  F8_E8M0,
+  I8,
+  I64,
+  F64,
+  F16,
+  F8_E5M2,
+  I32,
+  I16,
+  U8,
+  U16,
+  U32,
+  U64,
+  BOOL,
+  C64,
+  F4,
+  F6_E2M3,
+  F6_E3M2,  ///< sub-byte: elements packed, a tensor's bytes are elements x bits / 8
 };
 std::string_view to_string(WeightDtype d);
 /// Bytes of one element; 0 for the sub-byte dtypes (F4, F6_E2M3, F6_E3M2: see dtype_bits).
@@ -54,15 +71,15 @@ int dtype_bits(WeightDtype d);
 std::optional<WeightDtype> parse_weight_dtype(std::string_view name);
 
 struct TensorInfo {
-  std::string name;                 ///< e.g. "layers.3.attn.wq_a.weight", "mtp.0.e_proj.scale"
+  std::string name;  ///< e.g. "layers.3.attn.wq_a.weight", "mtp.0.e_proj.scale"
   WeightDtype dtype = WeightDtype::BF16;
   std::vector<std::int64_t> shape;
   std::int64_t bytes = 0;
-  std::int64_t params = 0;          ///< logical elements (an FP4 byte holds 2); 0 for a scale
+  std::int64_t params = 0;  ///< logical elements (an FP4 byte holds 2); 0 for a scale
   WeightPart part = WeightPart::attention;
-  std::int64_t layer = -1;          ///< layer index (draft stage k: num_hidden_layers + k); -1 global
-  bool draft = false;               ///< in a draft (MTP) stage
-  bool scale = false;               ///< a quantisation scale
+  std::int64_t layer = -1;  ///< layer index (draft stage k: num_hidden_layers + k); -1 global
+  bool draft = false;       ///< in a draft (MTP) stage
+  bool scale = false;       ///< a quantisation scale
 };
 
 /// `count` tensors that differ only in an index: the name holds "{e}" where the index 0..count-1
@@ -72,8 +89,8 @@ struct TensorGroup {
   std::string name;
   WeightDtype dtype = WeightDtype::BF16;
   std::vector<std::int64_t> shape;
-  std::int64_t bytes = 0;           ///< of each tensor
-  std::int64_t params = 0;          ///< of each tensor
+  std::int64_t bytes = 0;   ///< of each tensor
+  std::int64_t params = 0;  ///< of each tensor
   WeightPart part = WeightPart::attention;
   std::int64_t layer = -1;
   bool draft = false;
@@ -88,7 +105,7 @@ struct PartTotals {
   std::int64_t scale_bytes = 0;  ///< of which scales
   std::int64_t tensors = 0;
   std::int64_t params = 0;
-  bool estimated = false;        ///< some rule of this part rests on an uncertain fact (else derived)
+  bool estimated = false;  ///< some rule of this part rests on an uncertain fact (else derived)
 };
 
 struct WeightsOptions {
@@ -104,24 +121,24 @@ struct WeightsReport {
   /// names the field and value; the totals then hold only the tensors that are known.
   bool known = true;
   std::string reason;
-  bool listed = false;                 ///< `tensors` holds every tensor
-  std::vector<TensorInfo> tensors;     ///< main model first, then the draft stages
+  bool listed = false;              ///< `tensors` holds every tensor
+  std::vector<TensorInfo> tensors;  ///< main model first, then the draft stages
   /// The same tensors in groups (always filled, whatever `list_tensors` says): what placement
   /// and the comparison with files walk instead of 69,187 single tensors.
   std::vector<TensorGroup> groups;
   std::array<PartTotals, kWeightPartCount> main_parts{};   ///< main model by part
   std::array<PartTotals, kWeightPartCount> draft_parts{};  ///< draft stages by part
-  PartTotals main;                     ///< main model
-  PartTotals draft;                    ///< all draft (MTP) stages
+  PartTotals main;                                         ///< main model
+  PartTotals draft;                                        ///< all draft (MTP) stages
   std::int64_t draft_stages = 0;
   /// Active parameters per token: every parameter of the main model except the embedding and
   /// Engram tables (a token reads a few rows of them), and of the routed experts of each MoE layer only
   /// num_experts_per_tok of n_routed_experts (each expert tensor times top_k). Draft stages are
   /// not counted. On V4-Flash: 13.27 B, DeepSeek's "13B activated".
   std::int64_t active_params = 0;
-  std::vector<Finding> findings;       ///< defaults assumed, estimates made
+  std::vector<Finding> findings;  ///< defaults assumed, estimates made
 
-  std::int64_t total_bytes() const;    ///< main + draft
+  std::int64_t total_bytes() const;  ///< main + draft
   std::int64_t total_tensors() const;
   std::int64_t total_params() const;
   const PartTotals& part(WeightPart p) const { return main_parts[static_cast<std::size_t>(p)]; }

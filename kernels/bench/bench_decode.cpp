@@ -58,8 +58,9 @@ int int_arg(const char* text, const char* name, int lo, int hi) {
 
 int main(int argc, char** argv) try {
   if (argc > 5) mlaplan::throw_usage("usage: mlaplan_kernel_bench [replays [h_q [b [P]]]]");
-  const int replays =
-      argc > 1 ? int_arg(argv[1], "replays", mlaplan::KernelBenchLimits::min_replays, mlaplan::KernelBenchLimits::max_replays) : 60;
+  const int replays = argc > 1 ? int_arg(argv[1], "replays", mlaplan::KernelBenchLimits::min_replays,
+                                         mlaplan::KernelBenchLimits::max_replays)
+                               : 60;
   const int only_h_q = argc > 2 ? int_arg(argv[2], "h_q", 0, 128) : 0;
   if (only_h_q != 0 && only_h_q != 64 && only_h_q != 128) mlaplan::throw_usage("h_q must be 0 (all), 64 or 128");
   const int only_b = argc > 3 ? int_arg(argv[3], "b", 0, 1024) : 0;
@@ -67,11 +68,12 @@ int main(int argc, char** argv) try {
   mk::require_supported_device(0);
   const mk::DeviceInfo dev = mk::device_info(0);
   const double copy_gbps = mk::measure_copy_gbps();
-  std::printf("device: %s, %d SMs, copy %.0f GB/s; decode (+ combine), V4.1-Flash shape (window 128 p64 + extra "
-              "512 p64, fp8_ds_mla 584, s_q 1); graph replays with L2 flush, median of %d\n",
-              dev.name.c_str(), dev.sm_count, copy_gbps, replays);
-  std::printf("%5s %5s %9s %5s %7s %13s %10s %10s %8s %9s %10s %10s %10s\n", "h_q", "b", "lengths", "P", "split", "mode",
-              "us/call", "min us", "TFLOPS", "GB/s", "split_kv", "one_pass", "cluster");
+  std::printf(
+      "device: %s, %d SMs, copy %.0f GB/s; decode (+ combine), V4.1-Flash shape (window 128 p64 + extra "
+      "512 p64, fp8_ds_mla 584, s_q 1); graph replays with L2 flush, median of %d\n",
+      dev.name.c_str(), dev.sm_count, copy_gbps, replays);
+  std::printf("%5s %5s %9s %5s %7s %13s %10s %10s %8s %9s %10s %10s %10s\n", "h_q", "b", "lengths", "P", "split",
+              "mode", "us/call", "min us", "TFLOPS", "GB/s", "split_kv", "one_pass", "cluster");
   std::uint64_t seed = 2026;
   for (int h_q : {64, 128}) {
     if (only_h_q != 0 && h_q != only_h_q) continue;
@@ -94,8 +96,8 @@ int main(int argc, char** argv) try {
       opt.num_sm_parts = parts;
       const mk::DecodeBenchResult r = mk::bench_decode(sh, opt);
       std::printf("%5d %5d %9s %5d %7d %13s %10.1f %10.1f %8.1f %9.0f %10.1f %10.1f %10.1f\n", h_q, b,
-                  variable ? "variable" : "full", r.num_sm_parts,
-                  r.split_requests, std::string(mk::to_string(r.mode)).c_str(), r.median_us, r.min_us,
+                  variable ? "variable" : "full", r.num_sm_parts, r.split_requests,
+                  std::string(mk::to_string(r.mode)).c_str(), r.median_us, r.min_us,
                   r.flops / (r.median_us * 1e-6) / 1e12, r.bytes / (r.median_us * 1e-6) / 1e9, r.mode_median_us[0],
                   r.mode_median_us[1], r.mode_median_us[2]);
       std::fflush(stdout);

@@ -58,8 +58,8 @@ int page_alignment(RowFormat f) {
 
 std::int64_t padded_page_stride(RowFormat f, int page_block_size) {
   if (page_block_size < 1) throw_usage("page_block_size must be >= 1 (got " + std::to_string(page_block_size) + ")");
-  return checked_round_up(static_cast<std::int64_t>(page_block_size) * row_bytes(f), page_alignment(f),
-                          "page stride", ErrorKind::usage);
+  return checked_round_up(static_cast<std::int64_t>(page_block_size) * row_bytes(f), page_alignment(f), "page stride",
+                          ErrorKind::usage);
 }
 
 std::int32_t sm90_num_sm_parts(std::int32_t num_sms, std::int32_t s_q, std::int32_t h_q) {
@@ -74,7 +74,8 @@ std::int64_t o_accum_elems(std::int32_t b, std::int32_t s_q, std::int32_t h_q, s
 
 std::int64_t lse_accum_elems(std::int32_t b, std::int32_t s_q, std::int32_t h_q, std::int32_t num_sm_parts) {
   const std::int64_t parts = static_cast<std::int64_t>(b) + num_sm_parts;
-  return checked_mul(checked_mul(parts, s_q, "lse_accum size", ErrorKind::usage), h_q, "lse_accum size", ErrorKind::usage);
+  return checked_mul(checked_mul(parts, s_q, "lse_accum size", ErrorKind::usage), h_q, "lse_accum size",
+                     ErrorKind::usage);
 }
 
 namespace detail {
@@ -108,9 +109,11 @@ struct VariantEntry {
 
 const std::vector<VariantEntry>& variant_table() {
   static const std::vector<VariantEntry> table = {
-      {{RowFormat::fp8_ds_mla_584, false, RowFormat::fp8_ds_mla_584}, &detail::launch_decode_584,
+      {{RowFormat::fp8_ds_mla_584, false, RowFormat::fp8_ds_mla_584},
+       &detail::launch_decode_584,
        &detail::launch_decode_sm90ws_584},
-      {{RowFormat::fp8_ds_mla_584, true, RowFormat::fp8_ds_mla_584}, &detail::launch_decode_584_584,
+      {{RowFormat::fp8_ds_mla_584, true, RowFormat::fp8_ds_mla_584},
+       &detail::launch_decode_584_584,
        &detail::launch_decode_sm90ws_584_584},
       {{RowFormat::v41_fp8_528, false, RowFormat::v41_fp8_528}, &detail::launch_decode_528, nullptr},
       {{RowFormat::v41_fp8_528, true, RowFormat::v41_fp4_288}, &detail::launch_decode_528_288, nullptr},
@@ -132,13 +135,14 @@ std::string variant_name(const DecodeVariant& v) {
 void check_cache(const CacheView& c, const char* which) {
   const std::string w(which);
   if (c.data == nullptr) throw_usage(w + " cache: data is null");
-  if (c.page_block_size < 1) throw_usage(w + " cache: page_block_size must be >= 1 (got " + std::to_string(c.page_block_size) + ")");
+  if (c.page_block_size < 1)
+    throw_usage(w + " cache: page_block_size must be >= 1 (got " + std::to_string(c.page_block_size) + ")");
   if (c.num_pages < 1) throw_usage(w + " cache: num_pages must be >= 1 (got " + std::to_string(c.num_pages) + ")");
   const std::int64_t used = static_cast<std::int64_t>(c.page_block_size) * row_bytes(c.format);
   if (c.page_stride_bytes < used) {
     throw_usage(w + " cache: page stride " + std::to_string(c.page_stride_bytes) + " is below " +
-                std::to_string(c.page_block_size) + " rows x " + std::to_string(row_bytes(c.format)) + " B = " +
-                std::to_string(used));
+                std::to_string(c.page_block_size) + " rows x " + std::to_string(row_bytes(c.format)) +
+                " B = " + std::to_string(used));
   }
   if (c.page_stride_bytes % 16 != 0) {
     throw_usage(w + " cache: page stride " + std::to_string(c.page_stride_bytes) + " is not a multiple of 16");
@@ -187,8 +191,7 @@ void check_decode_params(const DecodeParams& p) {
   (void)select_decode_variant(p);
   if (p.d_qk != row_dims(p.main.format)) {
     throw_usage("decode: d_qk " + std::to_string(p.d_qk) + " does not match the main cache's " +
-                std::string(to_string(p.main.format)) + " rows (" + std::to_string(row_dims(p.main.format)) +
-                " dims)");
+                std::string(to_string(p.main.format)) + " rows (" + std::to_string(row_dims(p.main.format)) + " dims)");
   }
   if (p.b == 0) return;
   if (p.mode != DecodeMode::split_kv && p.mode != DecodeMode::one_pass && p.mode != DecodeMode::cluster_split) {
@@ -197,15 +200,18 @@ void check_decode_params(const DecodeParams& p) {
   if (p.q == nullptr || p.indices == nullptr || p.out == nullptr || p.lse == nullptr) {
     throw_usage("decode: q, indices, out and lse must be set");
   }
-  if (split && (p.o_accum == nullptr || p.lse_accum == nullptr || p.sched_records == nullptr || p.num_splits == nullptr)) {
+  if (split &&
+      (p.o_accum == nullptr || p.lse_accum == nullptr || p.sched_records == nullptr || p.num_splits == nullptr)) {
     throw_usage("decode: split_kv needs o_accum, lse_accum, sched_records and num_splits");
   }
   // The sm_90a epilogues store 16 bytes at a time (decode_sm90_ws.cuh, ws_store_o_staged).
   if (reinterpret_cast<std::uintptr_t>(p.out) % 16 != 0) throw_usage("decode: out is not 16-byte aligned");
-  if (split && reinterpret_cast<std::uintptr_t>(p.o_accum) % 16 != 0) throw_usage("decode: o_accum is not 16-byte aligned");
+  if (split && reinterpret_cast<std::uintptr_t>(p.o_accum) % 16 != 0)
+    throw_usage("decode: o_accum is not 16-byte aligned");
   check_cache(p.main, "main");
   if (p.has_extra) {
-    if (p.extra_topk < 1) throw_usage("decode: extra_topk must be >= 1 with an extra cache (got " + std::to_string(p.extra_topk) + ")");
+    if (p.extra_topk < 1)
+      throw_usage("decode: extra_topk must be >= 1 with an extra cache (got " + std::to_string(p.extra_topk) + ")");
     if (p.extra_indices == nullptr) throw_usage("decode: extra_indices must be set with an extra cache");
     check_cache(p.extra, "extra");
   }
@@ -239,9 +245,10 @@ DecodeLaunch plan_decode_launch(const DecodeParams& p, const DecodeDevice& dev) 
   const bool sm90a = dev.cc_major == 9 && dev.cc_minor == 0;
   const bool ws_here = e.launch_ws != nullptr && sm90a;
   if (p.force.kernel == DecodeKernel::sm90_ws && !ws_here) {
-    throw_unsupported("decode: the sm90_ws kernel runs fp8_ds_mla_584 (alone or + 584) on compute capability 9.0; "
-                      "asked for " + variant_name(e.variant) + " on " + std::to_string(dev.cc_major) + "." +
-                      std::to_string(dev.cc_minor));
+    throw_unsupported(
+        "decode: the sm90_ws kernel runs fp8_ds_mla_584 (alone or + 584) on compute capability 9.0; "
+        "asked for " +
+        variant_name(e.variant) + " on " + std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor));
   }
   const bool ws = ws_here && p.force.kernel != DecodeKernel::generic;
   L.kernel = ws ? DecodeKernel::sm90_ws : DecodeKernel::generic;
@@ -270,9 +277,9 @@ DecodeLaunch plan_decode_launch(const DecodeParams& p, const DecodeDevice& dev) 
       L.fallback = "cluster_split needs the sm90_ws kernel (compute capability 9.0, fp8_ds_mla 584); ran one_pass";
     } else {
       const std::int64_t asked_c =
-          p.force.cluster_ctas > 0 ? p.force.cluster_ctas
-                                   : cluster_split_ctas(static_cast<std::int64_t>(p.b) * per_request, n_blocks,
-                                                        std::max(dev.num_sms, 1));
+          p.force.cluster_ctas > 0
+              ? p.force.cluster_ctas
+              : cluster_split_ctas(static_cast<std::int64_t>(p.b) * per_request, n_blocks, std::max(dev.num_sms, 1));
       std::int64_t c = asked_c;
       for (; c > 1; c /= 2) {
         LaunchDims x = d;
@@ -304,8 +311,8 @@ DecodeLaunch plan_decode_launch(const DecodeParams& p, const DecodeDevice& dev) 
   // cluster when a CTA has at least two blocks on average (below that the cluster's start and lock
   // step cost more than the halved conversion saves: docs/perf-history.md "v8") and the pairs fit.
   if (ws && d.cluster_x == 1 && d.grid_z == 2) {
-    const bool pays = static_cast<std::int64_t>(p.b) * p.s_q * n_blocks >=
-                      2 * static_cast<std::int64_t>(d.grid_x) * d.grid_y;
+    const bool pays =
+        static_cast<std::int64_t>(p.b) * p.s_q * n_blocks >= 2 * static_cast<std::int64_t>(d.grid_x) * d.grid_y;
     if (p.force.pair > 0 || (p.force.pair == 0 && pays)) {
       LaunchDims x = d;
       x.cluster_z = 2;

@@ -85,9 +85,8 @@ TEST_CASE("decode launch: kernel per device and format, PDL and combine", "[laun
   CHECK(mk::plan_decode_launch(p, h200).kernel == mk::DecodeKernel::generic);
 
   // The 528 formats and every other arch run the portable kernel.
-  CHECK(mk::plan_decode_launch(params(DecodeMode::split_kv, 64, 64, true, mk::RowFormat::v41_fp8_528,
-                                      mk::RowFormat::v41_fp4_288),
-                               h200)
+  CHECK(mk::plan_decode_launch(
+            params(DecodeMode::split_kv, 64, 64, true, mk::RowFormat::v41_fp8_528, mk::RowFormat::v41_fp4_288), h200)
             .kernel == mk::DecodeKernel::generic);
   CHECK(mk::plan_decode_launch(params(DecodeMode::split_kv, 64, 64, true), b200).kernel == mk::DecodeKernel::generic);
   p.force.kernel = mk::DecodeKernel::sm90_ws;

@@ -98,7 +98,8 @@ std::vector<std::uint16_t> decode_latents(std::mt19937_64& rng, std::int64_t n, 
     for (int tile = 0; tile < dims / 16; ++tile) {
       const float mag = 0.1f * std::pow(10.0f, logmag(rng));
       for (int i = 0; i < 16; ++i) {
-        v[static_cast<std::size_t>(r * dims + tile * 16 + i)] = mlaplan::float_to_bf16(std::clamp(normal(rng) * mag, -1.0f, 1.0f));
+        v[static_cast<std::size_t>(r * dims + tile * 16 + i)] =
+            mlaplan::float_to_bf16(std::clamp(normal(rng) * mag, -1.0f, 1.0f));
       }
     }
   }
@@ -111,8 +112,8 @@ std::vector<std::uint16_t> decode_latents(std::mt19937_64& rng, std::int64_t n, 
 /// Quantises `latents` at `slots` on the GPU and on the host into pages pre-filled with 0xFF and
 /// returns (gpu bytes, host bytes).
 std::pair<std::vector<std::uint8_t>, std::vector<std::uint8_t>> quantize_both(
-    RowFormat f, const std::vector<std::uint16_t>& latents, const std::vector<std::int64_t>& slots,
-    int page_block_size, std::int64_t page_stride, std::int64_t num_pages) {
+    RowFormat f, const std::vector<std::uint16_t>& latents, const std::vector<std::int64_t>& slots, int page_block_size,
+    std::int64_t page_stride, std::int64_t num_pages) {
   const auto n = static_cast<std::int64_t>(slots.size());
   const auto bytes = static_cast<std::size_t>(page_stride * num_pages);
   std::vector<std::uint8_t> host(bytes, 0xFF);
@@ -167,8 +168,8 @@ struct DecodeCase {
   Lengths lengths = Lengths::full;
   double invalid_fraction = 0.0;  // share of -1 entries among the valid positions
   Sink sink = Sink::none;
-  int sms = 0;                    // 0: the device's SM count
-  bool wide = false;              // stress data: only cos_diff, lse and inf/NaN positions are asserted
+  int sms = 0;        // 0: the device's SM count
+  bool wide = false;  // stress data: only cos_diff, lse and inf/NaN positions are asserted
   std::uint64_t seed = 1;
 };
 
@@ -183,8 +184,9 @@ struct BuiltCache {
 
 /// Draws indices [b, s_q, topk] (valid positions: random rows or -1; positions past the length:
 /// rows that are never written, i.e. NaN-poisoned) and builds the cache.
-BuiltCache build_cache(std::mt19937_64& rng, const CacheSpec& spec, int b, int s_q, const std::vector<std::int32_t>& lens,
-                       double invalid_fraction, bool wide, std::vector<std::int32_t>& idx) {
+BuiltCache build_cache(std::mt19937_64& rng, const CacheSpec& spec, int b, int s_q,
+                       const std::vector<std::int32_t>& lens, double invalid_fraction, bool wide,
+                       std::vector<std::int32_t>& idx) {
   const std::int64_t used = std::max<std::int64_t>(1, static_cast<std::int64_t>(b) * s_q * spec.topk);
   const std::int64_t num_pages = (used * 2 + spec.page_block_size - 1) / spec.page_block_size + 1;
   const std::int64_t num_rows = num_pages * spec.page_block_size;
@@ -238,7 +240,8 @@ BuiltCache build_cache(std::mt19937_64& rng, const CacheSpec& spec, int b, int s
   // Host copy of what the GPU wrote, dequantised by the host dequantiser (fp8_pt_512: codes x the
   // per-tensor scale).
   const auto bytes = mk::to_host<std::uint8_t>(c.data, static_cast<std::size_t>(c.page_stride * num_pages));
-  c.rows.assign(static_cast<std::size_t>(num_rows) * static_cast<std::size_t>(dims), std::numeric_limits<float>::quiet_NaN());
+  c.rows.assign(static_cast<std::size_t>(num_rows) * static_cast<std::size_t>(dims),
+                std::numeric_limits<float>::quiet_NaN());
   for (const std::int64_t id : slots) {
     float* row = c.rows.data() + id * dims;
     mlaplan::dequantize_from_pages(core_id(spec.format), bytes.data(), num_pages, spec.page_block_size, c.page_stride,
@@ -276,7 +279,7 @@ struct DecodeResult {
   mlaplan::DecodeComparison cmp;
   mlaplan::DecodeComparison cmp_one_pass;  ///< the same inputs run with DecodeMode::one_pass
   mlaplan::DecodeComparison cmp_cluster;   ///< ... with DecodeMode::cluster_split
-  unsigned cluster_ctas = 1;                ///< its CTAs per request as launched (DecodeLaunch)
+  unsigned cluster_ctas = 1;               ///< its CTAs per request as launched (DecodeLaunch)
   /// split_kv again with every other path the device has for the case (DecodeParams::force): the
   /// portable kernel where sm90_ws runs, the 2-CTA pair forced on and off at h_q 128.
   std::vector<std::pair<std::string, mlaplan::DecodeComparison>> forced;
@@ -431,7 +434,8 @@ DecodeResult run_decode_case(const DecodeCase& c) {
     const auto lse1 = mk::to_host<float>(d_lse, static_cast<std::size_t>(qrows));
     std::vector<float> out1(bits1.size());
     for (std::size_t i = 0; i < out1.size(); ++i) out1[i] = mlaplan::bf16_to_float(bits1[i]);
-    (m == mk::DecodeMode::one_pass ? r.cmp_one_pass : r.cmp_cluster) = mlaplan::compare_decode(out1, ref_out, lse1, ref_lse, tol);
+    (m == mk::DecodeMode::one_pass ? r.cmp_one_pass : r.cmp_cluster) =
+        mlaplan::compare_decode(out1, ref_out, lse1, ref_lse, tol);
   }
   // The other paths of this device for the same inputs, in split_kv with the same plan.
   std::vector<std::pair<std::string, mk::DecodeForce>> forces;
@@ -456,7 +460,8 @@ DecodeResult run_decode_case(const DecodeCase& c) {
     r.forced.emplace_back(label, mlaplan::compare_decode(outf, ref_out, lsef, ref_lse, tol));
   }
   r.parts = parts;
-  for (int i = 0; i < b; ++i) r.split_requests += splits[static_cast<std::size_t>(i + 1)] - splits[static_cast<std::size_t>(i)] > 1;
+  for (int i = 0; i < b; ++i)
+    r.split_requests += splits[static_cast<std::size_t>(i + 1)] - splits[static_cast<std::size_t>(i)] > 1;
   std::printf("decode %-46s b %3d s_q %d h_q %3d P %3d split %3d | %s\n", c.name.c_str(), b, c.s_q, c.h_q, parts,
               r.split_requests, r.cmp.message.c_str());
   std::printf("decode %-46s one_pass                               | %s\n", c.name.c_str(),
@@ -494,8 +499,8 @@ CacheSpec fp8(int page, std::int32_t topk) { return {RowFormat::fp8_ds_mla_584, 
 TEST_CASE("device is a supported GPU", "[gpu][sanitize]") {
   REQUIRE(mk::device_count() >= 1);
   const mk::DeviceInfo d = mk::device_info(0);
-  std::printf("device 0: %s, cc %d.%d, %d SMs, %lld MiB, L2 %lld KiB, driver %d, runtime %d\n", d.name.c_str(), d.cc_major,
-              d.cc_minor, d.sm_count, static_cast<long long>(d.global_mem_bytes >> 20),
+  std::printf("device 0: %s, cc %d.%d, %d SMs, %lld MiB, L2 %lld KiB, driver %d, runtime %d\n", d.name.c_str(),
+              d.cc_major, d.cc_minor, d.sm_count, static_cast<long long>(d.global_mem_bytes >> 20),
               static_cast<long long>(d.l2_bytes >> 10), d.driver_version, d.runtime_version);
   REQUIRE_NOTHROW(mk::require_supported_device(0));
   REQUIRE(mk::last_error_string().empty());
@@ -569,8 +574,8 @@ TEST_CASE("quantize kernels equal the host quantizer byte for byte", "[gpu][quan
       if (dims == 576) tile(7, 33, std::numeric_limits<float>::quiet_NaN());  // raw RoPE: copied as it is
       const auto [gpu, host] = quantize_both(f, lat, slots, pbs, stride, pages);
       const std::int64_t diff = first_difference(gpu, host);
-      INFO("format " << mk::to_string(f) << ", page " << pbs << ", stride " << stride << ": first differing byte " << diff
-                     << " (page " << diff / stride << ", offset " << diff % stride << ")");
+      INFO("format " << mk::to_string(f) << ", page " << pbs << ", stride " << stride << ": first differing byte "
+                     << diff << " (page " << diff / stride << ", offset " << diff % stride << ")");
       REQUIRE(diff == -1);
     }
   }
@@ -582,10 +587,12 @@ TEST_CASE("GPU scheduler reproduces FlashMLA's golden plans", "[gpu][sched]") {
   int checked = 0;
   for (const auto& cs : j.at("cases")) {
     const int b = cs.at("b").get<int>();
-    const int parts = mk::sm90_num_sm_parts(cs.at("num_sms").get<int>(), cs.at("s_q").get<int>(), cs.at("h_q").get<int>());
+    const int parts =
+        mk::sm90_num_sm_parts(cs.at("num_sms").get<int>(), cs.at("s_q").get<int>(), cs.at("h_q").get<int>());
     const auto lens = cs.at("lengths").get<std::vector<std::int32_t>>();
     const bool has_extra = !cs.at("extra_lengths").is_null();
-    const auto elens = has_extra ? cs.at("extra_lengths").get<std::vector<std::int32_t>>() : std::vector<std::int32_t>{0};
+    const auto elens =
+        has_extra ? cs.at("extra_lengths").get<std::vector<std::int32_t>>() : std::vector<std::int32_t>{0};
     DeviceBuffer d_len = mk::to_device(lens), d_elen = mk::to_device(elens);
     DeviceBuffer d_rec(static_cast<std::size_t>(parts) * 32), d_splits(static_cast<std::size_t>(b + 1) * 4);
     mk::ScheduleParams sp;

@@ -31,13 +31,13 @@ struct DecodeBenchShape {
 };
 
 struct DecodeBenchOptions {
-  int replays = 60;                       ///< timed graph replays (median and minimum reported)
-  int warmup = 5;                         ///< untimed replays first
-  std::size_t flush_bytes = 256u << 20;   ///< memset before every replay to flush the L2 (0: none)
+  int replays = 60;                      ///< timed graph replays (median and minimum reported)
+  int warmup = 5;                        ///< untimed replays first
+  std::size_t flush_bytes = 256u << 20;  ///< memset before every replay to flush the L2 (0: none)
   std::uint64_t seed = 2026;
-  bool time_other_mode = false;           ///< also time the plans decode_plan_mode() did not pick
-  bool time_with_scheduler = false;       ///< also time scheduler + decode + combine (split_kv)
-  std::int32_t num_sm_parts = 0;          ///< split_kv's partition count P; 0: sm90_num_sm_parts of the device
+  bool time_other_mode = false;      ///< also time the plans decode_plan_mode() did not pick
+  bool time_with_scheduler = false;  ///< also time scheduler + decode + combine (split_kv)
+  std::int32_t num_sm_parts = 0;     ///< split_kv's partition count P; 0: sm90_num_sm_parts of the device
 };
 
 struct DecodeBenchResult {
@@ -46,11 +46,11 @@ struct DecodeBenchResult {
   std::int32_t split_requests = 0;         ///< requests the split_kv plan splits
   double median_us = 0;                    ///< one call: decode (+ combine in split_kv)
   double min_us = 0;
-  double mode_median_us[3] = {-1, -1, -1}; ///< per DecodeMode (split_kv, one_pass, cluster_split); -1: not timed
-  double with_scheduler_median_us = -1;    ///< scheduler kernel + the call, when time_with_scheduler
-                                           ///< (split_kv; one_pass launches no scheduler: = median_us)
-  double flops = 0;                        ///< 2 h_q s_q rows (512 + 512), rows = the attended rows of all requests
-  double bytes = 0;                        ///< rows x row bytes + q + out (bf16)
+  double mode_median_us[3] = {-1, -1, -1};  ///< per DecodeMode (split_kv, one_pass, cluster_split); -1: not timed
+  double with_scheduler_median_us = -1;     ///< scheduler kernel + the call, when time_with_scheduler
+                                            ///< (split_kv; one_pass launches no scheduler: = median_us)
+  double flops = 0;                         ///< 2 h_q s_q rows (512 + 512), rows = the attended rows of all requests
+  double bytes = 0;                         ///< rows x row bytes + q + out (bf16)
 };
 
 /// Builds the shape's inputs on device 0, captures one call (the plan of decode_plan_mode) in a

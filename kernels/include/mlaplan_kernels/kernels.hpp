@@ -91,7 +91,9 @@ class DeviceBuffer {
 
   void* get() const { return ptr_; }
   template <class T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   std::size_t size() const { return bytes_; }
 
   /// Host -> device copy of `bytes` (<= size()) to offset 0. Synchronous.
@@ -148,11 +150,11 @@ std::int64_t padded_page_stride(RowFormat f, int page_block_size);
 /// A paged KV cache on the device.
 struct CacheView {
   RowFormat format = RowFormat::fp8_ds_mla_584;
-  const std::uint8_t* data = nullptr;   ///< [num_pages, page_stride_bytes]
-  int page_block_size = 64;             ///< rows per page
-  std::int64_t page_stride_bytes = 0;   ///< >= page_block_size * row_bytes, multiple of 16
-  std::int64_t num_pages = 0;           ///< row ids >= num_pages * page_block_size are treated as -1
-  float scale = 1.0f;                   ///< fp8_pt_512: value = code x scale (finite, > 0); unused otherwise
+  const std::uint8_t* data = nullptr;  ///< [num_pages, page_stride_bytes]
+  int page_block_size = 64;            ///< rows per page
+  std::int64_t page_stride_bytes = 0;  ///< >= page_block_size * row_bytes, multiple of 16
+  std::int64_t num_pages = 0;          ///< row ids >= num_pages * page_block_size are treated as -1
+  float scale = 1.0f;                  ///< fp8_pt_512: value = code x scale (finite, > 0); unused otherwise
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -163,12 +165,12 @@ struct QuantizeParams {
   const std::uint16_t* latent = nullptr;  ///< [n, row_dims(format)] bf16 bit patterns (576 for fp8_ds_mla_656)
   const std::int64_t* slots = nullptr;    ///< [n] global row ids (page * page_block_size + offset); -1 skips
   std::int64_t n = 0;
-  std::uint8_t* cache = nullptr;          ///< [num_pages, page_stride_bytes]
+  std::uint8_t* cache = nullptr;  ///< [num_pages, page_stride_bytes]
   int page_block_size = 64;
   std::int64_t page_stride_bytes = 0;
-  std::int64_t num_pages = 0;             ///< slots past num_pages * page_block_size are skipped
-  float scale = 1.0f;                     ///< fp8_pt_512: code = e4m3(x / scale) (finite, > 0)
-  void* stream = nullptr;                 ///< cudaStream_t, null = default stream
+  std::int64_t num_pages = 0;  ///< slots past num_pages * page_block_size are skipped
+  float scale = 1.0f;          ///< fp8_pt_512: code = e4m3(x / scale) (finite, > 0)
+  void* stream = nullptr;      ///< cudaStream_t, null = default stream
 };
 
 /// Writes every row's bytes (pad bytes of the 584 layout written 0). The bytes equal the host
@@ -180,16 +182,16 @@ void quantize(const QuantizeParams& p);
 
 struct ScheduleParams {
   std::int32_t b = 0;
-  std::int32_t topk = 0;                         ///< used when topk_length is null
-  const std::int32_t* topk_length = nullptr;     ///< [b] or null
+  std::int32_t topk = 0;                      ///< used when topk_length is null
+  const std::int32_t* topk_length = nullptr;  ///< [b] or null
   bool has_extra = false;
-  std::int32_t extra_topk = 0;                   ///< used when extra_topk_length is null
+  std::int32_t extra_topk = 0;                      ///< used when extra_topk_length is null
   const std::int32_t* extra_topk_length = nullptr;  ///< [b] or null
-  std::int32_t num_sm_parts = 0;                 ///< P
-  std::int32_t fixed_overhead = 5;               ///< O
-  std::int32_t block = 64;                       ///< B
-  std::int32_t* records = nullptr;               ///< [num_sm_parts, 8] output
-  std::int32_t* num_splits = nullptr;            ///< [b + 1] output
+  std::int32_t num_sm_parts = 0;                    ///< P
+  std::int32_t fixed_overhead = 5;                  ///< O
+  std::int32_t block = 64;                          ///< B
+  std::int32_t* records = nullptr;                  ///< [num_sm_parts, 8] output
+  std::int32_t* num_splits = nullptr;               ///< [b + 1] output
   void* stream = nullptr;
 };
 
@@ -210,8 +212,8 @@ inline constexpr std::int32_t kMaxSmParts = 1024;
 
 /// How a decode call spreads the work over the GPU, and the host heuristic that picks it, live in
 /// the core (mlaplan/decode_mode.hpp) so that `plan` shows the decision without a CUDA build.
-using mlaplan::DecodeMode;
 using mlaplan::decode_plan_mode;
+using mlaplan::DecodeMode;
 using mlaplan::kOnePassMaxRows;
 using mlaplan::to_string;
 
@@ -230,39 +232,39 @@ struct DecodeForce {
 };
 
 struct DecodeParams {
-  DecodeMode mode = DecodeMode::split_kv;         ///< one_pass: the plan and scratch fields are unused
-  DecodeForce force;                              ///< tests only
+  DecodeMode mode = DecodeMode::split_kv;  ///< one_pass: the plan and scratch fields are unused
+  DecodeForce force;                       ///< tests only
 
   std::int32_t b = 0;
   std::int32_t s_q = 1;
-  std::int32_t h_q = 64;                          ///< 64 or 128
-  std::int32_t d_qk = 512;                        ///< row_dims of the caches: 512, or 576 (fp8_ds_mla_656: V = the first 512)
-  const std::uint16_t* q = nullptr;               ///< [b, s_q, h_q, d_qk] bf16
+  std::int32_t h_q = 64;             ///< 64 or 128
+  std::int32_t d_qk = 512;           ///< row_dims of the caches: 512, or 576 (fp8_ds_mla_656: V = the first 512)
+  const std::uint16_t* q = nullptr;  ///< [b, s_q, h_q, d_qk] bf16
 
-  CacheView main;                                 ///< main (window) cache
-  const std::int32_t* indices = nullptr;          ///< [b, s_q, topk] global row ids or -1
-  std::int32_t topk = 0;                          ///< >= 1
-  const std::int32_t* topk_length = nullptr;      ///< [b] or null (= topk)
+  CacheView main;                             ///< main (window) cache
+  const std::int32_t* indices = nullptr;      ///< [b, s_q, topk] global row ids or -1
+  std::int32_t topk = 0;                      ///< >= 1
+  const std::int32_t* topk_length = nullptr;  ///< [b] or null (= topk)
 
   bool has_extra = false;
-  CacheView extra;                                ///< extra (compressed) cache
-  const std::int32_t* extra_indices = nullptr;    ///< [b, s_q, extra_topk]
+  CacheView extra;                              ///< extra (compressed) cache
+  const std::int32_t* extra_indices = nullptr;  ///< [b, s_q, extra_topk]
   std::int32_t extra_topk = 0;
   const std::int32_t* extra_topk_length = nullptr;  ///< [b] or null (= extra_topk)
 
-  const float* attn_sink = nullptr;               ///< [h_q] or null
-  float softmax_scale = 0.044194173824159216f;    ///< 1/sqrt(512)
+  const float* attn_sink = nullptr;             ///< [h_q] or null
+  float softmax_scale = 0.044194173824159216f;  ///< 1/sqrt(512)
 
   // split_kv only (may be null / 0 in one_pass):
-  const std::int32_t* sched_records = nullptr;    ///< [num_sm_parts, 8] (schedule() or the host plan)
-  const std::int32_t* num_splits = nullptr;       ///< [b + 1]
+  const std::int32_t* sched_records = nullptr;  ///< [num_sm_parts, 8] (schedule() or the host plan)
+  const std::int32_t* num_splits = nullptr;     ///< [b + 1]
   std::int32_t num_sm_parts = 0;
 
-  std::uint16_t* out = nullptr;                   ///< [b, s_q, h_q, 512] bf16, 16-byte aligned
-  float* lse = nullptr;                           ///< [b, s_q, h_q] natural log
-  std::uint16_t* o_accum = nullptr;               ///< [b + num_sm_parts, s_q, h_q, 512] bf16 scratch (split_kv): each partial
-                                                  ///< normalised by its own sum; 16-byte aligned
-  float* lse_accum = nullptr;                     ///< [b + num_sm_parts, s_q, h_q] scratch, log2 (split_kv)
+  std::uint16_t* out = nullptr;      ///< [b, s_q, h_q, 512] bf16, 16-byte aligned
+  float* lse = nullptr;              ///< [b, s_q, h_q] natural log
+  std::uint16_t* o_accum = nullptr;  ///< [b + num_sm_parts, s_q, h_q, 512] bf16 scratch (split_kv): each partial
+                                     ///< normalised by its own sum; 16-byte aligned
+  float* lse_accum = nullptr;        ///< [b + num_sm_parts, s_q, h_q] scratch, log2 (split_kv)
   void* stream = nullptr;
 };
 
@@ -310,11 +312,11 @@ struct DecodeLaunch {
   DecodeMode asked = DecodeMode::split_kv;  ///< DecodeParams::mode
   DecodeMode mode = DecodeMode::split_kv;   ///< as run: cluster_split runs as one_pass where no cluster fits
   DecodeKernel kernel = DecodeKernel::generic;
-  LaunchDims dims;                          ///< of the decode kernel
-  bool pair = false;                        ///< 2-CTA clusters along z sharing the dequantisation
-  bool pdl = false;                         ///< programmatic dependent launch after the scheduler
-  bool combine = false;                     ///< the combine kernel runs after (split_kv)
-  std::string fallback;                     ///< "" or what was asked and could not run here, and what ran
+  LaunchDims dims;       ///< of the decode kernel
+  bool pair = false;     ///< 2-CTA clusters along z sharing the dequantisation
+  bool pdl = false;      ///< programmatic dependent launch after the scheduler
+  bool combine = false;  ///< the combine kernel runs after (split_kv)
+  std::string fallback;  ///< "" or what was asked and could not run here, and what ran
   /// "sm90_ws cluster_split, grid 128x1x1, cluster 4, 384 threads, 216 KiB" style, for reports.
   std::string describe() const;
 };

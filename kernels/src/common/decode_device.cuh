@@ -95,8 +95,8 @@ __device__ __forceinline__ float partial_lse(float l, float m) {
 template <class Kernel>
 void launch_decode_grid(Kernel* kernel, const DecodeParams& p, const DecodeLaunch& launch, const char* what) {
   const LaunchDims& d = launch.dims;
-  MLAPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(d.smem_bytes)));
+  MLAPLAN_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(d.smem_bytes)));
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(d.grid_x, d.grid_y, d.grid_z);
   cfg.blockDim = dim3(d.block);
@@ -126,8 +126,8 @@ void launch_decode_grid(Kernel* kernel, const DecodeParams& p, const DecodeLaunc
 /// be resident at once on the current device (cudaOccupancyMaxActiveClusters; 0 when none or on error).
 template <class Kernel>
 int max_active_clusters(Kernel* kernel, const LaunchDims& d, unsigned cluster_x, unsigned cluster_z) {
-  MLAPLAN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(d.smem_bytes)));
+  MLAPLAN_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(d.smem_bytes)));
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(cluster_x, 1, cluster_z);
   cfg.blockDim = dim3(d.block);

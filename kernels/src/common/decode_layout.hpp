@@ -14,29 +14,30 @@ namespace mlaplan::kernels::detail {
 /// larger Q and K tiles under the 227 KiB limit.
 template <int kDqk, int kStage>
 struct DecodeSmemT {
-  static constexpr int kRows = 64;            // K/V rows per block (tile-scheduler block B)
-  static constexpr int kHeads = 64;           // query heads per CTA
-  static constexpr int kDim = 512;            // d_v: the output dims (the first 512 of a K row)
-  static constexpr int kQK = kDqk;            // d_qk: 512, or 576 (512 NoPE + 64 RoPE)
-  static constexpr int kQKStride = kDqk + 8;  // bf16 per row of sQ and sK (+ 8 pad)
-  static constexpr int kSStride = 68;         // floats per row of sS (64 + 4 pad)
-  static constexpr bool kPInS = kDqk != 512;  // P in the second S half
+  static constexpr int kRows = 64;                            // K/V rows per block (tile-scheduler block B)
+  static constexpr int kHeads = 64;                           // query heads per CTA
+  static constexpr int kDim = 512;                            // d_v: the output dims (the first 512 of a K row)
+  static constexpr int kQK = kDqk;                            // d_qk: 512, or 576 (512 NoPE + 64 RoPE)
+  static constexpr int kQKStride = kDqk + 8;                  // bf16 per row of sQ and sK (+ 8 pad)
+  static constexpr int kSStride = 68;                         // floats per row of sS (64 + 4 pad)
+  static constexpr bool kPInS = kDqk != 512;                  // P in the second S half
   static constexpr int kPStride = kPInS ? 2 * kSStride : 72;  // bf16 per row of P
-  static constexpr int kStageStride = kStage;  // bytes per staged raw row (multiple of 16)
+  static constexpr int kStageStride = kStage;                 // bytes per staged raw row (multiple of 16)
   static constexpr bool kDirect = kStage == 0;
   static constexpr int kDecodeWarps = 16;
   static constexpr int kDecodeThreads = 32 * kDecodeWarps;
 
-  static constexpr std::size_t q = 0;                                                      // bf16 [64][stride]
-  static constexpr std::size_t k = q + std::size_t(kHeads) * kQKStride * 2;                // bf16 [64][stride]
-  static constexpr std::size_t s = k + std::size_t(kRows) * kQKStride * 2;                 // f32  [2][64][68]
-  static constexpr std::size_t s_half = std::size_t(kHeads) * kSStride;                     // floats per half
-  static constexpr std::size_t p = kPInS ? s + s_half * 4 : s + 2 * s_half * 4;             // bf16 [64][kPStride]
-  static constexpr std::size_t stage = kPInS ? s + 2 * s_half * 4 : p + std::size_t(kHeads) * kPStride * 2;  // u8 [64][kStage]
-  static constexpr std::size_t row_max = stage + std::size_t(kRows) * kStage;             // f32  [64]
-  static constexpr std::size_t row_sum = row_max + kHeads * 4;                             // f32  [64]
-  static constexpr std::size_t row_alpha = row_sum + kHeads * 4;                           // f32  [64]
-  static constexpr std::size_t valid = row_alpha + kHeads * 4;                             // i32  [2][64]
+  static constexpr std::size_t q = 0;                                            // bf16 [64][stride]
+  static constexpr std::size_t k = q + std::size_t(kHeads) * kQKStride * 2;      // bf16 [64][stride]
+  static constexpr std::size_t s = k + std::size_t(kRows) * kQKStride * 2;       // f32  [2][64][68]
+  static constexpr std::size_t s_half = std::size_t(kHeads) * kSStride;          // floats per half
+  static constexpr std::size_t p = kPInS ? s + s_half * 4 : s + 2 * s_half * 4;  // bf16 [64][kPStride]
+  static constexpr std::size_t stage =
+      kPInS ? s + 2 * s_half * 4 : p + std::size_t(kHeads) * kPStride * 2;     // u8 [64][kStage]
+  static constexpr std::size_t row_max = stage + std::size_t(kRows) * kStage;  // f32  [64]
+  static constexpr std::size_t row_sum = row_max + kHeads * 4;                 // f32  [64]
+  static constexpr std::size_t row_alpha = row_sum + kHeads * 4;               // f32  [64]
+  static constexpr std::size_t valid = row_alpha + kHeads * 4;                 // i32  [2][64]
   static constexpr std::size_t total = valid + 2 * kRows * 4;
 
   static_assert(kDqk == 512 || kDqk == 576, "head dim 512 or 576");
@@ -59,14 +60,14 @@ struct DecodeSm90WsSmem {
   static constexpr int kHeads = 64;
   static constexpr int kDim = 512;
   static constexpr int kThreads = 512;
-  static constexpr int kMathRegs = 192;     // setmaxnreg of the math warpgroups
-  static constexpr int kProducerRegs = 64;  // ... of the producers (2 x 192 + 2 x 64 = 4 x 128)
+  static constexpr int kMathRegs = 192;         // setmaxnreg of the math warpgroups
+  static constexpr int kProducerRegs = 64;      // ... of the producers (2 x 192 + 2 x 64 = 4 x 128)
   static constexpr int kChunkBytes = 64 * 128;  // one 64-dim chunk of 64 rows, 128-byte swizzled
   static constexpr std::size_t kTileBytes = 8 * std::size_t(kChunkBytes);
 
-  static constexpr std::size_t q = 0;                                   // bf16 8 chunks
-  static constexpr std::size_t k = q + kTileBytes;                      // bf16 [2 buffers] 8 chunks
-  static constexpr std::size_t xchg = k + 2 * kTileBytes;               // f32 [2][64 x 64]
+  static constexpr std::size_t q = 0;                      // bf16 8 chunks
+  static constexpr std::size_t k = q + kTileBytes;         // bf16 [2 buffers] 8 chunks
+  static constexpr std::size_t xchg = k + 2 * kTileBytes;  // f32 [2][64 x 64]
   static constexpr std::size_t xchg_half = std::size_t(kHeads) * kRows * 4;
   // The seesaw math (sm90/decode_ws.cuh) uses the exchange area instead for P [2 warpgroups] (one
   // 128-byte swizzled 64 x 64 bf16 chunk each), then the row maxima and row sums f32 [2][64] each.
@@ -81,12 +82,13 @@ struct DecodeSm90WsSmem {
   static constexpr std::size_t alloc = total + 1024;
 };
 
-static_assert(DecodeSm90WsSmem::k % 1024 == 0 && DecodeSm90WsSmem::xchg % 1024 == 0 && DecodeSm90WsSmem::bars % 8 == 0 &&
+static_assert(DecodeSm90WsSmem::k % 1024 == 0 && DecodeSm90WsSmem::xchg % 1024 == 0 &&
+                  DecodeSm90WsSmem::bars % 8 == 0 &&
                   DecodeSm90WsSmem::row_sum + 2 * DecodeSm90WsSmem::kHeads * 4 <= DecodeSm90WsSmem::mask,
               "SM90 warp-specialised decode: swizzled tiles need 1024-byte alignment");
-static_assert(DecodeSm90WsSmem::alloc <= 227 * 1024, "SM90 warp-specialised decode shared memory exceeds the sm_90 limit");
+static_assert(DecodeSm90WsSmem::alloc <= 227 * 1024,
+              "SM90 warp-specialised decode shared memory exceeds the sm_90 limit");
 static_assert(2 * DecodeSm90WsSmem::kMathRegs + 2 * DecodeSm90WsSmem::kProducerRegs <= 4 * 128,
               "setmaxnreg: the warpgroups' registers must fit the launch's 4 x 128");
-
 
 }  // namespace mlaplan::kernels::detail

@@ -27,8 +27,8 @@ inline std::optional<RowFormat> kernel_format(RowFormatId id) {
 inline std::string decode_support_reason(RowFormatId main_id, bool has_extra, RowFormatId extra_id) {
   const auto main = kernel_format(main_id);
   const auto extra = has_extra ? kernel_format(extra_id) : std::optional<RowFormat>(RowFormat::fp8_ds_mla_584);
-  const std::string pair = std::string(row_format(main_id).name) +
-                           (has_extra ? " + " + std::string(row_format(extra_id).name) : " alone");
+  const std::string pair =
+      std::string(row_format(main_id).name) + (has_extra ? " + " + std::string(row_format(extra_id).name) : " alone");
   if (!main || !extra) {
     return "no decode kernel in this build for " + pair +
            " (kernels exist for fp8_ds_mla_v4 584 (+ 584), v41_fp8 528 (+ v41_fp4 288), fp8_ds_mla_v32 656, "

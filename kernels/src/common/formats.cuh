@@ -49,14 +49,14 @@ __device__ __forceinline__ float fp8_pow2_scale(float amax) {
 __device__ __forceinline__ std::uint32_t float_to_e2m1(float x) {
   const float a = fabsf(x);
   std::uint32_t c;
-  if (a <= 0.25f) c = 0;        // 0.25 ties to 0 (even)
-  else if (a < 0.75f) c = 1;    // 0.5
-  else if (a <= 1.25f) c = 2;   // 1.0 (0.75 and 1.25 tie to the even code 2)
-  else if (a < 1.75f) c = 3;    // 1.5
-  else if (a <= 2.5f) c = 4;    // 2.0 (1.75 and 2.5 tie to 4)
-  else if (a < 3.5f) c = 5;     // 3.0
-  else if (a <= 5.0f) c = 6;    // 4.0 (3.5 and 5 tie to 6)
-  else c = 7;                   // 6.0, saturated
+  if (a <= 0.25f) c = 0;       // 0.25 ties to 0 (even)
+  else if (a < 0.75f) c = 1;   // 0.5
+  else if (a <= 1.25f) c = 2;  // 1.0 (0.75 and 1.25 tie to the even code 2)
+  else if (a < 1.75f) c = 3;   // 1.5
+  else if (a <= 2.5f) c = 4;   // 2.0 (1.75 and 2.5 tie to 4)
+  else if (a < 3.5f) c = 5;    // 3.0
+  else if (a <= 5.0f) c = 6;   // 4.0 (3.5 and 5 tie to 6)
+  else c = 7;                  // 6.0, saturated
   return c | (signbit(x) ? 8u : 0u);
 }
 
@@ -64,8 +64,8 @@ __device__ __forceinline__ std::uint32_t float_to_e2m1(float x) {
 __device__ __forceinline__ float e2m1_to_float(std::uint32_t nib) {
   const std::uint32_t m = nib & 7u;
   // codes 0..7: 0, 0.5, 1, 1.5, 2, 3, 4, 6; for m >= 2 the value is 2^((m>>1)-1) * (1 + (m&1)/2)
-  const float mag = m < 2 ? 0.5f * static_cast<float>(m)
-                          : static_cast<float>(1u << ((m >> 1) - 1u)) * ((m & 1u) ? 1.5f : 1.0f);
+  const float mag =
+      m < 2 ? 0.5f * static_cast<float>(m) : static_cast<float>(1u << ((m >> 1) - 1u)) * ((m & 1u) ? 1.5f : 1.0f);
   return (nib & 8u) ? -mag : mag;
 }
 

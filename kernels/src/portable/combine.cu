@@ -53,9 +53,7 @@ __global__ void __launch_bounds__(128) combine_kernel(const DecodeParams p) {
   }
 
   const float neg_inf = -__int_as_float(0x7F800000);
-  auto lse_at = [&](int k) {
-    return p.lse_accum[(static_cast<std::int64_t>(first + k) * p.s_q + s) * p.h_q + head];
-  };
+  auto lse_at = [&](int k) { return p.lse_accum[(static_cast<std::int64_t>(first + k) * p.s_q + s) * p.h_q + head]; };
   float mx = neg_inf;
   for (int k = lane; k < n; k += 32) mx = fmaxf(mx, lse_at(k));
 #pragma unroll

@@ -162,9 +162,9 @@ using L = DecodeSmem;
 
 /// Where block `blk` of a request reads its rows from.
 struct BlockSource {
-  bool extra;            // false: main cache / indices, true: extra
-  std::int32_t first;    // first index position of the block
-  std::int32_t limit;    // positions >= limit are invalid
+  bool extra;          // false: main cache / indices, true: extra
+  std::int32_t first;  // first index position of the block
+  std::int32_t limit;  // positions >= limit are invalid
 };
 
 /// Loads the index of one row of block `src` per lane (lanes < rows per warp; warp w owns rows
@@ -203,7 +203,8 @@ __device__ __forceinline__ void issue_block_rows(const CacheView& cache, std::in
     std::uint8_t* row_dst = dst + r * kRowBytes;
     if (!ok) {
       if constexpr (G::kDirect) {
-        for (int c = lane; c < T::kDataChunks; c += 32) *reinterpret_cast<uint4*>(row_dst + 16 * c) = make_uint4(0, 0, 0, 0);
+        for (int c = lane; c < T::kDataChunks; c += 32)
+          *reinterpret_cast<uint4*>(row_dst + 16 * c) = make_uint4(0, 0, 0, 0);
       }
       continue;
     }
@@ -221,8 +222,8 @@ __device__ __forceinline__ void issue_block_rows(const CacheView& cache, std::in
 /// Dequantises the staged rows into sK (bf16 [64][kQKStride]); invalid rows become zeros. Not
 /// called for a direct geometry.
 template <RowFormat F, class G>
-__device__ __forceinline__ void dequant_block(const std::uint8_t* stage, const int* valid, __nv_bfloat16* sK,
-                                              int warp, int lane, float tensor_scale) {
+__device__ __forceinline__ void dequant_block(const std::uint8_t* stage, const int* valid, __nv_bfloat16* sK, int warp,
+                                              int lane, float tensor_scale) {
   using T = FormatTraits<F>;
 #pragma unroll
   for (int r = warp; r < G::kRows; r += G::kDecodeWarps) {
@@ -267,8 +268,8 @@ __global__ void __launch_bounds__(DecodeSmem::kDecodeThreads, 1) sparse_decode_k
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid >> 5;
   const int lane = tid & 31;
-  const int g = lane >> 2;   // fragment row group
-  const int t4 = lane & 3;   // fragment column pair
+  const int g = lane >> 2;  // fragment row group
+  const int t4 = lane & 3;  // fragment column pair
   const int part = static_cast<int>(blockIdx.x);
   const int s = static_cast<int>(blockIdx.y);
   const int head0 = static_cast<int>(blockIdx.z) * G::kHeads;
@@ -325,7 +326,8 @@ __global__ void __launch_bounds__(DecodeSmem::kDecodeThreads, 1) sparse_decode_k
     const std::int32_t extra_limit = kHasExtra ? min(elen, p.extra_topk) : 0;
 
     auto ids_of = [&](int blk) -> std::int32_t {
-      if (!kHasExtra || blk < n_main) return load_block_ids(idx_main, BlockSource{false, blk * G::kRows, main_limit}, warp, lane);
+      if (!kHasExtra || blk < n_main)
+        return load_block_ids(idx_main, BlockSource{false, blk * G::kRows, main_limit}, warp, lane);
       return load_block_ids(idx_extra, BlockSource{true, (blk - n_main) * G::kRows, extra_limit}, warp, lane);
     };
     auto issue = [&](int blk, std::int32_t ids) {
@@ -435,8 +437,14 @@ __global__ void __launch_bounds__(DecodeSmem::kDecodeThreads, 1) sparse_decode_k
           const float4 a1 = *reinterpret_cast<const float4*>(r0 + 4);
           const float4 b0 = *reinterpret_cast<const float4*>(r1);
           const float4 b1 = *reinterpret_cast<const float4*>(r1 + 4);
-          v[0] = a0.x + b0.x; v[1] = a0.y + b0.y; v[2] = a0.z + b0.z; v[3] = a0.w + b0.w;
-          v[4] = a1.x + b1.x; v[5] = a1.y + b1.y; v[6] = a1.z + b1.z; v[7] = a1.w + b1.w;
+          v[0] = a0.x + b0.x;
+          v[1] = a0.y + b0.y;
+          v[2] = a0.z + b0.z;
+          v[3] = a0.w + b0.w;
+          v[4] = a1.x + b1.x;
+          v[5] = a1.y + b1.y;
+          v[6] = a1.z + b1.z;
+          v[7] = a1.w + b1.w;
         }
         float mx = kNegInf;
 #pragma unroll
@@ -554,7 +562,8 @@ __global__ void __launch_bounds__(DecodeSmem::kDecodeThreads, 1) sparse_decode_k
           const float factor = l > 0.0f ? 1.0f / l : 0.0f;
           std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.o_accum + arow * G::kDim + dw + 2 * t4);
 #pragma unroll
-          for (int j = 0; j < 8; ++j) dst[j * 4] = pack_bf16x2(acc[t][j][2 * half] * factor, acc[t][j][2 * half + 1] * factor);
+          for (int j = 0; j < 8; ++j)
+            dst[j * 4] = pack_bf16x2(acc[t][j][2 * half] * factor, acc[t][j][2 * half + 1] * factor);
           if (dw == 0 && t4 == 0) p.lse_accum[arow] = partial_lse(l, m);
         }
       }

@@ -115,7 +115,8 @@ __global__ void quantize_kernel(const QuantizeParams p) {
     // Element by element (no tiles): NaN -> 0x7F, +-inf saturates to +-448, as the host's.
     std::uint32_t w[4] = {0, 0, 0, 0};
 #pragma unroll
-    for (int k = 0; k < 16; ++k) w[k / 4] |= static_cast<std::uint32_t>(float_to_e4m3(__fdiv_rn(v.v[k], p.scale))) << (8 * (k % 4));
+    for (int k = 0; k < 16; ++k)
+      w[k / 4] |= static_cast<std::uint32_t>(float_to_e4m3(__fdiv_rn(v.v[k], p.scale))) << (8 * (k % 4));
     *reinterpret_cast<uint4*>(base + t * 512 + 16 * lane) = make_uint4(w[0], w[1], w[2], w[3]);
   } else {
     // v41_fp4_288: 256 bytes of e2m1 pairs (even dim in the low nibble), then 32 e4m3 scales.
@@ -141,15 +142,18 @@ namespace mlaplan::kernels {
 void quantize(const QuantizeParams& p) {
   if (p.n < 0) throw_usage("quantize: n must be >= 0 (got " + std::to_string(p.n) + ")");
   if (p.n == 0) return;
-  if (p.latent == nullptr || p.slots == nullptr || p.cache == nullptr) throw_usage("quantize: latent, slots and cache must be set");
+  if (p.latent == nullptr || p.slots == nullptr || p.cache == nullptr)
+    throw_usage("quantize: latent, slots and cache must be set");
   if (p.page_block_size < 1 || p.num_pages < 1) throw_usage("quantize: page_block_size and num_pages must be >= 1");
-  if (p.page_stride_bytes < static_cast<std::int64_t>(p.page_block_size) * row_bytes(p.format) || p.page_stride_bytes % 16 != 0) {
-    throw_usage("quantize: page stride " + std::to_string(p.page_stride_bytes) + " must be >= " +
-                std::to_string(static_cast<std::int64_t>(p.page_block_size) * row_bytes(p.format)) +
+  if (p.page_stride_bytes < static_cast<std::int64_t>(p.page_block_size) * row_bytes(p.format) ||
+      p.page_stride_bytes % 16 != 0) {
+    throw_usage("quantize: page stride " + std::to_string(p.page_stride_bytes) +
+                " must be >= " + std::to_string(static_cast<std::int64_t>(p.page_block_size) * row_bytes(p.format)) +
                 " and a multiple of 16");
   }
   if (p.format == RowFormat::fp8_pt_512 && !(p.scale > 0.0f && p.scale < 3.0e38f)) {
-    throw_usage("quantize: the per-tensor scale of fp8_pt_512 must be finite and > 0 (got " + std::to_string(p.scale) + ")");
+    throw_usage("quantize: the per-tensor scale of fp8_pt_512 must be finite and > 0 (got " + std::to_string(p.scale) +
+                ")");
   }
   if (reinterpret_cast<std::uintptr_t>(p.latent) % 16 != 0 || reinterpret_cast<std::uintptr_t>(p.cache) % 16 != 0) {
     throw_usage("quantize: latent and cache must be 16-byte aligned");

@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(kThreads) schedule_parallel_kernel(const Sched
     if (F[j] == c1) {  // stops at the end of request j - 1
       end_req = j - 1;
       end_block = n[j - 1];
-    } else {           // stops inside request j
+    } else {  // stops inside request j
       end_req = j;
       end_block = c1 - F[j];
     }
@@ -289,8 +289,8 @@ std::int64_t schedule_parallel_smem_ints(const ScheduleParams& p) {
   const std::int64_t main_blocks = (static_cast<std::int64_t>(p.topk > 1 ? p.topk : 1) + p.block - 1) / p.block;
   const std::int64_t extra_blocks = p.has_extra ? (static_cast<std::int64_t>(p.extra_topk) + p.block - 1) / p.block : 0;
   const std::int64_t table = static_cast<std::int64_t>(p.b) * (main_blocks + extra_blocks + p.fixed_overhead);
-  const std::int64_t ints = 2 * static_cast<std::int64_t>(p.b) + p.num_sm_parts + 2 +
-                            (table > p.b ? table : static_cast<std::int64_t>(p.b));
+  const std::int64_t ints =
+      2 * static_cast<std::int64_t>(p.b) + p.num_sm_parts + 2 + (table > p.b ? table : static_cast<std::int64_t>(p.b));
   return ints * 4 <= kSmemBytes ? ints : -1;
 }
 

@@ -135,7 +135,8 @@ DecodeBenchResult bench_decode(const DecodeBenchShape& sh, const DecodeBenchOpti
   std::vector<std::int32_t> len(static_cast<std::size_t>(sh.b), sh.topk);
   std::vector<std::int32_t> elen(static_cast<std::size_t>(sh.b), sh.has_extra ? sh.extra_topk : 0);
   std::vector<std::int32_t> idx = permuted_indices(rng, bs, sh.topk);
-  std::vector<std::int32_t> eidx = sh.has_extra ? permuted_indices(rng, bs, sh.extra_topk) : std::vector<std::int32_t>{0};
+  std::vector<std::int32_t> eidx =
+      sh.has_extra ? permuted_indices(rng, bs, sh.extra_topk) : std::vector<std::int32_t>{0};
   if (sh.variable_lengths) {
     std::uniform_int_distribution<std::int32_t> main_len(0, sh.topk), extra_len(0, std::max(sh.extra_topk, 0));
     std::uniform_int_distribution<int> seventeenth(0, 16);
@@ -207,9 +208,10 @@ DecodeBenchResult bench_decode(const DecodeBenchShape& sh, const DecodeBenchOpti
   for (int i = 0; i < sh.b; ++i) {
     r.split_requests += splits[static_cast<std::size_t>(i + 1)] - splits[static_cast<std::size_t>(i)] > 1;
   }
-  r.mode = choose_decode_mode(sh.b, sh.s_q, sh.h_q, sh.topk, sh.has_extra, sh.extra_topk, dev.sm_count,
-                              decode_work(len.data(), sh.b, sh.topk, sh.has_extra ? elen.data() : nullptr, sh.extra_topk))
-               .mode;
+  r.mode =
+      choose_decode_mode(sh.b, sh.s_q, sh.h_q, sh.topk, sh.has_extra, sh.extra_topk, dev.sm_count,
+                         decode_work(len.data(), sh.b, sh.topk, sh.has_extra ? elen.data() : nullptr, sh.extra_topk))
+          .mode;
   double main_rows = 0, extra_rows = 0;
   for (std::size_t i = 0; i < len.size(); ++i) {
     main_rows += std::min(len[i], sh.topk);
@@ -238,11 +240,12 @@ DecodeBenchResult bench_decode(const DecodeBenchShape& sh, const DecodeBenchOpti
       if (r.mode == DecodeMode::split_kv) {
         sp.stream = stream;
         r.with_scheduler_median_us = time_graph(
-            [&] {
-              schedule(sp);
-              sparse_decode(p);
-            },
-            opt, stream, flush_ptr).median_us;
+                                         [&] {
+                                           schedule(sp);
+                                           sparse_decode(p);
+                                         },
+                                         opt, stream, flush_ptr)
+                                         .median_us;
       } else {
         r.with_scheduler_median_us = r.median_us;
       }

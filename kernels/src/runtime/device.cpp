@@ -16,12 +16,11 @@ namespace detail {
 
 void cuda_check(cudaError_t e, const char* call, const char* file, int line) {
   if (e == cudaSuccess) return;
-  const bool no_device = e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ||
-                         e == cudaErrorInvalidDevice || e == cudaErrorNoKernelImageForDevice ||
-                         e == cudaErrorUnsupportedPtxVersion;
+  const bool no_device = e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorInvalidDevice ||
+                         e == cudaErrorNoKernelImageForDevice || e == cudaErrorUnsupportedPtxVersion;
   throw Error(no_device ? ErrorKind::no_gpu : ErrorKind::verify_failed,
-              std::string("cuda call failed: ") + call + ": " + cudaGetErrorName(e) + " (" +
-                  cudaGetErrorString(e) + ") at " + file + ":" + std::to_string(line));
+              std::string("cuda call failed: ") + call + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +
+                  ") at " + file + ":" + std::to_string(line));
 }
 
 }  // namespace detail
@@ -74,16 +73,16 @@ std::string device_problem_message(const DeviceProbe& p, std::string_view comman
   const std::string what = cmd + " runs the project's kernels on a local GPU (plan, check and report need none)";
   switch (p.problem) {
     case DeviceProblem::none: return {};
-    case DeviceProblem::no_driver:
-      return "no NVIDIA driver on this machine (the CUDA runtime reports none): " + what;
+    case DeviceProblem::no_driver: return "no NVIDIA driver on this machine (the CUDA runtime reports none): " + what;
     case DeviceProblem::driver_too_old:
-      return "the NVIDIA driver supports CUDA " + cuda_version_text(p.driver_version) + ", older than this build's CUDA " +
-             cuda_version_text(p.runtime_version) + " runtime: update the driver (" + what + ")";
+      return "the NVIDIA driver supports CUDA " + cuda_version_text(p.driver_version) +
+             ", older than this build's CUDA " + cuda_version_text(p.runtime_version) +
+             " runtime: update the driver (" + what + ")";
     case DeviceProblem::no_device:
       return "the NVIDIA driver (CUDA " + cuda_version_text(p.driver_version) + ") finds no CUDA device: " + what;
     case DeviceProblem::other:
-      return "the CUDA runtime could not count the devices (" + (p.detail.empty() ? std::string("no detail") : p.detail) +
-             "): " + what;
+      return "the CUDA runtime could not count the devices (" +
+             (p.detail.empty() ? std::string("no detail") : p.detail) + "): " + what;
   }
   return {};
 }
@@ -163,12 +162,15 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 }
 
 void DeviceBuffer::upload(const void* host, std::size_t bytes) {
-  if (bytes > bytes_) throw_usage("DeviceBuffer::upload: " + std::to_string(bytes) + " bytes into a buffer of " + std::to_string(bytes_));
+  if (bytes > bytes_)
+    throw_usage("DeviceBuffer::upload: " + std::to_string(bytes) + " bytes into a buffer of " + std::to_string(bytes_));
   if (bytes != 0) MLAPLAN_CUDA_CHECK(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice));
 }
 
 void DeviceBuffer::download(void* host, std::size_t bytes) const {
-  if (bytes > bytes_) throw_usage("DeviceBuffer::download: " + std::to_string(bytes) + " bytes from a buffer of " + std::to_string(bytes_));
+  if (bytes > bytes_)
+    throw_usage("DeviceBuffer::download: " + std::to_string(bytes) + " bytes from a buffer of " +
+                std::to_string(bytes_));
   if (bytes != 0) MLAPLAN_CUDA_CHECK(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost));
 }
 

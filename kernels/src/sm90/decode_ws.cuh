@@ -38,9 +38,9 @@ using W9 = DecodeSm90WsSmem;
 /// The blocks of request r that this CTA walks, and where its row ids are (both roles compute the
 /// same sequence).
 struct WsRequest {
-  int n_main = 0;  ///< blocks of the main cache
-  int blk0 = 0;    ///< first block (main blocks first, then extra)
-  int blk1 = 0;    ///< one past the last
+  int n_main = 0;       ///< blocks of the main cache
+  int blk0 = 0;         ///< first block (main blocks first, then extra)
+  int blk1 = 0;         ///< one past the last
   std::int64_t bs = 0;  ///< request x s_q + query token
   int s = 0;            ///< the query token
   std::int32_t main_limit = 0;
@@ -78,7 +78,8 @@ struct WsTrace {
   }
   __device__ __forceinline__ void operator()(int event) {
 #if defined(MLAPLAN_WS_TRACE)
-    if (slot >= 0 && n < 512) g_ws_trace[slot / 3][slot % 3][n++] = (static_cast<unsigned long long>(clock64()) << 8) | event;
+    if (slot >= 0 && n < 512)
+      g_ws_trace[slot / 3][slot % 3][n++] = (static_cast<unsigned long long>(clock64()) << 8) | event;
 #else
     (void)event;
 #endif
@@ -226,7 +227,8 @@ __device__ __forceinline__ void ws_store_o_staged(const DecodeParams& p, const f
   named_barrier_sync(bar_id, 128);
   // A warp writes one 512-byte row segment per instruction.
   std::uint16_t* const dst = split ? p.o_accum : p.out;
-  const std::int64_t row0 = split ? (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + head0 : bs * p.h_q + head0;
+  const std::int64_t row0 =
+      split ? (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + head0 : bs * p.h_q + head0;
 #pragma unroll 4
   for (int i = 0; i < 16; ++i) {
     const int idx = 128 * i + tw;
@@ -250,9 +252,9 @@ __device__ __forceinline__ void ws_store_o_staged(const DecodeParams& p, const f
 /// Stores to the other CTAs carry no latency chain, and nothing remote is read, so no CTA waits
 /// for another to finish reading it. Called by the 256 math threads after both warpgroups' last
 /// wgmma has retired; the producers take part in both cluster barriers.
-__device__ __forceinline__ void ws_cluster_combine(const DecodeParams& p, const float (&o)[128], const float (&l_row)[2],
-                                                   const float (&m_run)[2], std::int64_t bs, int head0, int wg,
-                                                   std::uint8_t* smem, WsTrace& tr) {
+__device__ __forceinline__ void ws_cluster_combine(const DecodeParams& p, const float (&o)[128],
+                                                   const float (&l_row)[2], const float (&m_run)[2], std::int64_t bs,
+                                                   int head0, int wg, std::uint8_t* smem, WsTrace& tr) {
   const int tid = static_cast<int>(threadIdx.x);  // 0 .. 255
   const int tw = tid & 127;
   const int wq = tw >> 5;
@@ -278,7 +280,7 @@ __device__ __forceinline__ void ws_cluster_combine(const DecodeParams& p, const 
     // fragments j = 2jj, 2jj + 1 the even lane stores the first, the odd lane the second.
 #pragma unroll
     for (int jj = 0; jj < 16; ++jj) {
-      const float2 e0 = make_float2(o[8 * jj + 2 * h], o[8 * jj + 2 * h + 1]);      // j = 2 jj
+      const float2 e0 = make_float2(o[8 * jj + 2 * h], o[8 * jj + 2 * h + 1]);          // j = 2 jj
       const float2 e1 = make_float2(o[8 * jj + 4 + 2 * h], o[8 * jj + 4 + 2 * h + 1]);  // j = 2 jj + 1
       const float2 give = odd ? e0 : e1;
       float2 got;
@@ -337,7 +339,8 @@ __device__ __forceinline__ void ws_cluster_combine(const DecodeParams& p, const 
       acc.w += wc * v.w;
     }
     const std::int64_t orow = bs * p.h_q + head0 + rank * rows + i;
-    *reinterpret_cast<uint2*>(p.out + orow * 512 + 4 * u) = make_uint2(pack_bf16x2(acc.x, acc.y), pack_bf16x2(acc.z, acc.w));
+    *reinterpret_cast<uint2*>(p.out + orow * 512 + 4 * u) =
+        make_uint2(pack_bf16x2(acc.x, acc.y), pack_bf16x2(acc.z, acc.w));
   }
 }
 #endif  // MLAPLAN_SM90A_WGMMA
@@ -444,7 +447,8 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {
         wgmma_m64n128k16_ss_tb(o, desc_add(p_desc_other, 2 * ks), desc_add(vd, (ks * 2048) >> 4));
-        wgmma_m64n128k16_ss_tb(o + 64, desc_add(p_desc_other, 2 * ks), desc_add(vd, (2 * W9::kChunkBytes + ks * 2048) >> 4));
+        wgmma_m64n128k16_ss_tb(o + 64, desc_add(p_desc_other, 2 * ks),
+                               desc_add(vd, (2 * W9::kChunkBytes + ks * 2048) >> 4));
       }
       wgmma_commit();
       wgmma_wait<0>();
@@ -484,7 +488,8 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
         if (n0 != 0x0F0F0F0F0F0F0F0Full || n1 != 0x0F0F0F0F0F0F0F0Full) {
           kmask = 0ull;
 #pragma unroll
-          for (int b = 0; b < 8; ++b) kmask |= (((n0 >> (8 * b)) & 0xFull) << (4 * b)) | (((n1 >> (8 * b)) & 0xFull) << (32 + 4 * b));
+          for (int b = 0; b < 8; ++b)
+            kmask |= (((n0 >> (8 * b)) & 0xFull) << (4 * b)) | (((n1 >> (8 * b)) & 0xFull) << (32 + 4 * b));
         }
       } else {
         kmask = *reinterpret_cast<const std::uint64_t*>(masks + wg * 16);
@@ -505,7 +510,8 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const int row = row0 + 8 * h;
-              *reinterpret_cast<std::uint32_t*>(my_slot + row * 128 + (((2 * ks + jj) ^ g) << 4) + 4 * t4) = pa[ks][2 * jj + h];
+              *reinterpret_cast<std::uint32_t*>(my_slot + row * 128 + (((2 * ks + jj) ^ g) << 4) + 4 * t4) =
+                  pa[ks][2 * jj + h];
             }
           }
         }
@@ -552,7 +558,8 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
       ws_cluster_combine(p, o, l_row, m_run, q.bs, w.head0, wg, smem, tr);
     } else {
       const int split_idx = split ? p.num_splits[r] + (r == w.begin_req ? w.begin_split : 0) : 0;
-      ws_store_o_staged(p, o, l_row, m_run, q.bs, q.s, split, split_idx, w.head0, wg, sQ + wg * (W9::kTileBytes / 2), 1 + wg);
+      ws_store_o_staged(p, o, l_row, m_run, q.bs, q.s, split, split_idx, w.head0, wg, sQ + wg * (W9::kTileBytes / 2),
+                        1 + wg);
     }
     tr(18);
   }
@@ -571,16 +578,16 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
   extern __shared__ __align__(1024) std::uint8_t smem_raw[];
   std::uint8_t* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
   const int tid = static_cast<int>(threadIdx.x);
-  const int wg = tid >> 7;        // 0, 1: math (head dims 256 wg ..); 2: producer
+  const int wg = tid >> 7;  // 0, 1: math (head dims 256 wg ..); 2: producer
   const int lane = tid & 31;
   const int part = static_cast<int>(blockIdx.x);
   const int s = static_cast<int>(blockIdx.y);
   const int head0 = static_cast<int>(blockIdx.z) * W9::kHeads;
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 
-  std::uint8_t* masks = smem + W9::mask;  // [buffer][16]: row validity (DecodeSm90WsSmem::mask)
-  const std::uint32_t bar_full = smem_addr(smem + W9::bars);                  // + 8 buf
-  const std::uint32_t bar_empty = bar_full + 16;                              // + 8 buf
+  std::uint8_t* masks = smem + W9::mask;                      // [buffer][16]: row validity (DecodeSm90WsSmem::mask)
+  const std::uint32_t bar_full = smem_addr(smem + W9::bars);  // + 8 buf
+  const std::uint32_t bar_empty = bar_full + 16;              // + 8 buf
   // kPair (h_q 128): the two CTAs of a cluster (grid z 0 and 1: the two 64-head halves of the same
   // records) each gather and dequantise half of every block's rows, into both CTAs' K buffers:
   // `full` then counts both CTAs' producers, `empty` both CTAs' math threads.
@@ -655,14 +662,17 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
     tr(0);
     // Row id -> page: a shift where the page size is a power of two (every layout mla-plan plans),
     // a division otherwise.
-    const int sh_main = (p.main.page_block_size & (p.main.page_block_size - 1)) == 0 ? __ffs(p.main.page_block_size) - 1 : -1;
+    const int sh_main =
+        (p.main.page_block_size & (p.main.page_block_size - 1)) == 0 ? __ffs(p.main.page_block_size) - 1 : -1;
     const int sh_extra = kHasExtra && (p.extra.page_block_size & (p.extra.page_block_size - 1)) == 0
                              ? __ffs(p.extra.page_block_size) - 1
                              : -1;
     // Valid ids: 0 <= id < rows, i.e. unsigned(id) < min(rows, 2^31) (a 32-bit compare).
-    const std::uint32_t rows_main = static_cast<std::uint32_t>(min(p.main.num_pages * p.main.page_block_size, std::int64_t{1} << 31));
+    const std::uint32_t rows_main =
+        static_cast<std::uint32_t>(min(p.main.num_pages * p.main.page_block_size, std::int64_t{1} << 31));
     const std::uint32_t rows_extra =
-        kHasExtra ? static_cast<std::uint32_t>(min(p.extra.num_pages * p.extra.page_block_size, std::int64_t{1} << 31)) : 0u;
+        kHasExtra ? static_cast<std::uint32_t>(min(p.extra.num_pages * p.extra.page_block_size, std::int64_t{1} << 31))
+                  : 0u;
     for (int r = begin_req; r <= end_req && r < p.b; ++r) {
       const WsRequest q = ws_request<kHasExtra>(p, r, s, begin_req, end_req, begin_block, end_block);
       const std::int32_t* idx_main = p.indices + q.bs * p.topk;
@@ -698,7 +708,7 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
       };
       // This thread's part of row `a` into registers (unit k in raw[k]; the RoPE unit's second 16
       // bytes in raw[kU]). Rows without a valid id load nothing and dequantise zeros (0 x scale = 0).
-      auto load_row = [&](const RowAt& a, uint4 (&raw)[kU + 1], uint2& sc) {
+      auto load_row = [&](const RowAt& a, uint4(&raw)[kU + 1], uint2& sc) {
         sc = make_uint2(0u, 0u);
 #pragma unroll
         for (int k = 0; k <= kU; ++k) raw[k] = make_uint4(0u, 0u, 0u, 0u);
@@ -739,8 +749,9 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
       if (r > begin_req) {
         // This request's Q slice (64 heads x 1 KiB, contiguous) into L2: the math loads it after
         // the previous request's last blocks and epilogue.
-        const std::uint8_t* qn = reinterpret_cast<const std::uint8_t*>(p.q + (q.bs * p.h_q + blockIdx.z * W9::kHeads) * 512) +
-                                 128 * (threadIdx.x - 256);
+        const std::uint8_t* qn =
+            reinterpret_cast<const std::uint8_t*>(p.q + (q.bs * p.h_q + blockIdx.z * W9::kHeads) * 512) +
+            128 * (threadIdx.x - 256);
         asm volatile("prefetch.global.L2 [%0];\n" ::"l"(qn));
         asm volatile("prefetch.global.L2 [%0];\n" ::"l"(qn + 32768));
       }
@@ -809,11 +820,12 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
           __syncwarp();
           if (lane == 0) {
             mbar_arrive_expect_tx(bar_full + 8 * buf, 4096u);
-            const std::uint32_t off = static_cast<std::uint32_t>(W9::k + buf * W9::kTileBytes + (32 * rank + 4 * pw) * 128);
+            const std::uint32_t off =
+                static_cast<std::uint32_t>(W9::k + buf * W9::kTileBytes + (32 * rank + 4 * pw) * 128);
 #pragma unroll
             for (int c = 0; c < 8; ++c)
-              bulk_copy_to_cluster(peer_smem + off + c * W9::kChunkBytes, smem_addr(smem) + off + c * W9::kChunkBytes, 512u,
-                                   peer_full + 8 * buf);
+              bulk_copy_to_cluster(peer_smem + off + c * W9::kChunkBytes, smem_addr(smem) + off + c * W9::kChunkBytes,
+                                   512u, peer_full + 8 * buf);
           }
         } else {
           fence_proxy_async();  // the tile (generic writes) -> the math warpgroups' wgmma
@@ -840,8 +852,8 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
 
   // ------------------------------------------------------------------ math
   setmaxnreg_inc<W9::kMathRegs>();
-  const WsWork work{begin_req, end_req, begin_block, end_block, begin_split, first_split, last_split, s, head0,
-                    bar_full, bar_empty};
+  const WsWork work{begin_req,  end_req, begin_block, end_block, begin_split, first_split,
+                    last_split, s,       head0,       bar_full,  bar_empty};
   ws_math_seesaw<kHasExtra, kPair, kCSplit>(p, smem, work);
 #elif defined(__CUDA_ARCH__)
   // Compiled for sm_100a too; the host launches this kernel on compute capability 9.0 only.

@@ -10,8 +10,8 @@ namespace mlaplan::kernels::detail {
 /// head0 .., copied (cp.async, not yet committed) into the sm_90a kernels' Q tile: 8 chunks of 64
 /// dims x 64 rows, 128-byte rows swizzled (16-byte unit u of row r at u ^ (r & 7)), the layout
 /// wgmma reads. By the 128 threads of warpgroup wg (wt = thread in the warpgroup).
-__device__ __forceinline__ void issue_q_half_sw128(const DecodeParams& p, std::uint8_t* sQ, std::int64_t bs,
-                                                   int head0, int wg, int wt) {
+__device__ __forceinline__ void issue_q_half_sw128(const DecodeParams& p, std::uint8_t* sQ, std::int64_t bs, int head0,
+                                                   int wg, int wt) {
   constexpr int kChunk = 64 * 128;
   const std::uint16_t* qsrc = p.q + (bs * p.h_q + head0) * 512 + 256 * wg;
 #pragma unroll
