@@ -18,6 +18,7 @@
 #include "mlaplan/error.hpp"
 #include "mlaplan/verify.hpp"
 #include "verify_output.hpp"
+#include "rule_testing.hpp"
 
 using namespace mlaplan;
 
@@ -25,15 +26,8 @@ namespace {
 
 std::filesystem::path out_dir;
 
-ModelConfig released(const std::string& name) {
-  return load_config(std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + name);
-}
-
-Target gpu(const std::string& id) {
-  TargetRequest r;
-  r.gpu = id;
-  return resolve_target(r);
-}
+using testing_rules::gpu;
+using testing_rules::released;
 
 void write(const std::string& name, const std::string& text) {
   std::ofstream out(out_dir / name, std::ios::binary);

@@ -11,21 +11,15 @@
 #include "mlaplan/bench.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan/version.hpp"
+#include "rule_testing.hpp"
 
 using namespace mlaplan;
 using testing_devices::FakeBenchDevice;
 
 namespace {
 
-ModelConfig released(const std::string& name) {
-  return load_config(std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + name);
-}
-
-Target gpu(const std::string& id) {
-  TargetRequest r;
-  r.gpu = id;
-  return resolve_target(r);
-}
+using testing_rules::gpu;
+using testing_rules::released;
 
 }  // namespace
 

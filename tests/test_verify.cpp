@@ -14,20 +14,14 @@
 #include "mlaplan/verify.hpp"
 #include "mlaplan/version.hpp"
 #include "verify_output.hpp"
+#include "rule_testing.hpp"
 
 using namespace mlaplan;
 
 namespace {
 
-ModelConfig released(const std::string& name) {
-  return load_config(std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + name);
-}
-
-Target gpu(const std::string& id) {
-  TargetRequest r;
-  r.gpu = id;
-  return resolve_target(r);
-}
+using testing_rules::gpu;
+using testing_rules::released;
 
 VerifyOptions small_batch() {
   VerifyOptions o;
