@@ -327,23 +327,26 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
 
   p.layout = plan_layout(config, topology, p.target, layout_options, Strictness::lenient);
   PlanWeights w = load_plan_weights(config, req);
-  p.fit = plan_fit(config, topology, *p.layout, std::move(w.report), w.source, w.how, req);
-  if (w.files) p.fit->files = std::move(w.files);
   // A target no backend of the family runs on: vLLM stops before it budgets memory. No fit, and no
-  // "would fit" on more of the same GPU.
-  for (const auto& rr : p.rules) {
-    if (rr.finding.severity == Severity::error && rr.finding.id == "backend.arch") {
-      Fit& f = *p.fit;
-      f.decided = false;
-      f.fits = false;
-      f.no_backend = true;
-      f.suggestions.clear();
-      f.verdict =
-          "not decided: no attention backend runs this model on " + p.target.id + " (" + rr.finding.message + ")";
-      f.error_message = f.verdict;
-      break;
-    }
+  // "would fit" on more of the same GPU (so none is searched for).
+  const auto no_backend = std::find_if(p.rules.begin(), p.rules.end(), [](const RuleResult& rr) {
+    return rr.finding.severity == Severity::error && rr.finding.id == "backend.arch";
+  });
+  if (no_backend == p.rules.end()) {
+    p.fit = plan_fit(config, topology, *p.layout, std::move(w.report), w.source, w.how, req);
+  } else {
+    PlanRequest fit_req = req;
+    fit_req.suggestions = false;
+    p.fit = plan_fit(config, topology, *p.layout, std::move(w.report), w.source, w.how, fit_req);
+    Fit& f = *p.fit;
+    f.decided = false;
+    f.fits = false;
+    f.no_backend = true;
+    f.verdict = "not decided: no attention backend runs this model on " + p.target.id + " (" +
+                no_backend->finding.message + ")";
+    f.error_message = f.verdict;
   }
+  if (w.files) p.fit->files = std::move(w.files);
   const WeightsReport& wr = *p.fit->weights;
   for (const auto& f : wr.findings) {
     if (f.severity != Severity::info) p.findings.push_back(f);
