@@ -479,14 +479,8 @@ std::string render_layout_text(const PlanResult& r) {
       << format_grouped(g.page_bytes) << " B pages";
   }
   o << "\n";
-  const auto& a = l.accounting;
-  o << "\nbytes per token (global, grows with history): " << a.global_rows.str() << " in rows (DeepSeek's accounting), "
-    << a.global_pages.str() << " in pages (the engine's)\n";
-  o << "per request (windows, states): " << human_bytes(a.per_request_rows) << " in rows, "
-    << human_bytes(a.per_request_pages) << " in pages\n";
-  o << "one request at max_model_len " << format_grouped(l.max_model_len) << ": " << format_gib(a.total_rows)
-    << " in rows, " << format_gib(a.total_pages) << " in pages\n";
-
+  // The accounting, as on the first screen.
+  o << render_cache_summary(r);
   return o.str();
 }
 
