@@ -47,16 +47,7 @@ struct FormatTraits<RowFormat::fp8_ds_mla_584> {
   __device__ static void dequant16(const std::uint8_t* row, int lane, uint4 (&out)[2], float) {
     if (lane < 28) {
       const uint4 raw = *reinterpret_cast<const uint4*>(row + 16 * lane);
-      const float scale = ue8m0_to_float(row[576 + lane / 4]);
-      const std::uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
-      std::uint32_t o[8];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        o[2 * i] = e4m3x2_to_bf16x2(w[i] & 0xFFFFu, scale);
-        o[2 * i + 1] = e4m3x2_to_bf16x2(w[i] >> 16, scale);
-      }
-      out[0] = make_uint4(o[0], o[1], o[2], o[3]);
-      out[1] = make_uint4(o[4], o[5], o[6], o[7]);
+      e4m3x16_to_bf16(raw, ue8m0_to_float(row[576 + lane / 4]), out[0], out[1]);
     } else {
       const uint4* rope = reinterpret_cast<const uint4*>(row + 448 + 32 * (lane - 28));
       out[0] = rope[0];
@@ -74,16 +65,7 @@ struct FormatTraits<RowFormat::v41_fp8_528> {
   __device__ static std::int64_t scale_offset(int, std::int64_t t) { return t * 528; }
   __device__ static void dequant16(const std::uint8_t* row, int lane, uint4 (&out)[2], float) {
     const uint4 raw = *reinterpret_cast<const uint4*>(row + 16 * lane);
-    const float scale = ue8m0_to_float(row[512 + lane / 2]);
-    const std::uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
-    std::uint32_t o[8];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      o[2 * i] = e4m3x2_to_bf16x2(w[i] & 0xFFFFu, scale);
-      o[2 * i + 1] = e4m3x2_to_bf16x2(w[i] >> 16, scale);
-    }
-    out[0] = make_uint4(o[0], o[1], o[2], o[3]);
-    out[1] = make_uint4(o[4], o[5], o[6], o[7]);
+    e4m3x16_to_bf16(raw, ue8m0_to_float(row[512 + lane / 2]), out[0], out[1]);
   }
 };
 
