@@ -48,6 +48,11 @@ void setup_verify(CLI::App& app, VerifyCliOptions& opt) {
   add_int_option(*sub, "--tensor-parallel-size,--tp", opt.tensor_parallel_size, "TP size (sets h_q per rank)",
                  parallel_size_range())
       ->group("Parallelism");
+  add_int_option(*sub, "--data-parallel-size,--dp", opt.data_parallel_size,
+                 "DP size of DP attention: each rank runs its share of the batch (with TP x DP > 1, --device lists "
+                 "one device per rank, or one device that runs rank 0)",
+                 parallel_size_range())
+      ->group("Parallelism");
   bind_batch_flags(*sub, opt.batch);
 }
 
@@ -138,6 +143,7 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   batch.read_files();
   vo.batch = batch.options;
   vo.layout.tensor_parallel_size = opt.tensor_parallel_size;
+  vo.layout.data_parallel_size = opt.data_parallel_size;
   vo.layout.attention_backend = opt.attention_backend;
   vo.layout.num_speculative_tokens = opt.batch.options.spec_tokens;
   vo.dtype = opt.dtype;
@@ -145,6 +151,9 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   vo.seed = opt.seed;
   vo.timing_iterations = static_cast<std::int32_t>(opt.iterations);
   check_verify_options(cfg, topo, vo);  // TP, --spec-tokens, the batch and its decode tokens
+  // A TP x DP layout: every rank's share of the batch is checked here too (one request per DP rank).
+  const std::int64_t ranks = verify_rank_count(vo);
+  if (ranks > 1) (void)verify_rank_options(cfg, vo, 0);
 #ifndef MLAPLAN_HAVE_CUDA
   (void)out;
   (void)err;
@@ -155,6 +164,14 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   const std::vector<int> indices = listed_devices(opt.device, err);
   vo.progress = [&err](const std::string& s) { err << s << "\n" << std::flush; };
 
+  // With TP x DP > 1 the devices are the layout's ranks, one each (device k runs rank k), or a
+  // single device runs rank 0.
+  if (ranks > 1 && indices.size() > 1 && static_cast<std::int64_t>(indices.size()) != ranks) {
+    throw_usage("--device lists " + std::to_string(indices.size()) + " devices, but TP " +
+                std::to_string(vo.layout.tensor_parallel_size) + " x DP " +
+                std::to_string(vo.layout.data_parallel_size) + " has " + std::to_string(ranks) +
+                " ranks; list one device per rank (an index may repeat), or one device to run rank 0");
+  }
   std::vector<VerifyGpuInfo> gpus;
   VerifyMultiReport multi;
   if (indices.size() == 1) {
@@ -167,7 +184,12 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
     d.index = gpu.info.index;
     d.name = gpu.info.name;
     d.label = "device " + std::to_string(d.index);
-    d.report = run_verify(cfg, topo, gpu.target, *device, vo);
+    if (ranks > 1) {
+      d.rank = verify_rank(vo, 0);
+      d.report = run_verify(cfg, topo, gpu.target, *device, verify_rank_options(cfg, vo, 0));
+    } else {
+      d.report = run_verify(cfg, topo, gpu.target, *device, vo);
+    }
     d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     d.exit_code = d.report.exit_code;
     d.exit_message = d.report.exit_message;
@@ -191,6 +213,10 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
       e.label = "device " + std::to_string(index) + (n > 1 ? " #" + std::to_string(n) : "");
       e.target = gpu.target;
       e.open = [index] { return open_verify_device(index); };
+      if (ranks > 1) {
+        e.rank = static_cast<std::int64_t>(entries.size());
+        e.label += " (rank " + std::to_string(*e.rank) + ")";
+      }
       entries.push_back(std::move(e));
     }
     multi = run_verify_devices(cfg, topo, entries, vo);

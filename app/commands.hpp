@@ -123,6 +123,7 @@ struct VerifyCliOptions {
   std::uint64_t seed = 20261130;
   std::int64_t iterations = 20;
   std::int64_t tensor_parallel_size = 1;
+  std::int64_t data_parallel_size = 1;  ///< --data-parallel-size: each listed device one rank of TP x DP
   BatchFlags batch;
 };
 void setup_verify(CLI::App& app, VerifyCliOptions& opt);

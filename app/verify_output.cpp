@@ -87,6 +87,10 @@ ojson device_json(const VerifyGpuInfo& g) {
 
 /// The keys of one device's results, in the order the document has them.
 void put_results(ojson& j, const VerifyDeviceReport& d) {
+  if (d.rank) {
+    j["rank"] = {
+        {"rank", d.rank->rank}, {"tp_rank", d.rank->tp_rank}, {"dp_rank", d.rank->dp_rank}, {"ranks", d.rank->ranks}};
+  }
   std::vector<Finding> findings;
   for (const auto& r : d.report.rules) findings.push_back(r.finding);
   j["findings"] = findings_json(findings);
@@ -198,6 +202,7 @@ void write_verify_text(std::ostream& out, const std::string& config, const std::
   if (report.devices.size() == 1 && gpus.size() == 1) {
     const auto& d = report.devices.front();
     out << "mla-plan verify: " << shown_config << " on " << device_head(gpus.front()) << "\n";
+    if (d.rank) out << "  runs " << d.rank->text() << " of the layout: its query heads, its DP rank's requests\n";
     write_findings_and_batch(out, d.report);
     write_matrix(out, d.report, mark_planned);
     write_legend(out, report, mark_planned);
@@ -216,6 +221,7 @@ void write_verify_text(std::ostream& out, const std::string& config, const std::
       continue;
     }
     out << ", " << cell_counts(d.report) << " in " << format_fixed(d.seconds, 1) << " s\n";
+    if (d.rank) out << "  runs " << d.rank->text() << " of the layout\n";
     write_findings_and_batch(out, d.report);
     write_matrix(out, d.report, mark_planned);
   }

@@ -583,6 +583,55 @@ VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Targ
   return report;
 }
 
+std::string VerifyRank::text() const {
+  return "rank " + std::to_string(rank) + " of " + std::to_string(ranks) + " (TP rank " + std::to_string(tp_rank) +
+         ", DP rank " + std::to_string(dp_rank) + ")";
+}
+
+std::int64_t verify_rank_count(const VerifyOptions& options) {
+  const std::int64_t tp = options.layout.tensor_parallel_size, dp = options.layout.data_parallel_size;
+  if (tp < 1 || dp < 1) {
+    throw_usage("verify: --tensor-parallel-size and --data-parallel-size must be >= 1 (got " + std::to_string(tp) +
+                " and " + std::to_string(dp) + ")");
+  }
+  return checked_mul(tp, dp, "TP x DP ranks", ErrorKind::usage);
+}
+
+VerifyRank verify_rank(const VerifyOptions& options, std::int64_t rank) {
+  VerifyRank r;
+  r.ranks = verify_rank_count(options);
+  if (rank < 0 || rank >= r.ranks) {
+    throw_usage("verify: rank " + std::to_string(rank) + " is outside the layout's ranks 0.." +
+                std::to_string(r.ranks - 1) + " (TP " + std::to_string(options.layout.tensor_parallel_size) + " x DP " +
+                std::to_string(options.layout.data_parallel_size) + ")");
+  }
+  r.rank = rank;
+  r.tp_rank = rank % options.layout.tensor_parallel_size;
+  r.dp_rank = rank / options.layout.tensor_parallel_size;
+  return r;
+}
+
+VerifyOptions verify_rank_options(const ModelConfig& cfg, const VerifyOptions& options, std::int64_t rank) {
+  const VerifyRank r = verify_rank(options, rank);
+  const std::int64_t dp = options.layout.data_parallel_size;
+  const std::int64_t mml = options.layout.max_model_len.value_or(cfg.max_position_embeddings);
+  const DecodeBatch whole =
+      make_decode_batch(verify_batch_options(options.batch, mml), mml,
+                        options.layout.max_model_len ? MaxModelLenSource::flag : MaxModelLenSource::config_default);
+  const auto n = static_cast<std::int64_t>(whole.context_lens.size());
+  if (n < dp) {
+    throw_usage("verify: --data-parallel-size " + std::to_string(dp) + " needs at least " + std::to_string(dp) +
+                " requests, one per DP rank (the batch has " + std::to_string(n) + ")");
+  }
+  VerifyOptions o = options;
+  o.batch = BatchOptions{};
+  o.batch.spec_tokens = options.batch.spec_tokens;
+  for (std::int64_t i = r.dp_rank; i < n; i += dp) o.batch.context_lens.push_back(whole.context_lens[i]);
+  // Rank 0 keeps the seed; the others draw their own inputs.
+  o.seed = options.seed ^ (static_cast<std::uint64_t>(rank) * 0x9E3779B97F4A7C15ull);
+  return o;
+}
+
 VerifyMultiReport run_verify_devices(const ModelConfig& cfg, const Topology& topo,
                                      const std::vector<VerifyDeviceEntry>& devices, const VerifyOptions& options) {
   // Whatever does not depend on a device fails here, once, on this thread.
@@ -600,6 +649,12 @@ VerifyMultiReport run_verify_devices(const ModelConfig& cfg, const Topology& top
     multi.devices[i].index = devices[i].index;
     multi.devices[i].name = devices[i].name;
     multi.devices[i].label = label;
+    if (devices[i].rank) {
+      // A bad rank or too small a batch fails here, on this thread, before any device runs.
+      multi.devices[i].rank = verify_rank(options, *devices[i].rank);
+      per_device[i] = verify_rank_options(cfg, options, *devices[i].rank);
+      check_verify_options(cfg, topo, per_device[i]);
+    }
     if (options.progress) {
       per_device[i].progress = [&progress_mutex, &progress = options.progress, label](const std::string& line) {
         const std::lock_guard<std::mutex> lock(progress_mutex);

@@ -129,6 +129,38 @@ void verify_samples() {
     write("verify-devices.json",
           cli::verify_json("deepseek-v4.1-flash.json", {verify_gpu(t, 0), verify_gpu(t, 1)}, multi, "planned"));
   }
+  {
+    // TP 2 x DP 2: four host devices, each one rank (run_verify_devices), and one device alone
+    // running rank 0.
+    const auto cfg = released("deepseek-v4.1-flash.json");
+    const auto topo = build_topology(cfg);
+    const Target t = gpu("h200");
+    auto o = small_batch();
+    o.kv_cache_dtypes = {"fp8_ds_mla"};
+    o.layout.tensor_parallel_size = 2;
+    o.layout.data_parallel_size = 2;
+    std::vector<VerifyDeviceEntry> entries;
+    for (int k = 0; k < 4; ++k) {
+      VerifyDeviceEntry e;
+      e.index = 0;
+      e.name = "Host verify device";
+      e.label = "device 0 #" + std::to_string(k + 1) + " (rank " + std::to_string(k) + ")";
+      e.target = t;
+      e.rank = k;
+      e.open = [] { return make_host_verify_device(); };
+      entries.push_back(std::move(e));
+    }
+    const VerifyMultiReport multi = run_verify_devices(cfg, topo, entries, o);
+    write("verify-ranks.json",
+          cli::verify_json("deepseek-v4.1-flash.json",
+                           {verify_gpu(t, 0), verify_gpu(t, 0), verify_gpu(t, 0), verify_gpu(t, 0)}, multi, "planned"));
+    auto dev = make_host_verify_device();
+    VerifyMultiReport one;
+    one.devices.push_back(device_report(run_verify(cfg, topo, t, *dev, verify_rank_options(cfg, o, 0)), 0));
+    one.devices.front().rank = verify_rank(o, 0);
+    one.exit_code = one.devices.front().exit_code;
+    write("verify-rank0.json", cli::verify_json("deepseek-v4.1-flash.json", {verify_gpu(t, 0)}, one, "planned"));
+  }
 }
 
 void bench_one(const std::string& name, const std::string& config, const std::string& target,

@@ -473,6 +473,86 @@ TEST_CASE("verify on several devices: one thread each, results in listed order, 
   }
 }
 
+TEST_CASE("verify of a TP x DP layout: each device one rank, its heads and its DP rank's requests",
+          "[verify][devices][ranks]") {
+  const auto cfg = released("deepseek-v4.1-flash.json");
+  const auto topo = build_topology(cfg);
+  auto opts = small_batch();
+  opts.kv_cache_dtypes = {"fp8_ds_mla"};
+  opts.batch.context_lens = {1, 130, 700, 4000, 9000};
+  opts.layout.tensor_parallel_size = 2;
+  opts.layout.data_parallel_size = 2;
+  CHECK(verify_rank_count(opts) == 4);
+  // rank = dp_rank x TP + tp_rank; DP rank d takes requests d, d + 2, ...
+  const VerifyRank r3 = verify_rank(opts, 3);
+  CHECK(r3.tp_rank == 1);
+  CHECK(r3.dp_rank == 1);
+  CHECK(r3.text() == "rank 3 of 4 (TP rank 1, DP rank 1)");
+  const auto o0 = verify_rank_options(cfg, opts, 0);
+  const auto o1 = verify_rank_options(cfg, opts, 1);
+  const auto o2 = verify_rank_options(cfg, opts, 2);
+  CHECK(o0.batch.context_lens == std::vector<std::int64_t>{1, 700, 9000});
+  CHECK(o1.batch.context_lens == o0.batch.context_lens);  // the same DP rank, the other TP rank
+  CHECK(o2.batch.context_lens == std::vector<std::int64_t>{130, 4000});
+  CHECK(o0.seed == opts.seed);
+  CHECK(o1.seed != o0.seed);
+  CHECK(o2.seed != o1.seed);
+  CHECK(o2.layout.tensor_parallel_size == 2);
+  // The default mix (37 requests) is what gets shared when no batch is given.
+  auto no_batch = opts;
+  no_batch.batch = BatchOptions{};
+  no_batch.layout.data_parallel_size = 8;
+  no_batch.layout.tensor_parallel_size = 1;
+  CHECK(verify_rank_options(cfg, no_batch, 0).batch.context_lens.size() == 5);  // 37 = 4 x 8 + 5
+  CHECK(verify_rank_options(cfg, no_batch, 7).batch.context_lens.size() == 4);
+  // Errors name the values.
+  CHECK_THROWS_WITH(verify_rank(opts, 4), "verify: rank 4 is outside the layout's ranks 0..3 (TP 2 x DP 2)");
+  auto few = opts;
+  few.layout.data_parallel_size = 8;
+  CHECK_THROWS_WITH(verify_rank_options(cfg, few, 0),
+                    "verify: --data-parallel-size 8 needs at least 8 requests, one per DP rank (the batch has 5)");
+
+  // Four devices (host ones), all at once, each its rank: TP 2 gives 32 heads per rank, padded to
+  // 64; one device's faulty kernels do not hide the others.
+  std::vector<VerifyDeviceEntry> devices;
+  for (int k = 0; k < 4; ++k) {
+    VerifyDeviceEntry e;
+    e.index = k;
+    e.label = "device " + std::to_string(k) + " (rank " + std::to_string(k) + ")";
+    e.target = gpu("h200");
+    e.rank = k;
+    if (k == 2) {
+      e.open = [] { return make_host_verify_device([](VerifyRun& r) { r.out[3] = 0x3F80; }); };
+    } else {
+      e.open = [] { return make_host_verify_device(); };
+    }
+    devices.push_back(std::move(e));
+  }
+  const auto r = run_verify_devices(cfg, topo, devices, opts);
+  REQUIRE(r.devices.size() == 4);
+  for (int k = 0; k < 4; ++k) {
+    const auto& d = r.devices[static_cast<std::size_t>(k)];
+    INFO(d.label);
+    REQUIRE(d.rank.has_value());
+    CHECK(d.rank->rank == k);
+    CHECK(d.rank->dp_rank == k / 2);
+    CHECK(d.report.batch.context_lens.size() == (k / 2 == 0 ? 3u : 2u));
+    REQUIRE(d.report.cells.size() == 3);
+    for (const auto& c : d.report.cells) {
+      CHECK(c.h_q == 64);  // 64 heads / TP 2 = 32, padded for the kernel
+      CHECK(c.status == (k == 2 ? VerifyStatus::fail : VerifyStatus::pass));
+    }
+    CHECK(d.exit_code == (k == 2 ? 5 : 0));
+  }
+  CHECK(r.exit_code == 5);
+  CHECK_THAT(r.exit_message, Catch::StartsWith("device 2 (rank 2): "));
+  // Too few requests for the DP ranks: a usage error before any device runs.
+  auto small = opts;
+  small.batch.context_lens = {1};
+  CHECK_THROWS_WITH(run_verify_devices(cfg, topo, devices, small),
+                    "verify: --data-parallel-size 2 needs at least 2 requests, one per DP rank (the batch has 1)");
+}
+
 // ------------------------------------------------------------------ what verify prints
 
 TEST_CASE("verify's matrix: the mode asked, as run, the launch and the fallback", "[verify][output]") {

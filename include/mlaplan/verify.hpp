@@ -205,12 +205,37 @@ void check_verify_options(const ModelConfig& cfg, const Topology& topo, const Ve
 VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Target& target, VerifyDevice& device,
                         const VerifyOptions& options);
 
+/// One GPU rank of a TP x DP layout (options.layout's tensor_parallel_size x data_parallel_size):
+/// rank = dp_rank x TP + tp_rank, as vLLM numbers the ranks of DP attention.
+struct VerifyRank {
+  std::int64_t rank = 0;
+  std::int64_t tp_rank = 0;
+  std::int64_t dp_rank = 0;
+  std::int64_t ranks = 1;    ///< TP x DP
+  std::string text() const;  ///< "rank 3 of 8 (TP rank 1, DP rank 1)"
+};
+
+/// TP x DP of the options' layout (each >= 1, checked).
+std::int64_t verify_rank_count(const VerifyOptions& options);
+
+/// What rank `rank` of the layout runs: the same layout, so the same query heads per rank after
+/// TP and their padding and the same replicated caches; its DP rank's share of the batch under DP
+/// attention (requests i with i % DP == dp_rank, in their order: the batch as given, or the
+/// default mix); and the seed advanced by the rank, so that every rank draws its own inputs.
+/// Error(usage) for a rank outside 0 .. TP x DP - 1, or a batch with fewer requests than DP ranks
+/// (naming both).
+VerifyOptions verify_rank_options(const ModelConfig& cfg, const VerifyOptions& options, std::int64_t rank);
+VerifyRank verify_rank(const VerifyOptions& options, std::int64_t rank);  ///< Error(usage) as above
+
 /// One device of `verify --device all|0,1|0,0`: what it is, and how to open it.
 struct VerifyDeviceEntry {
   int index = 0;
   std::string name;   ///< e.g. "NVIDIA H200"
   std::string label;  ///< how progress lines and messages name it: "device 0" ("device 0 #2" when listed again)
   Target target;      ///< the planning target of the device
+  /// The rank of the layout this device runs (verify_rank_options); none: the whole batch, as on
+  /// one GPU.
+  std::optional<std::int64_t> rank;
   /// Opens the device's VerifyDevice; called on the device's own thread (a CUDA device's current
   /// device is per thread). May throw.
   std::function<std::unique_ptr<VerifyDevice>()> open;
@@ -221,11 +246,12 @@ struct VerifyDeviceReport {
   int index = 0;
   std::string name;
   std::string label;
-  VerifyReport report;       ///< its cells; empty when `error` is set
-  std::string error;         ///< "" or what escaped: opening the device or run_verify threw
-  int exit_code = 0;         ///< report.exit_code, or the error's exit code
-  std::string exit_message;  ///< "" or the reason of a non-zero exit code
-  double seconds = 0;        ///< wall time of the device's thread
+  std::optional<VerifyRank> rank;  ///< the rank it ran, when it ran one
+  VerifyReport report;             ///< its cells; empty when `error` is set
+  std::string error;               ///< "" or what escaped: opening the device or run_verify threw
+  int exit_code = 0;               ///< report.exit_code, or the error's exit code
+  std::string exit_message;        ///< "" or the reason of a non-zero exit code
+  double seconds = 0;              ///< wall time of the device's thread
 };
 
 struct VerifyMultiReport {
