@@ -51,7 +51,8 @@ std::string render_kv_tiers_text(const PlanResult& r, bool details) {
   // Prefix cache: the hit rule and what one cached prompt keeps.
   o << "  prefix cache: hits in multiples of " << format_grouped(rule.scheduler_block_size)
     << " tokens; the shortest prompt that hits is " << format_grouped(rule.min_hit_prompt_len) << " tokens";
-  if (rule.eagle_drop_tokens > 0) o << " (with the draft's " << format_grouped(rule.eagle_drop_tokens) << "-token drop)";
+  if (rule.eagle_drop_tokens > 0)
+    o << " (with the draft's " << format_grouped(rule.eagle_drop_tokens) << "-token drop)";
   o << "; a cached prompt of " << format_grouped(pc.max_model_len) << " tokens keeps "
     << format_grouped(pc.cached_blocks_per_prompt) << " blocks (" << format_gib(pc.cached_bytes_per_prompt)
     << " per GPU)";
@@ -99,8 +100,8 @@ std::string render_kv_tiers_text(const PlanResult& r, bool details) {
       << format_grouped(ho.slot_bytes) << " B\n";
     if (!ho.refusal.empty()) o << "    the connector's assertion: " << printable(ho.refusal) << "\n";
     char line[256];
-    std::snprintf(line, sizeof line, "    %5s  %-14s %6s %6s %9s %6s %9s %14s %14s %12s %14s\n", "group", "kind", "block",
-                  "specs", "cacheable", "draft", "hit needs", "cached blocks", "dense blocks", "host B/blk",
+    std::snprintf(line, sizeof line, "    %5s  %-14s %6s %6s %9s %6s %9s %14s %14s %12s %14s\n", "group", "kind",
+                  "block", "specs", "cacheable", "draft", "hit needs", "cached blocks", "dense blocks", "host B/blk",
                   "host B/request");
     o << line;
     for (std::size_t i = 0; i < pc.groups.size(); ++i) {
@@ -119,7 +120,8 @@ std::string render_kv_tiers_text(const PlanResult& r, bool details) {
     }
     o << "    (scheduler block " << format_grouped(rule.scheduler_block_size) << ", hash block "
       << format_grouped(rule.hash_block_size) << " with prefix caching, tokens_per_hash "
-      << format_grouped(ho.tokens_per_hash) << " with the offloading connector; docs/prefix-cache.md, docs/offload.md)\n";
+      << format_grouped(ho.tokens_per_hash)
+      << " with the offloading connector; docs/prefix-cache.md, docs/offload.md)\n";
   }
   return o.str();
 }

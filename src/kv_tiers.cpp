@@ -108,9 +108,9 @@ PrefixHitRule prefix_hit_rule(const std::vector<PrefixGroupBlock>& groups, bool 
     }
   }
   r.min_hit_tokens = r.scheduler_block_size;
-  r.min_hit_prompt_len = checked_add(checked_add(r.scheduler_block_size, r.eagle_drop_tokens, "the prefix hit length",
-                                                 ErrorKind::usage),
-                                     1, "the prefix hit length", ErrorKind::usage);
+  r.min_hit_prompt_len =
+      checked_add(checked_add(r.scheduler_block_size, r.eagle_drop_tokens, "the prefix hit length", ErrorKind::usage),
+                  1, "the prefix hit length", ErrorKind::usage);
   return r;
 }
 
@@ -156,8 +156,8 @@ PrefixCachePlan plan_prefix_cache(const std::vector<VllmKvConfig>& stages, const
   p.rule = prefix_hit_rule(blocks, o.speculative);
   const std::int64_t sched = p.rule.scheduler_block_size;
   const bool any_eagle = std::any_of(p.groups.begin(), p.groups.end(), [](const auto& g) { return g.eagle; });
-  const bool any_sliding =
-      std::any_of(p.groups.begin(), p.groups.end(), [](const auto& g) { return g.kind == VllmSpecKind::sliding_window; });
+  const bool any_sliding = std::any_of(p.groups.begin(), p.groups.end(),
+                                       [](const auto& g) { return g.kind == VllmSpecKind::sliding_window; });
 
   // The start-up checks of KVCacheCoordinator.__init__.
   const std::int64_t r = o.retention_interval;
@@ -174,9 +174,9 @@ PrefixCachePlan plan_prefix_cache(const std::vector<VllmKvConfig>& stages, const
                          ").");
   }
   if (o.speculative && o.multi_module_draft && sched < o.num_speculative_tokens) {
-    p.refusals.push_back("Multi-module MTP with prefix caching requires scheduler_block_size (=" +
-                         std::to_string(sched) + ") >= num_speculative_tokens (=" +
-                         std::to_string(o.num_speculative_tokens) + ").");
+    p.refusals.push_back(
+        "Multi-module MTP with prefix caching requires scheduler_block_size (=" + std::to_string(sched) +
+        ") >= num_speculative_tokens (=" + std::to_string(o.num_speculative_tokens) + ").");
   }
 
   const std::int64_t L = kv.max_model_len;
@@ -191,8 +191,7 @@ PrefixCachePlan plan_prefix_cache(const std::vector<VllmKvConfig>& stages, const
       }
       case VllmSpecKind::sliding_window: {
         g.hit_blocks = cdiv(std::max<std::int64_t>(g.sliding_window - 1, 0), g.block_size) + (eagle_lookup ? 1 : 0);
-        g.dense_cached_blocks =
-            sliding_cached_blocks(L, g.block_size, g.hit_blocks, eagle_lookup, sched, std::nullopt);
+        g.dense_cached_blocks = sliding_cached_blocks(L, g.block_size, g.hit_blocks, eagle_lookup, sched, std::nullopt);
         // A refused interval starts no engine: the dense figure stands for "not known better".
         g.cached_blocks = retention_ok ? sliding_cached_blocks(L, g.block_size, g.hit_blocks, eagle_lookup, sched, r)
                                        : g.dense_cached_blocks;
@@ -200,7 +199,8 @@ PrefixCachePlan plan_prefix_cache(const std::vector<VllmKvConfig>& stages, const
       }
       case VllmSpecKind::ring: break;  // not prefix-cacheable: never registered
     }
-    p.cached_blocks_per_prompt = checked_add(p.cached_blocks_per_prompt, g.cached_blocks, "cached blocks", ErrorKind::usage);
+    p.cached_blocks_per_prompt =
+        checked_add(p.cached_blocks_per_prompt, g.cached_blocks, "cached blocks", ErrorKind::usage);
     p.dense_cached_blocks_per_prompt =
         checked_add(p.dense_cached_blocks_per_prompt, g.dense_cached_blocks, "cached blocks", ErrorKind::usage);
   }
@@ -232,8 +232,9 @@ HostOffloadPlan plan_host_offload(const std::vector<VllmKvConfig>& stages, std::
       for (auto si : st.groups[gi].specs) {
         stage_bytes = checked_add(stage_bytes, st.specs[si].unpadded_page_bytes, "host bytes", ErrorKind::usage);
       }
-      hg.unpadded_block_bytes = checked_add(hg.unpadded_block_bytes, checked_mul(stage_bytes, tp, "host bytes", ErrorKind::usage),
-                                            "host bytes", ErrorKind::usage);
+      hg.unpadded_block_bytes =
+          checked_add(hg.unpadded_block_bytes, checked_mul(stage_bytes, tp, "host bytes", ErrorKind::usage),
+                      "host bytes", ErrorKind::usage);
     }
     if (hg.offloaded) hash = std::gcd(hash, g.block_size);
     std::int64_t blocks = 0;
@@ -257,8 +258,8 @@ HostOffloadPlan plan_host_offload(const std::vector<VllmKvConfig>& stages, std::
   for (const auto& hg : h.groups) {
     if (hg.block_size % h.tokens_per_hash != 0) {
       h.refused_group = hg.group;
-      h.refusal = "tokens_per_block=" + std::to_string(hg.block_size) + " not divisible by tokens_per_hash=" +
-                  std::to_string(h.tokens_per_hash) +
+      h.refusal = "tokens_per_block=" + std::to_string(hg.block_size) +
+                  " not divisible by tokens_per_hash=" + std::to_string(h.tokens_per_hash) +
                   ". Hybrid models (e.g. Mamba+Attention) need --enable-prefix-caching to align block sizes.";
       break;
     }

@@ -226,7 +226,8 @@ TEST_CASE("kv_tiers: plan findings and check guards", "[kv_tiers]") {
     r.guards.prefix_hit_prompt_len = 64;
     const Plan p = make_plan(path, r);
     CHECK(p.exit_code == 4);
-    const auto it = std::find_if(p.findings.begin(), p.findings.end(), [](const Finding& f) { return f.id == "guard.prefix_hit"; });
+    const auto it =
+        std::find_if(p.findings.begin(), p.findings.end(), [](const Finding& f) { return f.id == "guard.prefix_hit"; });
     REQUIRE(it != p.findings.end());
     CHECK(it->message.find("the shortest that can is 65 tokens") != std::string::npos);
   }
@@ -240,7 +241,8 @@ TEST_CASE("kv_tiers: plan findings and check guards", "[kv_tiers]") {
     r.deploy.kv_offloading_size_gib = 100.0;
     const Plan p = make_plan(path, r);
     CHECK(p.exit_code == 3);
-    CHECK(std::any_of(p.findings.begin(), p.findings.end(), [](const Finding& f) { return f.id == "offload.hash_block"; }));
+    CHECK(std::any_of(p.findings.begin(), p.findings.end(),
+                      [](const Finding& f) { return f.id == "offload.hash_block"; }));
   }
   {
     PlanRequest r = req;
@@ -253,6 +255,7 @@ TEST_CASE("kv_tiers: plan findings and check guards", "[kv_tiers]") {
     r.deploy.prefix_cache_retention_interval = 100;
     const Plan p = make_plan(path, r);
     CHECK(p.exit_code == 3);
-    CHECK(std::any_of(p.findings.begin(), p.findings.end(), [](const Finding& f) { return f.id == "prefix_cache.refused"; }));
+    CHECK(std::any_of(p.findings.begin(), p.findings.end(),
+                      [](const Finding& f) { return f.id == "prefix_cache.refused"; }));
   }
 }

@@ -62,10 +62,10 @@ struct PrefixCacheGroup {
 };
 
 struct PrefixCacheOptions {
-  bool speculative = false;                ///< draft layers loaded (their groups drop a block)
+  bool speculative = false;  ///< draft layers loaded (their groups drop a block)
   std::int64_t num_speculative_tokens = 0;
-  bool multi_module_draft = false;         ///< more than one draft module (multi-layer MTP, DSpark)
-  std::int64_t retention_interval = 0;     ///< --prefix-cache-retention-interval (vLLM's default 0)
+  bool multi_module_draft = false;      ///< more than one draft module (multi-layer MTP, DSpark)
+  std::int64_t retention_interval = 0;  ///< --prefix-cache-retention-interval (vLLM's default 0)
 };
 
 /// Prefix caching over one engine's groups.
@@ -96,22 +96,22 @@ struct HostOffloadGroup {
   std::size_t group = 0;
   VllmSpecKind kind = VllmSpecKind::full;
   std::int64_t block_size = 0;
-  bool offloaded = true;                     ///< prefix-cacheable (the connector skips the others)
-  std::int64_t unpadded_block_bytes = 0;     ///< one block, all of the engine's workers (unpadded pages)
-  double bytes_per_token = 0;                ///< full groups: unpadded_block_bytes / block_size
-  std::int64_t request_bytes = 0;            ///< one request of max_model_len, unpadded
-  std::int64_t request_slots = 0;            ///< host slots one request of max_model_len takes
+  bool offloaded = true;                  ///< prefix-cacheable (the connector skips the others)
+  std::int64_t unpadded_block_bytes = 0;  ///< one block, all of the engine's workers (unpadded pages)
+  double bytes_per_token = 0;             ///< full groups: unpadded_block_bytes / block_size
+  std::int64_t request_bytes = 0;         ///< one request of max_model_len, unpadded
+  std::int64_t request_slots = 0;         ///< host slots one request of max_model_len takes
 };
 
 struct HostOffloadPlan {
-  std::int64_t workers = 1;                  ///< TP x PP of one engine (parallel_config.world_size)
+  std::int64_t workers = 1;  ///< TP x PP of one engine (parallel_config.world_size)
   std::int64_t max_model_len = 0;
   std::vector<HostOffloadGroup> groups;
-  double bytes_per_token = 0;                ///< unpadded, full groups, all workers: what the transfers move
-  std::int64_t request_bytes = 0;            ///< one request of max_model_len, unpadded, all workers
-  std::int64_t slot_bytes = 0;               ///< bytes_per_block x workers: one host slot (one group's block)
-  std::int64_t request_slots = 0;            ///< slots one request of max_model_len takes
-  std::int64_t tokens_per_hash = 0;          ///< resolve_kv_cache_block_sizes with a connector
+  double bytes_per_token = 0;        ///< unpadded, full groups, all workers: what the transfers move
+  std::int64_t request_bytes = 0;    ///< one request of max_model_len, unpadded, all workers
+  std::int64_t slot_bytes = 0;       ///< bytes_per_block x workers: one host slot (one group's block)
+  std::int64_t request_slots = 0;    ///< slots one request of max_model_len takes
+  std::int64_t tokens_per_hash = 0;  ///< resolve_kv_cache_block_sizes with a connector
   /// vLLM's start-up refusal (offloading config.py): a group's tokens_per_block not divisible by
   /// tokens_per_hash. Empty when the connector starts.
   std::string refusal;
