@@ -63,6 +63,14 @@ void setup_check(CLI::App& app, CheckOptions& opt) {
                  "fail (exit 4) when the host tier of --kv-offloading-size holds fewer tokens of history",
                  IntRange{1, std::numeric_limits<std::int64_t>::max(), {}})
       ->group("Guards");
+  sub->add_flag("--require-prefill-fits", opt.require_prefill_fits,
+                "fail (exit 4) when the sparse indexer's transient prefill peak at max_model_len exceeds what the "
+                "budget leaves of the GPU")
+      ->group("Guards");
+  add_int_option(*sub, "--require-prompt-len", opt.require_prompt_len,
+                 "fail (exit 4) unless a prompt of N tokens prefills within what the budget leaves of the GPU",
+                 IntRange{1, ConfigLimits::max_positions, {}})
+      ->group("Guards");
   bind_target_flags(*sub, opt.plan.target);
   bind_layout_flags(*sub, opt.plan.layout);
   // For the matrix, --tensor-parallel-size takes a list; the layout flag keeps the first value.
@@ -194,6 +202,8 @@ PlanRequest check_request(const CheckOptions& opt, const PlanOptions& plan_opt) 
   req.guards.batch_fits = opt.require_batch_fits;
   req.guards.prefix_hit_prompt_len = opt.prefix_hit_prompt_len;
   req.guards.min_offload_tokens = opt.min_offload_tokens;
+  req.guards.prefill_fits = opt.require_prefill_fits;
+  req.guards.prompt_len = opt.require_prompt_len;
   return req;
 }
 

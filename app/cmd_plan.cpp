@@ -34,6 +34,7 @@ PlanRequest PlanOptions::request() const {
   r.batch = batch.options;
   r.budget = fit.resolved_budget();
   r.deploy = fit.resolved_deploy();
+  r.prefill = fit.resolved_prefill();
   r.dtype = dtype;
   return r;
 }

@@ -95,6 +95,8 @@ struct CheckOptions {
   std::string guard_accounting = "pages";
   std::optional<std::int64_t> min_concurrency;
   bool require_batch_fits = false;                    ///< --require-batch-fits
+  bool require_prefill_fits = false;                  ///< --require-prefill-fits
+  std::optional<std::int64_t> require_prompt_len;     ///< --require-prompt-len N
   std::optional<std::int64_t> prefix_hit_prompt_len;  ///< --prefix-hit-prompt-len
   std::optional<std::int64_t> min_offload_tokens;     ///< --min-offload-tokens
   PlanOptions plan;                                   ///< target, layout, capacity and batch flags shared with plan

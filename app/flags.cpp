@@ -87,7 +87,10 @@ void bind_layout_flags(CLI::App& sub, LayoutFlags& f, bool with_kv_dtype) {
                  parallel_size_range())
       ->group("Parallelism");
   add_int_option(sub, "--decode-context-parallel-size,--dcp", f.options.decode_context_parallel_size,
-                 "DCP size (default 1; only 1 is planned)", parallel_size_range())
+                 "DCP size: full caches sharded over DCP ranks of each TP group (default 1)", parallel_size_range())
+      ->group("Parallelism");
+  add_int_option(sub, "--cp-kv-cache-interleave-size", f.options.cp_kv_cache_interleave_size,
+                 "tokens a DCP rank stores in a row (vLLM's; default 1)", IntRange{1, LayoutLimits::max_block_size, {}})
       ->group("Parallelism");
 }
 
@@ -101,6 +104,13 @@ BudgetOptions FitFlags::resolved_budget() const {
     b.kv_cache_memory_bytes = gib_to_bytes(*kv_budget_gib, "--kv-budget-gib");
   }
   return b;
+}
+
+PrefillOptions FitFlags::resolved_prefill() const {
+  PrefillOptions p;
+  p.tiling = parse_indexer_tiling(indexer_tiling);
+  p.logits_budget_mib = indexer_logits_budget_mib;
+  return p;
 }
 
 DeployOptions FitFlags::resolved_deploy() const {
@@ -163,6 +173,15 @@ void bind_fit_flags(CLI::App& sub, FitFlags& f) {
                   "flag); sizes the host tier",
                   kMemoryGib)
       ->group("Fit");
+  sub.add_option("--indexer-tiling", f.indexer_tiling,
+                 "rows | none: how the sparse indexer tiles a prefill chunk's scores (default rows, vLLM's; none: "
+                 "the whole chunk at once)")
+      ->check(one_of({"rows", "none"}))
+      ->group("Prefill");
+  add_int_option(sub, "--indexer-logits-budget-mib", f.indexer_logits_budget_mib,
+                 "fp32 scores one row tile holds, MiB (default 512, vLLM's VLLM_SPARSE_INDEXER_MAX_LOGITS_MB)",
+                 IntRange{1, std::int64_t{1} << 20, {}})
+      ->group("Prefill");
   sub.add_flag("--no-checkpoint-files", f.no_checkpoint_files,
                "derive the weights from config.json even when the directory has safetensors files")
       ->group("Fit");

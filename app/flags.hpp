@@ -53,6 +53,9 @@ struct FitFlags {
   std::string engram = "gpu";
   bool no_async_scheduling = false;
   bool no_checkpoint_files = false;
+  std::string indexer_tiling = "rows";                                   ///< --indexer-tiling rows | none
+  std::int64_t indexer_logits_budget_mib = kVllmIndexerLogitsBudgetMib;  ///< --indexer-logits-budget-mib
+  PrefillOptions resolved_prefill() const;
   /// The budget and deployment options; Error(usage) for --kv-budget-gib with --kv-cache-memory-bytes.
   BudgetOptions resolved_budget() const;
   DeployOptions resolved_deploy() const;

@@ -440,6 +440,67 @@ std::string render_plan_json(const PlanResult& r) {
   } else {
     j["batch"]["kv_cache"] = nullptr;
   }
+  // The sparse indexer's transient prefill workspace (docs/prefill.md); null where the fit has no
+  // KV cache to compare it with or the model has no indexer.
+  if (const auto& p = r.prefill) {
+    json layers = json::array();
+    for (const auto& l : p->shape.layers) {
+      layers.push_back({{"first_layer", l.layer},
+                        {"layers", l.layers},
+                        {"compress_ratio", l.compress_ratio},
+                        {"score_bytes", 4},
+                        {"mask_bytes", l.mask_bytes}});
+    }
+    j["prefill"] = {{"tiling", std::string(to_string(p->shape.tiling))},
+                    {"logits_budget_bytes", p->shape.logits_budget_bytes},
+                    {"engine", p->engine},
+                    {"decode_context_parallel_size", p->shape.decode_context_parallel_size},
+                    {"indexer_layers", std::move(layers)},
+                    {"stage", p->stage},
+                    {"chunk_tokens", p->chunk_tokens},
+                    {"max_model_len", p->max_model_len},
+                    {"peak_layer", p->peak_layer},
+                    {"entries", p->entries},
+                    {"peak_bytes", p->peak_bytes},
+                    {"profile_bytes", p->profile_bytes},
+                    {"total_bytes", p->total_bytes},
+                    {"budgeted_bytes", p->budgeted_bytes},
+                    {"budget_slack_bytes", p->budget_slack_bytes},
+                    {"headroom_bytes", p->headroom_bytes},
+                    {"fits", p->fits},
+                    {"longest_prompt", p->longest_prompt},
+                    {"safe_chunk", p->safe_chunk},
+                    {"any_chunk", p->any_chunk}};
+  } else {
+    j["prefill"] = nullptr;
+  }
+  // --decode-context-parallel-size > 1: the KV cache per rank next to plain TP and DP attention.
+  if (r.fit && r.fit->context_parallel) {
+    const ContextParallelFit& cp = *r.fit->context_parallel;
+    json options = json::array();
+    for (const auto& x : cp.options) {
+      options.push_back({{"label", x.label},
+                         {"tensor_parallel_size", x.tensor_parallel_size},
+                         {"data_parallel_size", x.data_parallel_size},
+                         {"decode_context_parallel_size", x.decode_context_parallel_size},
+                         {"computed", x.computed},
+                         {"fits", x.fits},
+                         {"request_bytes", x.request_bytes},
+                         {"blocks_per_request", x.blocks_per_request},
+                         {"num_blocks", x.num_blocks},
+                         {"concurrency", x.concurrency},
+                         {"engines", x.engines},
+                         {"total_concurrency", x.total_concurrency},
+                         {"note", x.note}});
+    }
+    j["context_parallel"] = {{"decode_context_parallel_size", cp.decode_context_parallel_size},
+                             {"interleave_size", cp.interleave_size},
+                             {"refused", cp.refused},
+                             {"refusal", cp.refusal},
+                             {"options", std::move(options)}};
+  } else {
+    j["context_parallel"] = nullptr;
+  }
   json schedules = json::array();
   for (const auto& s : r.schedules) {
     ScheduleEntry e{std::string(to_string(s.type)), s.input, s.plan};

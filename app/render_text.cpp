@@ -87,6 +87,8 @@ std::string render_fit_text(const PlanResult& r);
 std::string render_kv_tiers_text(const PlanResult& r, bool details);
 std::string render_cache_summary(const PlanResult& r);
 std::string render_decode_summary(const PlanResult& r);
+std::string render_prefill_text(const PlanResult& r, bool details);
+std::string render_context_parallel_text(const PlanResult& r, bool details);
 
 std::string render_plan_text(const PlanResult& r, bool show_records) { return render_plan_text(r, show_records, true); }
 
@@ -107,6 +109,8 @@ std::string render_plan_text(const PlanResult& r, bool show_records, bool detail
   o << "\n";
   o << render_fit_text(r);
   o << render_kv_tiers_text(r, details);
+  o << render_prefill_text(r, details);
+  o << render_context_parallel_text(r, details);
   o << "\n";
 
   o << "layer types (one decode plan each):\n";
@@ -625,6 +629,89 @@ std::string render_fit_text(const PlanResult& r) {
   }
   o << "  (" << kVllmKvPlannerName << "; async scheduling " << (f.async_scheduling ? "on" : "off") << ", "
     << L.in_flight_tokens << " batched tokens)\n";
+  return o.str();
+}
+
+}  // namespace mlaplan::cli
+
+namespace mlaplan::cli {
+
+std::string render_prefill_text(const PlanResult& r, bool details) {
+  if (!r.fit || !r.layout) return {};
+  std::ostringstream o;
+  o.imbue(std::locale::classic());
+  const auto& p = r.prefill;
+  if (!p) {
+    if (r.fit->decided && r.fit->fits) return {};  // no indexer layer: no transient
+    o << "  prefill workspace: not computed (the fit has no KV cache to compare it with)\n";
+    return o.str();
+  }
+  const std::int64_t chunk = std::min(p->chunk_tokens, p->max_model_len);
+  o << "  prefill workspace: the sparse indexer's transient at max_model_len " << format_grouped(p->max_model_len)
+    << " is " << format_gib(p->peak_bytes) << " per GPU, " << format_gib(p->headroom_bytes) << " left: "
+    << (p->fits
+            ? std::string("fits")
+            : "DOES NOT FIT (longest prompt " + format_grouped(p->longest_prompt) + " tokens; fit.prefill_transient)")
+    << "\n";
+  if (!details) {
+    o << "    (" << p->engine << ")\n";
+    return o.str();
+  }
+  const IndexerLayerShape* peak = nullptr;
+  for (const auto& l : p->shape.layers) {
+    if (l.layer == p->peak_layer) peak = &l;
+  }
+  o << "    modelled: " << p->engine << "; one indexer layer's scores alive at a time\n";
+  for (const auto& l : p->shape.layers) {
+    o << "    " << l.layers << " indexer layer" << (l.layers == 1 ? "" : "s") << " from layer " << l.layer
+      << ": N = " << (l.compress_ratio == 1 ? std::string("L") : "floor(L / " + std::to_string(l.compress_ratio) + ")")
+      << (p->shape.decode_context_parallel_size > 1 ? " / DCP " + std::to_string(p->shape.decode_context_parallel_size)
+                                                    : std::string())
+      << " entries, " << 4 + l.mask_bytes << " B per element (fp32 scores"
+      << (l.mask_bytes > 0 ? " + " + std::to_string(l.mask_bytes) + " B of candidate masks, uncertain in vLLM" : "")
+      << ")\n";
+  }
+  if (peak) {
+    o << "    at max_model_len: " << format_grouped(chunk) << "-token chunk x " << format_grouped(p->entries)
+      << " entries of layer " << p->peak_layer << " = " << format_grouped(p->peak_bytes) << " B ("
+      << format_gib(p->peak_bytes) << "); the profile run saw " << format_gib(p->profile_bytes) << " at its "
+      << format_grouped(chunk) << "-token context\n";
+  }
+  o << "    headroom: " << format_gib(p->total_bytes) << " GPU - " << format_gib(p->budgeted_bytes)
+    << " budgeted (weights, start-up terms, the allocated KV cache) = " << format_gib(p->headroom_bytes) << " ("
+    << format_grouped(p->budget_slack_bytes) << " B of it inside the requested fraction, the rest outside)\n";
+  o << "    longest prompt that fits: " << format_grouped(p->longest_prompt) << " tokens; chunk that makes "
+    << format_grouped(p->max_model_len) << " safe: "
+    << (p->any_chunk        ? std::string("any (the tiles bound the peak)")
+        : p->safe_chunk > 0 ? "--max-num-batched-tokens " + format_grouped(p->safe_chunk) + " or fewer"
+                            : std::string("none (one row of scores is wider than the headroom)"))
+    << "\n";
+  return o.str();
+}
+
+std::string render_context_parallel_text(const PlanResult& r, bool details) {
+  if (!r.fit || !r.fit->context_parallel) return {};
+  const ContextParallelFit& cp = *r.fit->context_parallel;
+  std::ostringstream o;
+  o.imbue(std::locale::classic());
+  o << "  decode context parallel " << cp.decode_context_parallel_size << ": "
+    << (cp.refused ? "REFUSED by vLLM (the numbers are what the sharding would give)" : "per-rank KV cache") << "\n";
+  for (const auto& x : cp.options) {
+    o << "    " << x.label << ": ";
+    if (!x.computed) {
+      o << "not computed: " << printable(x.note) << "\n";
+      continue;
+    }
+    o << format_gib(x.request_bytes) << " per rank for one request of " << format_grouped(r.layout->max_model_len)
+      << " tokens, " << format_fixed(x.total_concurrency, 2) << "x concurrency"
+      << (x.engines > 1 ? " (" + std::to_string(x.engines) + " engines)" : std::string())
+      << (x.fits ? std::string() : std::string(", does not fit")) << "\n";
+    if (details && !x.fits && !x.note.empty()) o << "      " << printable(x.note) << "\n";
+  }
+  if (details) {
+    o << "    full caches hold cdiv(L, DCP) tokens per rank; window caches, compressor states and rings stay whole "
+         "(docs/fit.md, decode context parallelism)\n";
+  }
   return o.str();
 }
 

@@ -121,9 +121,17 @@ std::string_view to_string(DecodeMode m) {
   return "unknown";
 }
 
+std::int64_t resident_clusters(std::int64_t num_sms, std::int64_t c) {
+  if (num_sms < 1 || c < 1) throw_internal("resident_clusters: num_sms and c must be >= 1");
+  if (c <= 2) return num_sms / c;
+  // Clusters of 4 or more are held back by the GPCs (a cluster lives in one): the H200's 132 SMs
+  // hold 30 clusters of 4 (cudaOccupancyMaxActiveClusters, 225 KiB per CTA), not 33.
+  return num_sms * kResidentClustersOf4 / kResidentClustersOf4Sms / (c / 4);
+}
+
 std::int64_t cluster_split_ctas(std::int64_t ctas, std::int64_t n_blocks, std::int64_t num_sms) {
   std::int64_t c = 1;
-  while (2 * c <= kClusterSplitMaxCtas && 2 * c <= n_blocks && ctas <= num_sms / (2 * c)) c *= 2;
+  while (2 * c <= kClusterSplitMaxCtas && 2 * c <= n_blocks && ctas <= resident_clusters(num_sms, 2 * c)) c *= 2;
   return c;
 }
 
@@ -164,45 +172,48 @@ DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64
     return {DecodeMode::split_kv, "a request attends up to " + std::to_string(rows) + " rows (one pass takes at most " +
                                       std::to_string(kOnePassMaxRows) + ")"};
   }
-  // One pass costs n_blocks block times per CTA; split-KV spreads ctas * n_blocks blocks over the
-  // SMs and then pays for the fp32 partials and the combine kernel. Measured on the H200 with the
-  // sm_90a kernels (docs/perf-history.md "v8": one pass is faster at 64 CTAs x 10 blocks, split-KV at 32),
-  // one pass wins once split-KV would give each SM at least (n_blocks - 1) / 2 blocks.
+  // One pass costs as many block times as the longest request has blocks; split-KV spreads the
+  // requests' blocks over the SMs (the scheduler charges each request one more block, the cost of
+  // starting it) and then pays for the partials and the combine kernel; a cluster of C CTAs per
+  // request (docs/perf-history.md "v9") attends ceil(blocks / C) blocks per CTA and merges the C
+  // partial rows through distributed shared memory. The thresholds are the crossovers measured on
+  // the H200 with the sm_90a kernels for the V4.1 shape (docs/perf-history.md "v10"): cluster_split
+  // once split-KV would give each SM at least 5/6 of a cluster CTA's blocks (55 of the 64-head
+  // CTAs with C 2; C 4 fits 30 clusters, too few), one pass once it would give each SM at least
+  // the longest request's blocks less kSplitKvFixedBlocks, what split-KV pays whatever the batch
+  // (93 CTAs x 10 blocks; measured: split-KV faster at 80, one pass at 96).
   const std::int64_t n_blocks = decode_request_blocks(topk, has_extra, extra_topk);
   const std::int64_t ctas = checked_mul(checked_mul(b, s_q, "decode CTAs"), h_q / 64, "decode CTAs");
   if (n_blocks == 1) return {DecodeMode::one_pass, "a request is one 64-row block: nothing to split"};
   const std::string counts = std::to_string(ctas) + " CTAs x " + std::to_string(n_blocks) + " blocks";
-  const std::int64_t twice_blocks = checked_mul(checked_mul(ctas, n_blocks, "decode blocks"), 2, "decode blocks");
-  // A cluster of C CTAs per request (docs/perf-history.md "v9"): each CTA attends ceil(n_blocks / C)
-  // blocks, then the C partial rows are merged through distributed shared memory (a few us).
-  // Measured on the H200 against split-KV for V4.1 (10 blocks): it wins once split-KV would give
-  // each SM at least half of a cluster CTA's blocks (C 4: from 20 CTAs; C 2: every count it fits).
   const std::int64_t c = cluster_split_ctas(ctas, n_blocks, num_sms);
   const std::int64_t per_cta = (n_blocks + c - 1) / c;
   // By the lengths: the blocks split-KV would spread, and a cluster CTA of the longest request.
   const bool by_lengths = work.total_blocks != checked_mul(b, n_blocks, "decode blocks") || work.max_blocks != n_blocks;
-  const std::int64_t per_cta_work = (std::max<std::int64_t>(work.max_blocks, 1) + c - 1) / c;
-  const std::int64_t twice_work = checked_mul(
-      checked_mul(checked_mul(work.total_blocks, s_q, "decode blocks"), h_q / 64, "decode blocks"), 2, "decode blocks");
-  const std::string work_counts = by_lengths
-                                      ? std::to_string(twice_work / 2) + " blocks by the lengths (longest request " +
-                                            std::to_string(work.max_blocks) + ")"
-                                      : counts;
+  const std::int64_t longest = std::max<std::int64_t>(work.max_blocks, 1);
+  const std::int64_t per_cta_work = (longest + c - 1) / c;
+  const std::int64_t spread =
+      checked_mul(checked_mul(work.total_blocks, s_q, "decode blocks"), h_q / 64, "decode blocks");
+  const std::string work_counts = by_lengths ? std::to_string(spread) + " blocks by the lengths (longest request " +
+                                                   std::to_string(work.max_blocks) + ")"
+                                             : counts;
   // (The merge costs about one or two blocks' time: a cluster must save at least two blocks.)
-  if (c >= 2 && n_blocks - per_cta >= 2 && twice_work >= checked_mul(num_sms, per_cta_work, "decode blocks")) {
-    DecodeModeChoice ch{DecodeMode::cluster_split, work_counts + " >= " + std::to_string(num_sms) + " SMs x " +
-                                                       std::to_string(per_cta_work) + " / 2: " + std::to_string(c) +
+  if (c >= 2 && n_blocks - per_cta >= 2 &&
+      checked_mul(spread, 6, "decode blocks") >= checked_mul(num_sms, 5 * per_cta_work, "decode blocks")) {
+    DecodeModeChoice ch{DecodeMode::cluster_split, work_counts + " >= 5/6 x " + std::to_string(num_sms) + " SMs x " +
+                                                       std::to_string(per_cta_work) + ": " + std::to_string(c) +
                                                        " CTAs per request as one cluster, " + std::to_string(per_cta) +
                                                        " blocks each, partial rows merged in distributed shared " +
                                                        "memory, no combine"};
     ch.cluster_ctas = c;
     return ch;
   }
-  const std::string sms = std::to_string(num_sms) + " SMs x " + std::to_string(n_blocks - 1) + " / 2";
-  if (twice_blocks >= checked_mul(num_sms, n_blocks - 1, "decode blocks")) {
-    return {DecodeMode::one_pass, counts + " >= " + sms + ": each request in one pass by one CTA, no combine"};
+  const std::string sms = std::to_string(num_sms) + " SMs x (" + std::to_string(longest) + " - " +
+                          std::to_string(kSplitKvFixedBlocks) + ")";
+  if (spread >= checked_mul(num_sms, longest - kSplitKvFixedBlocks, "decode blocks")) {
+    return {DecodeMode::one_pass, work_counts + " >= " + sms + ": each request in one pass by one CTA, no combine"};
   }
-  return {DecodeMode::split_kv, counts + " < " + sms + ": the scheduler spreads the blocks, combine merges"};
+  return {DecodeMode::split_kv, work_counts + " < " + sms + ": the scheduler spreads the blocks, combine merges"};
 }
 
 DecodeMode decode_plan_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk, bool has_extra,

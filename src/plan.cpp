@@ -262,6 +262,45 @@ Finding decode_batch_finding(const Plan& p, const BatchKvFit& bf, bool guard) {
                  "", fix};
 }
 
+/// The prefill transient of every stage's GPUs, when the fit has a KV cache to compare with.
+std::optional<PrefillFit> plan_prefill(const ModelConfig& cfg, const Topology& topo, const Fit& f, const Layout& L,
+                                       const PlanRequest& req) {
+  if (!f.decided || !f.fits || !f.placement.ok() || f.stages.empty()) return std::nullopt;
+  std::vector<PrefillStage> stages;
+  const auto nst = static_cast<std::int64_t>(f.stages.size());
+  for (std::int64_t s = 0; s < nst; ++s) {
+    const StageFit& st = f.stages[static_cast<std::size_t>(s)];
+    PrefillStage ps;
+    ps.stage = st.weights.stage;
+    ps.shape = indexer_workspace_shape(cfg, topo, req.prefill, req.layout.decode_context_parallel_size,
+                                       st.weights.first_layer, st.weights.last_layer, f.speculative && s + 1 == nst);
+    ps.total_bytes = st.budget.total_bytes;
+    ps.requested_bytes = st.budget.requested_bytes;
+    const std::int64_t kv = checked_mul(f.vllm.num_blocks, st.kv.bytes_per_block, "the KV cache");
+    ps.budgeted_bytes = checked_add(st.budget.non_kv_bytes, kv, "the memory budget");
+    stages.push_back(std::move(ps));
+  }
+  return fit_prefill(stages, L.in_flight_tokens, L.max_model_len);
+}
+
+/// The warning fit.prefill_transient (guard.prefill_transient, an error, with --require-prefill-fits).
+Finding prefill_finding(const PrefillFit& pf, bool guard) {
+  std::string msg =
+      "the sparse indexer's transient prefill workspace at max_model_len " + format_grouped(pf.max_model_len) + " is " +
+      format_gib(pf.peak_bytes) + " per GPU (" + format_grouped(std::min(pf.chunk_tokens, pf.max_model_len)) +
+      "-token chunk x " + format_grouped(pf.entries) + " entries, layer " + std::to_string(pf.peak_layer) + "; " +
+      pf.engine + "), more than the " + format_gib(pf.headroom_bytes) +
+      " the budget leaves of the GPU; the longest prompt that fits is " + format_grouped(pf.longest_prompt) + " tokens";
+  std::string fix = pf.safe_chunk > 0
+                        ? "--max-num-batched-tokens " + std::to_string(pf.safe_chunk) + " or fewer, --max-model-len " +
+                              std::to_string(pf.longest_prompt) + ", or a lower --gpu-memory-utilization"
+                        : "--max-model-len " + std::to_string(pf.longest_prompt) +
+                              " or a lower --gpu-memory-utilization (one row of scores is wider "
+                              "than the headroom: no chunk size helps)";
+  return Finding{guard ? "guard.prefill_transient" : "fit.prefill_transient",
+                 guard ? Severity::error : Severity::warning, msg, "", fix};
+}
+
 void apply_guards(Plan& p, const PlanGuards& g) {
   if (!p.layout) return;
   const auto& a = p.layout->accounting;
@@ -350,6 +389,48 @@ void apply_guards(Plan& p, const PlanGuards& g) {
                        format_grouped(n),
                    {},
                    "a larger --kv-offloading-size"});
+    }
+  }
+  if (g.prefill_fits && p.fit) {
+    if (!p.fit->decided || !p.fit->fits) {
+      fail(Finding{"guard.prefill_transient",
+                   Severity::error,
+                   "--require-prefill-fits cannot be checked: " + p.fit->verdict,
+                   {},
+                   {}});
+    } else if (p.prefill && !p.prefill->fits) {
+      auto& fs = p.findings;
+      fs.erase(std::remove_if(fs.begin(), fs.end(), [](const Finding& f) { return f.id == "fit.prefill_transient"; }),
+               fs.end());
+      fail(prefill_finding(*p.prefill, true));
+    }
+  }
+  if (g.prompt_len && p.fit) {
+    const std::int64_t n = *g.prompt_len;
+    const std::string flag = "--require-prompt-len " + std::to_string(n);
+    if (!p.fit->decided || !p.fit->fits) {
+      fail(Finding{"guard.prompt_len", Severity::error, flag + " cannot be checked: " + p.fit->verdict, {}, {}});
+    } else if (n > p.layout->max_model_len) {
+      fail(Finding{"guard.prompt_len",
+                   Severity::error,
+                   flag + ": the prompt is longer than max_model_len " + format_grouped(p.layout->max_model_len) +
+                       " (vLLM refuses it)",
+                   {},
+                   "--max-model-len " + std::to_string(n)});
+    } else if (p.prefill) {
+      const PrefillFit& pf = *p.prefill;
+      const std::int64_t peak = indexer_transient(pf.shape, n, pf.chunk_tokens);
+      if (peak > pf.headroom_bytes) {
+        fail(Finding{
+            "guard.prompt_len",
+            Severity::error,
+            flag + ": the sparse indexer's transient prefill workspace of a " + format_grouped(n) +
+                "-token prompt is " + format_gib(peak) + " per GPU, more than the " + format_gib(pf.headroom_bytes) +
+                " the budget leaves (" + pf.engine + "); the longest prompt that fits is " +
+                format_grouped(pf.longest_prompt) + " tokens",
+            {},
+            pf.safe_chunk > 0 ? "--max-num-batched-tokens " + std::to_string(pf.safe_chunk) + " or fewer" : ""});
+      }
     }
   }
   if (g.min_concurrency && p.fit) {
@@ -460,6 +541,18 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   // The batch against the KV cache, where the fit says how large the cache is.
   p.batch_fit = fit_decode_batch(*p.fit, p.batch);
   if (p.batch_fit && !p.batch_fit->fits) p.findings.push_back(decode_batch_finding(p, *p.batch_fit, false));
+  // The indexer's transient prefill peak against what the budget leaves of each GPU.
+  p.prefill = plan_prefill(config, topology, *p.fit, *p.layout, req);
+  if (p.prefill && !p.prefill->fits) p.findings.push_back(prefill_finding(*p.prefill, false));
+  if (p.fit->context_parallel) {
+    for (const auto& rr : p.rules) {
+      if (rr.finding.severity == Severity::error && rr.finding.id.rfind("backend.dcp_", 0) == 0) {
+        p.fit->context_parallel->refused = true;
+        p.fit->context_parallel->refusal = rr.finding.message;
+        break;
+      }
+    }
+  }
 
   // The exit decision: backend rules, then the layout rules of placement, then the fit.
   p.exit_code = rules_exit_code(p.rules);
@@ -536,6 +629,8 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   // get_kv_cache_configs: with more than one speculative module (multi-layer MTP, DSpark stages)
   // every sliding-window spec retains num_speculative_tokens - 1 extra tokens.
   if (f.speculative && cfg.num_draft_layers > 1) ko.extra_retained_tokens = L.num_speculative_tokens - 1;
+  const std::int64_t dcp = std::max<std::int64_t>(req.layout.decode_context_parallel_size, 1);
+  ko.decode_context_parallel_size = dcp;
   const std::vector<VllmKvConfig> kvs = vllm_kv_configs(cfg, topo, L, ko);
   const TermSource wsrc = source == WeightsSource::config && (weights.estimated() || !weights.known)
                               ? TermSource::estimated
@@ -583,6 +678,66 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
       f.prefix_prompts_cached = core.vllm.num_blocks / f.prefix_cache->cached_blocks_per_prompt;
     }
     f.host_offload = plan_host_offload(kvs, pl.tensor_parallel_size, req.deploy.kv_offloading_size_gib);
+  }
+  if (dcp > 1) {
+    // The same GPUs three ways: the KV cache replicated by plain TP, sharded by DCP, or split by
+    // requests over DP attention engines (TP 1, experts over all of them).
+    ContextParallelFit cp;
+    cp.decode_context_parallel_size = dcp;
+    cp.interleave_size = req.layout.cp_kv_cache_interleave_size;
+    VllmKvOptions plain = ko;
+    plain.decode_context_parallel_size = 1;
+    const std::vector<VllmKvConfig> kvs_plain = vllm_kv_configs(cfg, topo, L, plain);
+    auto option = [&](std::string label, const ParallelLayout& p, std::int64_t d, const std::vector<VllmKvConfig>& k,
+                      const FitCore* given) {
+      KvParallelOption o;
+      o.label = std::move(label);
+      o.tensor_parallel_size = p.tensor_parallel_size;
+      o.data_parallel_size = p.data_parallel_size;
+      o.decode_context_parallel_size = d;
+      o.engines = p.data_parallel_size;
+      FitCore c;
+      try {
+        c = given ? *given : fit_core(cfg, L, weights, kinds, p, k, req, weights_how, wsrc);
+      } catch (const Error& e) {
+        o.note = e.what();
+        return o;
+      }
+      if (!c.placement.ok()) {
+        for (const auto& x : c.placement.findings) {
+          if (x.severity == Severity::error) {
+            o.note = x.message;
+            break;
+          }
+        }
+        return o;
+      }
+      o.computed = true;
+      o.fits = c.fits;
+      const VllmKvConfig& kv = k.front();
+      o.blocks_per_request = kv.blocks_per_request;
+      o.request_bytes = checked_mul(kv.bytes_per_block, kv.blocks_per_request, "KV bytes per request");
+      o.num_blocks = c.vllm.num_blocks;
+      o.concurrency = c.vllm.concurrency;
+      o.total_concurrency = c.vllm.concurrency * static_cast<double>(o.engines);
+      if (!c.fits) o.note = c.error_message;
+      return o;
+    };
+    const std::string tp = std::to_string(pl.tensor_parallel_size);
+    const std::string dps = pl.data_parallel_size > 1 ? " x DP " + std::to_string(pl.data_parallel_size) : "";
+    cp.options.push_back(option("TP " + tp + dps + " (the cache whole on every rank)", pl, 1, kvs_plain, nullptr));
+    cp.options.push_back(
+        option("TP " + tp + dps + " x DCP " + std::to_string(dcp) + " (full caches sharded over the DCP group)", pl,
+               dcp, kvs, &core));
+    ParallelLayout dp_attention = pl;
+    dp_attention.tensor_parallel_size = 1;
+    dp_attention.data_parallel_size = checked_mul(pl.tensor_parallel_size, pl.data_parallel_size, "DP size");
+    dp_attention.enable_expert_parallel = dp_attention.data_parallel_size > 1;
+    cp.options.push_back(option("DP attention: DP " + std::to_string(dp_attention.data_parallel_size) + ", TP 1, EP " +
+                                    std::to_string(dp_attention.expert_parallel_size()) +
+                                    " (each engine its own requests)",
+                                dp_attention, 1, kvs_plain, nullptr));
+    f.context_parallel = std::move(cp);
   }
   f.placement = std::move(core.placement);
   f.stages = std::move(core.stages);

@@ -22,7 +22,11 @@ const std::vector<RuleInfo>& rule_catalogue() {
       {"backend.tensor_parallel", "the TP size divides the query heads"},
       {"backend.query_heads", "the query heads per rank pad to a head count the backend's kernel has"},
       {"backend.pipeline_cut", "V4.1: no pipeline stage cut inside a KV-sharing group"},
-      {"backend.decode_context_parallel", "decode context parallelism (DCP) is planned at size 1 only"},
+      {"backend.dcp_tensor_parallel", "decode context parallelism: the DCP size divides the TP size"},
+      {"backend.dcp_indexer_compression",
+       "decode context parallelism: vLLM's sparse indexer refuses a compressed indexer cache (V4.0, V4.1)"},
+      {"backend.dcp_interleave",
+       "decode context parallelism: vLLM's sparse indexer takes cp_kv_cache_interleave_size 1"},
       {"spec.no_draft_layers", "speculative tokens need draft layers in the config"},
       {"spec.mtp_tokens", "MTP: num_speculative_tokens at most n_predict, or a multiple of it"},
       {"spec.dspark_block_size", "DSpark: num_speculative_tokens at least dspark_block_size (versions disagree)"},
@@ -214,6 +218,8 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
       in_range(checks, "--pipeline-parallel-size", o.pipeline_parallel_size, 1, std::min(P, cfg.num_hidden_layers),
                "a stage needs at least one of the " + std::to_string(cfg.num_hidden_layers) + " backbone layers");
   r.usable &= in_range(checks, "--decode-context-parallel-size", o.decode_context_parallel_size, 1, P);
+  r.usable &=
+      in_range(checks, "--cp-kv-cache-interleave-size", o.cp_kv_cache_interleave_size, 1, LayoutLimits::max_block_size);
   r.usable &= in_range(checks, "--spec-tokens", o.num_speculative_tokens, 0, LayoutLimits::max_speculative_tokens);
   if (o.block_size) r.usable &= in_range(checks, "--block-size", *o.block_size, 1, LayoutLimits::max_block_size);
   if (o.max_model_len) {
@@ -484,12 +490,52 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
     }
   }
   if (r.dcp > 1) {
-    checks.push_back(unsupported_check(
-        "backend.decode_context_parallel",
-        "--decode-context-parallel-size " + std::to_string(r.dcp) +
-            ": mla-plan plans DCP 1 only; with DCP the compressed caches are sharded over the DCP group while "
-            "window caches and compressor states stay replicated, which these numbers do not model",
-        "use --decode-context-parallel-size 1"));
+    const std::string d = std::to_string(r.dcp);
+    const std::string flag = "--decode-context-parallel-size " + d;
+    // vllm/distributed/parallel_state.py initialize_model_parallel: DCP reuses the TP group's GPUs,
+    // split into tp_size // dcp_size groups of dcp_size ranks.
+    if (r.tp % r.dcp != 0) {
+      std::vector<std::int64_t> ok;
+      for (std::int64_t v = 1; v <= r.tp; ++v) {
+        if (r.tp % v == 0) ok.push_back(v);
+      }
+      checks.push_back(unsupported_check(
+          "backend.dcp_tensor_parallel",
+          flag + " with --tensor-parallel-size " + std::to_string(r.tp) +
+              ": vLLM builds each DCP group from the ranks of one TP group (tp_size // dcp_size groups), so the "
+              "DCP size must divide the TP size",
+          "use --decode-context-parallel-size " + join(ok)));
+    }
+    // vllm/v1/attention/backends/mla/indexer.py DeepseekV32IndexerMetadataBuilder.__init__.
+    std::int64_t ratio = 0;
+    std::int64_t layer = -1;
+    for (const auto& l : topo.layers) {
+      const std::int64_t lr = cfg.family == Family::deepseek_v4 ? (l.type == LayerType::c4a ? 4 : 0)
+                              : cfg.family == Family::deepseek_v41 && l.is_index_source ? l.compress_ratio
+                                                                                        : 0;
+      if (lr > 1) {
+        ratio = lr;
+        layer = l.index;
+        break;
+      }
+    }
+    if (ratio > 1) {
+      checks.push_back(unsupported_check(
+          "backend.dcp_indexer_compression",
+          flag + ": vLLM refuses it: \"DCP is not supported with sparse indexer KV compression (compress_ratio=" +
+              std::to_string(ratio) + ").\" (layer " + std::to_string(layer) +
+              "'s indexer; vllm/v1/attention/backends/mla/indexer.py, DeepseekV32IndexerMetadataBuilder)",
+          "use --decode-context-parallel-size 1 (or DP attention: --data-parallel-size with "
+          "--enable-expert-parallel)"));
+    }
+    if (o.cp_kv_cache_interleave_size > 1) {
+      checks.push_back(unsupported_check(
+          "backend.dcp_interleave",
+          flag + " with --cp-kv-cache-interleave-size " + std::to_string(o.cp_kv_cache_interleave_size) +
+              ": vLLM refuses it: \"DCP sparse indexer currently supports only cp_kv_cache_interleave_size=1 (got " +
+              std::to_string(o.cp_kv_cache_interleave_size) + ").\" (vllm/v1/attention/backends/mla/indexer.py)",
+          "use --cp-kv-cache-interleave-size 1"));
+    }
   }
   return out;
 }

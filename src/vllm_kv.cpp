@@ -46,10 +46,13 @@ std::string gib(std::int64_t bytes) { return format_fixed(static_cast<double>(by
 // full:  FullAttentionSpec.max_memory_usage_bytes = cdiv(L, block) pages (DCP/PCP = 1 here).
 // sliding_window: SlidingWindowSpec.max_admission_blocks_per_request = cdiv(min(W - 1 + R, L), block) + 1.
 // ring:  one page per request (the V4.1 compressor ring, a request-scoped state like MambaSpec's 1 page).
+// With decode context parallelism over `dcp` ranks a full spec holds cdiv(tokens, dcp) tokens per
+// rank (FullAttentionSpec.max_memory_usage_bytes: "each dcp rank only need save max_model_len //
+// dcp_world_size tokens locally"); window specs and rings stay whole on every rank.
 std::int64_t kind_blocks(VllmSpecKind kind, std::int64_t block, std::int64_t window, std::int64_t retained,
-                         std::int64_t tokens) {
+                         std::int64_t tokens, std::int64_t dcp = 1) {
   switch (kind) {
-    case VllmSpecKind::full: return cdiv(tokens, block);
+    case VllmSpecKind::full: return cdiv(cdiv(tokens, std::max<std::int64_t>(dcp, 1)), block);
     case VllmSpecKind::sliding_window: return cdiv(std::min(sat_add(window - 1, retained), tokens), block) + 1;
     case VllmSpecKind::ring: return 1;
   }
@@ -285,7 +288,8 @@ std::string_view to_string(VllmSpecKind k) {
 std::int64_t VllmKvConfig::request_blocks(std::int64_t tokens) const {
   std::int64_t sum = 0;
   for (const auto& g : groups) {
-    sum = sat_add(sum, kind_blocks(g.kind, g.block_size, g.sliding_window, retained_tokens, tokens));
+    sum = sat_add(sum, kind_blocks(g.kind, g.block_size, g.sliding_window, retained_tokens, tokens,
+                                   decode_context_parallel_size));
   }
   return sum;
 }
@@ -293,7 +297,10 @@ std::int64_t VllmKvConfig::request_blocks(std::int64_t tokens) const {
 std::int64_t VllmKvConfig::decode_request_blocks(std::int64_t tokens, std::int64_t step_tokens) const {
   const std::int64_t reserve = sat_add(extra_retained_tokens, sat_mul(batches_in_flight, step_tokens));
   std::int64_t sum = 0;
-  for (const auto& g : groups) sum = sat_add(sum, kind_blocks(g.kind, g.block_size, g.sliding_window, reserve, tokens));
+  for (const auto& g : groups) {
+    sum = sat_add(sum,
+                  kind_blocks(g.kind, g.block_size, g.sliding_window, reserve, tokens, decode_context_parallel_size));
+  }
   return sum;
 }
 
@@ -365,6 +372,7 @@ std::vector<VllmKvConfig> vllm_kv_configs(const ModelConfig& cfg, const Topology
     std::int64_t widest = 0;
     for (const auto& g : out.groups) widest = std::max(widest, g.bytes);
     out.bytes_per_block = widest == 0 ? 0 : cdiv(widest, align_lcm[s]) * align_lcm[s];
+    out.decode_context_parallel_size = std::max<std::int64_t>(options.decode_context_parallel_size, 1);
     out.blocks_per_request = out.request_blocks(out.max_model_len);
   }
   return outs;

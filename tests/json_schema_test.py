@@ -228,6 +228,8 @@ def cli_commands(work, source_dir):
         ("plan", [v4, "--gpu", "b200", "--tp", "2", "--weights-gib", "80", "--json"]),
         ("plan", [v4, "--arch", "sm100", "--num-sms", "120", "--gpu-memory-gib", "96", "--json"]),
         ("plan", [v32, "--tp", "8", "--json"]),
+        ("plan", [v32, "--tp", "8", "--dcp", "2", "--indexer-tiling", "none", "--json"]),  # DCP comparison
+        ("plan", [v41, "--tp", "8", "--dcp", "2", "--json"]),  # DCP refused by vLLM, the numbers still drawn
         ("plan", [v32, "--gpu", "b200", "--tp", "8", "--kv-cache-memory-bytes", "40000000000", "--json"]),
         ("plan", [model_dir, "--tp", "8", "--json"]),  # weights from safetensors headers, with mismatches
         ("plan", [unknown, "--tp", "8", "--json"]),  # weights not all known

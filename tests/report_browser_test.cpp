@@ -250,6 +250,7 @@ int main() {
       {cfgdir + "deepseek-v4.1-flash.json", "--tp", "8", "--batch", "65536", "--context-len", "100000"},
       {cfgdir + "deepseek-v4.1-flash.json", "--tp", "8", "--gpu", "b200", "--batch", "4096", "--context-len",
        "1048576"},
+      {cfgdir + "deepseek-v4.1-flash.json", "--tp", "8", "--indexer-tiling", "none"},  // the prefill crossing
       {cfgdir + "deepseek-v4.1-flash.json"},
       {cfgdir + "deepseek-v4.1-flash.json", "--gpu", "a100"},
       {cfgdir + "deepseek-v4-flash.json", "--tp", "2", "--batch", "512"},

@@ -957,17 +957,22 @@ TEST_CASE("spec: DSpark below dspark_block_size warns, PP and DCP are refused", 
           "DSpark does not support decode context parallelism (DCP > 1). "
           "(--decode-context-parallel-size 2 with --spec-tokens 5)");
     CHECK(dspark->finding.fix == "use --decode-context-parallel-size 1, or --spec-tokens 0");
-    const auto dcp = find(rs, "backend.decode_context_parallel");
+    // vLLM's own refusals: DCP 2 does not divide TP 1, and V4.1's ratio-2 indexer caches.
+    const auto dcp = find(rs, "backend.dcp_indexer_compression");
     REQUIRE(dcp);
-    CHECK_THAT(dcp->finding.message, Catch::StartsWith("--decode-context-parallel-size 2: mla-plan plans DCP 1 only"));
-    CHECK(errors(rs) == 2);
+    CHECK(dcp->finding.message ==
+          "--decode-context-parallel-size 2: vLLM refuses it: \"DCP is not supported with sparse indexer KV "
+          "compression (compress_ratio=2).\" (layer 2's indexer; vllm/v1/attention/backends/mla/indexer.py, "
+          "DeepseekV32IndexerMetadataBuilder)");
+    CHECK(find(rs, "backend.dcp_tensor_parallel"));
+    CHECK(errors(rs) == 3);
     // Without speculative tokens only the DCP rule fires; MTP (V4.0) has no DCP rule of its own.
     o.layout.num_speculative_tokens = 0;
     CHECK_FALSE(find(eval(v41(), gpu("b200"), o), "spec.dspark_parallel"));
     o.layout.num_speculative_tokens = 1;
     const auto v4 = eval(v40(), gpu("b200"), o);
     CHECK_FALSE(find(v4, "spec.dspark_parallel"));
-    CHECK(find(v4, "backend.decode_context_parallel"));
+    CHECK(find(v4, "backend.dcp_indexer_compression"));
   }
 }
 

@@ -157,33 +157,50 @@ TEST_CASE("V4-Flash c128a and V3.2 dsa inputs", "[decode]") {
 TEST_CASE("decode mode: split, cluster or one pass by CTAs when a request is at most 640 rows", "[decode]") {
   using mlaplan::decode_plan_mode;
   using mlaplan::DecodeMode;
-  // V4.1 shape: 128 + 512 rows = 10 blocks. Clusters of 4 CTAs (3 blocks each) from
-  // ctas * 10 >= 132 * 3 / 2 (ctas >= 19.8) while 4 x ctas <= 132; of 2 CTAs (5 blocks each) while
-  // 2 x ctas <= 132; then one pass (ctas * 10 >= 132 * 9 / 2 holds from 60 on).
+  // V4.1 shape: 128 + 512 rows = 10 blocks. Clusters of 2 CTAs (5 blocks each) from
+  // 6 x ctas x 10 >= 5 x 132 x 5 (ctas >= 55) while 2 x ctas <= 132; clusters of 4 (3 blocks each)
+  // would need ctas >= 33 but only 30 fit; one pass from ctas x 10 >= 132 x (10 - 3) (ctas >= 93).
   CHECK(decode_plan_mode(1, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
-  CHECK(decode_plan_mode(19, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
-  CHECK(decode_plan_mode(20, 1, 64, 128, true, 512, 132) == DecodeMode::cluster_split);
-  CHECK(decode_plan_mode(59, 1, 64, 128, true, 512, 132) == DecodeMode::cluster_split);
+  CHECK(decode_plan_mode(20, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
+  CHECK(decode_plan_mode(30, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
+  CHECK(decode_plan_mode(32, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
+  CHECK(decode_plan_mode(54, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
+  CHECK(decode_plan_mode(55, 1, 64, 128, true, 512, 132) == DecodeMode::cluster_split);
   CHECK(decode_plan_mode(66, 1, 64, 128, true, 512, 132) == DecodeMode::cluster_split);
-  CHECK(decode_plan_mode(67, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
-  CHECK(decode_plan_mode(9, 1, 128, 128, true, 512, 132) == DecodeMode::split_kv);
-  CHECK(decode_plan_mode(10, 1, 128, 128, true, 512, 132) == DecodeMode::cluster_split);
+  CHECK(decode_plan_mode(67, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
+  CHECK(decode_plan_mode(92, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
+  CHECK(decode_plan_mode(93, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
+  CHECK(decode_plan_mode(27, 1, 128, 128, true, 512, 132) == DecodeMode::split_kv);
+  CHECK(decode_plan_mode(28, 1, 128, 128, true, 512, 132) == DecodeMode::cluster_split);
   CHECK(decode_plan_mode(33, 1, 128, 128, true, 512, 132) == DecodeMode::cluster_split);
-  CHECK(decode_plan_mode(34, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
-  CHECK(mlaplan::choose_decode_mode(33, 1, 64, 128, true, 512, 132).cluster_ctas == 4);
-  CHECK(mlaplan::choose_decode_mode(34, 1, 64, 128, true, 512, 132).cluster_ctas == 2);
+  CHECK(decode_plan_mode(34, 1, 128, 128, true, 512, 132) == DecodeMode::split_kv);
+  CHECK(decode_plan_mode(46, 1, 128, 128, true, 512, 132) == DecodeMode::split_kv);
+  CHECK(decode_plan_mode(47, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
+  CHECK(mlaplan::choose_decode_mode(60, 1, 64, 128, true, 512, 132).cluster_ctas == 2);
   CHECK(mlaplan::choose_decode_mode(67, 1, 64, 128, true, 512, 132).cluster_ctas == 1);
-  CHECK(mlaplan::cluster_split_ctas(1, 10, 132) == 4);
-  CHECK(mlaplan::cluster_split_ctas(33, 10, 132) == 4);
+  CHECK(mlaplan::cluster_split_ctas(60, 10, 264) == 4);  // 264 SMs hold 60 clusters of 4
+  CHECK(mlaplan::resident_clusters(132, 1) == 132);
+  CHECK(mlaplan::resident_clusters(132, 2) == 66);
+  CHECK(mlaplan::resident_clusters(132, 4) == 30);
+  CHECK(mlaplan::resident_clusters(132, 8) == 15);
+  CHECK(mlaplan::resident_clusters(114, 4) == 25);  // scaled by the SMs: an estimate
+  CHECK_THROWS_AS(mlaplan::resident_clusters(0, 4), mlaplan::Error);
+  // 30 clusters of 4 fit the H200's GPCs (not 33); 66 of 2.
+  CHECK(mlaplan::cluster_split_ctas(30, 10, 132) == 4);
+  CHECK(mlaplan::cluster_split_ctas(31, 10, 132) == 2);
+  CHECK(mlaplan::cluster_split_ctas(33, 10, 132) == 2);
   CHECK(mlaplan::cluster_split_ctas(34, 10, 132) == 2);
   CHECK(mlaplan::cluster_split_ctas(66, 10, 132) == 2);
   CHECK(mlaplan::cluster_split_ctas(67, 10, 132) == 1);
   CHECK(mlaplan::cluster_split_ctas(1, 3, 132) == 2);  // at most the request's blocks
   CHECK(mlaplan::cluster_split_ctas(1, 1, 132) == 1);
-  // Two blocks (the window alone): a cluster would save one block only; one pass from
-  // ctas * 2 >= 132 / 2.
-  CHECK(decode_plan_mode(32, 1, 64, 128, false, 0, 132) == DecodeMode::split_kv);
+  // Two blocks (the window alone): a cluster would save one block only, and split-KV's fixed cost
+  // is more than a block: one pass at any batch.
+  CHECK(decode_plan_mode(1, 1, 64, 128, false, 0, 132) == DecodeMode::one_pass);
   CHECK(decode_plan_mode(33, 1, 64, 128, false, 0, 132) == DecodeMode::one_pass);
+  // Five blocks (window 128 + extra 192): one pass from ctas x 5 >= 132 x 2.
+  CHECK(decode_plan_mode(52, 1, 64, 128, true, 192, 132) == DecodeMode::split_kv);
+  CHECK(decode_plan_mode(53, 1, 64, 128, true, 192, 132) == DecodeMode::one_pass);
   CHECK(decode_plan_mode(66, 2, 64, 128, true, 512, 132) == DecodeMode::one_pass);
   // Wider than 640 rows: always split.
   CHECK(decode_plan_mode(256, 1, 64, 128, true, 513, 132) == DecodeMode::split_kv);
@@ -193,12 +210,14 @@ TEST_CASE("decode mode: split, cluster or one pass by CTAs when a request is at 
   CHECK(decode_plan_mode(0, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
   const auto c = mlaplan::choose_decode_mode(16, 1, 64, 128, true, 512, 132);
   CHECK(c.mode == DecodeMode::split_kv);
-  CHECK(c.reason == "16 CTAs x 10 blocks < 132 SMs x 9 / 2: the scheduler spreads the blocks, combine merges");
-  CHECK(mlaplan::choose_decode_mode(32, 1, 64, 128, true, 512, 132).reason ==
-        "32 CTAs x 10 blocks >= 132 SMs x 3 / 2: 4 CTAs per request as one cluster, 3 blocks each, partial rows "
+  CHECK(c.reason == "16 CTAs x 10 blocks < 132 SMs x (10 - 3): the scheduler spreads the blocks, combine merges");
+  CHECK(mlaplan::choose_decode_mode(60, 1, 64, 128, true, 512, 132).reason ==
+        "60 CTAs x 10 blocks >= 5/6 x 132 SMs x 5: 2 CTAs per request as one cluster, 5 blocks each, partial rows "
         "merged in distributed shared memory, no combine");
+  CHECK(mlaplan::choose_decode_mode(32, 1, 64, 128, true, 512, 132).reason ==
+        "32 CTAs x 10 blocks < 132 SMs x (10 - 3): the scheduler spreads the blocks, combine merges");
   CHECK(mlaplan::choose_decode_mode(128, 1, 64, 128, true, 512, 132).reason ==
-        "128 CTAs x 10 blocks >= 132 SMs x 9 / 2: each request in one pass by one CTA, no combine");
+        "128 CTAs x 10 blocks >= 132 SMs x (10 - 3): each request in one pass by one CTA, no combine");
   CHECK(mlaplan::choose_decode_mode(256, 1, 64, 128, true, 640, 132).reason ==
         "a request attends up to 768 rows (one pass takes at most 640)");
   CHECK_THROWS_AS(decode_plan_mode(1, 0, 64, 128, true, 512, 132), mlaplan::Error);
@@ -211,7 +230,7 @@ TEST_CASE("decode mode over the lengths: the cluster test takes the work the req
   using mlaplan::decode_work;
   using mlaplan::DecodeMode;
   // Full lengths: the same choice as the widths, at every batch of the V4.1 shape.
-  for (const std::int64_t b : {1, 8, 19, 20, 37, 66, 67, 128}) {
+  for (const std::int64_t b : {1, 8, 16, 20, 27, 28, 30, 32, 37, 47, 54, 55, 66, 67, 92, 93, 128}) {
     for (const std::int64_t h : {64, 128}) {
       const std::vector<std::int32_t> len(static_cast<std::size_t>(b), 128), elen(static_cast<std::size_t>(b), 512);
       const auto w = decode_work(len.data(), b, 128, elen.data(), 512);
@@ -230,20 +249,26 @@ TEST_CASE("decode mode over the lengths: the cluster test takes the work the req
   CHECK(w.total_blocks == 1 + 1 + (1 + 1) + (2 + 1) + (2 + 2) + (2 + 8) + (1 + 8));
   CHECK(w.max_blocks == 10);
   CHECK(decode_work(len.data(), 7, 128, nullptr, 0).total_blocks == 1 + 1 + 1 + 2 + 2 + 2 + 1);
-  // b 37, lengths about half the widths (6 blocks on average), the longest 10: the widths say a
-  // cluster of 2 (37 x 10 x 2 >= 132 x 5); the work (222 blocks) does not fill the SMs -> split-KV.
-  const mlaplan::DecodeWork half{222, 10};
-  CHECK(choose_decode_mode(37, 1, 64, 128, true, 512, 132).mode == DecodeMode::cluster_split);
-  const auto v = choose_decode_mode(37, 1, 64, 128, true, 512, 132, half);
+  // b 60, lengths about half the widths (6 blocks on average), the longest 10: the widths say a
+  // cluster of 2 (6 x 60 x 10 >= 5 x 132 x 5); the work (360 blocks) does not fill the SMs -> split-KV.
+  CHECK(choose_decode_mode(60, 1, 64, 128, true, 512, 132).mode == DecodeMode::cluster_split);
+  const auto v = choose_decode_mode(60, 1, 64, 128, true, 512, 132, mlaplan::DecodeWork{360, 10});
   CHECK(v.mode == DecodeMode::split_kv);
-  CHECK(v.reason == "37 CTAs x 10 blocks < 132 SMs x 9 / 2: the scheduler spreads the blocks, combine merges");
-  // At h_q 128 (74 CTAs) the one_pass test stays the widths' (one pass lasts as long as its longest
-  // request): one_pass.
-  CHECK(choose_decode_mode(37, 1, 128, 128, true, 512, 132, half).mode == DecodeMode::one_pass);
-  // Enough work for the cluster: b 30, 8 blocks on average.
-  const auto c = choose_decode_mode(30, 1, 64, 128, true, 512, 132, mlaplan::DecodeWork{240, 10});
+  CHECK(v.reason ==
+        "360 blocks by the lengths (longest request 10) < 132 SMs x (10 - 3): the scheduler spreads the "
+        "blocks, combine merges");
+  // At h_q 128, b 50 (100 CTAs) the widths say one pass (1000 >= 132 x 7); one pass lasts as long as
+  // its longest request (10 blocks) while split-KV spreads 600 blocks: split-KV.
+  CHECK(choose_decode_mode(50, 1, 128, 128, true, 512, 132).mode == DecodeMode::one_pass);
+  CHECK(choose_decode_mode(50, 1, 128, 128, true, 512, 132, mlaplan::DecodeWork{300, 10}).mode == DecodeMode::split_kv);
+  // Short requests only (longest 2 blocks): one pass by each CTA is as long as two blocks.
+  CHECK(choose_decode_mode(37, 1, 128, 128, true, 512, 132, mlaplan::DecodeWork{74, 2}).mode == DecodeMode::one_pass);
+  // Enough work at h_q 128 (b 74): 940 blocks >= 132 x 7, one pass again.
+  CHECK(choose_decode_mode(74, 1, 128, 128, true, 512, 132, mlaplan::DecodeWork{470, 10}).mode == DecodeMode::one_pass);
+  // Enough work for the cluster: b 60, 9.3 blocks on average.
+  const auto c = choose_decode_mode(60, 1, 64, 128, true, 512, 132, mlaplan::DecodeWork{560, 10});
   CHECK(c.mode == DecodeMode::cluster_split);
   CHECK(c.reason ==
-        "240 blocks by the lengths (longest request 10) >= 132 SMs x 3 / 2: 4 CTAs per request as one "
-        "cluster, 3 blocks each, partial rows merged in distributed shared memory, no combine");
+        "560 blocks by the lengths (longest request 10) >= 5/6 x 132 SMs x 5: 2 CTAs per request as one "
+        "cluster, 5 blocks each, partial rows merged in distributed shared memory, no combine");
 }

@@ -605,16 +605,16 @@ TEST_CASE("report HTML holds the drawings inline and the findings as a table", "
   auto root = parse_xml(html);  // the page is also well-formed XML (XHTML syntax)
   CHECK(root->tag == "html");
   const auto svgs = find_all(*root, [](const Node& n) { return n.tag == "svg"; });
-  CHECK(svgs.size() == 3);
+  CHECK(svgs.size() == 4);
   for (const auto* s : svgs) CHECK(s->attr("xmlns") == "http://www.w3.org/2000/svg");
   CHECK(cells_by_type(*root) == std::map<std::string, int>{{"c1a", 3}, {"c2a", 3}, {"swaonly", 5}});
   const auto h2 = find_all(*root, [](const Node& n) { return n.tag == "h2"; });
   std::vector<std::string> headings;
   for (const auto* h : h2) headings.push_back(h->text);
-  CHECK(headings == std::vector<std::string>{"Layer map", "KV-cache memory", "Prefix cache and host offload",
-                                             "Attention backend and kernel shapes",
-                                             "Decode schedules (FlashMLA tile scheduler), one per layer type",
-                                             "Findings"});
+  CHECK(headings ==
+        std::vector<std::string>{"Layer map", "KV-cache memory", "Prefill workspace of the sparse indexer, per GPU",
+                                 "Prefix cache and host offload", "Attention backend and kernel shapes",
+                                 "Decode schedules (FlashMLA tile scheduler), one per layer type", "Findings"});
   const auto tables = find_all(*root, [](const Node& n) { return n.tag == "table" && n.has_class("findings"); });
   REQUIRE(tables.size() == 1);
   // header + 3 errors + the expert_dtype warning + the assumed num_nextn_predict_layers (a structural default)

@@ -225,9 +225,10 @@ TEST_CASE("rule catalogue lists every id the engine reports", "[rules]") {
       [](RuleOptions&) {});  // backend.query_heads
   add(parse_config(R"({"model_type": "deepseek_v41", "num_key_value_heads": 2})", "t.json"), "h200",
       [](RuleOptions&) {});              // backend.kv_heads
-  add(v41, "h200", [](RuleOptions& o) {  // spec.dspark_block_size, spec.dspark_parallel, DCP
+  add(v41, "h200", [](RuleOptions& o) {  // spec.dspark_block_size, spec.dspark_parallel, the DCP refusals
     o.layout.num_speculative_tokens = 3;
     o.layout.decode_context_parallel_size = 2;
+    o.layout.cp_kv_cache_interleave_size = 2;
   });
   add(parse_config(R"({"model_type": "deepseek_v32", "num_hidden_layers": 2, "num_nextn_predict_layers": 0})",
                    "t.json"),

@@ -250,8 +250,8 @@ TEST_CASE("verify runs the planner's decode mode per cell", "[verify][decode-mod
   Recording dev(make_host_verify_device());
   auto opts = small_batch();
   opts.kv_cache_dtypes = {"fp8_ds_mla"};
-  // 40 requests on 132 SMs: the V4.1 shapes plan differently per layer type (choose_decode_mode).
-  opts.batch.context_lens.assign(40, 3000);
+  // 60 requests on 132 SMs: the V4.1 shapes plan differently per layer type (choose_decode_mode).
+  opts.batch.context_lens.assign(60, 3000);
   const auto r = run_verify(cfg, topo, gpu("h200"), dev, opts);
   CHECK(r.exit_code == 0);
   REQUIRE(r.cells.size() == 3);
@@ -283,7 +283,7 @@ TEST_CASE("verify --decode-mode all: three cells per kv dtype and layer type", "
   const auto cfg = released("deepseek-v4.1-flash.json");
   const auto topo = build_topology(cfg);
   Recording dev(make_host_verify_device());
-  auto opts = small_batch();  // 4 requests: planned split_kv everywhere
+  auto opts = small_batch();  // 4 requests: planned split_kv, one pass for the window-only type
   opts.decode_modes = parse_verify_decode_modes("all");
   CHECK(opts.decode_modes == kAllModes);
   const auto r = run_verify(cfg, topo, gpu("h200"), dev, opts);
@@ -304,7 +304,7 @@ TEST_CASE("verify --decode-mode all: three cells per kv dtype and layer type", "
       CHECK(c->status == VerifyStatus::pass);
       CHECK(c->schedule_match);
       CHECK(c->launch.mode == *c->mode);
-      CHECK(c->planned_mode == DecodeMode::split_kv);
+      CHECK(c->planned_mode == (t == LayerType::swaonly ? DecodeMode::one_pass : DecodeMode::split_kv));
     }
     CHECK(cs[0]->launch.combine);
     CHECK(cs[0]->launch.grid_x == 132);  // split_kv: one CTA per partition

@@ -33,15 +33,33 @@ constexpr std::int64_t decode_request_blocks(std::int64_t topk, bool has_extra, 
   return (topk > 64 ? (topk + 63) / 64 : 1) + (has_extra ? (extra_topk + 63) / 64 : 0);
 }
 
+/// What split-KV costs whatever the batch, in block times of one CTA: the partials' round trip
+/// through global memory and the combine kernel after the last block. Fitted to the crossover with
+/// one pass measured on the H200 for the V4.1 shape (docs/perf-history.md "v10": at 10 blocks per
+/// request split-KV is faster at 80 CTAs, one pass at 96); for shorter requests an extrapolation.
+inline constexpr std::int64_t kSplitKvFixedBlocks = 3;
+
 /// The most CTAs that share a request in cluster_split. 8 would be a legal cluster, but measured on
 /// the H200 (docs/perf-history.md "v9") the exchange of fp32 partial rows through distributed shared
 /// memory then costs more than split-KV's combine kernel.
 inline constexpr std::int64_t kClusterSplitMaxCtas = 4;
 
+/// Clusters of 4 CTAs (one CTA per SM, 225 KiB of shared memory each) an H200 holds at once:
+/// cudaOccupancyMaxActiveClusters measured 30 on its 132 SMs (a cluster lives inside one GPC, and
+/// the GPCs' SM counts leave SMs over), not 132 / 4 = 33 (docs/perf-history.md "v9").
+inline constexpr std::int64_t kResidentClustersOf4 = 30;
+inline constexpr std::int64_t kResidentClustersOf4Sms = 132;
+
+/// Clusters of c CTAs (one per SM) resident at once on num_sms SMs, as the planner estimates it:
+/// num_sms / c for c <= 2; for c >= 4 the H200's measured 30 clusters of 4 per 132 SMs, scaled by
+/// the SM count (an estimate on other GPUs: the launch asks the device and halves C where they do
+/// not fit) and divided by c / 4. Error(internal) for num_sms or c < 1.
+std::int64_t resident_clusters(std::int64_t num_sms, std::int64_t c);
+
 /// cluster_split's CTAs per request for `ctas` (b x s_q x h_q / 64) request slices of n_blocks
 /// 64-row blocks on num_sms SMs: the largest power of two C <= kClusterSplitMaxCtas with
-/// ctas x C <= num_sms and C <= n_blocks (1: no cluster). Inputs must be >= 0 / >= 1. (The
-/// launch takes half as many where a GPU cannot hold every cluster at once.)
+/// ctas <= resident_clusters(num_sms, C) and C <= n_blocks (1: no cluster). Inputs must be
+/// >= 0 / >= 1. (The launch takes half as many where the device cannot hold every cluster at once.)
 std::int64_t cluster_split_ctas(std::int64_t ctas, std::int64_t n_blocks, std::int64_t num_sms);
 
 /// The decision and, for people, why.
@@ -53,14 +71,17 @@ struct DecodeModeChoice {
 
 /// The plan for a decode shape, for requests of at most kOnePassMaxRows rows (topk + extra_topk;
 /// longer ones: split_kv), with ctas = b * s_q * h_q / 64 and n_blocks the 64-row blocks of a
-/// request (10 for the V4.1 shape):
+/// request (10 for the V4.1 shape), by the crossovers measured on the H200 (docs/perf-history.md
+/// "v10"):
 /// - one_pass for b 0 and one-block requests;
 /// - cluster_split when C = cluster_split_ctas(...) >= 2, a cluster CTA attends at least two
-///   blocks fewer than the request has, and split-KV would give each SM at least half of a cluster
-///   CTA's blocks: 2 * ctas * n_blocks >= num_sms * ceil(n_blocks / C) (V4.1 on 132 SMs: ctas
-///   20 .. 66);
-/// - one_pass when ctas * n_blocks * 2 >= num_sms * (n_blocks - 1) (V4.1: ctas >= 67 then);
-/// - split_kv otherwise (V4.1: ctas < 20).
+///   blocks fewer than the request has, and split-KV would give each SM at least 5/6 of a cluster
+///   CTA's blocks: 6 * ctas * n_blocks >= 5 * num_sms * ceil(n_blocks / C) (V4.1 on 132 SMs: ctas
+///   55 .. 66, C 2);
+/// - one_pass when split-KV would give each SM at least a request's blocks less its fixed cost:
+///   ctas * n_blocks >= num_sms * (n_blocks - kSplitKvFixedBlocks) (V4.1: ctas >= 93; requests of
+///   at most 3 blocks: always);
+/// - split_kv otherwise (V4.1: ctas < 55 and 67 .. 92).
 /// Error(usage) for negative sizes, s_q or num_sms < 1, h_q < 64.
 DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk,
                                     bool has_extra, std::int64_t extra_topk, std::int64_t num_sms);
@@ -77,13 +98,13 @@ struct DecodeWork {
 DecodeWork decode_work(const std::int32_t* lengths, std::int64_t b, std::int64_t topk,
                        const std::int32_t* extra_lengths, std::int64_t extra_topk);
 
-/// The rule above, with the cluster_split test taken over the lengths' work (`work`): a cluster CTA
-/// of the longest request attends ceil(work.max_blocks / C) blocks, and split-KV spreads
-/// work.total_blocks x s_q x h_q / 64 blocks. The cluster's C and the one_pass test stay those of
-/// the widths (one_pass lasts as long as its longest request, which the widths bound; measured on
-/// the H200: with lengths drawn uniformly below the widths, b 37, split-KV beats cluster_split at
-/// h_q 64 and one_pass beats split-KV at h_q 128, docs/perf.md). Full lengths give the same choice
-/// as the widths alone.
+/// The rule above over the lengths' work (`work`): a cluster CTA of the longest request attends
+/// ceil(work.max_blocks / C) blocks, one pass lasts as long as the longest request
+/// (work.max_blocks in place of n_blocks), and split-KV spreads work.total_blocks x s_q x h_q / 64
+/// blocks (in place of ctas x n_blocks). The cluster's C stays that of the widths. Measured on the
+/// H200 with lengths drawn uniformly below the widths: split-KV beats both other modes at b 37
+/// (h_q 64 and 128) and b 60 (h_q 128), where the widths say cluster_split or one_pass
+/// (docs/perf.md). Full lengths give the same choice as the widths alone.
 DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk,
                                     bool has_extra, std::int64_t extra_topk, std::int64_t num_sms,
                                     const DecodeWork& work);

@@ -56,6 +56,7 @@ struct LayoutOptions {
   std::optional<std::string> attention_backend;  ///< --attention-backend (vLLM's name); default: vLLM's choice
   FusedAttention fused_attention = FusedAttention::auto_;  ///< --dsv4-fused-attention
   std::int64_t decode_context_parallel_size = 1;           ///< --decode-context-parallel-size
+  std::int64_t cp_kv_cache_interleave_size = 1;            ///< --cp-kv-cache-interleave-size (with DCP)
   std::string indexer_cache_dtype = "fp8";                 ///< --indexer-cache-dtype
   std::optional<std::int64_t> block_size;                  ///< --block-size (default: backend's for the arch)
   std::optional<std::int64_t> max_model_len;               ///< --max-model-len (default: max_position_embeddings)

@@ -19,6 +19,7 @@
 #include "mlaplan/kv_tiers.hpp"
 #include "mlaplan/layout.hpp"
 #include "mlaplan/placement.hpp"
+#include "mlaplan/prefill.hpp"
 #include "mlaplan/rules.hpp"
 #include "mlaplan/scheduler.hpp"
 #include "mlaplan/target.hpp"
@@ -59,6 +60,11 @@ struct PlanGuards {
   /// --require-batch-fits: the decode batch fits one engine's KV cache (fit.decode_batch is then
   /// the error guard.decode_batch).
   bool batch_fits = false;
+  /// --require-prefill-fits: the indexer's transient prefill peak at max_model_len fits the headroom
+  /// (fit.prefill_transient is then the error guard.prefill_transient).
+  bool prefill_fits = false;
+  /// --require-prompt-len N: a prompt of N tokens prefills within the headroom (guard.prompt_len).
+  std::optional<std::int64_t> prompt_len;
   /// --prefix-hit-prompt-len N: a prompt of N tokens can hit the prefix cache (guard.prefix_hit).
   std::optional<std::int64_t> prefix_hit_prompt_len;
   /// --min-offload-tokens N: the host tier of --kv-offloading-size holds N tokens of history and
@@ -74,6 +80,7 @@ struct PlanRequest {
   BatchOptions batch;
   BudgetOptions budget;
   DeployOptions deploy;
+  PrefillOptions prefill;  ///< the indexer's prefill tiling (--indexer-tiling, --indexer-logits-budget-mib)
   PlanGuards guards;
   std::optional<std::string> dtype;  ///< --dtype
   bool schedules = true;             ///< plan the decode tile schedules (check does not need them)
@@ -92,6 +99,34 @@ struct StageFit {
   RankWeights weights;
   Budget budget;
   VllmKvConfig kv;
+};
+
+/// One way to lay the same KV cache over the GPUs, for the decode-context-parallel comparison.
+struct KvParallelOption {
+  std::string label;  ///< "TP 8", "TP 8 x DCP 2", "DP attention: DP 8, TP 1, EP 8"
+  std::int64_t tensor_parallel_size = 1;
+  std::int64_t data_parallel_size = 1;
+  std::int64_t decode_context_parallel_size = 1;
+  bool computed = false;           ///< false: the layout is rejected (note says why)
+  bool fits = false;               ///< vLLM's start-up check passes
+  std::int64_t request_bytes = 0;  ///< per rank, one request of max_model_len: bytes_per_block x blocks
+  std::int64_t blocks_per_request = 0;
+  std::int64_t num_blocks = 0;     ///< per engine
+  double concurrency = 0.0;        ///< per engine
+  std::int64_t engines = 1;        ///< DP engines
+  double total_concurrency = 0.0;  ///< x engines
+  std::string note;
+};
+
+/// --decode-context-parallel-size D > 1: the full (block-managed) caches are sharded over the D
+/// ranks of each DCP group while window caches, compressor states and rings stay whole on every
+/// rank; next to it the same GPUs with plain TP and with DP attention.
+struct ContextParallelFit {
+  std::int64_t decode_context_parallel_size = 1;
+  std::int64_t interleave_size = 1;       ///< --cp-kv-cache-interleave-size
+  bool refused = false;                   ///< vLLM refuses the combination (the findings backend.dcp_*)
+  std::string refusal;                    ///< the engine's reason
+  std::vector<KvParallelOption> options;  ///< plain TP, TP x DCP (the plan's), DP attention
 };
 
 /// The fit answer.
@@ -121,7 +156,8 @@ struct Fit {
   /// When !fits: vLLM's error, or (--kv-cache-memory-bytes, which vLLM does not check against the
   /// GPU) why the given KV cache and the rest exceed the GPU's memory.
   std::string error_message;
-  std::vector<std::string> suggestions;  ///< when !fits: what would fit instead
+  std::vector<std::string> suggestions;                ///< when !fits: what would fit instead
+  std::optional<ContextParallelFit> context_parallel;  ///< with --decode-context-parallel-size > 1
   /// Prefix caching over the groups (kv_tiers.hpp); absent when the layout has no KV-cache group.
   std::optional<PrefixCachePlan> prefix_cache;
   /// Finished prompts of max_model_len the GPU prefix cache holds at once (num_blocks over the
@@ -161,6 +197,9 @@ struct Plan {
   std::optional<Fit> fit;        ///< with a layout
   DecodeBatch batch;
   std::optional<BatchKvFit> batch_fit;  ///< the batch against the KV cache, when the fit is decided
+  /// The indexer's transient prefill peak against the headroom, when the fit fits and the model
+  /// has an indexer (docs/prefill.md).
+  std::optional<PrefillFit> prefill;
   /// FlashMLA's tile-scheduler plans, one per layer type; empty when the backend is not FlashMLA.
   std::vector<LayerTypeSchedule> schedules;
   std::vector<KernelShape> kernel_shapes;  ///< every kernel instantiation the engine launches

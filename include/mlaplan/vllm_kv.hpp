@@ -60,6 +60,9 @@ struct VllmKvOptions {
   bool async_scheduling = true;       ///< vLLM 0.30's default: 2 batches in flight
   std::int64_t max_num_batched_tokens = 8192;
   std::int64_t extra_retained_tokens = 0;
+  /// --decode-context-parallel-size: full specs hold 1/DCP of a request's tokens on each rank
+  /// (window specs and rings are whole on every rank); docs/fit.md "Decode context parallelism".
+  std::int64_t decode_context_parallel_size = 1;
 };
 
 /// vLLM's KV-cache layout of one pipeline stage.
@@ -69,10 +72,11 @@ struct VllmKvConfig {
   std::int64_t bytes_per_block = 0;  ///< max over groups of their bytes, rounded to the alignment lcm
   std::int64_t stage = 0;
   std::int64_t max_model_len = 0;
-  std::int64_t retained_tokens = 0;        ///< R = extra + batches x max_num_batched_tokens
-  std::int64_t blocks_per_request = 0;     ///< sum over groups of what one request of max_model_len reserves
-  std::int64_t extra_retained_tokens = 0;  ///< the options' (part of retained_tokens)
-  std::int64_t batches_in_flight = 1;      ///< 2 with async scheduling (part of retained_tokens)
+  std::int64_t retained_tokens = 0;               ///< R = extra + batches x max_num_batched_tokens
+  std::int64_t blocks_per_request = 0;            ///< sum over groups of what one request of max_model_len reserves
+  std::int64_t extra_retained_tokens = 0;         ///< the options' (part of retained_tokens)
+  std::int64_t batches_in_flight = 1;             ///< 2 with async scheduling (part of retained_tokens)
+  std::int64_t decode_context_parallel_size = 1;  ///< full groups: cdiv(cdiv(tokens, DCP), block) blocks per rank
   /// Blocks one request of `tokens` reserves (sum over groups of the max over its specs).
   std::int64_t request_blocks(std::int64_t tokens) const;
   /// Blocks a running request of `tokens` holds while it decodes `step_tokens` tokens a step

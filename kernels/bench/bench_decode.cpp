@@ -11,10 +11,14 @@
 // Without a b argument, a variable-length batch of 37 follows the full-length ones (lengths uniform
 // below the widths, every 9th request empty, 1/17 of the indices -1: DecodeBenchShape).
 //
-// Usage: mlaplan_kernel_bench [replays [h_q [b [P]]]]   (default 60 replays, every h_q and b; P: split_kv's
-//        partition count instead of the device's, for experiments)
+// Usage: mlaplan_kernel_bench [replays [h_q [b[v] [P [O [seed]]]]]]   (default 60 replays, every h_q
+//        and b; for experiments: P, split_kv's partition count instead of the device's (0: the
+//        device's); O, split_kv's per-request overhead in blocks (-1: the project's); seed, the
+//        inputs' random seed instead of the row's (0: the row's))
 //        replays 5..100000 (mlaplan::KernelBenchLimits); h_q 0 (all), 64 or 128; b 0 (the list: 1, 8, 32,
-//        64, 128, 256) or any batch size up to 1024.
+//        64, 128, 256) or any batch size up to 1024; "37v": the variable-length batch alone. Each row's
+//        random inputs depend only on its place in the full list (h_q, then b), so a row run alone
+//        measures the same bytes as in the full run.
 
 #include <algorithm>
 #include <charconv>
@@ -57,14 +61,20 @@ int int_arg(const char* text, const char* name, int lo, int hi) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  if (argc > 5) mlaplan::throw_usage("usage: mlaplan_kernel_bench [replays [h_q [b [P]]]]");
+  if (argc > 7) mlaplan::throw_usage("usage: mlaplan_kernel_bench [replays [h_q [b[v] [P [O [seed]]]]]]");
   const int replays = argc > 1 ? int_arg(argv[1], "replays", mlaplan::KernelBenchLimits::min_replays,
                                          mlaplan::KernelBenchLimits::max_replays)
                                : 60;
   const int only_h_q = argc > 2 ? int_arg(argv[2], "h_q", 0, 128) : 0;
   if (only_h_q != 0 && only_h_q != 64 && only_h_q != 128) mlaplan::throw_usage("h_q must be 0 (all), 64 or 128");
-  const int only_b = argc > 3 ? int_arg(argv[3], "b", 0, 1024) : 0;
+  // "37v": b 37 with variable lengths only.
+  std::string b_text = argc > 3 ? argv[3] : "0";
+  const bool only_variable = !b_text.empty() && b_text.back() == 'v';
+  if (only_variable) b_text.pop_back();
+  const int only_b = int_arg(b_text.c_str(), "b", 0, 1024);
   const int parts = argc > 4 ? int_arg(argv[4], "P", 0, mk::kMaxSmParts) : 0;
+  const int overhead = argc > 5 ? int_arg(argv[5], "O", -1, 64) : -1;
+  const int seed_arg = argc > 6 ? int_arg(argv[6], "seed", 0, 1 << 30) : 0;
   mk::require_supported_device(0);
   const mk::DeviceInfo dev = mk::device_info(0);
   const double copy_gbps = mk::measure_copy_gbps();
@@ -74,26 +84,33 @@ int main(int argc, char** argv) try {
       dev.name.c_str(), dev.sm_count, copy_gbps, replays);
   std::printf("%5s %5s %9s %5s %7s %13s %10s %10s %8s %9s %10s %10s %10s\n", "h_q", "b", "lengths", "P", "split",
               "mode", "us/call", "min us", "TFLOPS", "GB/s", "split_kv", "one_pass", "cluster");
-  std::uint64_t seed = 2026;
+  constexpr int kRowsPerHq = static_cast<int>(std::size(kBatches)) + 1;
   for (int h_q : {64, 128}) {
     if (only_h_q != 0 && h_q != only_h_q) continue;
     // The full-length batches, then (without a b argument) the variable-length batch of 37.
     std::vector<std::pair<int, bool>> rows;
-    if (only_b != 0) rows.push_back({only_b, false});
+    if (only_b != 0) rows.push_back({only_b, only_variable});
     for (const int b : kBatches) {
       if (only_b == 0) rows.push_back({b, false});
     }
     if (only_b == 0) rows.push_back({37, true});
     for (const auto& [b, variable] : rows) {
+      // The row's place in the full list: its seed.
+      const auto* at = std::find(std::begin(kBatches), std::end(kBatches), b);
+      const int place = variable ? kRowsPerHq - 1 : at != std::end(kBatches) ? static_cast<int>(at - kBatches) : 0;
+      const std::uint64_t seed = seed_arg != 0
+                                     ? static_cast<std::uint64_t>(seed_arg)
+                                     : 2026 + static_cast<std::uint64_t>((h_q == 128 ? kRowsPerHq : 0) + place);
       mk::DecodeBenchShape sh;
       sh.b = b;
       sh.h_q = h_q;
       sh.variable_lengths = variable;
       mk::DecodeBenchOptions opt;
       opt.replays = replays;
-      opt.seed = seed++;
+      opt.seed = seed;
       opt.time_other_mode = true;
       opt.num_sm_parts = parts;
+      opt.fixed_overhead = overhead;
       const mk::DecodeBenchResult r = mk::bench_decode(sh, opt);
       std::printf("%5d %5d %9s %5d %7d %13s %10.1f %10.1f %8.1f %9.0f %10.1f %10.1f %10.1f\n", h_q, b,
                   variable ? "variable" : "full", r.num_sm_parts, r.split_requests,

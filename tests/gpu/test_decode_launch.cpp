@@ -100,41 +100,41 @@ TEST_CASE("decode launch: kernel per device and format, PDL and combine", "[laun
 
 TEST_CASE("decode launch: cluster_split, its halving and its fallbacks", "[launch]") {
   const auto h200 = device(9, 0, 132);
-  // b 32 at h_q 64, topk 128 + 512 (10 blocks): C = cluster_split_ctas(32, 10, 132).
-  const auto c = mlaplan::cluster_split_ctas(32, 10, 132);
+  // b 24 at h_q 64, topk 128 + 512 (10 blocks): C = cluster_split_ctas(24, 10, 132).
+  const auto c = mlaplan::cluster_split_ctas(24, 10, 132);
   REQUIRE(c == 4);
-  auto l = mk::plan_decode_launch(params(DecodeMode::cluster_split, 32, 64, true), h200);
+  auto l = mk::plan_decode_launch(params(DecodeMode::cluster_split, 24, 64, true), h200);
   CHECK(l.mode == DecodeMode::cluster_split);
   CHECK(l.dims.cluster_x == 4u);
-  CHECK(l.dims.grid_x == 128u);
+  CHECK(l.dims.grid_x == 96u);
   CHECK(l.fallback.empty());
-  CHECK(l.describe() == "sm90_ws cluster_split, grid 128x1x1, cluster 4 CTAs per request, 512 threads");
+  CHECK(l.describe() == "sm90_ws cluster_split, grid 96x1x1, cluster 4 CTAs per request, 512 threads");
 
   // Clusters of 4 do not fit, 2 do: the launch takes 2 and says so.
   auto only2 = h200;
   only2.clusters_fit = [](const mk::LaunchDims& d, bool) { return d.cluster_x <= 2; };
-  l = mk::plan_decode_launch(params(DecodeMode::cluster_split, 32, 64, true), only2);
+  l = mk::plan_decode_launch(params(DecodeMode::cluster_split, 24, 64, true), only2);
   CHECK(l.dims.cluster_x == 2u);
-  CHECK(l.dims.grid_x == 64u);
+  CHECK(l.dims.grid_x == 48u);
   CHECK(l.fallback == "clusters of 4 CTAs do not fit; ran 2");
 
   // No cluster fits: one CTA per request, as one_pass.
   auto none = h200;
   none.clusters_fit = [](const mk::LaunchDims& d, bool) { return d.cluster_x <= 1 && d.cluster_z <= 1; };
-  l = mk::plan_decode_launch(params(DecodeMode::cluster_split, 32, 64, true), none);
+  l = mk::plan_decode_launch(params(DecodeMode::cluster_split, 24, 64, true), none);
   CHECK(l.asked == DecodeMode::cluster_split);
   CHECK(l.mode == DecodeMode::one_pass);
   CHECK(l.dims.cluster_x == 1u);
-  CHECK(l.dims.grid_x == 32u);
+  CHECK(l.dims.grid_x == 24u);
   CHECK(l.fallback == "clusters of 4 CTAs do not fit on this device; ran one_pass");
 
   // A forced cluster size.
-  auto p = params(DecodeMode::cluster_split, 32, 64, true);
+  auto p = params(DecodeMode::cluster_split, 24, 64, true);
   p.force.cluster_ctas = 2;
   CHECK(mk::plan_decode_launch(p, h200).dims.cluster_x == 2u);
 
   // The portable kernel has no clusters: cluster_split runs as one_pass there.
-  l = mk::plan_decode_launch(params(DecodeMode::cluster_split, 32, 64, true), device(10, 0, 148));
+  l = mk::plan_decode_launch(params(DecodeMode::cluster_split, 24, 64, true), device(10, 0, 148));
   CHECK(l.kernel == mk::DecodeKernel::generic);
   CHECK(l.mode == DecodeMode::one_pass);
   CHECK(l.fallback == "cluster_split needs the sm90_ws kernel (compute capability 9.0, fp8_ds_mla 584); ran one_pass");

@@ -1025,18 +1025,18 @@ TEST_CASE("decode rejects what it does not support", "[gpu][decode][sanitize]") 
 TEST_CASE("decode plan mode: one pass when the SMs get enough requests", "[gpu][decode][sanitize]") {
   using mk::DecodeMode;
   // V4.1-Flash decode shape on 132 SMs: window 128 + extra 512 = 640 rows.
-  // 10 blocks per request: split-KV below 20 CTAs, 4-CTA clusters up to 33 CTAs, 2-CTA clusters
-  // up to 66, one pass above (tests/test_decode.cpp has the rule's edges; docs/perf-history.md "v9").
+  // 10 blocks per request: split-KV below 55 CTAs, 2-CTA clusters from 55 to 66, split-KV again up
+  // to 92, one pass from 93 (tests/test_decode.cpp has the rule's edges; docs/perf-history.md "v10").
   REQUIRE(mk::decode_plan_mode(1, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
   REQUIRE(mk::decode_plan_mode(19, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
-  REQUIRE(mk::decode_plan_mode(32, 1, 64, 128, true, 512, 132) == DecodeMode::cluster_split);
+  REQUIRE(mk::decode_plan_mode(32, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
   REQUIRE(mk::decode_plan_mode(64, 1, 64, 128, true, 512, 132) == DecodeMode::cluster_split);
   REQUIRE(mk::decode_plan_mode(132, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
   REQUIRE(mk::decode_plan_mode(8, 1, 128, 128, true, 512, 132) == DecodeMode::split_kv);
   REQUIRE(mk::decode_plan_mode(32, 1, 128, 128, true, 512, 132) == DecodeMode::cluster_split);
   REQUIRE(mk::decode_plan_mode(64, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
   REQUIRE(mk::decode_plan_mode(1, 1, 64, 64, false, 0, 132) == DecodeMode::one_pass);
-  REQUIRE(mk::decode_plan_mode(32, 1, 64, 128, false, 0, 132) == DecodeMode::split_kv);
+  REQUIRE(mk::decode_plan_mode(1, 1, 64, 128, false, 0, 132) == DecodeMode::one_pass);
   REQUIRE(mk::decode_plan_mode(33, 1, 64, 128, false, 0, 132) == DecodeMode::one_pass);
   REQUIRE(mk::decode_plan_mode(66, 2, 64, 128, true, 512, 132) == DecodeMode::one_pass);
   // Longer requests keep the scheduler (load balance over uneven lengths).

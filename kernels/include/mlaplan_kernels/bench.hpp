@@ -38,6 +38,7 @@ struct DecodeBenchOptions {
   bool time_other_mode = false;      ///< also time the plans decode_plan_mode() did not pick
   bool time_with_scheduler = false;  ///< also time scheduler + decode + combine (split_kv)
   std::int32_t num_sm_parts = 0;     ///< split_kv's partition count P; 0: sm90_num_sm_parts of the device
+  std::int32_t fixed_overhead = -1;  ///< split_kv's per-request overhead O in blocks; -1: kSplitKvFixedOverhead
 };
 
 struct DecodeBenchResult {

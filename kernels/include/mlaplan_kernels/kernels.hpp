@@ -180,6 +180,13 @@ void quantize(const QuantizeParams& p);
 // ------------------------------------------------------------------------------------------------
 // GPU tile scheduler (docs/scheduler.md), same records as mlaplan::plan_schedule
 
+/// The per-request overhead O, in 64-row blocks, that mla-plan's own split_kv launches (bench) give
+/// the tile scheduler: what starting a request costs these kernels (its Q, its epilogue, its
+/// partial), measured on the H200 by sweeping O (docs/perf-history.md "v10": O 1 was fastest or
+/// within noise of it on every row swept). FlashMLA's scheduler, which `plan` and `verify` use,
+/// takes 5 for its sm90 kernel (src/scheduler.cpp).
+inline constexpr std::int32_t kSplitKvFixedOverhead = 1;
+
 struct ScheduleParams {
   std::int32_t b = 0;
   std::int32_t topk = 0;                      ///< used when topk_length is null
@@ -188,7 +195,7 @@ struct ScheduleParams {
   std::int32_t extra_topk = 0;                      ///< used when extra_topk_length is null
   const std::int32_t* extra_topk_length = nullptr;  ///< [b] or null
   std::int32_t num_sm_parts = 0;                    ///< P
-  std::int32_t fixed_overhead = 5;                  ///< O
+  std::int32_t fixed_overhead = 5;                  ///< O (FlashMLA's sm90 value; see kSplitKvFixedOverhead)
   std::int32_t block = 64;                          ///< B
   std::int32_t* records = nullptr;                  ///< [num_sm_parts, 8] output
   std::int32_t* num_splits = nullptr;               ///< [b + 1] output

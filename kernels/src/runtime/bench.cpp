@@ -170,6 +170,7 @@ DecodeBenchResult bench_decode(const DecodeBenchShape& sh, const DecodeBenchOpti
   sp.extra_topk = sh.extra_topk;
   sp.extra_topk_length = sh.has_extra ? d_elen.as<std::int32_t>() : nullptr;
   sp.num_sm_parts = parts;
+  sp.fixed_overhead = opt.fixed_overhead >= 0 ? opt.fixed_overhead : kSplitKvFixedOverhead;
   sp.records = d_rec.as<std::int32_t>();
   sp.num_splits = d_splits.as<std::int32_t>();
   schedule(sp);
