@@ -133,6 +133,7 @@ PrefixCachePlan plan_prefix_cache(const std::vector<VllmKvConfig>& stages, const
                 "' is out of range; allowed 0 and above");
   }
   const VllmKvConfig& kv = stages.front();
+  const std::int64_t dcp = std::max<std::int64_t>(kv.decode_context_parallel_size, 1);
   PrefixCachePlan p;
   p.speculative = o.speculative;
   p.retention_interval = o.retention_interval;
@@ -143,7 +144,11 @@ PrefixCachePlan plan_prefix_cache(const std::vector<VllmKvConfig>& stages, const
     PrefixCacheGroup pg;
     pg.group = gi;
     pg.kind = g.kind;
-    pg.block_size = g.block_size;
+    // resolve_kv_cache_block_sizes: an attention group's block covers block x DCP tokens (each DCP
+    // rank stores every DCP-th token); the ring is no attention spec.
+    pg.block_size = g.kind == VllmSpecKind::ring
+                        ? g.block_size
+                        : checked_mul(g.block_size, dcp, "the block size x DCP", ErrorKind::usage);
     pg.sliding_window = g.sliding_window;
     for (const auto& st : stages) {
       if (gi < st.groups.size()) pg.specs += static_cast<std::int64_t>(st.groups[gi].specs.size());
@@ -218,13 +223,17 @@ HostOffloadPlan plan_host_offload(const std::vector<VllmKvConfig>& stages, std::
   h.workers = checked_mul(tp, static_cast<std::int64_t>(stages.size()), "workers", ErrorKind::usage);
   h.max_model_len = kv.max_model_len;
   const std::int64_t L = kv.max_model_len;
+  const std::int64_t dcp = std::max<std::int64_t>(kv.decode_context_parallel_size, 1);
   std::int64_t hash = 0;
   for (std::size_t gi = 0; gi < kv.groups.size(); ++gi) {
     const VllmKvGroup& g = kv.groups[gi];
     HostOffloadGroup hg;
     hg.group = gi;
     hg.kind = g.kind;
-    hg.block_size = g.block_size;
+    // tokens_per_block: the block x DCP for attention specs (OffloadingSpec.gpu_block_size).
+    hg.block_size = g.kind == VllmSpecKind::ring
+                        ? g.block_size
+                        : checked_mul(g.block_size, dcp, "the block size x DCP", ErrorKind::usage);
     hg.offloaded = g.kind != VllmSpecKind::ring;
     for (const auto& st : stages) {
       if (gi >= st.groups.size()) continue;
@@ -236,11 +245,12 @@ HostOffloadPlan plan_host_offload(const std::vector<VllmKvConfig>& stages, std::
           checked_add(hg.unpadded_block_bytes, checked_mul(stage_bytes, tp, "host bytes", ErrorKind::usage),
                       "host bytes", ErrorKind::usage);
     }
-    if (hg.offloaded) hash = std::gcd(hash, g.block_size);
+    if (hg.offloaded) hash = std::gcd(hash, hg.block_size);
     std::int64_t blocks = 0;
     if (g.kind == VllmSpecKind::full) {
-      blocks = cdiv(L, g.block_size);
-      hg.bytes_per_token = static_cast<double>(hg.unpadded_block_bytes) / static_cast<double>(g.block_size);
+      // With DCP a block of every rank covers block x DCP tokens of the history.
+      blocks = cdiv(L, hg.block_size);
+      hg.bytes_per_token = static_cast<double>(hg.unpadded_block_bytes) / static_cast<double>(hg.block_size);
       h.bytes_per_token += hg.bytes_per_token;
     } else if (g.kind == VllmSpecKind::sliding_window) {
       // The window's blocks before the prompt's end: what a hit from the host tier needs.
@@ -254,7 +264,7 @@ HostOffloadPlan plan_host_offload(const std::vector<VllmKvConfig>& stages, std::
   }
   // resolve_kv_cache_block_sizes with a connector: the gcd of the prefix-cacheable groups' blocks
   // (one group: its block). build_offloading_config then asserts it divides every group's block.
-  h.tokens_per_hash = kv.groups.size() == 1 ? kv.groups.front().block_size : (hash > 0 ? hash : 1);
+  h.tokens_per_hash = h.groups.size() == 1 ? h.groups.front().block_size : (hash > 0 ? hash : 1);
   for (const auto& hg : h.groups) {
     if (hg.block_size % h.tokens_per_hash != 0) {
       h.refused_group = hg.group;

@@ -44,7 +44,8 @@ const Model& v41() { return model("configs/deepseek-v4.1-flash.json"); }
 const Model& v40() { return model("configs/deepseek-v4-flash.json"); }
 const Model& v32() { return model("configs/deepseek-v3.2.json"); }
 
-std::vector<VllmKvConfig> stages(const Model& m, std::int64_t spec_tokens = 0, std::int64_t tp = 8) {
+std::vector<VllmKvConfig> stages(const Model& m, std::int64_t spec_tokens = 0, std::int64_t tp = 8,
+                                 std::int64_t dcp = 1) {
   TargetRequest r;
   r.gpu = "h200";
   LayoutOptions o;
@@ -54,6 +55,7 @@ std::vector<VllmKvConfig> stages(const Model& m, std::int64_t spec_tokens = 0, s
   const Layout L = plan_layout(m.cfg, m.topo, resolve_target(r), o);
   VllmKvOptions ko;
   ko.speculative_decoding = spec_tokens > 0;
+  ko.decode_context_parallel_size = dcp;
   return vllm_kv_configs(m.cfg, m.topo, L, ko);
 }
 
@@ -258,4 +260,16 @@ TEST_CASE("kv_tiers: plan findings and check guards", "[kv_tiers]") {
     CHECK(std::any_of(p.findings.begin(), p.findings.end(),
                       [](const Finding& f) { return f.id == "prefix_cache.refused"; }));
   }
+}
+
+TEST_CASE("kv_tiers: decode context parallelism widens the blocks (V3.2, DCP 2)", "[kv_tiers]") {
+  // resolve_kv_cache_block_sizes: one group's block x DCP = 128 tokens; a hit needs 129.
+  const PrefixCachePlan p = plan_prefix_cache(stages(v32(), 0, 8, 2), PrefixCacheOptions{});
+  CHECK(p.rule.scheduler_block_size == 128);
+  CHECK(p.rule.min_hit_prompt_len == 129);
+  // Each DCP rank's block covers 128 tokens: half the bytes per token of DCP 1 on the same 8 workers.
+  const HostOffloadPlan one = plan_host_offload(stages(v32(), 0, 8, 1), 8, std::nullopt);
+  const HostOffloadPlan two = plan_host_offload(stages(v32(), 0, 8, 2), 8, std::nullopt);
+  CHECK(two.tokens_per_hash == 128);
+  CHECK(two.bytes_per_token == Approx(one.bytes_per_token / 2));
 }
