@@ -55,6 +55,14 @@ void setup_check(CLI::App& app, CheckOptions& opt) {
                 "fail (exit 4) when the decode batch (--batch, --context-len, --context-lens) does not fit the KV "
                 "cache")
       ->group("Guards");
+  add_int_option(*sub, "--prefix-hit-prompt-len", opt.prefix_hit_prompt_len,
+                 "fail (exit 4) when a prompt of this many tokens cannot hit vLLM's prefix cache",
+                 IntRange{1, ConfigLimits::max_positions, {}})
+      ->group("Guards");
+  add_int_option(*sub, "--min-offload-tokens", opt.min_offload_tokens,
+                 "fail (exit 4) when the host tier of --kv-offloading-size holds fewer tokens of history",
+                 IntRange{1, std::numeric_limits<std::int64_t>::max(), {}})
+      ->group("Guards");
   sub->add_flag("--require-prefill-fits", opt.require_prefill_fits,
                 "fail (exit 4) when the sparse indexer's transient prefill peak at max_model_len exceeds what the "
                 "budget leaves of the GPU")
@@ -192,6 +200,8 @@ PlanRequest check_request(const CheckOptions& opt, const PlanOptions& plan_opt) 
   req.guards.guard_rows = opt.guard_accounting == "rows";
   if (opt.min_concurrency) req.guards.min_concurrency = static_cast<double>(*opt.min_concurrency);
   req.guards.batch_fits = opt.require_batch_fits;
+  req.guards.prefix_hit_prompt_len = opt.prefix_hit_prompt_len;
+  req.guards.min_offload_tokens = opt.min_offload_tokens;
   req.guards.prefill_fits = opt.require_prefill_fits;
   req.guards.prompt_len = opt.require_prompt_len;
   return req;

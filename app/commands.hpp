@@ -94,10 +94,12 @@ struct CheckOptions {
   std::optional<double> max_global_bytes_per_token;
   std::string guard_accounting = "pages";
   std::optional<std::int64_t> min_concurrency;
-  bool require_batch_fits = false;                 ///< --require-batch-fits
-  bool require_prefill_fits = false;               ///< --require-prefill-fits
-  std::optional<std::int64_t> require_prompt_len;  ///< --require-prompt-len N
-  PlanOptions plan;                                ///< target, layout, capacity and batch flags shared with plan
+  bool require_batch_fits = false;                    ///< --require-batch-fits
+  bool require_prefill_fits = false;                  ///< --require-prefill-fits
+  std::optional<std::int64_t> require_prompt_len;     ///< --require-prompt-len N
+  std::optional<std::int64_t> prefix_hit_prompt_len;  ///< --prefix-hit-prompt-len
+  std::optional<std::int64_t> min_offload_tokens;     ///< --min-offload-tokens
+  PlanOptions plan;                                   ///< target, layout, capacity and batch flags shared with plan
   std::string effective_format() const;
   std::vector<std::int64_t> effective_tp_sizes() const;  ///< tp_sizes, or {1} when none was given
   std::vector<std::int64_t> effective_dp_sizes() const;  ///< dp_sizes, or {1} when none was given

@@ -163,6 +163,16 @@ void bind_fit_flags(CLI::App& sub, FitFlags& f) {
   sub.add_flag("--no-async-scheduling", f.no_async_scheduling,
                "one batch in flight: halves the sliding-window reserve (vLLM 0.30 schedules asynchronously)")
       ->group("Fit");
+  add_int_option(sub, "--prefix-cache-retention-interval", f.deploy.prefix_cache_retention_interval,
+                 "tokens between the sliding-window checkpoints the prefix cache keeps; 0 only the replay "
+                 "boundary (vLLM's flag and default); a multiple of the scheduler block",
+                 IntRange{0, ConfigLimits::max_positions, {}})
+      ->group("Fit");
+  add_real_option(sub, "--kv-offloading-size", f.deploy.kv_offloading_size_gib,
+                  "GiB of host memory for vLLM's native KV offloading connector, over the engine's workers (vLLM's "
+                  "flag); sizes the host tier",
+                  kMemoryGib)
+      ->group("Fit");
   sub.add_option("--indexer-tiling", f.indexer_tiling,
                  "rows | none: how the sparse indexer tiles a prefill chunk's scores (default rows, vLLM's; none: "
                  "the whole chunk at once)")

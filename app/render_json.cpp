@@ -30,6 +30,9 @@ std::string json_document_head() {
   return o;
 }
 
+/// {"prefix_cache", "host_offload", "groups"} of a fit, or null (app/render_kv_tiers.cpp).
+json kv_tiers_json(const Fit& f);
+
 namespace {
 
 json opt_int(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
@@ -341,6 +344,8 @@ json fit_json(const Fit& f) {
   j["engines"] = f.engines;
   j["total_concurrency"] = f.total_concurrency;
   j["total_gpu_kv_cache_tokens"] = f.total_kv_tokens;
+  // The prefix cache and the host offload tier (app/render_kv_tiers.cpp).
+  j["kv_tiers"] = kv_tiers_json(f);
   return j;
 }
 

@@ -84,6 +84,7 @@ std::string render_schedule_summary(const ScheduleEntry& e, bool show_records);
 std::string render_layout_text(const PlanResult& r);
 std::string render_backend_text(const PlanResult& r);
 std::string render_fit_text(const PlanResult& r);
+std::string render_kv_tiers_text(const PlanResult& r, bool details);
 std::string render_cache_summary(const PlanResult& r);
 std::string render_decode_summary(const PlanResult& r);
 std::string render_prefill_text(const PlanResult& r, bool details);
@@ -107,6 +108,7 @@ std::string render_plan_text(const PlanResult& r, bool show_records, bool detail
   if (!c.dtype.empty()) o << ", dtype " << printable(c.dtype, kQuotedMaxBytes);
   o << "\n";
   o << render_fit_text(r);
+  o << render_kv_tiers_text(r, details);
   o << render_prefill_text(r, details);
   o << render_context_parallel_text(r, details);
   o << "\n";

@@ -332,6 +332,65 @@ void apply_guards(Plan& p, const PlanGuards& g) {
       fail(decode_batch_finding(p, *p.batch_fit, true));
     }
   }
+  if (g.prefix_hit_prompt_len && p.fit) {
+    const std::int64_t n = *g.prefix_hit_prompt_len;
+    if (!p.fit->prefix_cache) {
+      fail(Finding{
+          "guard.prefix_hit",
+          Severity::error,
+          "--prefix-hit-prompt-len " + std::to_string(n) + " cannot be checked: the layout has no KV-cache group",
+          {},
+          {}});
+    } else if (const PrefixCachePlan& pc = *p.fit->prefix_cache; pc.rule.min_hit_prompt_len > n) {
+      const PrefixHitRule& r = pc.rule;
+      fail(Finding{
+          "guard.prefix_hit",
+          Severity::error,
+          "a prompt of " + format_grouped(n) + " tokens never hits vLLM's prefix cache: the shortest that can is " +
+              format_grouped(r.min_hit_prompt_len) + " tokens (hits are multiples of the scheduler block, " +
+              format_grouped(r.scheduler_block_size) + " tokens" +
+              (r.eagle_drop_tokens > 0 ? ", and the draft's group matches " + format_grouped(r.eagle_drop_tokens) +
+                                             " tokens past the hit and drops them"
+                                       : std::string()) +
+              "; the last token is always recomputed)",
+          {},
+          "a smaller --block-size where the backend takes one, or no speculative decoding"});
+    }
+  }
+  if (g.min_offload_tokens && p.fit) {
+    const std::int64_t n = *g.min_offload_tokens;
+    const auto& ho = p.fit->host_offload;
+    const std::string flag = "--min-offload-tokens " + std::to_string(n);
+    if (!ho || !ho->size_gib) {
+      fail(Finding{"guard.offload_tokens",
+                   Severity::error,
+                   flag + " cannot be checked: no host tier (give --kv-offloading-size GiB)",
+                   {},
+                   "--kv-offloading-size"});
+    } else if (!ho->refusal.empty()) {
+      fail(Finding{"guard.offload_tokens",
+                   Severity::error,
+                   flag + ": vLLM's offloading connector refuses this layout (" + ho->refusal + ")",
+                   {},
+                   {}});
+    } else if (!ho->tokens_held) {
+      fail(
+          Finding{"guard.offload_tokens",
+                  Severity::error,
+                  flag + " cannot be checked: the layout has no full-attention group whose history the host tier holds",
+                  {},
+                  {}});
+    } else if (*ho->tokens_held < n) {
+      fail(Finding{"guard.offload_tokens",
+                   Severity::error,
+                   "--kv-offloading-size " + format_general(*ho->size_gib) + " holds " +
+                       format_grouped(*ho->tokens_held) + " tokens of history (" + format_grouped(*ho->host_slots) +
+                       " host blocks of " + format_grouped(ho->slot_bytes) + " B), below the minimum " +
+                       format_grouped(n),
+                   {},
+                   "a larger --kv-offloading-size"});
+    }
+  }
   if (g.prefill_fits && p.fit) {
     if (!p.fit->decided || !p.fit->fits) {
       fail(Finding{"guard.prefill_transient",
@@ -451,6 +510,25 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   if (!p.fit->stages.empty()) {  // every stage's budget says the same of its options
     for (const auto& f : p.fit->stages.front().budget.findings) p.findings.push_back(f);
   }
+  // vLLM refuses to start on these (KVCacheCoordinator.__init__, the offloading connector's config).
+  std::vector<Finding> tier_refusals;
+  if (const auto& pc = p.fit->prefix_cache) {
+    for (const auto& m : pc->refusals) {
+      tier_refusals.push_back(Finding{
+          "prefix_cache.refused", Severity::error, "vLLM refuses to start: " + m, "",
+          "--prefix-cache-retention-interval 0, or a multiple of " + std::to_string(pc->rule.scheduler_block_size)});
+    }
+  }
+  if (const auto& ho = p.fit->host_offload; ho && ho->size_gib && !ho->refusal.empty()) {
+    tier_refusals.push_back(
+        Finding{"offload.hash_block", Severity::error,
+                "--kv-offloading-size " + format_general(*ho->size_gib) +
+                    ": vLLM's offloading connector refuses KV-cache group " + std::to_string(*ho->refused_group) +
+                    " (of groups 0.." + std::to_string(ho->groups.size() - 1) +
+                    ") at start-up (AssertionError: " + ho->refusal + ")",
+                "", "leave out --kv-offloading-size: vLLM's offloading connector does not take this model's groups"});
+  }
+  for (const auto& f : tier_refusals) p.findings.push_back(f);
 
   p.batch =
       make_decode_batch(req.batch, p.layout->max_model_len,
@@ -492,6 +570,10 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
         break;
       }
     }
+  }
+  if (p.exit_code == 0 && !tier_refusals.empty()) {
+    p.exit_code = exit_code(ErrorKind::unsupported);
+    p.exit_message = tier_refusals.front().message;
   }
   if (p.exit_code == 0 && !p.fit->fits && p.fit->decided) {
     p.exit_code = exit_code(ErrorKind::does_not_fit);
@@ -582,6 +664,20 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   }
   if (f.decided && !f.fits && req.suggestions) {
     f.suggestions = suggestions(cfg, L, weights, kinds, pl, kvs, core, req, weights_how, wsrc);
+  }
+  // The tiers beyond the GPU's working set: the prefix cache and the host offload tier
+  // (kv_tiers.hpp), over the same groups.
+  if (!kvs.empty() && !kvs.front().groups.empty()) {
+    PrefixCacheOptions po;
+    po.speculative = f.speculative;
+    po.num_speculative_tokens = L.num_speculative_tokens;
+    po.multi_module_draft = f.speculative && cfg.num_draft_layers > 1;
+    po.retention_interval = req.deploy.prefix_cache_retention_interval;
+    f.prefix_cache = plan_prefix_cache(kvs, po);
+    if (f.decided && core.vllm.num_blocks > 0 && f.prefix_cache->cached_blocks_per_prompt > 0) {
+      f.prefix_prompts_cached = core.vllm.num_blocks / f.prefix_cache->cached_blocks_per_prompt;
+    }
+    f.host_offload = plan_host_offload(kvs, pl.tensor_parallel_size, req.deploy.kv_offloading_size_gib);
   }
   if (dcp > 1) {
     // The same GPUs three ways: the KV cache replicated by plain TP, sharded by DCP, or split by

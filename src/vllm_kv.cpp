@@ -130,6 +130,7 @@ std::vector<VllmKvSpec> all_specs(const ModelConfig& cfg, const Topology& topo, 
     // Page = round_up((block / tokens_per_state) x row, alignment): the Layout's page_bytes is exactly
     // that (kv_cache_interface.py _apply_alignment_padding, storage_block_size x row).
     s.page_bytes = o.page_bytes;
+    s.unpadded_page_bytes = o.unpadded_page_bytes;
     s.alignment = o.alignment;
     switch (o.kind) {
       case CacheKind::swa:

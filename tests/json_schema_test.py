@@ -222,6 +222,9 @@ def cli_commands(work, source_dir):
         ("plan", [v41, "--tp", "4", "--pp", "2", "--no-draft-layers", "--json"]),
         ("plan", [v41, "--dp", "8", "--enable-expert-parallel", "--engram", "offload", "--json"]),
         ("plan", [v4, "--tp", "8", "--json"]),
+        # the host tier with a budget (V4.0 starts the connector; V4.1's ring group is refused: exit 3)
+        ("plan", [v4, "--tp", "8", "--kv-offloading-size", "100", "--prefix-cache-retention-interval", "4096", "--json"]),
+        ("plan", [v41, "--tp", "8", "--kv-offloading-size", "100", "--json"]),
         ("plan", [v4, "--gpu", "b200", "--tp", "2", "--weights-gib", "80", "--json"]),
         ("plan", [v4, "--arch", "sm100", "--num-sms", "120", "--gpu-memory-gib", "96", "--json"]),
         ("plan", [v32, "--tp", "8", "--json"]),

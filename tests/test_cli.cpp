@@ -790,3 +790,34 @@ TEST_CASE("subcommands: one table gives the help, the suggestions and the dispat
   CHECK(run({"gpus"}).code == 0);
   CHECK(run({"formats", "--json"}).code == 0);
 }
+
+TEST_CASE("check: the prefix-cache and host-offload guards", "[cli][kv_tiers]") {
+  const std::string v41 = cfg("deepseek-v4.1-flash.json");
+  // V4.1-Flash at TP8: hits in multiples of 64, so 65 tokens is the shortest prompt that hits.
+  auto hit = run({"check", v41, "--tp", "8", "--prefix-hit-prompt-len", "64"});
+  CHECK(hit.code == 4);
+  CHECK_THAT(hit.out, Catch::Contains("error [guard.prefix_hit]: a prompt of 64 tokens never hits vLLM's prefix cache: "
+                                      "the shortest that can is 65 tokens"));
+  CHECK(run({"check", v41, "--tp", "8", "--prefix-hit-prompt-len", "65"}).code == 0);
+  // With DSpark drafts the draft's block-32 group drops one block: 97.
+  CHECK(run({"check", v41, "--tp", "8", "--spec-tokens", "3", "--prefix-hit-prompt-len", "96"}).code == 4);
+  CHECK(run({"check", v41, "--tp", "8", "--spec-tokens", "3", "--prefix-hit-prompt-len", "97"}).code == 0);
+  // The host tier: V4.1's ring group is refused by the connector (exit 3 with the flag); the guard
+  // fails without a budget. V4-Flash at TP8: 100 GiB hold 3,428,096 tokens.
+  auto ring = run({"check", v41, "--tp", "8", "--kv-offloading-size", "100"});
+  CHECK(ring.code == 3);
+  CHECK_THAT(ring.out, Catch::Contains("tokens_per_block=8 not divisible by tokens_per_hash=32"));
+  CHECK(run({"check", v41, "--tp", "8", "--min-offload-tokens", "1"}).code == 4);
+  const std::string v4 = cfg("deepseek-v4-flash.json");
+  CHECK(run({"check", v4, "--tp", "8", "--kv-offloading-size", "100", "--min-offload-tokens", "3428096"}).code == 0);
+  auto few = run({"check", v4, "--tp", "8", "--kv-offloading-size", "100", "--min-offload-tokens", "3428097"});
+  CHECK(few.code == 4);
+  CHECK_THAT(few.out, Catch::Contains("error [guard.offload_tokens]: --kv-offloading-size 100 holds 3,428,096 tokens"));
+  // Bad values name the flag (exit 1); an interval vLLM refuses is exit 3.
+  auto neg = run({"check", v41, "--prefix-cache-retention-interval", "-1"});
+  CHECK(neg.code == 1);
+  CHECK_THAT(neg.err, Catch::Contains("--prefix-cache-retention-interval: '-1' is out of range"));
+  CHECK(run({"check", v41, "--kv-offloading-size", "0"}).code == 1);
+  CHECK(run({"check", v41, "--tp", "8", "--prefix-cache-retention-interval", "100"}).code == 3);
+  CHECK(run({"check", v41, "--tp", "8", "--prefix-cache-retention-interval", "4096"}).code == 0);
+}

@@ -411,9 +411,11 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
   require_usage({kV41, "--context", "8"},
                 "plan: unknown flag '--context' (did you mean '--context-len' or '--context-lens'?); run 'mla-plan "
                 "plan --help' for the flags");
-  require_usage({kV41, "--kv", "fp8"},
-                "plan: unknown flag '--kv' (did you mean '--kv-budget-gib', '--kv-cache-dtype' or "
-                "'--kv-cache-memory-bytes'?); run 'mla-plan plan --help' for the flags");
+  // Four flags start with --kv (--kv-offloading-size too): more than three equally near, none named.
+  require_usage({kV41, "--kv", "fp8"}, "plan: unknown flag '--kv'; run 'mla-plan plan --help' for the flags");
+  require_usage({kV41, "--kv-cache", "fp8"},
+                "plan: unknown flag '--kv-cache' (did you mean '--kv-cache-dtype' or '--kv-cache-memory-bytes'?); "
+                "run 'mla-plan plan --help' for the flags");
   require_usage({kV41, "--max", "8"},
                 "plan: unknown flag '--max' (did you mean '--max-num-seqs', '--max-model-len' or "
                 "'--max-num-batched-tokens'?); run 'mla-plan plan --help' for the flags");

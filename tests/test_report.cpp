@@ -613,7 +613,7 @@ TEST_CASE("report HTML holds the drawings inline and the findings as a table", "
   for (const auto* h : h2) headings.push_back(h->text);
   CHECK(headings ==
         std::vector<std::string>{"Layer map", "KV-cache memory", "Prefill workspace of the sparse indexer, per GPU",
-                                 "Attention backend and kernel shapes",
+                                 "Prefix cache and host offload", "Attention backend and kernel shapes",
                                  "Decode schedules (FlashMLA tile scheduler), one per layer type", "Findings"});
   const auto tables = find_all(*root, [](const Node& n) { return n.tag == "table" && n.has_class("findings"); });
   REQUIRE(tables.size() == 1);
@@ -960,4 +960,19 @@ TEST_CASE("one colour and one name per layer type", "[report]") {
     REQUIRE_FALSE(rects.empty());
     CHECK(rects[0]->attr("fill") == std::string(mlaplan::cli::type_style(*t).fill));
   }
+}
+
+TEST_CASE("report: the prefix cache and the host tier as a table", "[report]") {
+  // V4.1-Flash at TP8: hits in multiples of 64 tokens, 65 the shortest prompt; the connector would
+  // refuse the ring group (docs/offload.md).
+  const auto r = plan_of("deepseek-v4.1-flash.json");
+  auto root = parse_xml(mlaplan::cli::render_report_html(r, {}));
+  const auto tables = find_all(*root, [](const Node& n) { return n.tag == "table" && n.has_class("kv-tiers"); });
+  REQUIRE(tables.size() == 1);
+  const std::string text = tables[0]->all_text();
+  CHECK_THAT(text, Catch::Contains("multiples of 64 tokens"));
+  CHECK_THAT(text, Catch::Contains("65 tokens"));
+  CHECK_THAT(text, Catch::Contains("would refuse group 8: tokens_per_block=8 not divisible by tokens_per_hash=32"));
+  auto svg = parse_xml(mlaplan::cli::render_report_svg(r, {}));
+  CHECK(find_all(*svg, [](const Node& n) { return n.has_class("kv-tier-row"); }).size() == 7);
 }

@@ -16,6 +16,7 @@
 #include "mlaplan/checkpoint_weights.hpp"
 #include "mlaplan/config.hpp"
 #include "mlaplan/decode.hpp"
+#include "mlaplan/kv_tiers.hpp"
 #include "mlaplan/layout.hpp"
 #include "mlaplan/placement.hpp"
 #include "mlaplan/prefill.hpp"
@@ -43,6 +44,12 @@ struct DeployOptions {
   bool async_scheduling = true;                   ///< vLLM 0.30's default; --no-async-scheduling
   std::optional<std::int64_t> max_num_seqs;       ///< --max-num-seqs (default: vLLM's for the GPU)
   bool read_checkpoint_files = true;              ///< use the directory's safetensors headers when present
+  /// --prefix-cache-retention-interval: tokens between the sliding-window checkpoints the prefix
+  /// cache keeps (vLLM's default 0: only the replay boundary and shared-prefix junctions).
+  std::int64_t prefix_cache_retention_interval = 0;
+  /// --kv-offloading-size: GiB of host memory for the native KV offloading connector, over the
+  /// engine's workers (vLLM's flag); none: no host tier.
+  std::optional<double> kv_offloading_size_gib;
 };
 
 /// What `check` asserts of a plan (CI guards). A failed guard is an error finding and exit 4.
@@ -58,6 +65,11 @@ struct PlanGuards {
   bool prefill_fits = false;
   /// --require-prompt-len N: a prompt of N tokens prefills within the headroom (guard.prompt_len).
   std::optional<std::int64_t> prompt_len;
+  /// --prefix-hit-prompt-len N: a prompt of N tokens can hit the prefix cache (guard.prefix_hit).
+  std::optional<std::int64_t> prefix_hit_prompt_len;
+  /// --min-offload-tokens N: the host tier of --kv-offloading-size holds N tokens of history and
+  /// vLLM starts the connector (guard.offload_tokens).
+  std::optional<std::int64_t> min_offload_tokens;
 };
 
 struct PlanRequest {
@@ -146,6 +158,14 @@ struct Fit {
   std::string error_message;
   std::vector<std::string> suggestions;                ///< when !fits: what would fit instead
   std::optional<ContextParallelFit> context_parallel;  ///< with --decode-context-parallel-size > 1
+  /// Prefix caching over the groups (kv_tiers.hpp); absent when the layout has no KV-cache group.
+  std::optional<PrefixCachePlan> prefix_cache;
+  /// Finished prompts of max_model_len the GPU prefix cache holds at once (num_blocks over the
+  /// blocks one keeps cached); absent where the fit does not say how many blocks there are.
+  std::optional<std::int64_t> prefix_prompts_cached;
+  /// The host tier of the native offloading connector (kv_tiers.hpp): bytes per token always,
+  /// capacity with --kv-offloading-size; absent when the layout has no KV-cache group.
+  std::optional<HostOffloadPlan> host_offload;
 };
 
 /// The decode batch against one engine's KV cache as vLLM's scheduler holds it: every request

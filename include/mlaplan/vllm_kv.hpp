@@ -41,7 +41,8 @@ struct VllmKvSpec {
   std::int64_t tokens_per_state = 1;  ///< compression ratio of a full spec
   std::int64_t sliding_window = 0;    ///< sliding_window specs
   std::int64_t row_bytes = 0;
-  std::int64_t page_bytes = 0;  ///< round_up((block / tokens_per_state) x row, alignment)
+  std::int64_t page_bytes = 0;           ///< round_up((block / tokens_per_state) x row, alignment)
+  std::int64_t unpadded_page_bytes = 0;  ///< (block / tokens_per_state) x row: what a transfer copies
   std::int64_t alignment = 1;
 };
 
