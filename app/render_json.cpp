@@ -443,19 +443,19 @@ std::string render_plan_json(const PlanResult& r) {
   // The sparse indexer's transient prefill workspace (docs/prefill.md); null where the fit has no
   // KV cache to compare it with or the model has no indexer.
   if (const auto& p = r.prefill) {
-    json layers = json::array();
+    json indexer_layers = json::array();
     for (const auto& l : p->shape.layers) {
-      layers.push_back({{"first_layer", l.layer},
-                        {"layers", l.layers},
-                        {"compress_ratio", l.compress_ratio},
-                        {"score_bytes", 4},
-                        {"mask_bytes", l.mask_bytes}});
+      indexer_layers.push_back({{"first_layer", l.layer},
+                                {"layers", l.layers},
+                                {"compress_ratio", l.compress_ratio},
+                                {"score_bytes", 4},
+                                {"mask_bytes", l.mask_bytes}});
     }
     j["prefill"] = {{"tiling", std::string(to_string(p->shape.tiling))},
                     {"logits_budget_bytes", p->shape.logits_budget_bytes},
                     {"engine", p->engine},
                     {"decode_context_parallel_size", p->shape.decode_context_parallel_size},
-                    {"indexer_layers", std::move(layers)},
+                    {"indexer_layers", std::move(indexer_layers)},
                     {"stage", p->stage},
                     {"chunk_tokens", p->chunk_tokens},
                     {"max_model_len", p->max_model_len},

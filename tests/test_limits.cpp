@@ -557,6 +557,11 @@ TEST_CASE("limits: verify flags are checked before any GPU is needed", "[limits]
   const auto dtype = run({"verify", c, "--kv-cache-dtype", "fp8,bf16"});
   CHECK(dtype.code == 1);
   CHECK_THAT(dtype.err, Catch::Contains("bf16"));
+  // A DP layout needs a request per DP rank (checked before any GPU is looked for).
+  require_rejected(run({"verify", c, "--data-parallel-size", "4", "--context-lens", "100,200"}), 1,
+                   "verify: --data-parallel-size 4 needs at least 4 requests, one per DP rank (the batch has 2)");
+  const auto dp_ok = run({"verify", c, "--tp", "2", "--dp", "2", "--context-lens", "100,200"});
+  CHECK(dp_ok.code != 1);
 }
 
 TEST_CASE("limits: verify problem sizes", "[limits][verify]") {
