@@ -108,9 +108,9 @@ std::string render_plan_text(const PlanResult& r, bool show_records, bool detail
   if (!c.dtype.empty()) o << ", dtype " << printable(c.dtype, kQuotedMaxBytes);
   o << "\n";
   o << render_fit_text(r);
-  o << render_kv_tiers_text(r, details);
   o << render_prefill_text(r, details);
   o << render_context_parallel_text(r, details);
+  o << render_kv_tiers_text(r, details);
   o << "\n";
 
   o << "layer types (one decode plan each):\n";
