@@ -1,9 +1,11 @@
 #pragma once
-// Helpers the rule and backend tests share: the bundled configs, a preset target, every rule of
-// a config on a target, and lookups in the results.
+// Helpers the tests share: the bundled configs (and their topologies, loaded once), a preset
+// target, every rule of a config on a target, and lookups in the results.
 
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mlaplan/config.hpp"
@@ -17,6 +19,25 @@ namespace testing_rules {
 inline std::string config_path(const std::string& name) { return std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + name; }
 
 inline mlaplan::ModelConfig released(const std::string& name) { return mlaplan::load_config(config_path(name)); }
+
+/// A config of the source tree and its topology, loaded once per path (relative to the tree).
+struct Model {
+  mlaplan::ModelConfig cfg;
+  mlaplan::Topology topo;
+};
+inline const Model& model(const std::string& rel) {
+  static std::map<std::string, Model> cache;
+  auto it = cache.find(rel);
+  if (it == cache.end()) {
+    Model m{mlaplan::load_config(std::string(MLAPLAN_SOURCE_DIR) + "/" + rel), {}};
+    m.topo = mlaplan::build_topology(m.cfg);
+    it = cache.emplace(rel, std::move(m)).first;
+  }
+  return it->second;
+}
+inline const Model& v41() { return model("configs/deepseek-v4.1-flash.json"); }
+inline const Model& v40() { return model("configs/deepseek-v4-flash.json"); }
+inline const Model& v32() { return model("configs/deepseek-v3.2.json"); }
 
 inline mlaplan::Target gpu(const std::string& id) {
   mlaplan::TargetRequest r;

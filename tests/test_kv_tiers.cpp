@@ -14,6 +14,7 @@
 #include "mlaplan/target.hpp"
 #include "mlaplan/topology.hpp"
 #include "mlaplan/vllm_kv.hpp"
+#include "rule_testing.hpp"
 
 using namespace mlaplan;
 
@@ -25,24 +26,11 @@ namespace {
 
 constexpr std::int64_t kMiB1 = 1048576;
 
-struct Model {
-  ModelConfig cfg;
-  Topology topo;
-};
-
-const Model& model(const std::string& rel) {
-  static std::map<std::string, Model> cache;
-  auto it = cache.find(rel);
-  if (it == cache.end()) {
-    Model m{load_config(std::string(MLAPLAN_SOURCE_DIR) + "/" + rel), {}};
-    m.topo = build_topology(m.cfg);
-    it = cache.emplace(rel, std::move(m)).first;
-  }
-  return it->second;
-}
-const Model& v41() { return model("configs/deepseek-v4.1-flash.json"); }
-const Model& v40() { return model("configs/deepseek-v4-flash.json"); }
-const Model& v32() { return model("configs/deepseek-v3.2.json"); }
+using testing_rules::Model;
+using testing_rules::model;
+using testing_rules::v32;
+using testing_rules::v40;
+using testing_rules::v41;
 
 std::vector<VllmKvConfig> stages(const Model& m, std::int64_t spec_tokens = 0, std::int64_t tp = 8,
                                  std::int64_t dcp = 1) {
