@@ -58,11 +58,12 @@ struct BenchRunOptions {
 
 /// What a device measures for one shape.
 struct BenchTiming {
-  double us_per_call = 0;           ///< median: scheduler (split_kv) + decode + combine (split_kv)
-  double us_decode = 0;             ///< median: decode + combine, no scheduler
-  double min_us = 0;                ///< minimum of the decode + combine replays
-  std::int32_t num_sm_parts = 0;    ///< partitions of the split_kv plan
-  std::int32_t split_requests = 0;  ///< requests the split_kv plan splits
+  double us_per_call = 0;         ///< median: scheduler (split_kv) + decode + combine (split_kv)
+  double us_decode = 0;           ///< median: decode + combine, no scheduler
+  double min_us = 0;              ///< minimum of the decode + combine replays
+  std::int32_t num_sm_parts = 0;  ///< partitions of the split_kv plan
+  /// Requests the split_kv plan splits (planned with kSplitKvFixedOverhead, not FlashMLA's 5).
+  std::int32_t split_requests = 0;
 };
 
 /// Something that times the kernels: the CUDA device (kernels/), or a fake in tests.

@@ -44,7 +44,7 @@ struct DecodeBenchOptions {
 struct DecodeBenchResult {
   DecodeMode mode = DecodeMode::split_kv;  ///< choose_decode_mode()'s choice (over the lengths), the one timed
   std::int32_t num_sm_parts = 0;           ///< P of the split_kv plan
-  std::int32_t split_requests = 0;         ///< requests the split_kv plan splits
+  std::int32_t split_requests = 0;         ///< requests the split_kv plan splits (overhead kSplitKvFixedOverhead)
   double median_us = 0;                    ///< one call: decode (+ combine in split_kv)
   double min_us = 0;
   double mode_median_us[3] = {-1, -1, -1};  ///< per DecodeMode (split_kv, one_pass, cluster_split); -1: not timed
