@@ -82,6 +82,13 @@ run)
   done
 
   # mla-plan bench on the V4.1-Flash layout: every layer type at the perf table's batch sizes.
+  # The threaded path on one GPU: four ranks of TP 2 x DP 2, each its own thread and device object.
+  "$bin/mla-plan" verify configs/deepseek-v4.1-flash.json --device 0,0,0,0 --tp 2 --dp 2 2>&1 \
+    | tee "$out/verify-v41-ranks.txt"
+  rc=${PIPESTATUS[0]}
+  echo "verify v4.1 TP 2 x DP 2 on --device 0,0,0,0: exit $rc"
+  [ "$rc" = 0 ] || verify_rc=$rc
+
   "$bin/mla-plan" bench configs/deepseek-v4.1-flash.json --replays "${BENCH_REPLAYS:-60}" --json \
     >"$out/bench-v41.json" 2>"$out/bench-v41.err"
   benchcli_rc=$?
