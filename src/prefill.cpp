@@ -23,6 +23,20 @@ std::int64_t mul(std::int64_t a, std::int64_t b) {
   return checked_mul(a, b, "the indexer's prefill workspace", ErrorKind::usage);
 }
 
+/// The largest n in 1 .. hi with fits(n), for a fits that holds up to some n and not above it; 0
+/// when fits(1) does not hold.
+template <class Fits>
+std::int64_t largest_fitting(std::int64_t hi, Fits fits) {
+  if (fits(hi)) return hi;
+  if (!fits(1)) return 0;
+  std::int64_t lo = 1;  // fits(lo) holds, fits(hi) does not
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 }  // namespace
 
 std::string_view to_string(IndexerTiling t) {
@@ -141,37 +155,15 @@ std::optional<PrefillFit> fit_prefill(const std::vector<PrefillStage>& stages, s
     f.budget_slack_bytes = st.requested_bytes - st.budgeted_bytes;
     f.headroom_bytes = st.total_bytes - st.budgeted_bytes;
     f.fits = f.peak_bytes <= f.headroom_bytes;
-    // The peak grows with the prompt (each bound is monotone): the longest prompt by bisection.
-    auto fits_at = [&](std::int64_t tokens) {
+    // Both bounds grow with the prompt and with the chunk (each is monotone): the longest prompt,
+    // and the largest chunk that makes max_model_len safe, by bisection.
+    f.longest_prompt = f.fits ? max_model_len : largest_fitting(max_model_len, [&](std::int64_t tokens) {
       return indexer_transient(st.shape, tokens, chunk_tokens) <= f.headroom_bytes;
-    };
-    if (f.fits) {
-      f.longest_prompt = max_model_len;
-    } else if (fits_at(1)) {
-      std::int64_t lo = 1, hi = max_model_len;
-      while (lo < hi) {
-        const std::int64_t mid = lo + (hi - lo + 1) / 2;
-        if (fits_at(mid)) lo = mid;
-        else hi = mid - 1;
-      }
-      f.longest_prompt = lo;
-    }
-    // The chunk that makes max_model_len safe: the peak grows with the chunk's rows.
-    auto chunk_fits = [&](std::int64_t chunk) {
+    });
+    f.safe_chunk = largest_fitting(max_model_len, [&](std::int64_t chunk) {
       return indexer_transient(st.shape, max_model_len, chunk) <= f.headroom_bytes;
-    };
-    if (chunk_fits(max_model_len)) {
-      f.any_chunk = true;
-      f.safe_chunk = max_model_len;
-    } else if (chunk_fits(1)) {
-      std::int64_t lo = 1, hi = max_model_len;
-      while (lo < hi) {
-        const std::int64_t mid = lo + (hi - lo + 1) / 2;
-        if (chunk_fits(mid)) lo = mid;
-        else hi = mid - 1;
-      }
-      f.safe_chunk = lo;
-    }
+    });
+    f.any_chunk = f.safe_chunk == max_model_len;
     if (!best || f.longest_prompt < best->longest_prompt ||
         (f.longest_prompt == best->longest_prompt &&
          f.headroom_bytes - f.peak_bytes < best->headroom_bytes - best->peak_bytes)) {
