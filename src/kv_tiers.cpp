@@ -76,6 +76,14 @@ std::int64_t sliding_cached_blocks(std::int64_t tokens, std::int64_t block, std:
   return std::min(count, n);
 }
 
+/// Tokens one block of group `g` covers: block x DCP for attention specs (each DCP rank stores
+/// every DCP-th token: vLLM's resolve_kv_cache_block_sizes, and the offloading spec's
+/// gpu_block_size), the block itself for the V4.1 ring, which is no attention spec.
+std::int64_t group_block_tokens(const VllmKvGroup& g, std::int64_t dcp) {
+  return g.kind == VllmSpecKind::ring ? g.block_size
+                                      : checked_mul(g.block_size, dcp, "the block size x DCP", ErrorKind::usage);
+}
+
 bool group_has_draft(const std::vector<VllmKvConfig>& stages, std::size_t gi) {
   for (const auto& st : stages) {
     if (gi >= st.groups.size()) continue;
@@ -144,11 +152,7 @@ PrefixCachePlan plan_prefix_cache(const std::vector<VllmKvConfig>& stages, const
     PrefixCacheGroup pg;
     pg.group = gi;
     pg.kind = g.kind;
-    // resolve_kv_cache_block_sizes: an attention group's block covers block x DCP tokens (each DCP
-    // rank stores every DCP-th token); the ring is no attention spec.
-    pg.block_size = g.kind == VllmSpecKind::ring
-                        ? g.block_size
-                        : checked_mul(g.block_size, dcp, "the block size x DCP", ErrorKind::usage);
+    pg.block_size = group_block_tokens(g, dcp);
     pg.sliding_window = g.sliding_window;
     for (const auto& st : stages) {
       if (gi < st.groups.size()) pg.specs += static_cast<std::int64_t>(st.groups[gi].specs.size());
@@ -230,10 +234,7 @@ HostOffloadPlan plan_host_offload(const std::vector<VllmKvConfig>& stages, std::
     HostOffloadGroup hg;
     hg.group = gi;
     hg.kind = g.kind;
-    // tokens_per_block: the block x DCP for attention specs (OffloadingSpec.gpu_block_size).
-    hg.block_size = g.kind == VllmSpecKind::ring
-                        ? g.block_size
-                        : checked_mul(g.block_size, dcp, "the block size x DCP", ErrorKind::usage);
+    hg.block_size = group_block_tokens(g, dcp);  // tokens_per_block
     hg.offloaded = g.kind != VllmSpecKind::ring;
     for (const auto& st : stages) {
       if (gi >= st.groups.size()) continue;
