@@ -43,17 +43,12 @@ namespace {
 
 constexpr std::string_view kSupportedFamilies = "deepseek_v41 (also deepseek_v41_text), deepseek_v4, deepseek_v32";
 
-std::string join_ints(const std::vector<std::int64_t>& v, std::size_t max_items = 16) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (i == max_items) {
-      s += ", ... (" + std::to_string(v.size()) + " entries)";
-      break;
-    }
-    if (i) s += ", ";
-    s += std::to_string(v[i]);
-  }
-  return s + "]";
+/// The structural default of a V4.1 schedule is quoted whole up to the released 43 entries.
+constexpr std::size_t kScheduleMaxItems = 48;
+
+/// "[1, 3, 5]": a list of a config in a message, bounded (join_bounded, kMessageMaxItems).
+std::string join_ints(const std::vector<std::int64_t>& v, std::size_t max_items = kMessageMaxItems) {
+  return "[" + join_bounded(v, ", ", max_items) + "]";
 }
 
 /// A short, printable description of a JSON value for messages ("the string \"2\"", "2.5", "null").
@@ -453,7 +448,7 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
       for (std::int64_t i = 0; i < twos; ++i) ratios[static_cast<std::size_t>(windows + i)] = 2;
     }
     s.note("config.structural_default", Severity::warning,
-           "assumed compress_ratios = " + join_ints(ratios, 48) + ", the transformers default for " +
+           "assumed compress_ratios = " + join_ints(ratios, kScheduleMaxItems) + ", the transformers default for " +
                std::to_string(n) + " layers",
            rf.pointer.empty() ? s.ptr("compress_ratios") : rf.pointer);
     ratios.resize(static_cast<std::size_t>(cfg.total_layers()), 0);

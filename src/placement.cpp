@@ -7,6 +7,7 @@
 #include "mlaplan/layout.hpp"
 #include "mlaplan/limits.hpp"
 #include "mlaplan/number_format.hpp"
+#include "mlaplan/text.hpp"
 
 // Which tensor goes where, and the vLLM source each rule was read in:
 // - vllm/model_executor/models/deepseek_v4.py (DeepseekV4Attention): fused_wqa_wkv is a
@@ -40,15 +41,8 @@ namespace {
 
 constexpr std::int64_t kVocabPadding = 64;  // vLLM's DEFAULT_VOCAB_PADDING_SIZE
 
-std::string join(const std::vector<std::int64_t>& v) {
-  if (v.empty()) return "none";
-  std::string s;
-  for (auto x : v) {
-    if (!s.empty()) s += ", ";
-    s += std::to_string(x);
-  }
-  return s;
-}
+/// A list of sizes in a message: bounded (join_bounded, kMessageMaxItems), "none" when empty.
+std::string join(const std::vector<std::int64_t>& v) { return join_bounded(v, ", ", kMessageMaxItems, "none"); }
 
 /// a x b, checked; the message (naming the tensor) is built only when it overflows.
 std::int64_t group_mul(std::int64_t a, std::int64_t b, const TensorGroup& g) {

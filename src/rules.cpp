@@ -70,14 +70,8 @@ LayoutCheck info_check(std::string id, std::string message, std::string fix = {}
                     std::move(path));
 }
 
-std::string join(const std::vector<std::int64_t>& v) {
-  std::string s;
-  for (auto x : v) {
-    if (!s.empty()) s += ", ";
-    s += std::to_string(x);
-  }
-  return s;
-}
+/// A list of sizes or layers in a message: bounded (join_bounded, kMessageMaxItems).
+std::string join(const std::vector<std::int64_t>& v) { return join_bounded(v); }
 
 std::string fraction(std::int64_t num, std::int64_t den) {
   const std::int64_t g = std::gcd(num, den);
@@ -138,14 +132,13 @@ std::optional<PpViolation> first_pp_violation(const Topology& topo, const std::v
   return std::nullopt;
 }
 
+/// "0-9, 10-19, ..." : the layers of each stage, at most kMessageMaxItems stages quoted.
 std::string stage_ranges(const std::vector<std::int64_t>& partition, std::int64_t drafts, std::int64_t backbone) {
-  std::string s;
-  std::int64_t first = 0;
-  for (auto n : partition) {
-    if (!s.empty()) s += ", ";
-    s += std::to_string(first) + "-" + std::to_string(first + n - 1);
-    first += n;
-  }
+  std::vector<std::int64_t> firsts(partition.size(), 0);
+  for (std::size_t i = 1; i < partition.size(); ++i) firsts[i] = firsts[i - 1] + partition[i - 1];
+  std::string s = join_bounded(partition.size(), [&](std::size_t i) {
+    return std::to_string(firsts[i]) + "-" + std::to_string(firsts[i] + partition[i] - 1);
+  });
   if (drafts > 0) {
     s += " (draft layers " + std::to_string(backbone) + "-" + std::to_string(backbone + drafts - 1) +
          " with the last stage)";

@@ -1,5 +1,6 @@
 #include "mlaplan/text.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace mlaplan {
@@ -166,6 +167,31 @@ std::string replace_all(std::string_view text, std::string_view token, std::stri
     }
   }
   return out;
+}
+
+std::string join_bounded(std::size_t count, const std::function<std::string(std::size_t)>& item, std::string_view sep,
+                         std::size_t max_items, std::string_view empty) {
+  if (count == 0) return std::string(empty);
+  const std::size_t shown = std::min(count, std::max<std::size_t>(max_items, 1));
+  std::string out;
+  for (std::size_t i = 0; i < shown; ++i) {
+    if (i) out += sep;
+    out += item(i);
+  }
+  if (shown < count) out += std::string(sep) + "... (" + std::to_string(count - shown) + " more)";
+  return out;
+}
+
+std::string join_bounded(const std::vector<std::string>& items, std::string_view sep, std::size_t max_items,
+                         std::string_view empty) {
+  return join_bounded(
+      items.size(), [&items](std::size_t i) { return items[i]; }, sep, max_items, empty);
+}
+
+std::string join_bounded(const std::vector<std::int64_t>& items, std::string_view sep, std::size_t max_items,
+                         std::string_view empty) {
+  return join_bounded(
+      items.size(), [&items](std::size_t i) { return std::to_string(items[i]); }, sep, max_items, empty);
 }
 
 }  // namespace mlaplan

@@ -120,3 +120,30 @@ TEST_CASE("test case names are ones ctest can run", "[text][tests]") {
   }
   CHECK(seen > 300);
 }
+
+TEST_CASE("join_bounded quotes at most kMessageMaxItems items and counts the rest", "[text]") {
+  using mlaplan::join_bounded;
+  using mlaplan::kMessageMaxItems;
+  CHECK(kMessageMaxItems == 16);
+  CHECK(join_bounded(std::vector<std::int64_t>{}) == "");
+  CHECK(join_bounded(std::vector<std::int64_t>{}, ", ", kMessageMaxItems, "none") == "none");
+  CHECK(join_bounded(std::vector<std::int64_t>{1, 2, 4}) == "1, 2, 4");
+  std::vector<std::int64_t> many;
+  for (std::int64_t i = 0; i < 4096; ++i) many.push_back(i);
+  const std::string s = join_bounded(many);
+  CHECK(s == "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, ... (4080 more)");
+  // Exactly at the bound: nothing left out.
+  many.resize(kMessageMaxItems);
+  CHECK(join_bounded(many).find("more") == std::string::npos);
+  many.push_back(16);
+  CHECK_THAT(join_bounded(many), Catch::EndsWith(", 15, ... (1 more)"));
+  CHECK(join_bounded(std::vector<std::string>{"a", "b", "c"}, "; or ", 2) == "a; or b; or ... (1 more)");
+  // Only the items shown are built.
+  std::size_t built = 0;
+  const std::string lazy = join_bounded(std::size_t{1} << 40, [&built](std::size_t i) {
+    ++built;
+    return std::to_string(i);
+  });
+  CHECK(built == kMessageMaxItems);
+  CHECK_THAT(lazy, Catch::EndsWith("... (1099511627760 more)"));
+}

@@ -5,8 +5,11 @@
 // output format prints such text through these.
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mlaplan {
 
@@ -48,5 +51,23 @@ bool is_printable_line(std::string_view s);
 /// `text` with every occurrence of `token` replaced by `with` (left to right, not overlapping):
 /// how the rules fill vLLM's message templates ("{d}", "{n}").
 std::string replace_all(std::string_view text, std::string_view token, std::string_view with);
+
+/// The most items of a list one message quotes (stages, layers, sizes that work, names); past it
+/// the message says how many it left out (docs/robustness.md, "Messages stay bounded"). Every
+/// message that joins a list whose length depends on the input goes through join_bounded().
+inline constexpr std::size_t kMessageMaxItems = 16;
+
+/// `count` items, `item(i)` the i-th, joined by `sep`: at most `max_items` of them, then
+/// "..., (N more)" saying how many were left out ("0-0, 1-1, ... (4080 more)"). Only the items
+/// shown are built, so a list of any length costs `max_items` items. `empty` when count is 0.
+std::string join_bounded(std::size_t count, const std::function<std::string(std::size_t)>& item,
+                         std::string_view sep = ", ", std::size_t max_items = kMessageMaxItems,
+                         std::string_view empty = "");
+/// The same for a list of strings (each used as it is: make input text printable first).
+std::string join_bounded(const std::vector<std::string>& items, std::string_view sep = ", ",
+                         std::size_t max_items = kMessageMaxItems, std::string_view empty = "");
+/// The same for a list of integers.
+std::string join_bounded(const std::vector<std::int64_t>& items, std::string_view sep = ", ",
+                         std::size_t max_items = kMessageMaxItems, std::string_view empty = "");
 
 }  // namespace mlaplan
