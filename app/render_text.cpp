@@ -150,7 +150,7 @@ std::string render_plan_text(const PlanResult& r, bool show_records, bool detail
     }
     for (const auto& [key, ids] : groups) {
       o << "  " << describe_set(ids) << ": " << to_string(key.first);
-      if (key.second) o << ", draft (MTP)";
+      if (key.second) o << (t.dspark_drafts ? ", draft (DSpark)" : ", draft (MTP)");
       if (key.first == LayerType::swaonly) o << ", window only";
       else if (key.first == LayerType::c4a) o << ", each owns its compressed cache and indexer";
       else if (key.first == LayerType::c128a) o << ", each owns its compressed cache";

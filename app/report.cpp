@@ -40,7 +40,7 @@ std::string family_title(Family f) {
   return "?";
 }
 
-std::string draft_kind(Family f) { return f == Family::deepseek_v41 ? "DSpark" : "MTP"; }
+std::string draft_kind(const Topology& topo) { return topo.dspark_drafts ? "DSpark" : "MTP"; }
 
 std::string trimmed(double v, int digits) {
   std::string s = format_fixed(v, digits);
@@ -116,7 +116,7 @@ std::string target_line(const PlanResult& r) {
 std::string layer_tooltip(const Layer& l, const Topology& topo) {
   std::string s = "layer " + std::to_string(l.index) + ": " + std::string(to_string(l.type)) + " (" +
                   std::string(type_style(l.type).meaning) + ")";
-  if (l.draft) s += "\ndraft layer (" + draft_kind(topo.family) + ")";
+  if (l.draft) s += "\ndraft layer (" + draft_kind(topo) + ")";
   if (l.kv_source) {
     s += *l.kv_source == l.index ? "\nKV source: owns its compressed cache"
                                  : "\nreads the compressed cache of layer " + std::to_string(*l.kv_source);
@@ -430,7 +430,7 @@ Figure layer_map(const PlanResult& r) {
         .set("stroke-width", 1.5)
         .set("stroke-dasharray", "4 2");
     sw.add(filled_rect(0, 0, 18, 14, "url(#draft-hatch)"));
-    marks.add(std::move(sw), 18, "draft layer (" + draft_kind(topo.family) + ")");
+    marks.add(std::move(sw), 18, "draft layer (" + draft_kind(topo) + ")");
   }
   if (has_bands) {
     Element sw = svg::group();

@@ -239,38 +239,68 @@ void read_dtype(Section& s, const json& top, ModelConfig& cfg) {
 /// Reads the ratio list of V4/V4.1 under either spelling.
 Section::Found find_ratios(Section& s) { return s.find("compress_ratios", {"compress_rates"}); }
 
-/// Fits a ratio list to backbone + draft layers: shorter than the backbone is an error; missing
-/// draft entries are padded with 0; entries past the draft layers are an error unless
-/// `allow_zero_tail` and all zero (a released V4 config has that); draft entries are window-only.
+/// Fits a ratio list to backbone + draft layers: shorter than the backbone is an error. A
+/// compress_ratios list as written (`written`) longer than the backbone counts the draft layers
+/// (draft_layer_count(), which sets cfg.num_draft_layers); a V4.0 layer_types read as the list
+/// does not (the weights follow compress_ratios alone), and its entries past the draft layers are
+/// accepted when they are all 0, with a warning. Missing draft entries are padded with 0. Draft
+/// entries are window-only: a non-zero one within num_nextn_predict_layers is read as 0 with a
+/// warning, one past it (a draft layer only the list declares) is an error.
 void fit_ratio_list(Section& s, const std::string& pointer, std::vector<std::int64_t>& r, ModelConfig& cfg,
-                    bool allow_zero_tail) {
+                    bool written) {
   const auto n = cfg.num_hidden_layers;
-  const auto total = cfg.total_layers();
+  const auto nextn = cfg.num_nextn_predict_layers;
   const auto len = static_cast<std::int64_t>(r.size());
   if (len < n) {
     s.fail(pointer, "compress_ratios has " + std::to_string(len) +
                         " entries; it needs one per layer, at least num_hidden_layers = " + std::to_string(n));
   }
-  if (len > total) {
-    bool tail_zero = std::all_of(r.begin() + total, r.end(), [](std::int64_t v) { return v == 0; });
-    if (!allow_zero_tail || !tail_zero) {
+  const std::int64_t drafts = written ? draft_layer_count(n, nextn, len) : nextn;
+  const std::string counted = "compress_ratios has " + std::to_string(len) +
+                              " entries for num_hidden_layers = " + std::to_string(n) + ": " + std::to_string(drafts) +
+                              " draft layer" + (drafts == 1 ? "" : "s");
+  if (drafts > ConfigLimits::max_draft_layers) {
+    s.fail(pointer, counted + " (every entry past the backbone is one); allowed up to " +
+                        std::to_string(ConfigLimits::max_draft_layers) + " draft layers");
+  }
+  if (drafts != nextn) {
+    for (auto i = n + nextn; i < len; ++i) {
+      const auto v = r[static_cast<std::size_t>(i)];
+      if (v == 0) continue;
+      s.fail(pointer + "/" + std::to_string(i), "compress_ratios[" + std::to_string(i) + "] = " + std::to_string(v) +
+                                                    ": " + counted + " (num_nextn_predict_layers says " +
+                                                    std::to_string(nextn) + "), so layer " + std::to_string(i) +
+                                                    " is a draft layer, and draft layers are window-only: 0 expected");
+    }
+    s.note("config.draft_layers", Severity::info,
+           counted + ", although num_nextn_predict_layers says " + std::to_string(nextn) +
+               " (a re-release that ships more draft stages than it declares); the topology, the KV caches and "
+               "the weights count " +
+               std::to_string(drafts),
+           pointer);
+  }
+  cfg.num_draft_layers = drafts;
+  const auto total = cfg.total_layers();
+  if (len > total) {  // only a layer_types list: compress_ratios counts its own draft layers
+    if (!std::all_of(r.begin() + total, r.end(), [](std::int64_t v) { return v == 0; })) {
       s.fail(pointer, "compress_ratios has " + std::to_string(len) +
                           " entries; at most num_hidden_layers + num_nextn_predict_layers = " + std::to_string(n) +
-                          " + " + std::to_string(cfg.num_draft_layers) + " = " + std::to_string(total) +
-                          (allow_zero_tail ? " (extra entries are accepted only when they are 0)" : ""));
+                          " + " + std::to_string(nextn) + " = " + std::to_string(total) +
+                          " (extra entries are accepted only when they are 0)");
     }
     s.note("config.extra_ratios", Severity::warning,
-           "compress_ratios has " + std::to_string(len) + " entries for " + std::to_string(n) + " + " +
-               std::to_string(cfg.num_draft_layers) + " layers; the " + std::to_string(len - total) +
-               " extra entries are 0 and ignored",
+           "layer_types has " + std::to_string(len) + " entries for " + std::to_string(n) + " + " +
+               std::to_string(nextn) + " layers; the " + std::to_string(len - total) +
+               " extra entries are sliding_attention and ignored (compress_ratios, not layer_types, counts the "
+               "draft layers)",
            pointer);
     r.resize(static_cast<std::size_t>(total));
   }
-  if (static_cast<std::int64_t>(r.size()) < total) {
-    const auto pad = total - static_cast<std::int64_t>(r.size());
+  if (len < total) {
+    const auto pad = total - len;
     s.note("config.padded_ratios", Severity::info,
-           "padded compress_ratios with " + std::to_string(pad) + " zero(s) for draft layers " +
-               std::to_string(static_cast<std::int64_t>(r.size())) + "-" + std::to_string(total - 1),
+           "padded compress_ratios with " + std::to_string(pad) + " zero(s) for draft layers " + std::to_string(len) +
+               "-" + std::to_string(total - 1),
            pointer);
     r.resize(static_cast<std::size_t>(total), 0);
   }
@@ -389,6 +419,7 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
       s.int_field("num_hidden_layers", {"n_layers"}, 1, ConfigLimits::max_layers, 40, "the transformers default");
   cfg.num_draft_layers = s.int_field("num_nextn_predict_layers", {"n_mtp_layers"}, 0, ConfigLimits::max_draft_layers, 3,
                                      "the transformers default");
+  cfg.num_nextn_predict_layers = cfg.num_draft_layers;
   cfg.dspark_block_size = read_dspark_block_size(s);
   cfg.num_attention_heads =
       s.int_field("num_attention_heads", {"n_heads"}, 1, ConfigLimits::max_heads, 64, "the transformers default");
@@ -436,7 +467,7 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
                                                          std::to_string(ratios[i]) + "; expected 0, 1, or 2.");
       }
     }
-    fit_ratio_list(s, rf.pointer, ratios, cfg, /*allow_zero_tail=*/false);
+    fit_ratio_list(s, rf.pointer, ratios, cfg, /*written=*/true);
   } else {
     if (n == 40) {
       ratios = released_v41_schedule();
@@ -667,6 +698,7 @@ void read_v4(Section& s, const json& top, ModelConfig& cfg) {
   cfg.num_hidden_layers = s.int_field("num_hidden_layers", {"n_layers"}, 1, ConfigLimits::max_layers, std::nullopt, "");
   cfg.num_draft_layers = s.int_field("num_nextn_predict_layers", {"n_mtp_layers"}, 0, ConfigLimits::max_draft_layers, 1,
                                      "the DeepSeek-V4-Flash value");
+  cfg.num_nextn_predict_layers = cfg.num_draft_layers;
   cfg.dspark_block_size = read_dspark_block_size(s);
   cfg.num_attention_heads =
       s.int_field("num_attention_heads", {"n_heads"}, 1, ConfigLimits::max_heads, 64, "the DeepSeek-V4-Flash value");
@@ -697,8 +729,10 @@ void read_v4(Section& s, const json& top, ModelConfig& cfg) {
   if (lf.value) typed = v4_layer_type_ratios(s, lf);
   std::vector<std::int64_t> ratios;
   std::string rptr = rf.pointer;
+  bool written = false;  // compress_ratios given (else layer_types read as the list)
   if (auto list = s.int_list(rf, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max())) {
     ratios = *list;
+    written = true;
   } else if (typed) {
     ratios = *typed;
     rptr = lf.pointer;
@@ -716,7 +750,7 @@ void read_v4(Section& s, const json& top, ModelConfig& cfg) {
     }
   }
   if (rf.value && typed) check_v4_layer_types_agree(s, rf, ratios, lf, *typed, cfg.num_hidden_layers);
-  fit_ratio_list(s, rptr, ratios, cfg, /*allow_zero_tail=*/true);
+  fit_ratio_list(s, rptr, ratios, cfg, written);
   cfg.compress_ratios.assign(ratios.begin(), ratios.end());
 }
 
@@ -727,6 +761,7 @@ void read_v32(Section& s, const json& top, ModelConfig& cfg) {
   cfg.num_hidden_layers = s.int_field("num_hidden_layers", {"n_layers"}, 1, ConfigLimits::max_layers, std::nullopt, "");
   cfg.num_draft_layers = s.int_field("num_nextn_predict_layers", {"n_mtp_layers"}, 0, ConfigLimits::max_draft_layers, 1,
                                      "the DeepSeek-V3.2 value");
+  cfg.num_nextn_predict_layers = cfg.num_draft_layers;
   cfg.num_attention_heads =
       s.int_field("num_attention_heads", {"n_heads"}, 1, ConfigLimits::max_heads, 128, "the DeepSeek-V3.2 value");
   cfg.kv_lora_rank = s.int_field("kv_lora_rank", {}, 1, ConfigLimits::max_head_dim, 512, "the DeepSeek-V3.2 value");
@@ -941,6 +976,13 @@ Family detect_family(const json& top, ModelConfig& cfg, const json*& section, st
 }
 
 }  // namespace
+
+std::int64_t draft_layer_count(std::int64_t num_hidden_layers, std::int64_t num_nextn_predict_layers,
+                               std::int64_t ratio_entries) {
+  return ratio_entries > num_hidden_layers ? ratio_entries - num_hidden_layers : num_nextn_predict_layers;
+}
+
+bool dspark_drafts(const ModelConfig& cfg) { return cfg.family == Family::deepseek_v41 || cfg.dspark_block_size > 0; }
 
 const InputFileRules& config_file_rules() {
   static const InputFileRules rules{"", ConfigLimits::max_file_bytes, "ConfigLimits::max_file_bytes",

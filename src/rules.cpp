@@ -174,7 +174,7 @@ std::string_view to_string(DraftMethod m) {
 DraftMethod draft_method(const ModelConfig& cfg) {
   if (cfg.num_draft_layers <= 0) return DraftMethod::none;
   // V4.1's draft layers are DSpark stages; V4.0 re-releases with dspark_block_size carry DSpark too.
-  return cfg.family == Family::deepseek_v41 || cfg.dspark_block_size > 0 ? DraftMethod::dspark : DraftMethod::mtp;
+  return dspark_drafts(cfg) ? DraftMethod::dspark : DraftMethod::mtp;
 }
 
 std::int64_t dspark_window_width(std::int64_t window, std::int64_t n) {

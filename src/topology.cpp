@@ -86,6 +86,7 @@ std::optional<std::int64_t> Topology::candidate_source() const {
 Topology build_topology(const ModelConfig& cfg) {
   Topology topo;
   topo.family = cfg.family;
+  topo.dspark_drafts = dspark_drafts(cfg);
   const auto total = cfg.total_layers();
   if (static_cast<std::int64_t>(cfg.compress_ratios.size()) != total) {
     throw_internal("compress_ratios has " + std::to_string(cfg.compress_ratios.size()) + " entries for " +

@@ -987,7 +987,11 @@ TEST_CASE("spec: MTP rounds and configs without draft layers", "[backends][spec]
     CHECK_FALSE(find(rs, "spec.mtp_tokens"));
   }
   // Two MTP layers: 1 and 2 run them once, 4 twice; 3 is refused.
-  const auto two = edited("deepseek-v4-flash.json", [](nlohmann::json& t) { t["num_nextn_predict_layers"] = 2; });
+  // (compress_ratios counts the draft layers when it is longer than the backbone: it gets one more.)
+  const auto two = edited("deepseek-v4-flash.json", [](nlohmann::json& t) {
+    t["num_nextn_predict_layers"] = 2;
+    t["compress_ratios"].push_back(0);
+  });
   REQUIRE(two.num_draft_layers == 2);
   REQUIRE(draft_method(two) == DraftMethod::mtp);
   o.layout.num_speculative_tokens = 3;

@@ -248,6 +248,18 @@ TEST_CASE("plan text output names groups and sources", "[cli]") {
   REQUIRE(v4.code == 0);
   CHECK_THAT(v4.out, Catch::Contains("layers 2-42 (every 2nd, 21 layers): c4a"));
   CHECK_THAT(v4.out, Catch::Contains("layers 3-41 (every 2nd, 20 layers): c128a"));
+  CHECK_THAT(v4.out, Catch::Contains("layer 43: swaonly, draft (MTP), window only"));
+  // V4-Flash-0731: compress_ratios counts 3 DSpark stages (num_nextn_predict_layers says 1).
+  const testing_files::TempDir dir;
+  auto j = nlohmann::ordered_json::parse(slurp(cfg("deepseek-v4-flash.json")));
+  j["compress_ratios"].push_back(0);
+  j["compress_ratios"].push_back(0);
+  j["dspark_block_size"] = 5;
+  const auto r0731 = run({dir.write("v4-flash-0731.json", j.dump()), "--tp", "4", "--spec-tokens", "5"});
+  REQUIRE(r0731.code == 0);
+  CHECK_THAT(r0731.out, Catch::Contains("43 layers + 3 draft, ") &&
+                            Catch::Contains("layers 43-45: swaonly, draft (DSpark), window only") &&
+                            Catch::Contains("swaonly  5 layers (2 + 3 draft)") && !Catch::Contains("ignored"));
 }
 
 TEST_CASE("plan text: the attention backend, its kernel shapes and what the decode schedules serve", "[cli][backend]") {

@@ -210,9 +210,11 @@ TEST_CASE("V4.1 rules, each with its whole message", "[config]") {
   CHECK(error_of(v41(R"("num_hidden_layers": 6, "compress_ratios": [0, 0, 2, 2, 1])")) ==
         "t.json: /compress_ratios: compress_ratios has 5 entries; it needs one per layer, at least "
         "num_hidden_layers = 6");
-  CHECK(error_of(v41(R"("num_hidden_layers": 2, "compress_ratios": [0, 0, 0])")) ==
-        "t.json: /compress_ratios: compress_ratios has 3 entries; at most num_hidden_layers + "
-        "num_nextn_predict_layers = 2 + 0 = 2");
+  // Entries past num_hidden_layers count the draft layers (draft_layer_count); they are window-only.
+  CHECK(error_of(v41(R"("num_hidden_layers": 2, "compress_ratios": [0, 0, 1])")) ==
+        "t.json: /compress_ratios/2: compress_ratios[2] = 1: compress_ratios has 3 entries for num_hidden_layers = "
+        "2: 1 draft layer (num_nextn_predict_layers says 0), so layer 2 is a draft layer, and draft layers are "
+        "window-only: 0 expected");
   CHECK(error_of(v41(six + R"(, "kv_source_layer_ids": [4, 9])")) ==
         "t.json: /kv_source_layer_ids/1: kv_source_layer_ids[1] = 9 is not a backbone layer; allowed 0..5");
   CHECK(error_of(v41(six + R"(, "kv_source_layer_ids": [1, 4])")) ==
@@ -262,16 +264,29 @@ TEST_CASE("draft layers are window only", "[config]") {
 
 TEST_CASE("V4.0 rules", "[config]") {
   const std::string base = R"({"model_type": "deepseek_v4", "num_hidden_layers": 4, "num_nextn_predict_layers": 1, )";
-  SECTION("extra zero entries accepted with a warning") {
+  SECTION("entries past the draft layers num_nextn_predict_layers declares are draft layers too") {
+    // The V4-Flash-0731 convention: 46 entries for 43 layers and num_nextn_predict_layers 1 is 3 stages.
     const auto c = parse_config(base + R"("compress_ratios": [0, 4, 128, 4, 0, 0, 0]})", "t.json");
-    CHECK(c.compress_ratios == std::vector<int>{0, 4, 128, 4, 0});
-    CHECK(has_finding(c, "config.extra_ratios",
-                      "compress_ratios has 7 entries for 4 + 1 layers; the 2 extra entries are 0 and ignored"));
+    CHECK(c.compress_ratios == std::vector<int>{0, 4, 128, 4, 0, 0, 0});
+    CHECK(c.num_draft_layers == 3);
+    CHECK(c.num_nextn_predict_layers == 1);
+    CHECK(c.total_layers() == 7);
+    CHECK(has_finding(c, "config.draft_layers",
+                      "compress_ratios has 7 entries for num_hidden_layers = 4: 3 draft layers, although "
+                      "num_nextn_predict_layers says 1 (a re-release that ships more draft stages than it declares); "
+                      "the topology, the KV caches and the weights count 3"));
+    for (const auto& f : c.findings) CHECK(f.id != "config.extra_ratios");
   }
-  SECTION("extra non-zero entries rejected") {
+  SECTION("a non-zero entry past them is an error: draft layers are window-only") {
     CHECK(error_of(base + R"("compress_ratios": [0, 4, 128, 4, 0, 4]})") ==
-          "t.json: /compress_ratios: compress_ratios has 6 entries; at most num_hidden_layers + "
-          "num_nextn_predict_layers = 4 + 1 = 5 (extra entries are accepted only when they are 0)");
+          "t.json: /compress_ratios/5: compress_ratios[5] = 4: compress_ratios has 6 entries for num_hidden_layers "
+          "= 4: 2 draft layers (num_nextn_predict_layers says 1), so layer 5 is a draft layer, and draft layers are "
+          "window-only: 0 expected");
+  }
+  SECTION("the list as long as the backbone and num_nextn_predict_layers agree: no finding") {
+    const auto c = parse_config(base + R"("compress_ratios": [0, 4, 128, 4, 0]})", "t.json");
+    CHECK(c.num_draft_layers == 1);
+    for (const auto& f : c.findings) CHECK(f.id != "config.draft_layers");
   }
   SECTION("bad ratio") {
     CHECK(error_of(base + R"("compress_ratios": [0, 4, 2, 4, 0]})") ==

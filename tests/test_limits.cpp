@@ -207,13 +207,19 @@ TEST_CASE("limits: backbone and draft layers, every family", "[limits][config]")
 }
 
 TEST_CASE("limits: entries of a per-layer list", "[limits][config]") {
-  // V4.0 accepts zero entries past backbone + draft (with a warning): a list can reach the limit.
+  // compress_ratios entries past the backbone count the draft layers (draft_layer_count): the
+  // list holds at most 4096 + 64 entries, and one more is a draft layer past the limit. The list
+  // length is bounded before any entry is read.
   const auto n = ConfigLimits::max_layers, d = ConfigLimits::max_draft_layers;
-  const auto at = parse_config(v4_config(n, d, ConfigLimits::max_list_entries - n - d), "t.json");
+  const auto at = parse_config(v4_config(n, 0, d), "t.json");
   CHECK(at.compress_ratios.size() == 4096 + 64);
-  bool warned = false;
-  for (const auto& f : at.findings) warned |= f.id == "config.extra_ratios";
-  CHECK(warned);
+  CHECK(at.num_draft_layers == 64);
+  CHECK(config_error(v4_config(n, 0, d + 1)) ==
+        "t.json: /compress_ratios: compress_ratios has 4161 entries for num_hidden_layers = 4096: 65 draft layers "
+        "(every entry past the backbone is one); allowed up to 64 draft layers");
+  CHECK(config_error(v4_config(n, d, ConfigLimits::max_list_entries - n - d)) ==
+        "t.json: /compress_ratios: compress_ratios has 8192 entries for num_hidden_layers = 4096: 4096 draft layers "
+        "(every entry past the backbone is one); allowed up to 64 draft layers");
   CHECK(config_error(v4_config(n, d, ConfigLimits::max_list_entries - n - d + 1)) ==
         "t.json: /compress_ratios: compress_ratios has 8193 entries; at most 8192 are accepted");
 

@@ -6,10 +6,15 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "mlaplan/error.hpp"
 #include "mlaplan/plan.hpp"
+#include "mlaplan/rules.hpp"
+#include "mlaplan/weights.hpp"
 #include "temp_dir.hpp"
 
 using namespace mlaplan;
@@ -26,6 +31,40 @@ PlanRequest on_tp(std::int64_t tp, std::int64_t dp = 1, bool ep = false) {
   r.layout.data_parallel_size = dp;
   r.deploy.enable_expert_parallel = ep;
   return r;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream o;
+  o << in.rdbuf();
+  return o.str();
+}
+
+/// configs/deepseek-v4-flash.json changed by `edit` (a parsed config.json).
+template <class Edit>
+ModelConfig v4_flash_with(Edit edit, const std::string& name = "t.json") {
+  nlohmann::json j = nlohmann::json::parse(read_text(src("configs/deepseek-v4-flash.json")));
+  edit(j);
+  return parse_config(j.dump(), name);
+}
+
+/// The V4-Flash-0731 re-release as its config.json has it: the V4-Flash fields, compress_ratios of
+/// 46 entries for 43 layers (three DSpark stages) while num_nextn_predict_layers says 1, and
+/// dspark_block_size 5 at the top level.
+ModelConfig v4_flash_0731() {
+  return v4_flash_with(
+      [](nlohmann::json& j) {
+        j["compress_ratios"].push_back(0);
+        j["compress_ratios"].push_back(0);
+        j["dspark_block_size"] = 5;
+      },
+      "v4-flash-0731.json");
+}
+
+std::int64_t draft_layers_of(const Topology& t) {
+  std::int64_t n = 0;
+  for (const auto& l : t.layers) n += l.draft ? 1 : 0;
+  return n;
 }
 
 }  // namespace
@@ -224,4 +263,57 @@ TEST_CASE("bytes_by_cache_kind: the kinds sum to the layout's accounting", "[pla
     // Window caches grow with no history: no global bytes per token.
     CHECK(kinds[static_cast<std::size_t>(CacheKind::swa)].pages_per_token == 0);
   }
+}
+
+TEST_CASE("make_plan: one draft-layer count for the topology, the KV caches, the tiers and the weights",
+          "[plan][fit][draft]") {
+  const ModelConfig c = v4_flash_0731();
+  CHECK(c.num_nextn_predict_layers == 1);
+  CHECK(c.num_draft_layers == 3);
+  CHECK(draft_method(c) == DraftMethod::dspark);
+  const Topology t = build_topology(c);
+  CHECK(draft_layers_of(t) == 3);
+  CHECK(t.count_draft(LayerType::swaonly) == 3);
+
+  PlanRequest r = on_tp(4);
+  r.batch.spec_tokens = 5;
+  const Plan p = make_plan_on(c, t, r);
+  REQUIRE(p.fit);
+  CHECK(p.fit->weights->draft_stages == 3);
+  // Every draft layer registers its caches, and the prefix cache and host tier plan the same groups.
+  const VllmKvConfig& kv = p.fit->stages.at(0).kv;
+  std::set<std::int64_t> drafts;
+  for (const auto& s : kv.specs) {
+    if (s.draft) drafts.insert(s.layer);
+  }
+  CHECK(drafts == std::set<std::int64_t>{43, 44, 45});
+  REQUIRE(p.fit->prefix_cache);
+  std::int64_t specs = 0;
+  for (const auto& g : p.fit->prefix_cache->groups) specs += g.specs;
+  CHECK(specs == static_cast<std::int64_t>(kv.specs.size()));
+  REQUIRE(p.fit->host_offload);
+  CHECK(p.fit->host_offload->groups.size() == kv.groups.size());
+  // Nothing says that some of its draft entries are ignored.
+  for (const auto& f : p.findings) {
+    INFO(f.id << ": " << f.message);
+    CHECK(f.id != "config.extra_ratios");
+    CHECK(f.message.find("ignored") == std::string::npos);
+  }
+
+  // The same count everywhere, for every bundled config, the re-release and a V4.1 list that
+  // covers fewer draft layers than num_nextn_predict_layers declares.
+  std::vector<ModelConfig> configs = {load_config(src("configs/deepseek-v4.1-flash.json")),
+                                      load_config(src("configs/deepseek-v4-flash.json")),
+                                      load_config(src("configs/deepseek-v3.2.json")), c};
+  configs.push_back(
+      parse_config(R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 4, "num_nextn_predict_layers": 3, )"
+                   R"("compress_ratios": [0, 2, 1, 1, 0]})",
+                   "short-tail.json"));
+  for (const auto& cfg : configs) {
+    INFO(cfg.file);
+    const WeightsReport w = compute_weights(cfg, {false});
+    CHECK(w.draft_stages == cfg.num_draft_layers);
+    CHECK(draft_layers_of(build_topology(cfg)) == cfg.num_draft_layers);
+  }
+  CHECK(configs.back().num_draft_layers == 1);
 }

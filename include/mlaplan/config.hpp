@@ -92,8 +92,12 @@ struct ModelConfig {
   std::string field_prefix;  ///< "/text_config" for composite V4.1, else ""
 
   std::int64_t num_hidden_layers = 0;  ///< backbone layers (n)
-  std::int64_t num_draft_layers = 0;   ///< num_nextn_predict_layers: MTP (V4.0, V3.2) or DSpark (V4.1)
-  std::int64_t dspark_block_size = 0;  ///< DSpark drafter block; 0: absent (V4.0 drafts are then MTP stages)
+  /// The draft layers (MTP stages of V4.0 and V3.2, DSpark stages of V4.1 and V4.0 with
+  /// dspark_block_size): draft_layer_count() of the config, the one count the topology, the KV
+  /// caches, the prefix cache, the host tier and the weights follow.
+  std::int64_t num_draft_layers = 0;
+  std::int64_t num_nextn_predict_layers = 0;  ///< as written (or its default); see draft_layer_count()
+  std::int64_t dspark_block_size = 0;         ///< DSpark drafter block; 0: absent (V4.0 drafts are then MTP stages)
   std::int64_t num_attention_heads = 0;
   std::int64_t num_key_value_heads = 1;
   std::int64_t head_dim = 0;  ///< q/k head size the attention kernel sees (V3.2: kv_lora_rank + rope)
@@ -123,6 +127,19 @@ struct ModelConfig {
 
   std::int64_t total_layers() const { return num_hidden_layers + num_draft_layers; }
 };
+
+/// The draft (MTP / DSpark) layers a checkpoint holds: when `compress_ratios` (or
+/// `compress_rates`) as written has more entries than the backbone,
+/// every entry past `num_hidden_layers` is a draft layer (V4-Flash-0731 writes 46 entries for 43
+/// layers and holds 3 DSpark stages although its num_nextn_predict_layers says 1); otherwise
+/// num_nextn_predict_layers. `ratio_entries` < 0: no list written. The reader sets
+/// ModelConfig::num_draft_layers with it; docs/config.md.
+std::int64_t draft_layer_count(std::int64_t num_hidden_layers, std::int64_t num_nextn_predict_layers,
+                               std::int64_t ratio_entries);
+
+/// Whether the config's draft layers are DSpark stages (V4.1's, and V4.0 re-releases that carry
+/// dspark_block_size, such as V4-Flash-0731) rather than MTP stages; draft_method() of rules.hpp.
+bool dspark_drafts(const ModelConfig& cfg);
 
 /// Reads CONFIG (a config.json or a directory holding one). Throws Error(invalid_config) with a
 /// message naming the file, the JSON path, the bad value and the rule.

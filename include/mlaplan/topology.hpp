@@ -57,6 +57,7 @@ struct LayerRun {
 
 struct Topology {
   Family family = Family::deepseek_v41;
+  bool dspark_drafts = false;            ///< the draft layers are DSpark stages (dspark_drafts() of the config)
   std::vector<Layer> layers;             ///< backbone then draft layers
   std::vector<LayerType> types_present;  ///< sorted by name (one plan each)
   std::vector<LayerRun> runs;
