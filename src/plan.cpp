@@ -626,9 +626,9 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   ko.speculative_decoding = f.speculative;
   ko.async_scheduling = req.deploy.async_scheduling;
   ko.max_num_batched_tokens = L.in_flight_tokens;
-  // get_kv_cache_configs: with more than one speculative module (multi-layer MTP, DSpark stages)
-  // every sliding-window spec retains num_speculative_tokens - 1 extra tokens.
-  if (f.speculative && cfg.num_draft_layers > 1) ko.extra_retained_tokens = L.num_speculative_tokens - 1;
+  // get_kv_cache_configs: every sliding-window spec retains max(0, num_prefill_lookahead_tokens - 1)
+  // extra tokens, K - 1 for multi-module MTP and none for DSpark (extra_retained_tokens()).
+  if (f.speculative) ko.extra_retained_tokens = extra_retained_tokens(cfg, L.num_speculative_tokens);
   const std::int64_t dcp = std::max<std::int64_t>(req.layout.decode_context_parallel_size, 1);
   ko.decode_context_parallel_size = dcp;
   const std::vector<VllmKvConfig> kvs = vllm_kv_configs(cfg, topo, L, ko);
@@ -671,7 +671,7 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
     PrefixCacheOptions po;
     po.speculative = f.speculative;
     po.num_speculative_tokens = L.num_speculative_tokens;
-    po.multi_module_draft = f.speculative && cfg.num_draft_layers > 1;
+    po.multi_module_draft = f.speculative && multi_module_mtp(cfg, L.num_speculative_tokens);
     po.retention_interval = req.deploy.prefix_cache_retention_interval;
     f.prefix_cache = plan_prefix_cache(kvs, po);
     if (f.decided && core.vllm.num_blocks > 0 && f.prefix_cache->cached_blocks_per_prompt > 0) {

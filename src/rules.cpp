@@ -177,6 +177,23 @@ DraftMethod draft_method(const ModelConfig& cfg) {
   return dspark_drafts(cfg) ? DraftMethod::dspark : DraftMethod::mtp;
 }
 
+bool multi_module_mtp(const ModelConfig& cfg, std::int64_t num_speculative_tokens) {
+  // vllm/config/speculative.py use_multi_module_mtp: method "mtp" and min(n_predict, K) > 1.
+  return draft_method(cfg) == DraftMethod::mtp && std::min(cfg.num_draft_layers, num_speculative_tokens) > 1;
+}
+
+std::int64_t prefill_lookahead_tokens(const ModelConfig& cfg, std::int64_t num_speculative_tokens) {
+  if (num_speculative_tokens <= 0 || draft_method(cfg) == DraftMethod::none) return 0;
+  // vllm/v1/worker/gpu/model_runner.py: multi-module MTP reads the next K prefill tokens, every
+  // other drafter only the next one.
+  return multi_module_mtp(cfg, num_speculative_tokens) ? num_speculative_tokens : 1;
+}
+
+std::int64_t extra_retained_tokens(const ModelConfig& cfg, std::int64_t num_speculative_tokens) {
+  // vllm/v1/core/kv_cache_planning.py get_kv_cache_configs.
+  return std::max<std::int64_t>(0, prefill_lookahead_tokens(cfg, num_speculative_tokens) - 1);
+}
+
 std::int64_t dspark_window_width(std::int64_t window, std::int64_t n) {
   const std::int64_t w = std::max<std::int64_t>(window, 0) + std::max<std::int64_t>(n, 0);
   return ceil_div(w, 64) * 64;

@@ -317,3 +317,52 @@ TEST_CASE("make_plan: one draft-layer count for the topology, the KV caches, the
   }
   CHECK(configs.back().num_draft_layers == 1);
 }
+
+TEST_CASE("make_plan: the window reserve retains extra tokens for multi-module MTP only, never for DSpark",
+          "[plan][fit][draft]") {
+  // vLLM's get_kv_cache_configs gives every sliding-window spec max(0, num_prefill_lookahead_tokens
+  // - 1) extra tokens; the lookahead is K for multi-module MTP and 1 for DSpark (docs/fit.md).
+  auto reserve = [](const ModelConfig& cfg, std::int64_t tp, std::int64_t k) {
+    PlanRequest r = on_tp(tp);
+    r.batch.spec_tokens = k;
+    const Plan p = make_plan(cfg, r);
+    REQUIRE(p.fit);
+    REQUIRE(p.fit->speculative == (k > 0));
+    const VllmKvConfig& kv = p.fit->stages.at(0).kv;
+    CHECK(kv.retained_tokens == kv.extra_retained_tokens + kv.batches_in_flight * 8192);
+    return kv.extra_retained_tokens;
+  };
+  // V4.1-Flash with DSpark, 5 draft tokens, 8,192 batched tokens, async: R = 2 x 8,192 = 16,384
+  // (a public start-up log reproduces only with R = 16,384 or 16,385).
+  const ModelConfig v41 = load_config(src("configs/deepseek-v4.1-flash.json"));
+  CHECK(reserve(v41, 8, 5) == 0);
+  CHECK(reserve(v41, 8, 3) == 0);
+  CHECK(extra_retained_tokens(v41, 5) == 0);
+  CHECK(prefill_lookahead_tokens(v41, 5) == 1);
+  {
+    PlanRequest r = on_tp(8);
+    r.batch.spec_tokens = 5;
+    const Plan p = make_plan(v41, r);
+    CHECK(p.fit->stages.at(0).kv.retained_tokens == 16384);
+  }
+  // V4-Flash-0731's DSpark stages: the same.
+  CHECK(reserve(v4_flash_0731(), 4, 5) == 0);
+  // Three MTP stages (no dspark_block_size): multi-module MTP once K > 1.
+  const ModelConfig mtp3 = v4_flash_with([](nlohmann::json& j) {
+    j["num_nextn_predict_layers"] = 3;
+    j["compress_ratios"].push_back(0);
+    j["compress_ratios"].push_back(0);
+  });
+  REQUIRE(draft_method(mtp3) == DraftMethod::mtp);
+  CHECK(multi_module_mtp(mtp3, 3));
+  CHECK_FALSE(multi_module_mtp(mtp3, 1));
+  CHECK(reserve(mtp3, 4, 3) == 2);
+  CHECK(reserve(mtp3, 4, 2) == 1);
+  CHECK(reserve(mtp3, 4, 1) == 0);
+  CHECK(prefill_lookahead_tokens(mtp3, 3) == 3);
+  // One MTP stage reused for K tokens is single-module: no extra tokens.
+  const ModelConfig v4 = load_config(src("configs/deepseek-v4-flash.json"));
+  CHECK_FALSE(multi_module_mtp(v4, 3));
+  CHECK(reserve(v4, 4, 3) == 0);
+  CHECK(prefill_lookahead_tokens(v4, 0) == 0);
+}

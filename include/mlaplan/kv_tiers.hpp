@@ -64,7 +64,7 @@ struct PrefixCacheGroup {
 struct PrefixCacheOptions {
   bool speculative = false;  ///< draft layers loaded (their groups drop a block)
   std::int64_t num_speculative_tokens = 0;
-  bool multi_module_draft = false;      ///< more than one draft module (multi-layer MTP, DSpark)
+  bool multi_module_draft = false;      ///< multi-module MTP (multi_module_mtp() of rules.hpp; not DSpark)
   std::int64_t retention_interval = 0;  ///< --prefix-cache-retention-interval (vLLM's default 0)
 };
 
@@ -79,7 +79,7 @@ struct PrefixCachePlan {
   std::int64_t dense_cached_blocks_per_prompt = 0;  ///< the same with dense retention
   std::int64_t cached_bytes_per_prompt = 0;         ///< x bytes_per_block
   /// vLLM's start-up refusals (empty when it starts): the retention interval is not a multiple of
-  /// the scheduler block, or a multi-module draft speculates more tokens than the scheduler block.
+  /// the scheduler block, or multi-module MTP speculates more tokens than the scheduler block.
   std::vector<std::string> refusals;
 };
 

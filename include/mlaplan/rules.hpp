@@ -37,6 +37,18 @@ enum class DraftMethod {
 std::string_view to_string(DraftMethod m);  ///< "none", "mtp", "dspark"
 DraftMethod draft_method(const ModelConfig& cfg);
 
+/// vLLM's multi-module MTP (`SpeculativeConfig.use_multi_module_mtp`): MTP stages (not DSpark)
+/// with min(draft layers, K) > 1, each stage drafting its own position.
+bool multi_module_mtp(const ModelConfig& cfg, std::int64_t num_speculative_tokens);
+/// vLLM's `num_prefill_lookahead_tokens` with the config's draft layers speculating K tokens: the
+/// prefill tokens past a chunk the drafter reads, K for multi-module MTP, 1 for any other drafter
+/// (DSpark, single-module MTP), 0 without speculative decoding (K 0 or no draft layers).
+std::int64_t prefill_lookahead_tokens(const ModelConfig& cfg, std::int64_t num_speculative_tokens);
+/// `SlidingWindowSpec.extra_retained_tokens` as vLLM's planner sets it on every sliding-window
+/// spec: max(0, prefill_lookahead_tokens - 1), so K - 1 for multi-module MTP and 0 for DSpark
+/// (docs/fit.md, section 4, has the sources).
+std::int64_t extra_retained_tokens(const ModelConfig& cfg, std::int64_t num_speculative_tokens);
+
 /// The options a layout is built from, after every rule.
 struct ResolvedLayoutOptions {
   BackendChoice backend;

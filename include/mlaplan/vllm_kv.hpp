@@ -59,6 +59,8 @@ struct VllmKvOptions {
   bool speculative_decoding = false;  ///< draft layers register caches only with a speculative config
   bool async_scheduling = true;       ///< vLLM 0.30's default: 2 batches in flight
   std::int64_t max_num_batched_tokens = 8192;
+  /// SlidingWindowSpec.extra_retained_tokens: extra_retained_tokens() of rules.hpp (K - 1 for
+  /// multi-module MTP, 0 for DSpark and single-module MTP).
   std::int64_t extra_retained_tokens = 0;
   /// --decode-context-parallel-size: full specs hold 1/DCP of a request's tokens on each rank
   /// (window specs and rings are whole on every rank); docs/fit.md "Decode context parallelism".
