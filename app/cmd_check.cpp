@@ -99,8 +99,12 @@ struct FileResult {
   std::string family;
   std::string target;
   std::string kv_cache_dtype;
-  double global_rows = 0;                     ///< global bytes per token, DeepSeek's accounting
-  double global_pages = 0;                    ///< the same, the engine's
+  double global_rows = 0;   ///< global bytes per token, DeepSeek's accounting
+  double global_pages = 0;  ///< the same, the engine's
+  /// The fit's answer, with a layout: "fits", "does_not_fit", "not_decided" (the weights not all
+  /// known) or "refused" (vLLM refuses the configuration: exit 3). The numbers below are given
+  /// only with an answer on memory (fits or does_not_fit).
+  std::string fit;
   std::optional<double> concurrency;          ///< vLLM's maximum concurrency, all DP engines (with a fit)
   std::optional<std::int64_t> kv_tokens;      ///< vLLM's GPU KV cache size, all DP engines
   std::optional<std::int64_t> max_model_len;  ///< with a fit
@@ -192,6 +196,13 @@ void locate_findings(FileResult& fr) {
   }
 }
 
+/// FileResult::fit of a fit.
+std::string fit_answer(const Fit& f) {
+  if (f.refused) return "refused";
+  if (!f.decided) return "not_decided";
+  return f.fits ? "fits" : "does_not_fit";
+}
+
 /// The request of one check: plan's flags, the guards, no decode schedules.
 PlanRequest check_request(const CheckOptions& opt, const PlanOptions& plan_opt) {
   PlanRequest req = plan_opt.request();
@@ -231,7 +242,8 @@ FileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptio
       fr.kv_cache_dtype = std::string(to_string(plan.layout->kv_cache_dtype));
       fr.global_rows = plan.layout->accounting.global_rows.value();
       fr.global_pages = plan.layout->accounting.global_pages.value();
-      if (plan.fit) {
+      if (plan.fit) fr.fit = fit_answer(*plan.fit);
+      if (plan.fit && plan.fit->decided) {
         fr.concurrency = plan.fit->total_concurrency;
         fr.kv_tokens = plan.fit->total_kv_tokens;
         fr.max_model_len = plan.layout->max_model_len;
@@ -341,6 +353,7 @@ class CheckPrinter {
       f["target"] = r.target;
       f["kv_cache_dtype"] = r.kv_cache_dtype;
       f["global_bytes_per_token"] = {{"rows", r.global_rows}, {"pages", r.global_pages}};
+      if (!r.fit.empty()) f["fit"] = r.fit;
       if (r.concurrency) {
         f["maximum_concurrency"] = *r.concurrency;
         f["gpu_kv_cache_tokens"] = *r.kv_tokens;

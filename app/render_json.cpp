@@ -272,6 +272,8 @@ json fit_json(const Fit& f) {
   j["fits"] = f.fits;
   j["decided"] = f.decided;
   j["no_backend"] = f.no_backend;
+  j["refused"] = f.refused;
+  j["refusal"] = f.refused ? json(f.refusal) : json(nullptr);
   j["verdict"] = f.verdict;
   j["suggestions"] = f.suggestions;
   const auto& pl = f.placement.layout;

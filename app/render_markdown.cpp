@@ -109,7 +109,7 @@ std::string render_plan_markdown(const PlanResult& r) {
       << pl.data_parallel_size << " x PP " << pl.pipeline_parallel_size
       << (pl.enable_expert_parallel ? ", expert parallel" : "") << ", vLLM " << kVllmVersion << "): " << md(f.verdict)
       << "  \n";
-    if (f.vllm.fits) o << code(f.vllm.log_line) << "  \n";
+    if (f.vllm.fits && !f.refused) o << code(f.vllm.log_line) << "  \n";
     for (const auto& sg : f.suggestions) o << "would fit: " << md(sg) << "  \n";
     o << "\n| per GPU | weights | start-up overheads | KV cache | of total |\n|---|---:|---:|---:|---:|\n";
     for (const auto& st : f.stages) {

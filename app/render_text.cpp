@@ -514,7 +514,8 @@ std::string render_fit_text(const PlanResult& r) {
   std::ostringstream o;
   o.imbue(std::locale::classic());
   o << "\nfit: "
-    << (!f.decided         ? "NOT DECIDED"
+    << (f.refused          ? (f.placement.ok() ? "REFUSED" : "LAYOUT REJECTED")
+        : !f.decided       ? "NOT DECIDED"
         : f.fits           ? "FITS"
         : f.placement.ok() ? "DOES NOT FIT"
                            : "LAYOUT REJECTED")
@@ -522,10 +523,14 @@ std::string render_fit_text(const PlanResult& r) {
     << pl.data_parallel_size << " x PP " << pl.pipeline_parallel_size << ", expert parallel "
     << (pl.enable_expert_parallel ? "on, EP " + std::to_string(pl.expert_parallel_size()) : std::string("off"))
     << "), as vLLM " << kVllmVersion << " computes it at start-up\n";
-  if (!f.decided) {
+  if (f.refused && !f.placement.ok()) {
+    for (const auto& x : f.placement.findings) {
+      if (x.severity == Severity::error) o << "  rejected: " << printable(x.message) << "\n";
+    }
+  } else if (f.refused || !f.decided) {
     o << "  " << printable(f.verdict) << "\n"
-      << (f.no_backend ? "  (vLLM stops before it budgets memory: the numbers below are what the layout would need)\n"
-                       : "  (the numbers below count only the tensors whose storage is known)\n");
+      << (f.refused ? "  (vLLM does not start: the numbers below are what the layout would need)\n"
+                    : "  (the numbers below count only the tensors whose storage is known)\n");
   } else if (f.placement.ok()) {
     if (f.vllm.fits) {
       o << "  vLLM prints: " << f.vllm.log_line << "\n";

@@ -654,7 +654,7 @@ Figure memory_picture(const PlanResult& r) {
       g.add(std::move(cap));
       y += 30;
     }
-    const std::string facts = fit.vllm.fits ? "vLLM prints: " + fit.vllm.log_line : std::string();
+    const std::string facts = fit.vllm.fits && !fit.refused ? "vLLM prints: " + fit.vllm.log_line : std::string();
     if (!facts.empty()) {
       g.add(text_at(kBarX, y + 12, facts, 12));
       y += 20;

@@ -472,12 +472,13 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   const auto no_backend = std::find_if(p.rules.begin(), p.rules.end(), [](const RuleResult& rr) {
     return rr.finding.severity == Severity::error && rr.finding.id == "backend.arch";
   });
-  if (no_backend == p.rules.end()) {
-    p.fit = plan_fit(config, topology, *p.layout, std::move(w.report), w.source, w.how, req);
-  } else {
-    PlanRequest fit_req = req;
-    fit_req.suggestions = false;
-    p.fit = plan_fit(config, topology, *p.layout, std::move(w.report), w.source, w.how, fit_req);
+  // A rule that refuses the configuration leaves no fit to improve on: no "would fit" is searched.
+  const bool rules_refuse = std::any_of(p.rules.begin(), p.rules.end(),
+                                        [](const RuleResult& rr) { return rr.finding.severity == Severity::error; });
+  PlanRequest fit_req = req;
+  if (rules_refuse) fit_req.suggestions = false;
+  p.fit = plan_fit(config, topology, *p.layout, std::move(w.report), w.source, w.how, fit_req);
+  if (no_backend != p.rules.end()) {
     Fit& f = *p.fit;
     f.decided = false;
     f.fits = false;
@@ -530,6 +531,42 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   }
   for (const auto& f : tier_refusals) p.findings.push_back(f);
 
+  // The exit decision: backend rules, then the layout rules of placement, then vLLM's start-up
+  // checks of the KV tiers; the fit decides only when none of them refuses.
+  int refusal_code = rules_exit_code(p.rules);
+  std::string refusal;
+  for (const auto& rr : p.rules) {
+    if (rr.finding.severity == Severity::error) {
+      refusal = rr.finding.message + (rr.finding.fix.empty() ? "" : " (fix: " + rr.finding.fix + ")");
+      break;
+    }
+  }
+  if (refusal_code == 0) {
+    for (const auto& f : p.fit->placement.findings) {
+      if (f.severity == Severity::error) {
+        refusal_code = exit_code(ErrorKind::unsupported);
+        refusal = f.message;
+        break;
+      }
+    }
+  }
+  if (refusal_code == 0 && !tier_refusals.empty()) {
+    refusal_code = exit_code(ErrorKind::unsupported);
+    refusal = tier_refusals.front().message;
+  }
+  if (refusal_code != 0) {
+    // A refusal is not a fit: vLLM does not start, so there is no verdict on its memory (text,
+    // JSON, check and the report read these fields).
+    Fit& f = *p.fit;
+    f.refused = true;
+    f.refusal = refusal;
+    f.fits = false;
+    f.decided = false;
+    if (!f.no_backend) f.verdict = "refused: " + refusal;
+    f.error_message = f.verdict;
+    f.suggestions.clear();
+  }
+
   p.batch =
       make_decode_batch(req.batch, p.layout->max_model_len,
                         p.layout->max_model_len_default ? MaxModelLenSource::config_default : MaxModelLenSource::flag);
@@ -554,27 +591,9 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
     }
   }
 
-  // The exit decision: backend rules, then the layout rules of placement, then the fit.
-  p.exit_code = rules_exit_code(p.rules);
-  for (const auto& rr : p.rules) {
-    if (rr.finding.severity == Severity::error) {
-      p.exit_message = rr.finding.message + (rr.finding.fix.empty() ? "" : " (fix: " + rr.finding.fix + ")");
-      break;
-    }
-  }
-  if (p.exit_code == 0) {
-    for (const auto& f : p.fit->placement.findings) {
-      if (f.severity == Severity::error) {
-        p.exit_code = exit_code(ErrorKind::unsupported);
-        p.exit_message = f.message;
-        break;
-      }
-    }
-  }
-  if (p.exit_code == 0 && !tier_refusals.empty()) {
-    p.exit_code = exit_code(ErrorKind::unsupported);
-    p.exit_message = tier_refusals.front().message;
-  }
+  // The exit decision: the refusal above, else the fit.
+  p.exit_code = refusal_code;
+  p.exit_message = refusal;
   if (p.exit_code == 0 && !p.fit->fits && p.fit->decided) {
     p.exit_code = exit_code(ErrorKind::does_not_fit);
     p.exit_message = p.fit->error_message;

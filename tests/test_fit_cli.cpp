@@ -343,3 +343,111 @@ TEST_CASE("fit CLI: the error that decides exit 4 is a finding in text, JSON and
   REQUIRE(first != std::string::npos);
   CHECK(c.out.find(id, first + 1) == std::string::npos);
 }
+
+TEST_CASE("fit CLI: a refusal is not a fit, in every output and field", "[cli][fit][refusal]") {
+  // Each way vLLM refuses a configuration (exit 3): a backend rule (the kv dtype, DSpark with PP),
+  // a placement rule (TP against the heads), a KV tier's start-up check. None may say FITS.
+  struct Case {
+    std::vector<std::string> args;
+    std::string id;
+  };
+  const std::vector<Case> cases = {
+      {{kV4, "--tp", "4", "--kv-cache-dtype", "bfloat16"}, "backend.kv_cache_dtype"},
+      {{kV4, "--tp", "4", "--kv-cache-dtype", "nvfp4_ds_mla"}, "backend.kv_cache_dtype"},
+      {{kV41, "--tp", "8", "--pp", "2", "--spec-tokens", "5"}, "spec.dspark_parallel"},
+      {{kV4, "--tp", "3"}, "backend.tensor_parallel"},
+      {{kV4, "--tp", "16"}, "placement.tensor_parallel"},
+      {{kV41, "--tp", "8", "--prefix-cache-retention-interval", "100"}, "prefix_cache.refused"},
+  };
+  for (const auto& c : cases) {
+    std::string line;
+    for (const auto& a : c.args) line += " " + a;
+    INFO(line);
+    const Run text = run(c.args);
+    CHECK(text.code == 3);
+    CHECK_THAT(text.out, !Catch::Contains("fit: FITS") && !Catch::Contains("fit: DOES NOT FIT") &&
+                             !Catch::Contains("vLLM prints:") && !Catch::Contains("would fit:"));
+    CHECK_THAT(text.out, Catch::Contains("fit: REFUSED") || Catch::Contains("fit: LAYOUT REJECTED"));
+
+    std::vector<std::string> args = c.args;
+    args.push_back("--json");
+    const Run js = run(args);
+    CHECK(js.code == 3);
+    const auto j = nlohmann::json::parse(js.out);
+    const auto& fit = j.at("fit");
+    CHECK(fit.at("fits") == false);
+    CHECK(fit.at("decided") == false);
+    CHECK(fit.at("refused") == true);
+    CHECK(fit.at("suggestions").empty());
+    CHECK_THAT(fit.at("verdict").get<std::string>(), Catch::StartsWith("refused: "));
+    // The refusal is the error finding that decides the exit (with its fix, as stderr has it).
+    const std::string refusal = fit.at("refusal").get<std::string>();
+    bool quoted = false;
+    for (const auto& f : j.at("findings")) {
+      if (f.at("severity") == "error" && f.at("id") == c.id) {
+        quoted = refusal.rfind(f.at("message").get<std::string>(), 0) == 0;
+      }
+    }
+    CHECK(quoted);
+    CHECK(js.err == "mla-plan: error: " + refusal + "\n");
+    CHECK(j.at("batch").at("kv_cache").is_null());
+
+    args.back() = "--format";
+    args.push_back("markdown");
+    const Run md = run(args);
+    CHECK(md.code == 3);
+    CHECK_THAT(md.out, Catch::Contains("**Result: FAIL** (exit 3)") && Catch::Contains("): refused: ") &&
+                           !Catch::Contains("GPU KV cache size"));
+
+    // check: the file fails with exit 3 in every format, and its JSON says refused without
+    // numbers that read like a fit.
+    std::vector<std::string> ck = {"check"};
+    ck.insert(ck.end(), c.args.begin(), c.args.end());
+    const Run ct = run(ck);
+    CHECK(ct.code == 3);
+    CHECK_THAT(ct.out, Catch::StartsWith("FAIL ") && Catch::Contains("(exit 3)") && Catch::Contains("[" + c.id + "]") &&
+                           Catch::EndsWith("0 of 1 configs passed\n"));
+    ck.push_back("--json");
+    const Run cj = run(ck);
+    CHECK(cj.code == 3);
+    const auto f = nlohmann::json::parse(cj.out).at("files").at(0);
+    CHECK(f.at("status") == "fail");
+    CHECK(f.at("exit_code") == 3);
+    CHECK(f.at("fit") == "refused");
+    CHECK_FALSE(f.contains("maximum_concurrency"));
+    CHECK_FALSE(f.contains("gpu_kv_cache_tokens"));
+    ck.back() = "--format";
+    ck.push_back("github");
+    const Run cg = run(ck);
+    CHECK(cg.code == 3);
+    CHECK_THAT(cg.out, Catch::Contains("::error ") && Catch::Contains("title=mla-plan " + c.id));
+    CHECK_THAT(cg.err, Catch::Contains("0 passed, 1 failed"));
+    ck.back() = "markdown";
+    const Run cm = run(ck);
+    CHECK(cm.code == 3);
+  }
+  // A configuration that fits is still FITS, decided, not refused.
+  const Run ok = run({kV41, "--tp", "8", "--json"});
+  REQUIRE(ok.code == 0);
+  const auto j = nlohmann::json::parse(ok.out);
+  CHECK(j.at("fit").at("fits") == true);
+  CHECK(j.at("fit").at("refused") == false);
+  CHECK(j.at("fit").at("refusal").is_null());
+  const Run cok = run({"check", kV41, "--tp", "8", "--json"});
+  CHECK(nlohmann::json::parse(cok.out).at("files").at(0).at("fit") == "fits");
+}
+
+TEST_CASE("fit CLI: a refused matrix cell is not supported, with the refusal as its reason", "[cli][fit][refusal]") {
+  const Run r = run({"check", "--matrix", kV41, "--tp", "8", "--pp", "2", "--spec-tokens", "5", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  int seen = 0;
+  for (const auto& c : j.at("files").at(0).at("matrix")) {
+    INFO(c.dump());
+    CHECK(c.at("supported") == false);
+    CHECK(c.at("exit_code") == 3);
+    CHECK_THAT(c.at("reason").get<std::string>(), !Catch::StartsWith("fits"));
+    seen += c.at("reason").get<std::string>().find("DSpark does not support pipeline parallelism") != std::string::npos;
+  }
+  CHECK(seen > 0);
+}

@@ -152,6 +152,12 @@ struct Fit {
   /// before it budgets memory, so there is no fit (decided false, no suggestions of more of the
   /// same GPU); the numbers are what the layout would need.
   bool no_backend = false;
+  /// true when vLLM refuses the configuration (a rule, a placement rule or a KV-tier check that
+  /// exits 3, or any other error finding that decides the exit code before the fit does): a
+  /// refused configuration has no fit, so `fits` and `decided` are false, the verdict says
+  /// "refused: <why>" and no "would fit" is searched (docs/fit.md, "The answer").
+  bool refused = false;
+  std::string refusal;  ///< with `refused`: the refusal that decides the exit code
   std::string verdict;  ///< one line for people
   /// When !fits: vLLM's error, or (--kv-cache-memory-bytes, which vLLM does not check against the
   /// GPU) why the given KV cache and the rest exceed the GPU's memory.
