@@ -657,6 +657,25 @@ void validate_check(const CheckOptions& opt) {
     throw_usage("--max-global-bytes-per-token: '" + format_general(*opt.max_global_bytes_per_token) +
                 "' is out of range; allowed " + kGlobalBytesRange.text());
   }
+  if (opt.matrix) {
+    // The matrix reports every GPU preset, kv dtype and layout of each config; a guard judges one
+    // plan, so a guard given with --matrix is refused rather than ignored.
+    std::vector<std::string> guards;
+    if (opt.max_global_bytes_per_token) guards.push_back("--max-global-bytes-per-token");
+    if (opt.guard_accounting != "pages") guards.push_back("--guard-accounting");
+    if (opt.min_concurrency) guards.push_back("--min-concurrency");
+    if (opt.require_batch_fits) guards.push_back("--require-batch-fits");
+    if (opt.prefix_hit_prompt_len) guards.push_back("--prefix-hit-prompt-len");
+    if (opt.min_offload_tokens) guards.push_back("--min-offload-tokens");
+    if (opt.require_prefill_fits) guards.push_back("--require-prefill-fits");
+    if (opt.require_prompt_len) guards.push_back("--require-prompt-len");
+    if (!guards.empty()) {
+      throw_usage(join_bounded(guards) + (guards.size() == 1 ? " is a guard" : " are guards") +
+                  " of one plan and --matrix applies none (its cells cover every GPU preset and kv dtype): run "
+                  "check without --matrix, with --gpu and --tensor-parallel-size, to apply " +
+                  (guards.size() == 1 ? "it" : "them"));
+    }
+  }
   if (!opt.matrix && tps.size() > 1) throw_usage("--tensor-parallel-size takes several values only with --matrix");
   if (!opt.matrix && ndp > 1) throw_usage("--data-parallel-size takes several values only with --matrix");
 }

@@ -451,3 +451,28 @@ TEST_CASE("fit CLI: a refused matrix cell is not supported, with the refusal as 
   }
   CHECK(seen > 0);
 }
+
+TEST_CASE("fit CLI: check --matrix refuses every guard rather than ignore it", "[cli][check][matrix]") {
+  const std::vector<std::vector<std::string>> guards = {
+      {"--min-concurrency", "1000"},    {"--max-global-bytes-per-token", "10"}, {"--require-batch-fits"},
+      {"--prefix-hit-prompt-len", "5"}, {"--min-offload-tokens", "5"},          {"--require-prefill-fits"},
+      {"--require-prompt-len", "5"},    {"--guard-accounting", "rows"},
+  };
+  for (const auto& g : guards) {
+    std::vector<std::string> args = {"check", "--matrix", kV4};
+    args.insert(args.end(), g.begin(), g.end());
+    INFO(g.front());
+    const Run r = run(args);
+    CHECK(r.code == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err == "mla-plan: error: " + g.front() +
+                       " is a guard of one plan and --matrix applies none (its cells cover every GPU preset and kv "
+                       "dtype): run check without --matrix, with --gpu and --tensor-parallel-size, to apply it\n");
+    // Without --matrix the guard applies.
+    args.erase(args.begin() + 1);
+    CHECK(run(args).code != 1);
+  }
+  const Run two = run({"check", "--matrix", kV4, "--min-concurrency", "1", "--require-batch-fits"});
+  CHECK(two.code == 1);
+  CHECK_THAT(two.err, Catch::Contains("--min-concurrency, --require-batch-fits are guards of one plan"));
+}
