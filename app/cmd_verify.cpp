@@ -56,6 +56,21 @@ void setup_verify(CLI::App& app, VerifyCliOptions& opt) {
   bind_batch_flags(*sub, opt.batch);
 }
 
+namespace {
+
+/// With TP x DP > 1 the devices are the layout's ranks, one each (device k runs rank k), or a
+/// single device runs rank 0: Error(usage) for another number of devices.
+void check_device_count(std::size_t devices, const VerifyOptions& vo, std::int64_t ranks) {
+  if (ranks > 1 && devices > 1 && static_cast<std::int64_t>(devices) != ranks) {
+    throw_usage("--device lists " + std::to_string(devices) + " devices, but TP " +
+                std::to_string(vo.layout.tensor_parallel_size) + " x DP " +
+                std::to_string(vo.layout.data_parallel_size) + " has " + std::to_string(ranks) +
+                " ranks; list one device per rank (an index may repeat), or one device to run rank 0");
+  }
+}
+
+}  // namespace
+
 #ifdef MLAPLAN_HAVE_CUDA
 namespace {
 
@@ -154,6 +169,8 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   // A TP x DP layout: every rank's share of the batch is checked here too (one request per DP rank).
   const std::int64_t ranks = verify_rank_count(vo);
   if (ranks > 1) (void)verify_rank_options(cfg, vo, 0);
+  // A listed --device against the ranks, before any GPU is looked for (`all` is counted below).
+  if (!opt.device.all) check_device_count(opt.device.indices.size(), vo, ranks);
 #ifndef MLAPLAN_HAVE_CUDA
   (void)out;
   (void)err;
@@ -164,14 +181,7 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   const std::vector<int> indices = listed_devices(opt.device, err);
   vo.progress = [&err](const std::string& s) { err << s << "\n" << std::flush; };
 
-  // With TP x DP > 1 the devices are the layout's ranks, one each (device k runs rank k), or a
-  // single device runs rank 0.
-  if (ranks > 1 && indices.size() > 1 && static_cast<std::int64_t>(indices.size()) != ranks) {
-    throw_usage("--device lists " + std::to_string(indices.size()) + " devices, but TP " +
-                std::to_string(vo.layout.tensor_parallel_size) + " x DP " +
-                std::to_string(vo.layout.data_parallel_size) + " has " + std::to_string(ranks) +
-                " ranks; list one device per rank (an index may repeat), or one device to run rank 0");
-  }
+  check_device_count(indices.size(), vo, ranks);  // --device all: the devices there are
   std::vector<VerifyGpuInfo> gpus;
   VerifyMultiReport multi;
   if (indices.size() == 1) {

@@ -48,7 +48,7 @@ bool batch_given(const BatchOptions& o) { return o.batch || o.context_len || !o.
 
 /// The batch of a verification: the flags', or the default mix.
 BatchOptions verify_batch_options(const BatchOptions& given, std::int64_t max_model_len) {
-  return batch_given(given) ? given : default_verify_batch(max_model_len);
+  return batch_given(given) ? given : default_verify_batch(max_model_len, given.spec_tokens);
 }
 
 /// The decode tokens of a verification batch (VerifyLimits): Error(usage) naming the batch flags
@@ -240,13 +240,15 @@ std::vector<std::string> backend_kv_dtypes(Family family) {
   return {"fp8_ds_mla"};
 }
 
-BatchOptions default_verify_batch(std::int64_t max_model_len) {
+BatchOptions default_verify_batch(std::int64_t max_model_len, std::int64_t spec_tokens) {
   // Short (inside the window), window edges, compressed-group edges and long requests.
   static const std::int64_t mix[] = {1,    2,    7,    63,   64,   65,    127,   128,   129,   130,   200,  255,  256,
                                      257,  300,  511,  512,  513,  777,   1000,  1023,  1024,  1025,  1500, 2048, 2049,
                                      3000, 4096, 5000, 8191, 8192, 10000, 16384, 20000, 32768, 50000, 65536};
   BatchOptions o;
-  for (auto len : mix) o.context_lens.push_back(std::min(len, max_model_len));
+  o.spec_tokens = spec_tokens;
+  const std::int64_t longest = std::max<std::int64_t>(1, max_model_len - std::max<std::int64_t>(spec_tokens, 0));
+  for (auto len : mix) o.context_lens.push_back(std::min(len, longest));
   return o;
 }
 

@@ -63,6 +63,14 @@ TEST_CASE("e2e flags: verify and bench reject bad flags before looking for a GPU
                 "reference recomputes every one)");
   require_usage({"verify", kV41, "--iterations", "0"}, "--iterations: '0' is out of range; allowed 1..10000");
   require_usage({"bench", kV41, "--warmup", "1001"}, "--warmup: '1001' is out of range; allowed 0..1000");
+  // A device list of the wrong length for the layout's ranks, before any device is looked up.
+  require_usage({"verify", kV41, "--tp", "2", "--dp", "2", "--device", "0,0,0"},
+                "--device lists 3 devices, but TP 2 x DP 2 has 4 ranks; list one device per rank (an index may "
+                "repeat), or one device to run rank 0");
+  // The default batch decodes 1 + --spec-tokens tokens per request, as the layout plans them.
+  require_usage({"verify", kV41, "--spec-tokens", "7"},
+                "verify: the batch has 296 decode tokens (the default mix of 37 requests x (1 + --spec-tokens 7)); "
+                "allowed 1..256 for verification (the host reference recomputes every one)");
   // Valid flags reach the GPU: exit 6 here (no CUDA, no device), a run on a GPU machine.
   const auto ok = run({"verify", kV41, "--batch", "256"});
   if (ok.code != 0) {

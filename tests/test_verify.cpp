@@ -632,3 +632,35 @@ TEST_CASE("verify's matrix: the mode asked, as run, the launch and the fallback"
   CHECK(j2.at("devices")[1].at("exit_code") == 6);
   CHECK(j2.at("exit_code") == 6);
 }
+
+TEST_CASE("verify's default batch decodes the layout's speculative tokens", "[verify]") {
+  // plan's default batch carries --spec-tokens; verify's default mix does too, capped so that the
+  // last speculative position stays inside max_model_len.
+  const BatchOptions d = default_verify_batch(1048576, 5);
+  CHECK(d.spec_tokens == 5);
+  CHECK(d.context_lens.size() == 37);
+  CHECK(default_verify_batch(300, 5).context_lens.back() == 295);
+  CHECK(default_verify_batch(300).context_lens.back() == 300);
+  CHECK(default_verify_batch(300).spec_tokens == 0);
+
+  const auto cfg = released("deepseek-v4.1-flash.json");
+  const auto topo = build_topology(cfg);
+  auto dev = make_host_verify_device();
+  VerifyOptions o;
+  o.timing_iterations = 1;
+  o.kv_cache_dtypes = {"fp8_ds_mla"};
+  o.batch.spec_tokens = 5;
+  o.layout.num_speculative_tokens = 5;
+  o.layout.max_model_len = 300;
+  const auto r = run_verify(cfg, topo, gpu("h200"), *dev, o);
+  CHECK(r.exit_code == 0);
+  CHECK(r.batch.spec_tokens == 5);
+  CHECK(r.batch.context_lens.size() == 37);
+  CHECK(r.batch.positions.size() == 37 * 6);
+  for (const auto& c : r.cells) CHECK(c.b == 37 * 6);
+  // 37 x (1 + 7) decode tokens are past the verification limit: refused before any device runs.
+  o.batch.spec_tokens = 7;
+  o.layout.num_speculative_tokens = 7;
+  CHECK_THROWS_WITH(check_verify_options(cfg, topo, o),
+                    Catch::Contains("the default mix of 37 requests x (1 + --spec-tokens 7)"));
+}

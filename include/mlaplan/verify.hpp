@@ -165,8 +165,10 @@ struct VerifyReport {
 std::vector<std::string> backend_kv_dtypes(Family family);
 
 /// The default batch mix: 37 requests (not a multiple of any partition count) with context
-/// lengths from 1 to 65536 (capped by max_model_len), short, window-edge and long ones.
-BatchOptions default_verify_batch(std::int64_t max_model_len);
+/// lengths from 1 to 65536 (capped by max_model_len - K, so that the last speculative position
+/// stays inside the model), short, window-edge and long ones, each decoding 1 + K tokens with
+/// K = `spec_tokens` (--spec-tokens: the same K as the layout's, as plan's default batch has).
+BatchOptions default_verify_batch(std::int64_t max_model_len, std::int64_t spec_tokens = 0);
 
 /// Checks that the problem of `schedule` stays inside VerifyLimits' host-memory bounds: Error(usage)
 /// past max_decode_tokens, Error(unsupported) past max_index_slots or max_attended_rows (per cache),
