@@ -23,6 +23,10 @@
 #include "mlaplan/safetensors.hpp"
 #include "mlaplan/text.hpp"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace mlaplan::cli {
 
 using ojson = nlohmann::ordered_json;
@@ -481,6 +485,8 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt,
   std::optional<Error> topology_error;
   PlanWeights checkpoint;
   std::shared_ptr<const std::vector<ShardKind>> kinds;
+  // The placement depends on the layout alone: made once per TP x DP for every GPU and kv dtype.
+  const auto placements = std::make_shared<PlacementMemo>();
   try {
     topology = build_topology(cfg);
     // The checkpoint's weights depend on the config alone: read (and classified) once for every cell.
@@ -524,6 +530,7 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt,
           req.weights_source = checkpoint.source;
           req.weights_how = checkpoint.how;
           req.shard_kinds = kinds;
+          req.placements = placements;
           const auto r = make_plan_on(cfg, *topology, req);
           code = r.exit_code;
           if (r.layout && !backend_refusal(r)) backend = r.layout->backend;  // refused: vLLM runs none
@@ -584,6 +591,15 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt,
 /// check --matrix: every config read (and the layer rows counted), then each config's matrix
 /// printed as it is done.
 int run_matrix(const CheckOptions& options, std::ostream& out) {
+#if defined(__GLIBC__)
+  // Each cell makes a plan of a few MB and drops it. glibc maps blocks past its threshold on their
+  // own and unmaps them when freed, and gives the free top of its heap back to the kernel, then
+  // takes it all back as fresh zeroed pages for the next cell: with the largest configs the
+  // matrix spent as long in page faults as in planning. Blocks up to 32 MiB come from the heap,
+  // and up to 64 MiB of it stays with the process between cells.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+#endif
   CheckOptions opt = options;
   opt.plan.batch.read_files();  // once for every cell
   const auto layouts = opt.layouts();

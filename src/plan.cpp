@@ -78,7 +78,9 @@ FitCore fit_core(const ModelConfig& cfg, const Layout& L, const WeightsReport& w
                  const std::vector<ShardKind>& kinds, const ParallelLayout& pl, const std::vector<VllmKvConfig>& kvs,
                  const PlanRequest& req, const std::string& weights_how, TermSource weights_source) {
   FitCore c;
-  c.placement = place_weights(cfg, weights, pl, kinds);
+  const bool memo = req.placements && req.weights.get() == &weights && req.shard_kinds &&
+                    req.shard_kinds->size() == weights.groups.size() && req.shard_kinds.get() == &kinds;
+  c.placement = memo ? req.placements->place(cfg, weights, pl, kinds) : place_weights(cfg, weights, pl, kinds);
   // The kernel head count is the backend's (placement pads for FlashMLA).
   c.placement.padded_query_heads = padded_heads(L.backend, c.placement.local_query_heads).value_or(0);
   std::vector<std::int64_t> avail;
@@ -613,6 +615,27 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
 }
 
 }  // namespace
+
+const Placement& PlacementMemo::place(const ModelConfig& cfg, const WeightsReport& weights,
+                                      const ParallelLayout& layout, const std::vector<ShardKind>& kinds) {
+  if (weights_ == nullptr) {
+    weights_ = &weights;
+    kinds_ = &kinds;
+  } else if (weights_ != &weights || kinds_ != &kinds) {
+    throw_internal("PlacementMemo: asked for the placement of other weights");
+  }
+  auto same = [&layout](const ParallelLayout& p) {
+    return p.tensor_parallel_size == layout.tensor_parallel_size && p.data_parallel_size == layout.data_parallel_size &&
+           p.pipeline_parallel_size == layout.pipeline_parallel_size &&
+           p.enable_expert_parallel == layout.enable_expert_parallel &&
+           p.load_draft_stages == layout.load_draft_stages && p.engram == layout.engram;
+  };
+  for (const auto& [p, placed] : placed_) {
+    if (same(p)) return placed;
+  }
+  placed_.emplace_back(layout, place_weights(cfg, weights, layout, kinds));
+  return placed_.back().second;
+}
 
 std::string_view to_string(WeightsSource s) {
   switch (s) {

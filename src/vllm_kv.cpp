@@ -117,6 +117,8 @@ bool same_bucket(const Bucket& b, const VllmKvSpec& s) {
 std::vector<VllmKvSpec> all_specs(const ModelConfig& cfg, const Topology& topo, const Layout& layout,
                                   const VllmKvOptions& options, std::vector<std::int64_t>& stage_of_spec) {
   std::vector<VllmKvSpec> specs;
+  specs.reserve(layout.objects.size());
+  stage_of_spec.reserve(layout.objects.size());
   std::map<std::int64_t, int> states_seen;  // compressor states per layer so far (V4: attention, then indexer)
   for (const CacheObject& o : layout.objects) {
     // Draft layers (MTP / DSpark) are built, and register caches, only with a speculative config.
@@ -247,6 +249,19 @@ std::vector<GlobalGroup> packed_groups(const std::vector<VllmKvSpec>& specs) {
       const std::int64_t per_block = std::max<std::int64_t>(anchor / b.pages.front(), 1);
       n = std::max(n, cdiv(static_cast<std::int64_t>(b.count), per_block));
     }
+    if (n == 1) {  // the whole bucket in one group, in registration order
+      GlobalGroup g{b.kind, b.block_size, b.window, {}};
+      g.specs.reserve(b.count);
+      // Each page size's list is in registration order: merge them (a sort of the whole was
+      // the costliest step of a large config's grouping).
+      for (const auto& v : b.by_page) {
+        const auto mid = static_cast<std::ptrdiff_t>(g.specs.size());
+        g.specs.insert(g.specs.end(), v.begin(), v.end());
+        std::inplace_merge(g.specs.begin(), g.specs.begin() + mid, g.specs.end());
+      }
+      if (!g.specs.empty()) groups.push_back(std::move(g));
+      continue;
+    }
     // Pattern repeats: the j-th layer of every page size. (vLLM zips the page-size lists; for a
     // bucket that is not balanced the shorter lists just end early here, so no layer is dropped.)
     std::vector<std::vector<std::size_t>> pattern;
@@ -262,11 +277,6 @@ std::vector<GlobalGroup> packed_groups(const std::vector<VllmKvSpec>& specs) {
       GlobalGroup g{b.kind, b.block_size, b.window, {}};
       for (std::size_t j = static_cast<std::size_t>(i); j < pattern.size(); j += static_cast<std::size_t>(n)) {
         for (auto idx : pattern[j]) g.specs.push_back(idx);
-      }
-      if (n == 1) {  // whole bucket, in registration order
-        g.specs.clear();
-        for (const auto& v : b.by_page) g.specs.insert(g.specs.end(), v.begin(), v.end());
-        std::sort(g.specs.begin(), g.specs.end());
       }
       if (!g.specs.empty()) groups.push_back(std::move(g));
     }
@@ -332,14 +342,21 @@ std::vector<VllmKvConfig> vllm_kv_configs(const ModelConfig& cfg, const Topology
   // blocks there. bytes_per_block (_get_kv_cache_bytes_per_block) is the widest group's page
   // bytes, rounded up to the lcm of the specs' alignments.
   std::vector<std::int64_t> spec_stage;
-  const std::vector<VllmKvSpec> specs = all_specs(cfg, topo, layout, options, spec_stage);
+  std::vector<VllmKvSpec> specs = all_specs(cfg, topo, layout, options, spec_stage);
   const std::vector<GlobalGroup> global = packed_groups(specs);
   std::vector<std::size_t> new_index(specs.size(), 0);
   for (std::size_t i = 0; i < specs.size(); ++i) {
     spec_stage[i] = std::clamp<std::int64_t>(spec_stage[i], 0, static_cast<std::int64_t>(nst) - 1);
-    const auto s = static_cast<std::size_t>(spec_stage[i]);
-    new_index[i] = outs[s].specs.size();
-    outs[s].specs.push_back(specs[i]);
+  }
+  if (nst == 1) {
+    for (std::size_t i = 0; i < specs.size(); ++i) new_index[i] = i;
+    outs[0].specs = std::move(specs);
+  } else {
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      const auto s = static_cast<std::size_t>(spec_stage[i]);
+      new_index[i] = outs[s].specs.size();
+      outs[s].specs.push_back(std::move(specs[i]));
+    }
   }
   std::vector<std::int64_t> align_lcm(nst, 1);
   for (std::size_t s = 0; s < nst; ++s) {
@@ -362,9 +379,10 @@ std::vector<VllmKvConfig> vllm_kv_configs(const ModelConfig& cfg, const Topology
     for (auto i : global[gi].specs) {
       const auto s = static_cast<std::size_t>(spec_stage[i]);
       VllmKvGroup& pg = outs[s].groups[gi];
+      const VllmKvSpec& spec = outs[s].specs[new_index[i]];  // the spec, moved to its stage
       pg.specs.push_back(new_index[i]);
-      pg.bytes = sat_add(pg.bytes, specs[i].page_bytes);
-      align_lcm[s] = std::lcm(align_lcm[s], std::max<std::int64_t>(specs[i].alignment, 1));
+      pg.bytes = sat_add(pg.bytes, spec.page_bytes);
+      align_lcm[s] = std::lcm(align_lcm[s], std::max<std::int64_t>(spec.alignment, 1));
     }
   }
   for (std::size_t s = 0; s < nst; ++s) {

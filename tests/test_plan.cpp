@@ -366,3 +366,32 @@ TEST_CASE("make_plan: the window reserve retains extra tokens for multi-module M
   CHECK(reserve(v4, 4, 3) == 0);
   CHECK(prefill_lookahead_tokens(v4, 0) == 0);
 }
+
+TEST_CASE("make_plan: placements shared between plans (check --matrix) give the plans made alone", "[plan][fit]") {
+  const ModelConfig cfg = load_config(src("configs/deepseek-v4.1-flash.json"));
+  const Topology topo = build_topology(cfg);
+  const auto weights = std::make_shared<const WeightsReport>(compute_weights(cfg, {false}));
+  const auto kinds = std::make_shared<const std::vector<ShardKind>>(shard_kinds(*weights, EngramPlacement::gpu));
+  const auto memo = std::make_shared<PlacementMemo>();
+  for (const std::string gpu : {"h200", "b200", "h20"}) {
+    for (const std::int64_t tp : {1, 8, 4}) {
+      INFO(gpu << " TP " << tp);
+      PlanRequest r = on_tp(tp);
+      r.target.gpu = gpu;
+      r.weights = weights;
+      r.shard_kinds = kinds;
+      const Plan alone = make_plan_on(cfg, topo, r);
+      r.placements = memo;
+      const Plan shared = make_plan_on(cfg, topo, r);
+      CHECK(shared.exit_code == alone.exit_code);
+      CHECK(shared.fit->verdict == alone.fit->verdict);
+      CHECK(shared.fit->placement.max_rank_bytes == alone.fit->placement.max_rank_bytes);
+      CHECK(shared.fit->placement.findings.size() == alone.fit->placement.findings.size());
+      CHECK(shared.fit->vllm.num_blocks == alone.fit->vllm.num_blocks);
+      CHECK(shared.fit->total_concurrency == alone.fit->total_concurrency);
+    }
+  }
+  // Bound to the weights it placed first.
+  const WeightsReport other = compute_weights(cfg, {false});
+  CHECK_THROWS_AS(memo->place(cfg, other, ParallelLayout{}, *kinds), Error);
+}

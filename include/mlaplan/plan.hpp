@@ -7,6 +7,7 @@
 // the command line only reads flags into a PlanRequest and renders the Plan.
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,6 +73,23 @@ struct PlanGuards {
   std::optional<std::int64_t> min_offload_tokens;
 };
 
+/// The placements of one checkpoint's weights by parallel layout, for the plans of one config
+/// that share its weights (`check --matrix` plans a config on every GPU preset and kv dtype, and
+/// the placement depends on the layout alone: 24 cells of a V4.1 config per layout place it once).
+/// Bound to the weights and shard kinds of the first call (a call with others is a bug, exit 70).
+/// Not thread-safe: one memo per thread.
+class PlacementMemo {
+ public:
+  /// place_weights(cfg, weights, layout, kinds), computed on the first call for `layout`.
+  const Placement& place(const ModelConfig& cfg, const WeightsReport& weights, const ParallelLayout& layout,
+                         const std::vector<ShardKind>& kinds);
+
+ private:
+  const WeightsReport* weights_ = nullptr;
+  const std::vector<ShardKind>* kinds_ = nullptr;
+  std::deque<std::pair<ParallelLayout, Placement>> placed_;  ///< a deque: what place() returned stays valid
+};
+
 struct PlanRequest {
   TargetRequest target;
   /// A target already resolved (verify and bench: the detected device); replaces `target`.
@@ -92,6 +110,8 @@ struct PlanRequest {
   std::string weights_how;
   /// shard_kinds(*weights, deploy.engram), when the caller has it (one per group of `weights`).
   std::shared_ptr<const std::vector<ShardKind>> shard_kinds;
+  /// With `weights` and `shard_kinds`: placements shared with the caller's other plans of them.
+  std::shared_ptr<PlacementMemo> placements;
 };
 
 /// One pipeline stage's GPUs: their weights, budget and vLLM's KV layout.
