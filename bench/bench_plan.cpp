@@ -38,7 +38,8 @@ struct Fixture {
   std::shared_ptr<const mlaplan::WeightsReport> weights =
       std::make_shared<const mlaplan::WeightsReport>(mlaplan::compute_weights(cfg, {false}));
   std::shared_ptr<const std::vector<mlaplan::ShardKind>> kinds =
-      std::make_shared<const std::vector<mlaplan::ShardKind>>(mlaplan::shard_kinds(*weights, mlaplan::EngramPlacement::gpu));
+      std::make_shared<const std::vector<mlaplan::ShardKind>>(
+          mlaplan::shard_kinds(*weights, mlaplan::EngramPlacement::gpu));
   mlaplan::Target target = mlaplan::resolve_target({std::string("h200"), {}, {}, {}});
   mlaplan::PlanRequest cell() const {
     mlaplan::PlanRequest r;
