@@ -42,7 +42,7 @@ TEST_CASE("e2e flags: integers are decimal, numbers are decimal, values are quot
   require_usage({kV41, "--gpu-memory-utilization", "0x1p-1"},
                 "--gpu-memory-utilization: '0x1p-1' is not a decimal number; allowed above 0 up to 1");
   require_usage({kV41, "--kv-budget-gib", "nan"},
-                "--kv-budget-gib: 'nan' is out of range; allowed above 0 up to 1048576 GiB");
+                "--kv-budget-gib: 'nan' is out of range; allowed 2^-30 (1 byte) up to 1048576 GiB");
   require_usage({kV41, "--context-lens", "1,,3"},
                 "--context-lens[1]: empty item in '1,,3'; every item is a decimal integer, allowed 1..max_model_len "
                 "minus --spec-tokens");
