@@ -14,6 +14,7 @@
 #include "cli.hpp"
 #include "cli_run.hpp"
 #include "flag_values.hpp"
+#include "gpu_runner.hpp"
 #include "mlaplan/bench.hpp"
 #include "mlaplan/config.hpp"
 #include "mlaplan/error.hpp"
@@ -471,6 +472,58 @@ TEST_CASE("flag values: verify and bench check every flag before looking for a G
   // An invalid config is still exit 2 first.
   CHECK(run({"verify", kMissing, "--batch", "257"}).code == 2);
   CHECK(run({"bench", kMissing, "--layer-type", "dsa"}).code == 2);
+}
+
+TEST_CASE("verify and bench reach a GPU only through the runner, after every check", "[cli][flag-values][gpu]") {
+  using namespace mlaplan::cli;
+  // The CLI library has no kernels (mla-plan-cuda sets the runner): exit 6 after the checks.
+  Run r = run({"verify", kV41, "--batch", "8"});
+  CHECK(r.code == 6);
+  CHECK(r.out.empty());
+  CHECK(r.err == error_line("this mla-plan was built without CUDA: verify needs the project's kernels (install the "
+                            "CUDA toolkit and rebuild; see README)"));
+  // The plain mla-plan of a build with the kernels, whose mla-plan-cuda is not built: what to build.
+  struct Restore {
+    ~Restore() {
+      set_kernels_executable(std::nullopt);
+      set_gpu_runner(nullptr);
+    }
+  } restore;
+  set_kernels_executable(KernelsExecutable{"/b/app/mla-plan-cuda", "No such file or directory", "/b"});
+  r = run({"bench", kV41, "--replays", "3"});
+  CHECK(r.code == 6);
+  CHECK(r.err == error_line("bench runs the project's CUDA kernels, which are built into mla-plan-cuda next to this "
+                            "mla-plan: '/b/app/mla-plan-cuda' cannot be run (No such file or directory); build it "
+                            "with `cmake --build /b --target mla-plan-cuda` (scripts/test.sh builds every target)"));
+  CHECK(run({"bench", kV41, "--replays", "0"}).code == 1);  // the checks come first
+  set_kernels_executable(std::nullopt);
+
+  // A runner gets the checked options: called once per valid run, never for a refused one.
+  static int verify_calls = 0, bench_calls = 0;
+  static const GpuRunner fake{[](const VerifyCliOptions& opt, const mlaplan::ModelConfig&, const mlaplan::Topology&,
+                                 mlaplan::VerifyOptions& vo, std::int64_t ranks, std::ostream& out, std::ostream&) {
+                                ++verify_calls;
+                                out << "verify " << opt.config << " requests " << vo.batch.batch.value_or(0)
+                                    << " ranks " << ranks << "\n";
+                                return 5;
+                              },
+                              [](const BenchCliOptions&, const mlaplan::ModelConfig&, const mlaplan::Topology&,
+                                 mlaplan::BenchOptions& bo, std::ostream& out, std::ostream&) {
+                                ++bench_calls;
+                                out << "bench replays " << bo.run.replays << "\n";
+                                return 0;
+                              }};
+  set_gpu_runner(&fake);
+  r = run({"verify", kV41, "--batch", "8", "--tp", "2", "--dp", "2"});
+  CHECK(r.code == 5);
+  CHECK(r.out == "verify " + kV41 + " requests 8 ranks 4\n");
+  r = run({"bench", kV41, "--replays", "3"});
+  CHECK(r.code == 0);
+  CHECK(r.out == "bench replays 3\n");
+  CHECK(run({"verify", kV41, "--batch", "257"}).code == 1);
+  CHECK(run({"bench", kMissing}).code == 2);
+  CHECK(verify_calls == 1);
+  CHECK(bench_calls == 1);
 }
 
 TEST_CASE("flag values: verify's --decode-mode and --device", "[cli][flag-values]") {
