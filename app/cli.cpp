@@ -75,15 +75,17 @@ bool names_no_file(const std::string& path) {
 }
 
 /// The error boundary of both stages: runs `stage` under the classic locale and turns every
-/// exception into its message on `err` and an exit code.
+/// exception into its message on `err` and an exit code. A usage error names its flag as typed
+/// (`typed`: as_typed()).
 template <typename Stage>
-int guarded(std::ostream& out, std::ostream& err, Stage&& stage) {
+int guarded(std::ostream& out, std::ostream& err, const std::vector<TypedFlag>& typed, Stage&& stage) {
   const ClassicLocale classic(out, err);
   try {
     return stage();
   } catch (const Error& e) {
     // printable(): a message is one line whatever input text it quotes (docs/robustness.md)
-    err << "mla-plan: error: " << printable(e.what()) << "\n";
+    err << "mla-plan: error: " << printable(e.kind() == ErrorKind::usage ? as_typed(e.what(), typed) : e.what())
+        << "\n";
     return exit_code(e.kind());
   } catch (const std::bad_alloc&) {
     err << "mla-plan: error: out of memory\n";
@@ -158,6 +160,12 @@ int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCl
     }
     args.insert(args.begin(), "plan");
   }
+  // The flags as typed, for the messages of both stages (the subcommand is the first word).
+  if (!args.empty()) {
+    for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      if (sub->check_name(args.front())) p.typed_flags = typed_flags(*sub, args);
+    }
+  }
   std::reverse(args.begin(), args.end());
   try {
     app.parse(args);
@@ -169,7 +177,7 @@ int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCl
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
     // One line: what is wrong and what is allowed (parse_errors.hpp).
-    err << "mla-plan: error: " << parse_error_message(app, e) << "\n";
+    err << "mla-plan: error: " << as_typed(parse_error_message(app, e), p.typed_flags) << "\n";
     return exit_code(ErrorKind::usage);
   }
 
@@ -237,7 +245,7 @@ CommandLine::~CommandLine() = default;
 
 const ParsedCli& CommandLine::parse(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   parsed_ = ParsedCli{};  // every option back to its default; the app stays bound to the same members
-  const int code = guarded(out, err, [&] {
+  const int code = guarded(out, err, parsed_.typed_flags, [&] {
     if (app_) {
       app_->clear();
     } else {
@@ -255,7 +263,7 @@ const ParsedCli& CommandLine::parse(const std::vector<std::string>& args, std::o
 }
 
 int execute_cli(const ParsedCli& p, std::ostream& out, std::ostream& err) {
-  const int code = guarded(out, err, [&]() -> int {
+  const int code = guarded(out, err, p.typed_flags, [&]() -> int {
     if (p.command == Command::none) return p.exit_code;
     for (const auto& row : command_table()) {
       if (row.command == p.command) return row.run(p, out, err);

@@ -32,6 +32,8 @@ struct ParsedCli {
   BenchCliOptions bench;
   InfoOptions info;
   ReportOptions report;
+  /// The flags as typed, for the messages of the run (as_typed(), flag_values.hpp).
+  std::vector<TypedFlag> typed_flags;
 };
 
 /// One subcommand: its name and one-line summary (the help), how its flags are bound to the parse

@@ -8,14 +8,10 @@
 
 #include "bench_output.hpp"
 #include "commands.hpp"
+#include "gpu_runner.hpp"
 #include "mlaplan/bench.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan/text.hpp"
-
-#ifdef MLAPLAN_HAVE_CUDA
-#include "local_gpu.hpp"
-#include "mlaplan_kernels/bench_device.hpp"
-#endif
 
 namespace mlaplan::cli {
 
@@ -41,16 +37,6 @@ void setup_bench(CLI::App& app, BenchCliOptions& opt) {
   sub->add_flag("--force", opt.force, "also time combinations the backend rules reject (labelled as such)");
   sub->add_flag("--json", opt.json, "machine-readable results");
 }
-
-namespace {
-
-[[maybe_unused]] std::string fixed(double v, int digits) {
-  char b[48];
-  std::snprintf(b, sizeof b, "%.*f", digits, v);
-  return b;
-}
-
-}  // namespace
 
 int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& err) {
   // The config and the flags first: exit 2 / 1 whatever the machine.
@@ -82,63 +68,9 @@ int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& e
   bo.dtype = opt.dtype;
   bo.force = opt.force;
   check_bench_flags(cfg, topo, bo);  // every flag before any GPU is looked for
-#ifndef MLAPLAN_HAVE_CUDA
-  (void)out;
-  (void)err;
-  (void)topo;
-  throw Error(ErrorKind::no_gpu,
-              "this mla-plan was built without CUDA: bench needs the project's kernels (install the CUDA toolkit and "
-              "rebuild; see README)");
-#else
-  const LocalGpu gpu = open_local_gpu(opt.device, "bench", err);
-  auto device = kernels::make_cuda_bench_device(opt.device);
-  bo.progress = [&err](const std::string& s) { err << s << "\n" << std::flush; };
-  const BenchReport report = run_bench(cfg, topo, gpu.target, *device, bo);
-
-  if (opt.json) {
-    out << bench_json(opt.config, BenchGpuInfo{gpu.info.index, gpu.info.name, gpu.target.cc.str(), gpu.info.sm_count},
-                      report, bo.run);
-  } else {
-    out << "mla-plan bench: " << printable(opt.config, kQuotedPathMaxBytes) << " on " << gpu.info.name << " ("
-        << gpu.target.cc.sm() << ", " << gpu.info.sm_count << " SMs), kv " << report.kv_cache_dtype
-        << (report.forced ? " (forced)" : "") << ", " << bo.run.replays << " replays\n";
-    for (const auto& r : report.rules) {
-      if (r.finding.severity == Severity::info) continue;
-      out << "  " << to_string(r.finding.severity) << " [" << r.finding.id << "]: " << printable(r.finding.message)
-          << "\n";
-    }
-    const auto& c = report.ceilings;
-    if (c.copy_gbps > 0) {
-      out << "ceilings: copy " << fixed(c.copy_gbps, 0) << " GB/s (" << c.copy_how << "); matmul "
-          << (c.matmul_tflops > 0 ? fixed(c.matmul_tflops, 1) + " TFLOP/s (" + c.matmul_how + ")" : c.matmul_how)
-          << "\n";
-    }
-    char line[512];
-    std::snprintf(line, sizeof line, "%-8s %6s %4s %5s %-9s %-13s %9s %9s %7s %7s %9s %8s\n", "type", "layers", "h_q",
-                  "b", "rows", "plan", "us/call", "decode us", "TFLOPS", "GB/s", "floor us", "of floor");
-    out << line;
-    for (const auto& r : report.rows) {
-      const auto& s = r.shape;
-      const std::string rows = std::to_string(s.topk) + (s.has_extra ? "+" + std::to_string(s.extra_topk) : "");
-      if (r.ran) {
-        std::snprintf(line, sizeof line, "%-8s %6lld %4d %5d %-9s %-13s %9.1f %9.1f %7.1f %7.0f %9.2f %7.1f%%\n",
-                      std::string(to_string(s.type)).c_str(), static_cast<long long>(s.num_layers), s.h_q, s.b,
-                      rows.c_str(), std::string(to_string(s.mode.mode)).c_str(), r.timing.us_per_call,
-                      r.timing.us_decode, r.tflops, r.gbps, r.floor_us, 100.0 * r.floor_fraction);
-      } else {
-        std::snprintf(line, sizeof line, "%-8s %6lld %4d %5d %-9s %-13s %9s  %s\n",
-                      std::string(to_string(s.type)).c_str(), static_cast<long long>(s.num_layers), s.h_q, s.b,
-                      rows.c_str(), "-", "-", r.reason.c_str());
-      }
-      out << line;
-    }
-    out << "us/call: scheduler (split_kv) + decode + combine (split_kv) in one CUDA graph, L2 flushed before each "
-           "replay, median; decode us: without the scheduler; floor: max(bytes / copy rate, FLOPs / matmul rate)"
-        << (c.matmul_tflops > 0 ? "" : " (bytes only: no matmul rate)") << "\n";
-  }
-  if (report.exit_code != 0) err << "mla-plan: error: " << report.exit_message << "\n";
-  return report.exit_code;
-#endif
+  // The GPU: in mla-plan-cuda (gpu_runner.hpp); here, what to build.
+  if (const GpuRunner* runner = gpu_runner()) return runner->bench(opt, cfg, topo, bo, out, err);
+  throw Error(ErrorKind::no_gpu, no_kernels_message("bench"));
 }
 
 }  // namespace mlaplan::cli

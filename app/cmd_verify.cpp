@@ -10,17 +10,12 @@
 
 #include "commands.hpp"
 #include "flag_values.hpp"
+#include "gpu_runner.hpp"
 #include "mlaplan/backends.hpp"
 #include "mlaplan/error.hpp"
 #include "mlaplan/limits.hpp"
 #include "mlaplan/verify.hpp"
 #include "verify_output.hpp"
-
-#ifdef MLAPLAN_HAVE_CUDA
-#include "local_gpu.hpp"
-#include "mlaplan_kernels/kernels.hpp"
-#include "mlaplan_kernels/verify_device.hpp"
-#endif
 
 namespace mlaplan::cli {
 
@@ -56,10 +51,8 @@ void setup_verify(CLI::App& app, VerifyCliOptions& opt) {
   bind_batch_flags(*sub, opt.batch);
 }
 
-namespace {
-
 /// With TP x DP > 1 the devices are the layout's ranks, one each (device k runs rank k), or a
-/// single device runs rank 0: Error(usage) for another number of devices.
+/// single device runs rank 0: Error(usage) for another number of devices (gpu_runner.hpp).
 void check_device_count(std::size_t devices, const VerifyOptions& vo, std::int64_t ranks) {
   if (ranks > 1 && devices > 1 && static_cast<std::int64_t>(devices) != ranks) {
     throw_usage("--device lists " + std::to_string(devices) + " devices, but TP " +
@@ -68,72 +61,6 @@ void check_device_count(std::size_t devices, const VerifyOptions& vo, std::int64
                 " ranks; list one device per rank (an index may repeat), or one device to run rank 0");
   }
 }
-
-}  // namespace
-
-#ifdef MLAPLAN_HAVE_CUDA
-namespace {
-
-/// A GPU the kernels were not built for: the rules say why; nothing runs.
-class NoDevice final : public VerifyDevice {
- public:
-  explicit NoDevice(std::string why) : why_(std::move(why)) {}
-  VerifyRun run(const VerifyProblem&) override { throw Error(ErrorKind::no_gpu, why_); }
-  std::string unsupported_reason(const VerifyProblem&) const override { return why_; }
-
- private:
-  std::string why_;
-};
-
-/// The CUDA verify device `index`, or a NoDevice saying why there is none (no_gpu).
-std::unique_ptr<VerifyDevice> open_verify_device(int index) {
-  try {
-    return kernels::make_cuda_verify_device(index);
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::no_gpu) throw;
-    return std::make_unique<NoDevice>(e.what());
-  }
-}
-
-VerifyGpuInfo gpu_info(const LocalGpu& g) {
-  VerifyGpuInfo v;
-  v.index = g.info.index;
-  v.name = g.info.name;
-  v.sm = g.target.cc.sm();
-  v.compute_capability = g.target.cc.str();
-  v.num_sms = g.info.sm_count;
-  v.memory_bytes = g.info.global_mem_bytes;
-  v.driver_version = g.info.driver_version;
-  v.runtime_version = g.info.runtime_version;
-  return v;
-}
-
-/// The device indices of --device: `all` every device there is (Error no_gpu with none), else as
-/// listed, each checked to exist (Error usage naming the item).
-std::vector<int> listed_devices(const DeviceList& d, std::ostream& err) {
-  const int count = kernels::device_count();
-  if (count == 0) {
-    (void)open_local_gpu(d.all || d.indices.empty() ? 0 : d.indices.front(), "verify", err);  // throws no_gpu
-  }
-  if (d.all) {
-    std::vector<int> all;
-    for (int i = 0; i < count; ++i) all.push_back(i);
-    return all;
-  }
-  if (d.indices.size() > 1) {
-    for (std::size_t i = 0; i < d.indices.size(); ++i) {
-      if (d.indices[i] >= count) {
-        throw_usage("--device[" + std::to_string(i) + "]: '" + std::to_string(d.indices[i]) +
-                    "' does not exist; allowed 0.." + std::to_string(count - 1) + " (this machine has " +
-                    std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s") + ")");
-      }
-    }
-  }
-  return d.indices.empty() ? std::vector<int>{0} : d.indices;
-}
-
-}  // namespace
-#endif
 
 int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream& err) {
   // Read the config first: an invalid config is exit 2 whatever the machine.
@@ -169,77 +96,11 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   // A TP x DP layout: every rank's share of the batch is checked here too (one request per DP rank).
   const std::int64_t ranks = verify_rank_count(vo);
   if (ranks > 1) (void)verify_rank_options(cfg, vo, 0);
-  // A listed --device against the ranks, before any GPU is looked for (`all` is counted below).
+  // A listed --device against the ranks, before any GPU is looked for (`all` is counted there).
   if (!opt.device.all) check_device_count(opt.device.indices.size(), vo, ranks);
-#ifndef MLAPLAN_HAVE_CUDA
-  (void)out;
-  (void)err;
-  throw Error(ErrorKind::no_gpu,
-              "this mla-plan was built without CUDA: verify needs the project's kernels (install the CUDA toolkit "
-              "and rebuild; see README)");
-#else
-  const std::vector<int> indices = listed_devices(opt.device, err);
-  vo.progress = [&err](const std::string& s) { err << s << "\n" << std::flush; };
-
-  check_device_count(indices.size(), vo, ranks);  // --device all: the devices there are
-  std::vector<VerifyGpuInfo> gpus;
-  VerifyMultiReport multi;
-  if (indices.size() == 1) {
-    // One device: on this thread, as verify always ran (an Error escapes to the CLI's boundary).
-    const LocalGpu gpu = open_local_gpu(indices.front(), "verify", err);
-    gpus.push_back(gpu_info(gpu));
-    const auto t0 = std::chrono::steady_clock::now();
-    std::unique_ptr<VerifyDevice> device = open_verify_device(indices.front());
-    VerifyDeviceReport d;
-    d.index = gpu.info.index;
-    d.name = gpu.info.name;
-    d.label = "device " + std::to_string(d.index);
-    if (ranks > 1) {
-      d.rank = verify_rank(vo, 0);
-      d.report = run_verify(cfg, topo, gpu.target, *device, verify_rank_options(cfg, vo, 0));
-    } else {
-      d.report = run_verify(cfg, topo, gpu.target, *device, vo);
-    }
-    d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    d.exit_code = d.report.exit_code;
-    d.exit_message = d.report.exit_message;
-    multi.exit_code = d.exit_code;
-    multi.exit_message = d.exit_message;
-    multi.devices.push_back(std::move(d));
-  } else {
-    // Several: one thread per listed device (run_verify_devices), each with its own VerifyDevice.
-    std::map<int, LocalGpu> opened;
-    std::map<int, int> seen;
-    std::vector<VerifyDeviceEntry> entries;
-    for (const int index : indices) {
-      auto it = opened.find(index);
-      if (it == opened.end()) it = opened.emplace(index, open_local_gpu(index, "verify", err)).first;
-      const LocalGpu& gpu = it->second;
-      gpus.push_back(gpu_info(gpu));
-      VerifyDeviceEntry e;
-      e.index = index;
-      e.name = gpu.info.name;
-      const int n = ++seen[index];
-      e.label = "device " + std::to_string(index) + (n > 1 ? " #" + std::to_string(n) : "");
-      e.target = gpu.target;
-      e.open = [index] { return open_verify_device(index); };
-      if (ranks > 1) {
-        e.rank = static_cast<std::int64_t>(entries.size());
-        e.label += " (rank " + std::to_string(*e.rank) + ")";
-      }
-      entries.push_back(std::move(e));
-    }
-    multi = run_verify_devices(cfg, topo, entries, vo);
-  }
-
-  if (opt.json) {
-    out << verify_json(opt.config, gpus, multi, opt.decode_mode);
-  } else {
-    write_verify_text(out, opt.config, gpus, multi, opt.decode_mode);
-  }
-  if (multi.exit_code != 0) err << "mla-plan: error: " << multi.exit_message << "\n";
-  return multi.exit_code;
-#endif
+  // The GPU: in mla-plan-cuda (gpu_runner.hpp); here, what to build.
+  if (const GpuRunner* runner = gpu_runner()) return runner->verify(opt, cfg, topo, vo, ranks, out, err);
+  throw Error(ErrorKind::no_gpu, no_kernels_message("verify"));
 }
 
 }  // namespace mlaplan::cli

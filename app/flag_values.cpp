@@ -1,6 +1,7 @@
 #include "flag_values.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -73,7 +74,8 @@ CLI::Option* add_converted(CLI::App& sub, const std::string& names, const std::s
 std::string IntRange::text() const { return shown.empty() ? std::to_string(lo) + ".." + std::to_string(hi) : shown; }
 
 std::string RealRange::text() const {
-  return (lo_open ? "above " : "") + real_text(lo) + " up to " + real_text(hi) + (unit.empty() ? "" : " " + unit);
+  const std::string low = min_one_byte ? "2^-30 (1 byte)" : (lo_open ? "above " : "") + real_text(lo);
+  return low + " up to " + real_text(hi) + (unit.empty() ? "" : " " + unit);
 }
 
 std::int64_t parse_int_value(std::string_view flag, std::string_view text, const IntRange& range) {
@@ -126,11 +128,114 @@ double parse_real_value(std::string_view flag, std::string_view text, const Real
   if ((ec != std::errc() && ec != std::errc::result_out_of_range) || end != last) {
     throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is not a decimal number; allowed " + range.text());
   }
-  const bool low = range.lo_open ? !(v > range.lo) : !(v >= range.lo);  // NaN is low
+  // NaN is low; so is a size of less than one byte (it would become 0 bytes: a value of 2^-30 GiB
+  // or more is at least 1 byte however it is rounded).
+  const bool low =
+      (range.lo_open ? !(v > range.lo) : !(v >= range.lo)) || (range.min_one_byte && !(v * 1073741824.0 >= 1.0));
   if (ec == std::errc::result_out_of_range || low || !std::isfinite(v) || v > range.hi) {
     throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is out of range; allowed " + range.text());
   }
   return v;
+}
+
+std::vector<TypedFlag> typed_flags(const CLI::App& sub, const std::vector<std::string>& args) {
+  std::vector<TypedFlag> typed;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") break;
+    std::string name, value;
+    bool inline_value = false;
+    if (a.size() > 2 && a.compare(0, 2, "--") == 0) {
+      const auto eq = a.find('=');
+      name = a.substr(0, eq);
+      if (eq != std::string::npos) {
+        value = a.substr(eq + 1);
+        inline_value = true;
+      }
+    } else if (a.size() >= 2 && a[0] == '-' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.') {
+      name = a.substr(0, 2);
+      if (a.size() > 2) {
+        value = a.substr(2);
+        inline_value = true;
+      }
+    } else {
+      continue;
+    }
+    const CLI::Option* opt = nullptr;
+    for (const auto* o : sub.get_options()) {
+      if (!o->get_positional() && o->check_name(name)) {
+        opt = o;
+        break;
+      }
+    }
+    if (opt == nullptr || opt->get_lnames().empty()) continue;
+    if (!inline_value && opt->get_items_expected_max() > 0 && i + 1 < args.size()) value = args[i + 1];
+    const std::string canonical = "--" + opt->get_lnames().front();
+    auto seen = std::find_if(typed.begin(), typed.end(), [&](const TypedFlag& t) { return t.canonical == canonical; });
+    if (seen == typed.end()) {
+      const std::string type = opt->get_type_name();
+      typed.push_back(TypedFlag{canonical, name, value, type == "INT" || type.rfind("INT,...", 0) == 0});
+    } else if (seen->name != name && seen->name.find(" / " + name) == std::string::npos) {
+      seen->name += " / " + name;  // given under two names: both are named
+    }
+  }
+  return typed;
+}
+
+std::string as_typed(const std::string& message, const std::vector<TypedFlag>& typed) {
+  // The subject: at the start, or after a subcommand's "name: " (a word of letters and '-').
+  std::size_t at = 0;
+  if (const auto colon = message.find(": ");
+      colon != std::string::npos && colon > 0 &&
+      std::all_of(message.begin(), message.begin() + static_cast<std::ptrdiff_t>(colon),
+                  [](char c) { return (c >= 'a' && c <= 'z') || c == '-'; }) &&
+      message[0] != '-') {
+    at = colon + 2;
+  }
+  for (const auto& t : typed) {
+    const std::size_t end = at + t.canonical.size();
+    if (message.compare(at, t.canonical.size(), t.canonical) != 0 || end >= message.size()) continue;
+    const char next = message[end];
+    if (next != ':' && next != '[' && next != ' ') continue;
+    std::string rest = message.substr(end);
+    if (t.integer) {
+      // "[i]" of a list: the i-th item of the typed value.
+      std::string_view value = t.value;
+      std::size_t pos = 0;
+      bool item_ok = true;
+      if (rest[0] == '[') {
+        const auto close = rest.find(']');
+        const std::string index = close == std::string::npos ? std::string() : rest.substr(1, close - 1);
+        std::int64_t i = -1;
+        if (decimal_integer_syntax(index) && index[0] != '-' && index.size() < 10) i = std::stoll(index);
+        const std::vector<std::string_view> items = [&] {
+          std::vector<std::string_view> v;
+          std::size_t start = 0;
+          while (true) {
+            const auto comma = value.find(',', start);
+            v.push_back(value.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+            if (comma == std::string_view::npos) break;
+            start = comma + 1;
+          }
+          return v;
+        }();
+        item_ok = i >= 0 && static_cast<std::size_t>(i) < items.size();
+        if (item_ok) value = items[static_cast<std::size_t>(i)];
+        pos = close == std::string::npos ? rest.size() : close + 1;
+      }
+      std::int64_t v = 0;
+      const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v, 10);
+      const bool decimal =
+          item_ok && decimal_integer_syntax(value) && ec == std::errc() && ptr == value.data() + value.size();
+      const std::string shown = "'" + std::to_string(v) + "'";
+      if (decimal && rest.compare(pos, 2, ": ") == 0 && rest.compare(pos + 2, shown.size(), shown) == 0 &&
+          std::to_string(v) != value) {
+        rest.replace(pos + 2, shown.size(), mlaplan::quoted(value));
+      }
+    }
+    return message.substr(0, at) + t.name + rest;
+  }
+  return message;
 }
 
 std::vector<std::string> split_list_value(std::string_view flag, std::string_view text) {

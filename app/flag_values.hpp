@@ -44,12 +44,15 @@ struct IntRange {
 };
 
 /// The values a float flag allows: lo..hi, lo excluded when `lo_open`; `unit` follows the bounds.
+/// A size in GiB that becomes bytes (`min_one_byte`) is at least 2^-30, one byte: a smaller
+/// positive value would become 0 bytes, which the flag does not allow.
 struct RealRange {
   double lo = 0;
   double hi = 0;
   bool lo_open = false;
   std::string unit;
-  std::string text() const;  ///< "above 0 up to 1", "0 up to 1048576 GiB"
+  bool min_one_byte = false;
+  std::string text() const;  ///< "above 0 up to 1", "0 up to 1048576 GiB", "2^-30 (1 byte) up to 1048576 GiB"
 };
 
 /// The whole of `text` as a decimal integer in `range`, or Error(usage) naming `flag`.
@@ -71,6 +74,27 @@ std::vector<std::int64_t> parse_int_list_value(std::string_view flag, std::strin
 /// "WHERE: no items (it is empty or only blank lines); ...".
 std::vector<std::int64_t> parse_int_list_text(std::string_view where, std::string_view text, const IntRange& item,
                                               std::int64_t max_items, std::vector<std::int64_t>& lines);
+
+/// A flag as the user typed it: which of its names, and its value's text. The checks name a flag
+/// by its first long name (`canonical`, "--tensor-parallel-size") and quote the value they read
+/// ('8'); messages are turned back to what was typed ("--tp: '08'") by as_typed().
+struct TypedFlag {
+  std::string canonical;  ///< the option's first long name
+  std::string name;       ///< the name typed ("--tp"); two names typed: "--tensor-parallel-size / --tp"
+  std::string value;      ///< the value's text as typed (of its first occurrence; "" when none)
+  bool integer = false;   ///< an integer flag or integer list: a quoted decimal value is the typed text
+};
+
+/// The options of `sub` among `args` (the arguments of the parse, in order; a lone "--" ends the
+/// flags), each once, in the order first typed: "--name", "--name=value", "-n", "-nVALUE".
+std::vector<TypedFlag> typed_flags(const CLI::App& sub, const std::vector<std::string>& args);
+
+/// `message` with its subject as typed: a message that starts with a flag's canonical name
+/// (optionally after "SUBCOMMAND: ") followed by ':', '[' or ' ' names the flag as typed, and, for
+/// an integer flag, a value quoted right after it ("--batch: '10'", "--context-lens[1]: '7'")
+/// that is the typed value (or item) read as a decimal is quoted as typed ('010'). Anything else
+/// is left as it is.
+std::string as_typed(const std::string& message, const std::vector<TypedFlag>& typed);
 
 /// verify's --device: "all" (every CUDA device), one index, or a comma-separated list of them
 /// (an index may repeat: two runs on one GPU at once).

@@ -8,14 +8,15 @@
 #include "mlaplan/error.hpp"
 #include "mlaplan/input_file.hpp"
 #include "mlaplan/limits.hpp"
-#include "mlaplan/number_format.hpp"
 #include "mlaplan/text.hpp"
 
 namespace mlaplan::cli {
 
 namespace {
 
-const RealRange kMemoryGib{0.0, TargetLimits::max_memory_gib, true, "GiB"};
+// A size above 0: at least one byte once converted (2^-30 GiB), so that no value typed becomes 0
+// bytes further on (--kv-budget-gib 1e-10 is refused as itself, not as --kv-cache-memory-bytes 0).
+const RealRange kMemoryGib{0.0, TargetLimits::max_memory_gib, true, "GiB", true};
 const RealRange kMemoryGibOrZero{0.0, TargetLimits::max_memory_gib, false, "GiB"};
 
 }  // namespace
@@ -98,8 +99,7 @@ BudgetOptions FitFlags::resolved_budget() const {
   BudgetOptions b = budget;
   if (kv_budget_gib) {
     if (b.kv_cache_memory_bytes) {
-      throw_usage("--kv-budget-gib " + format_general(*kv_budget_gib) + " and --kv-cache-memory-bytes " +
-                  std::to_string(*b.kv_cache_memory_bytes) + " both set the KV-cache bytes per GPU; give one");
+      throw_usage("--kv-budget-gib and --kv-cache-memory-bytes both set the KV-cache bytes per GPU; give one");
     }
     b.kv_cache_memory_bytes = gib_to_bytes(*kv_budget_gib, "--kv-budget-gib");
   }

@@ -2,7 +2,6 @@
 
 #include "local_gpu.hpp"
 
-#ifdef MLAPLAN_HAVE_CUDA
 #include "mlaplan/error.hpp"
 
 namespace mlaplan::cli {
@@ -28,4 +27,3 @@ LocalGpu open_local_gpu(int index, const std::string& command, std::ostream& err
 }
 
 }  // namespace mlaplan::cli
-#endif

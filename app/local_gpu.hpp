@@ -1,8 +1,7 @@
 #pragma once
 // The local CUDA device for the commands that run kernels (verify, bench): found, checked and
-// described as a planning target. Only in a build with the kernels.
+// described as a planning target. Only in mla-plan-cuda (gpu_runner.hpp).
 
-#ifdef MLAPLAN_HAVE_CUDA
 #include <ostream>
 #include <string>
 
@@ -21,4 +20,3 @@ struct LocalGpu {
 LocalGpu open_local_gpu(int index, const std::string& command, std::ostream& err);
 
 }  // namespace mlaplan::cli
-#endif

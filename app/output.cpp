@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -105,24 +106,60 @@ class TempFile {
   int fd_;
 };
 
+/// The path a write to `path` ends up at: `path` itself, or, when it is a symbolic link, what the
+/// link names, followed link after link (a relative link from the link's directory) as open()
+/// would, also when the last one names nothing yet (a dangling link: the file it names is
+/// created, the link stays). Only the last component is resolved: rename() follows the links in
+/// the directories above it. ELOOP after 40 links, as the kernel's limit.
+std::string final_target(const std::string& path, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::string p = path;
+  for (int hops = 0; hops <= 40; ++hops) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) {
+      if (errno == ENOENT) return p;  // nothing there (yet): the file is created at p
+      fail_write(flag, path, errno);
+    }
+    if (!S_ISLNK(st.st_mode)) return p;
+    std::vector<char> buf(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 255) + 1);
+    const ssize_t n = ::readlink(p.c_str(), buf.data(), buf.size());
+    if (n < 0) fail_write(flag, path, errno);
+    if (static_cast<std::size_t>(n) >= buf.size()) fail_write(flag, path, ENAMETOOLONG);  // changed under us
+    const fs::path link(std::string(buf.data(), static_cast<std::size_t>(n)));
+    const fs::path here(p);
+    p = link.is_absolute() || !here.has_parent_path() ? link.string() : (here.parent_path() / link).string();
+  }
+  fail_write(flag, path, ELOOP);
+}
+
+/// The name of the temporary file next to `target`: ".NAME.tmp-XXXXXX", NAME cut short where the
+/// whole would pass the directory's longest name (NAME_MAX, 255 on Linux file systems), so that
+/// any name that can be the target's can have its temporary file.
+std::string temporary_pattern(const std::filesystem::path& dir, const std::string& name) {
+  constexpr std::size_t kAround = 1 + 11;  // "." before, ".tmp-XXXXXX" after
+  long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  if (name_max <= 0) name_max = 255;
+  const std::size_t room =
+      static_cast<std::size_t>(name_max) > kAround ? static_cast<std::size_t>(name_max) - kAround : 0;
+  return (dir / ("." + name.substr(0, std::min(name.size(), room)) + ".tmp-XXXXXX")).string();
+}
+
 }  // namespace
 
 void write_file_whole(const std::string& path, std::string_view bytes, const std::string& flag) {
   namespace fs = std::filesystem;
   if (path.empty()) throw_usage(flag + ": the file name is empty");
-  // The file the bytes end up in: a symbolic link is followed, as opening the path would.
-  std::string target = path;
+  // The file the bytes end up in: a symbolic link is followed, as opening the path would, a
+  // dangling one too (the link stays; the file it names is written).
+  const std::string target = final_target(path, flag);
   mode_t mode = 0;
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
+  if (::stat(target.c_str(), &st) == 0) {
     if (!S_ISREG(st.st_mode)) {
       throw_output(flag + ": cannot write " + mlaplan::quoted(path, kQuotedPathMaxBytes) + ": it is " +
                    std::string(file_type_name(st.st_mode)) + "; give the path of a file");
     }
     mode = st.st_mode & 07777;
-    std::error_code ec;
-    const fs::path resolved = fs::canonical(path, ec);
-    if (!ec) target = resolved.string();
   } else if (errno != ENOENT) {
     fail_write(flag, path, errno);
   } else {
@@ -132,7 +169,7 @@ void write_file_whole(const std::string& path, std::string_view bytes, const std
   }
   const fs::path target_path(target);
   const fs::path dir = target_path.has_parent_path() ? target_path.parent_path() : fs::path(".");
-  std::string pattern = (dir / ("." + target_path.filename().string() + ".tmp-XXXXXX")).string();
+  const std::string pattern = temporary_pattern(dir, target_path.filename().string());
   std::vector<char> name(pattern.begin(), pattern.end());
   name.push_back('\0');
   const int fd = ::mkstemp(name.data());

@@ -45,11 +45,13 @@ class FdOutputBuf final : public std::streambuf, public WriteErrorSource {
 };
 
 /// Writes `bytes` to `path` whole or not at all: into a new temporary file in the target's
-/// directory, flushed to disk, then renamed over the target (a symbolic link is followed: the file
-/// it names is replaced). On any failure the temporary file is removed, the earlier file at
-/// `path` is untouched, and Error(output) names `flag`, the path and the cause. A target that
-/// exists and is not a regular file (a directory, a FIFO, a device) is refused before anything is
-/// written. The new file gets the mode of the file it replaces, or 0666 less the umask.
+/// directory (".NAME.tmp-XXXXXX", NAME shortened where the whole would pass the directory's
+/// NAME_MAX), flushed to disk, then renamed over the target. A symbolic link is followed, link
+/// after link, also when the last names no file yet: the link stays and the file it names is
+/// written (created, for a dangling link). On any failure the temporary file is removed, the
+/// earlier file at `path` is untouched, and Error(output) names `flag`, the path and the cause. A
+/// target that exists and is not a regular file (a directory, a FIFO, a device) is refused before
+/// anything is written. The new file gets the mode of the file it replaces, or 0666 less the umask.
 void write_file_whole(const std::string& path, std::string_view bytes, const std::string& flag);
 
 }  // namespace mlaplan::cli

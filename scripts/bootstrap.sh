@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
 # Installs what mla-plan needs on Debian 12 (apt-get, when missing), then configures and builds.
-# Usage: scripts/bootstrap.sh [BUILD_DIR] [extra CMake arguments...]   (default BUILD_DIR: build)
+# Usage: scripts/bootstrap.sh [--test] [BUILD_DIR] [extra CMake arguments...]   (default BUILD_DIR: build)
+#   without --test  the planner alone: CMake, g++, Ninja, CLI11 and nlohmann/json, then the one
+#                   target build/app/mla-plan (no tests, no CUDA kernels: they are not linked into it)
+#   --test          (scripts/test.sh) also what the tests need (Catch2, python3-jsonschema,
+#                   clang-format), then every target: the tests, the fuzz replays, and with the CUDA
+#                   toolkit the kernels, mla-plan-cuda and the GPU tests
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+all=0
+if [ "${1:-}" = "--test" ]; then
+  all=1
+  shift
+fi
 build="${1:-build}"
 shift || true
 
-packages=(cmake g++ ninja-build libcli11-dev nlohmann-json3-dev catch2 python3-jsonschema clang-format)
+packages=(cmake g++ ninja-build libcli11-dev nlohmann-json3-dev)
+[ "$all" = 1 ] && packages+=(catch2 python3-jsonschema clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -16,9 +27,14 @@ if [ "${#missing[@]}" -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 cd "$root"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-cmake --build "$build" -j "$(nproc)"
+if [ "$all" = 1 ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLAPLAN_REQUIRE_TESTS=ON "$@" >/dev/null
+  cmake --build "$build" -j "$(nproc)"
+else
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$build" -j "$(nproc)" --target mla-plan
+fi

@@ -3,8 +3,9 @@
 #
 #   scripts/gpu-check.sh build   on a machine with nvcc (no GPU needed): configures build-gpu/
 #                                (Release, static libstdc++/libgcc, tests on), builds the GPU test
-#                                suite, the probe and the benchmark, and copies the three binaries
-#                                to build-gpu/carry/ (what travels to the GPU machine).
+#                                suite, the probe, the benchmark, mla-plan and mla-plan-cuda (which
+#                                runs mla-plan's verify and bench), and copies the five binaries to
+#                                build-gpu/carry/ (what travels to the GPU machine).
 #   scripts/gpu-check.sh run     on the GPU machine, from the repository root: the GPU test suite,
 #                                the [sanitize] cases under compute-sanitizer memcheck, racecheck
 #                                and synccheck, then the timing benchmark. Logs go to $OUT (default
@@ -23,10 +24,12 @@ build)
   set -e
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLAPLAN_STATIC_RUNTIME=ON \
     -DMLAPLAN_BUILD_TESTS=ON -DMLAPLAN_PTXAS_VERBOSE=ON >/dev/null
-  cmake --build "$build" -j "${JOBS:-2}" --target mlaplan_gpu_tests mlaplan_gpu_probe mlaplan_kernel_bench mla-plan
+  cmake --build "$build" -j "${JOBS:-2}" --target mlaplan_gpu_tests mlaplan_gpu_probe mlaplan_kernel_bench mla-plan \
+    mla-plan-cuda
   mkdir -p "$build/carry"
+  # mla-plan hands verify and bench over to mla-plan-cuda in its own directory: the two travel together.
   cp "$build/tests/gpu/mlaplan_gpu_tests" "$build/tests/gpu/mlaplan_gpu_probe" \
-     "$build/kernels/mlaplan_kernel_bench" "$build/app/mla-plan" "$build/carry/"
+     "$build/kernels/mlaplan_kernel_bench" "$build/app/mla-plan" "$build/app/mla-plan-cuda" "$build/carry/"
   du -sh "$build/carry"
   ;;
 run)

@@ -24,6 +24,7 @@
 #include <numeric>
 
 #include "mlaplan/error.hpp"
+#include "mlaplan/number_format.hpp"
 
 namespace mlaplan {
 namespace {
@@ -281,8 +282,9 @@ HostOffloadPlan plan_host_offload(const std::vector<VllmKvConfig>& stages, std::
   if (size_gib) {
     const double bytes = *size_gib * 1073741824.0;
     if (!(std::isfinite(bytes) && bytes >= 1.0 && bytes <= 1125899906842624.0)) {
-      throw_usage("--kv-offloading-size: '" + std::to_string(*size_gib) +
-                  "' is out of range; allowed above 0 up to 1048576 GiB");
+      // (the CLI refuses such a value as typed, flag_values.hpp; this names it for other callers)
+      throw_usage("--kv-offloading-size: '" + format_general(*size_gib) +
+                  "' is out of range; allowed 2^-30 (1 byte) up to 1048576 GiB");
     }
     h.size_gib = *size_gib;
     h.budget_bytes = static_cast<std::int64_t>(bytes);  // int(cpu_bytes_to_use)

@@ -348,10 +348,11 @@ std::vector<std::string> Target::overridden_fields() const {
 }
 
 std::int64_t gib_to_bytes(double gib, std::string_view flag, double max_gib, bool allow_zero) {
-  const bool low = allow_zero ? !(gib >= 0.0) : !(gib > 0.0);  // also catches NaN
+  // Without zero, at least one byte: a positive value that rounds to 0 bytes is below the range.
+  const bool low = allow_zero ? !(gib >= 0.0) : !(gib * 1073741824.0 >= 1.0);  // also catches NaN
   if (low || !std::isfinite(gib) || gib > max_gib) {
     throw_usage(std::string(flag) + ": '" + format_gib(gib) + "' is out of range; allowed " +
-                (allow_zero ? "0" : "above 0") + " up to " + format_gib(max_gib) + " GiB");
+                (allow_zero ? "0" : "2^-30 (1 byte)") + " up to " + format_gib(max_gib) + " GiB");
   }
   return static_cast<std::int64_t>(std::llround(gib * 1073741824.0));
 }

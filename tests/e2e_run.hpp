@@ -41,6 +41,7 @@ struct RunOptions {
   bool stdout_closed_pipe = false;       ///< stdout is a pipe whose read end is closed
   bool ignore_sigpipe = false;           ///< the child starts with SIGPIPE ignored (writes get EPIPE)
   int timeout_s = 60;
+  std::string binary = MLAPLAN_BINARY;  ///< the executable run: the built mla-plan, or a copy of it
 };
 
 inline std::string slurp(const fs::path& p) {
@@ -98,7 +99,7 @@ inline Run run(const std::vector<std::string>& args, const RunOptions& o = {}) {
     posix_spawnattr_setsigdefault(&attr, &def);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
   }
-  std::vector<std::string> argv_s = {MLAPLAN_BINARY};
+  std::vector<std::string> argv_s = {o.binary};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
@@ -123,12 +124,12 @@ inline Run run(const std::vector<std::string>& args, const RunOptions& o = {}) {
     ign.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &ign, &old_pipe);
   }
-  const int spawned = posix_spawn(&pid, MLAPLAN_BINARY, &fa, &attr, argv.data(), envp.data());
+  const int spawned = posix_spawn(&pid, o.binary.c_str(), &fa, &attr, argv.data(), envp.data());
   if (o.ignore_sigpipe) sigaction(SIGPIPE, &old_pipe, nullptr);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (pipe_fds[1] >= 0) ::close(pipe_fds[1]);
-  if (spawned != 0) FAIL("could not start " << MLAPLAN_BINARY);
+  if (spawned != 0) FAIL("could not start " << o.binary);
   int status = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_s);
   while (true) {

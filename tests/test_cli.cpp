@@ -134,7 +134,7 @@ TEST_CASE("the parse stage checks flags before any file and runs nothing", "[cli
 
   auto [tps, tps_out, tps_err] = parse({"check", missing, "--tp", "1,2"});
   CHECK((tps.command == Command::none && tps.exit_code == 1));
-  CHECK(tps_err == "mla-plan: error: --tensor-parallel-size takes several values only with --matrix\n");
+  CHECK(tps_err == "mla-plan: error: --tp takes several values only with --matrix\n");
   auto [matrix, matrix_out, matrix_err] = parse({"check", missing, "--tp", "1,2", "--matrix"});
   CHECK((matrix.command == Command::check && matrix_err.empty()));
 

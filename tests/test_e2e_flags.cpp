@@ -42,7 +42,7 @@ TEST_CASE("e2e flags: integers are decimal, numbers are decimal, values are quot
   require_usage({kV41, "--gpu-memory-utilization", "0x1p-1"},
                 "--gpu-memory-utilization: '0x1p-1' is not a decimal number; allowed above 0 up to 1");
   require_usage({kV41, "--kv-budget-gib", "nan"},
-                "--kv-budget-gib: 'nan' is out of range; allowed above 0 up to 1048576 GiB");
+                "--kv-budget-gib: 'nan' is out of range; allowed 2^-30 (1 byte) up to 1048576 GiB");
   require_usage({kV41, "--context-lens", "1,,3"},
                 "--context-lens[1]: empty item in '1,,3'; every item is a decimal integer, allowed 1..max_model_len "
                 "minus --spec-tokens");
@@ -98,4 +98,81 @@ TEST_CASE("e2e flags: a parse error is one line naming the subcommand, the flag 
                 "a command or a CONFIG is required: mla-plan CONFIG [flags], or mla-plan COMMAND with COMMAND "
                 "one of plan, check, schedule, verify, bench, report, gpus, formats; run 'mla-plan --help' for "
                 "usage");
+}
+
+TEST_CASE("e2e: the plain mla-plan hands verify and bench over to mla-plan-cuda next to it", "[e2e][gpu]") {
+  namespace fs = std::filesystem;
+  // A copy of the binary alone in a directory of its own, then with a stand-in mla-plan-cuda that
+  // prints what it was given (its arguments, its standard input) and exits 42.
+  const fs::path dir = e2e::scratch() / "hand-over";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  e2e::RunOptions alone;
+  alone.binary = (dir / "mla-plan").string();
+  fs::copy_file(MLAPLAN_BINARY, alone.binary);
+
+  SECTION("without mla-plan-cuda: the checks, then exit 6 saying what to build") {
+    const auto v = run({"verify", kV41, "--batch", "8"}, alone);
+    CHECK(v.code == 6);
+    CHECK(v.out.empty());
+#ifdef MLAPLAN_KERNELS_CONFIGURED
+    CHECK(v.err ==
+          "mla-plan: error: verify runs the project's CUDA kernels, which are built into mla-plan-cuda next "
+          "to this mla-plan: '" +
+              (dir / "mla-plan-cuda").string() +
+              "' cannot be run (No such file or directory); build it with `cmake --build " MLAPLAN_BUILD_DIR
+              " --target mla-plan-cuda` (scripts/test.sh builds every target)\n");
+#else
+    CHECK(v.err ==
+          "mla-plan: error: this mla-plan was built without CUDA: verify needs the project's kernels (install the "
+          "CUDA toolkit and rebuild; see README)\n");
+#endif
+    const auto b = run({"bench", kV41, "--batch", "8"}, alone);
+    CHECK(b.code == 6);
+    CHECK_THAT(b.err, Catch::StartsWith("mla-plan: error: ") && Catch::Contains("bench"));
+    // A bad flag is still the usage error it is, a bad config exit 2.
+    CHECK(run({"verify", kV41, "--iterations", "0"}, alone).code == 1);
+    CHECK(run({"bench", cfg("does-not-exist.json")}, alone).code == 2);
+  }
+
+  SECTION("with mla-plan-cuda: verify and bench run there, with the same arguments and standard input") {
+    const fs::path fake = dir / "mla-plan-cuda";
+    { std::ofstream(fake) << "#!/bin/sh\necho \"mla-plan-cuda: $*\"\ncat\nexit 42\n"; }
+    fs::permissions(fake, fs::perms::owner_all);
+    e2e::RunOptions with_stdin = alone;
+    with_stdin.stdin_path = e2e::write_file("hand-over-lens.txt", "5\n6\n").string();
+    const auto v = run({"verify", kV41, "--context-lens", "@-"}, with_stdin);
+    CHECK(v.code == 42);
+    CHECK(v.out == "mla-plan-cuda: verify " + kV41 + " --context-lens @-\n5\n6\n");
+    CHECK(v.err.empty());
+    const auto b = run({"bench", kV41, "--replays", "3"}, alone);
+    CHECK(b.code == 42);
+    CHECK(b.out == "mla-plan-cuda: bench " + kV41 + " --replays 3\n");
+    // What the parse refuses is refused here: nothing is handed over.
+    const auto bad = run({"verify", kV41, "--iterations", "0"}, alone);
+    CHECK(bad.code == 1);
+    CHECK(bad.out.empty());
+    CHECK(bad.err == "mla-plan: error: --iterations: '0' is out of range; allowed 1..10000\n");
+    // Other commands never leave the plain binary.
+    CHECK(run({"gpus"}, alone).code == 0);
+  }
+
+  SECTION("an mla-plan-cuda that cannot run, or that hands the command back: exit 6 naming why") {
+    const fs::path fake = dir / "mla-plan-cuda";
+    { std::ofstream(fake) << "not a program\n"; }
+    fs::permissions(fake, fs::perms::owner_read | fs::perms::owner_write);
+    auto v = run({"verify", kV41}, alone);
+    CHECK(v.code == 6);
+    CHECK_THAT(v.err, Catch::Contains("mla-plan-cuda' cannot be run (Permission denied)"));
+    // A copy of the plain mla-plan under that name does not hand it over again (no loop).
+    fs::remove(fake);
+    fs::copy_file(MLAPLAN_BINARY, fake);
+    e2e::RunOptions timed = alone;
+    timed.timeout_s = 20;
+    v = run({"verify", kV41}, timed);
+    CHECK_FALSE(v.timed_out);
+    CHECK(v.code == 6);
+    CHECK_THAT(v.err, Catch::Contains("cannot be run (it is not mla-plan-cuda: it handed the command back)"));
+  }
+  fs::remove_all(dir);
 }

@@ -197,6 +197,31 @@ TEST_CASE("e2e: report -o writes the file whole or leaves the earlier one untouc
     CHECK(fs::is_symlink(dir / "link.svg"));
     CHECK_THAT(e2e::slurp(dir / "real.svg"), Catch::StartsWith("<?xml") && Catch::EndsWith("</svg>\n"));
   }
+
+  SECTION("a dangling symbolic link stays a link; the file it names is created") {
+    fs::create_symlink("new.svg", dir / "dangling.svg");
+    const auto r = run({"report", v41, "--tp", "8", "-o", (dir / "dangling.svg").string()});
+    REQUIRE(r.code == 0);
+    CHECK(fs::is_symlink(dir / "dangling.svg"));
+    CHECK_THAT(e2e::slurp(dir / "new.svg"), Catch::StartsWith("<?xml") && Catch::EndsWith("</svg>\n"));
+    CHECK(names_in(dir) == (std::vector<std::string>{"dangling.svg", "new.svg"}));
+  }
+
+  SECTION("names up to the longest the file system takes (NAME_MAX) are written, a new file and a replaced one") {
+    const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+    REQUIRE(name_max >= 16);
+    for (const long len : {name_max - 12, name_max - 11, name_max}) {
+      INFO("a name of " << len << " bytes");
+      const std::string name = std::string(static_cast<std::size_t>(len) - 5, 'r') + ".html";
+      for (int pass = 0; pass < 2; ++pass) {
+        const auto r = run({"report", v41, "--tp", "8", "-o", (dir / name).string()});
+        CHECK(r.code == 0);
+        CHECK(r.err.empty());
+        CHECK(names_in(dir) == std::vector<std::string>{name});
+      }
+      fs::remove(dir / name);
+    }
+  }
 }
 
 TEST_CASE("e2e: text from the input is inert in every output", "[e2e][output]") {

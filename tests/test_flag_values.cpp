@@ -1,5 +1,6 @@
 // Flag values read as the user wrote them: decimal integers, no empty value or list item, the value quoted and the flag named in every message, CLI11's parse errors as one line.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "cli.hpp"
 #include "cli_run.hpp"
 #include "flag_values.hpp"
+#include "gpu_runner.hpp"
 #include "mlaplan/bench.hpp"
 #include "mlaplan/config.hpp"
 #include "mlaplan/error.hpp"
@@ -128,15 +130,18 @@ TEST_CASE("flag values: every integer flag of every subcommand", "[cli][flag-val
     flags.push_back(
         {c, "--max-model-len", "--max-model-len", "1..the config's max_position_embeddings, at most 17179869184"});
     flags.push_back({c, "--max-num-batched-tokens", "--max-num-batched-tokens", "1..16777216"});
-    flags.push_back({c, "--pp", "--pipeline-parallel-size", "1..4096, at most the config's backbone layers"});
+    // A flag with an alias is named as typed, either way.
+    for (const std::string pp : {"--pp", "--pipeline-parallel-size"})
+      flags.push_back({c, pp, pp, "1..4096, at most the config's backbone layers"});
+    for (const std::string dcp : {"--dcp", "--decode-context-parallel-size"}) flags.push_back({c, dcp, dcp, "1..4096"});
     if (sub == "check") {
       // check takes lists of TP and DP sizes (its --matrix runs each).
-      flags.push_back({c, "--data-parallel-size", "--data-parallel-size[0]", "1..4096"});
-      flags.push_back({c, "--tensor-parallel-size", "--tensor-parallel-size[0]", "1..4096"});
+      for (const std::string dp : {"--dp", "--data-parallel-size"}) flags.push_back({c, dp, dp + "[0]", "1..4096"});
+      for (const std::string tp : {"--tp", "--tensor-parallel-size"}) flags.push_back({c, tp, tp + "[0]", "1..4096"});
       flags.push_back({c, "--min-concurrency", "--min-concurrency", "0.." + i64});
     } else {
-      flags.push_back({c, "--data-parallel-size", "--data-parallel-size", "1..4096"});
-      flags.push_back({c, "--tp", "--tensor-parallel-size", "1..4096"});
+      for (const std::string dp : {"--dp", "--data-parallel-size"}) flags.push_back({c, dp, dp, "1..4096"});
+      for (const std::string tp : {"--tp", "--tensor-parallel-size"}) flags.push_back({c, tp, tp, "1..4096"});
       flags.push_back({c, "--batch", "--batch", "1..65536"});
       flags.push_back({c, "--context-len", "--context-len", positions});
       flags.push_back({c, "--context-lens", "--context-lens[0]", positions});
@@ -147,7 +152,8 @@ TEST_CASE("flag values: every integer flag of every subcommand", "[cli][flag-val
   flags.push_back({verify, "--device", "--device", "0.." + i32 + ", a comma-separated list of them, or all"});
   flags.push_back({verify, "--seed", "--seed", "0.." + u64});
   flags.push_back({verify, "--iterations", "--iterations", "1..10000"});
-  flags.push_back({verify, "--tp", "--tensor-parallel-size", "1..4096"});
+  for (const std::string tp : {"--tp", "--tensor-parallel-size"}) flags.push_back({verify, tp, tp, "1..4096"});
+  for (const std::string dp : {"--dp", "--data-parallel-size"}) flags.push_back({verify, dp, dp, "1..4096"});
   flags.push_back({verify, "--batch", "--batch", "1..65536"});
   flags.push_back({verify, "--context-lens", "--context-lens[0]", positions});
   flags.push_back({verify, "--spec-tokens", "--spec-tokens", "0..64"});
@@ -156,7 +162,7 @@ TEST_CASE("flag values: every integer flag of every subcommand", "[cli][flag-val
   flags.push_back({bench, "--seed", "--seed", "0.." + u64});
   flags.push_back({bench, "--replays", "--replays", "1..10000"});
   flags.push_back({bench, "--warmup", "--warmup", "0..1000"});
-  flags.push_back({bench, "--tensor-parallel-size", "--tensor-parallel-size", "1..4096"});
+  for (const std::string tp : {"--tp", "--tensor-parallel-size"}) flags.push_back({bench, tp, tp, "1..4096"});
   flags.push_back({bench, "--batch", "--batch[0]", "1..4096"});
   const std::vector<std::string> sched = {"schedule", "--kernel", "sm90-sparse"};
   flags.push_back({sched, "--num-sms", "--num-sms", "1..4096"});
@@ -199,10 +205,10 @@ TEST_CASE("flag values: numbers are decimal, empty values are errors", "[cli][fl
   };
   const std::vector<Flag> flags = {
       {{kMissing}, "--gpu-memory-utilization", "above 0 up to 1"},
-      {{kMissing}, "--gpu-memory-gib", "above 0 up to 1048576 GiB"},
+      {{kMissing}, "--gpu-memory-gib", "2^-30 (1 byte) up to 1048576 GiB"},
       {{"report", kMissing, "-o", "x.html"}, "--weights-gib", "0 up to 1048576 GiB"},
       {{"check", kMissing}, "--reserved-gib", "0 up to 1048576 GiB"},
-      {{kMissing}, "--kv-budget-gib", "above 0 up to 1048576 GiB"},
+      {{kMissing}, "--kv-budget-gib", "2^-30 (1 byte) up to 1048576 GiB"},
       {{"check", kMissing}, "--max-global-bytes-per-token", "0 up to 1e18"},
   };
   for (const auto& f : flags) {
@@ -239,8 +245,9 @@ TEST_CASE("flag values: an empty list item is an error naming the item", "[cli][
   require_usage({kV41, "--context-lens", "1, 2"},
                 "--context-lens[1]: ' 2' is not a decimal integer; allowed 1..max_model_len minus --spec-tokens");
   require_usage({"check", kMissing, "--matrix", "--tp", "1,,2"},
-                "--tensor-parallel-size[1]: empty item in '1,,2'; every item is a decimal integer, allowed 1..4096");
-  require_usage({"check", kMissing, "--matrix", "--tp", "1,8192"},
+                "--tp[1]: empty item in '1,,2'; every item is a decimal integer, allowed 1..4096");
+  require_usage({"check", kMissing, "--matrix", "--tp", "1,8192"}, "--tp[1]: '8192' is out of range; allowed 1..4096");
+  require_usage({"check", kMissing, "--matrix", "--tensor-parallel-size", "1,8192"},
                 "--tensor-parallel-size[1]: '8192' is out of range; allowed 1..4096");
   require_usage(schedule_with({"--num-sms", "132", "--h-q", "64", "--lengths", "4,x"}),
                 "--lengths[1]: 'x' is not a decimal integer; allowed 0..268435456");
@@ -301,6 +308,128 @@ TEST_CASE("flag values: a check that fails on a default names the flags given", 
   CHECK(nlohmann::json::parse(ok.out).at("batch").at("context_lens") == nlohmann::json({1, 1, 1}));
 }
 
+TEST_CASE("flag values: every number flag of every subcommand names the flag typed and quotes the value typed",
+          "[cli][flag-values]") {
+  // The flags come from each subcommand's --help, so a new number flag (or alias) is covered too.
+  const std::vector<std::vector<std::string>> commands = {
+      {"plan", kMissing},   {"check", kMissing}, {"report", kMissing, "-o", "x.svg"},
+      {"verify", kMissing}, {"bench", kMissing}, {"schedule", "--kernel", "sm90-sparse"}};
+  const std::vector<std::string> number_types = {"INT", "NUMBER", "INT,...", "INT,...|@FILE", "N|N,N,...|all"};
+  int names_checked = 0;
+  for (const auto& command : commands) {
+    const Run help = run({command.front(), "--help"});
+    REQUIRE(help.code == 0);
+    std::istringstream lines(help.out);
+    for (std::string line; std::getline(lines, line);) {
+      // "  --tensor-parallel-size,--tp INT  TP size ..."
+      const auto first = line.find_first_not_of(' ');
+      if (first == std::string::npos || line.compare(first, 1, "-") != 0) continue;
+      const auto space = line.find(' ', first);
+      if (space == std::string::npos) continue;
+      const auto type_end = line.find(' ', space + 1);
+      const std::string type =
+          line.substr(space + 1, type_end == std::string::npos ? std::string::npos : type_end - space - 1);
+      if (std::find(number_types.begin(), number_types.end(), type) == number_types.end()) continue;
+      std::vector<std::string> names;
+      std::istringstream split(line.substr(first, space - first));
+      for (std::string n; std::getline(split, n, ',');) names.push_back(n);
+      for (const auto& name : names) {
+        INFO(command.front() << " " << name << " (" << type << ")");
+        auto a = command;
+        a.insert(a.end(), {name, "0x10"});
+        const Run r = run(a);
+        CHECK(r.code == 1);
+        // A list names its item; --device N (one index, no comma) is named as itself.
+        const bool list = type.rfind("INT,", 0) == 0;
+        CHECK_THAT(r.err, Catch::StartsWith("mla-plan: error: " + name + (list ? "[0]" : "") + ": '0x10' is not a"));
+        // Out of range as typed, leading zeros and all (never a reformatted value).
+        a.back() = type == "NUMBER" ? "0001e999" : "000099999999999999999999";
+        const Run big = run(a);
+        CHECK(big.code == 1);
+        CHECK_THAT(big.err, Catch::StartsWith("mla-plan: error: " + name + (list ? "[0]" : "") + ": '" + a.back() +
+                                              "' is out of range; allowed "));
+        ++names_checked;
+      }
+    }
+  }
+  CHECK(names_checked > 60);
+}
+
+TEST_CASE("flag values: a size in GiB that would become 0 bytes is refused as typed, under its own name",
+          "[cli][flag-values]") {
+  // Each GiB flag above 0 becomes bytes further on (--kv-budget-gib: --kv-cache-memory-bytes, the
+  // host tier's bytes, the GPU's memory): 1e-10 GiB is 0.1 bytes.
+  for (const std::string flag : {"--kv-budget-gib", "--kv-offloading-size", "--gpu-memory-gib"}) {
+    INFO(flag);
+    for (const std::string tiny : {"1e-10", "0.0000000001", "9.3132257461547e-10", "4.7e-10"}) {
+      require_usage({kV41, "--tp", "8", flag, tiny},
+                    flag + ": '" + tiny + "' is out of range; allowed 2^-30 (1 byte) up to 1048576 GiB");
+    }
+    // 2^-30 GiB, one byte, is the smallest allowed (as far as the flag's own check goes).
+    auto [p, err] = parse({kMissing, flag, "9.313225746154785e-10"});
+    CHECK(err.empty());
+    CHECK(p.command == Command::plan);
+  }
+  // A tiny host tier runs: no blame on another flag, no reformatted value.
+  const Run host = run({kV41, "--tp", "8", "--kv-offloading-size", "9.313225746154785e-10"});
+  CHECK(host.err.find("0.000000") == std::string::npos);
+  // The sizes that may be 0 take a value under a byte (it is 0 bytes).
+  for (const std::string flag : {"--weights-gib", "--reserved-gib", "--load-overhead-gib", "--activation-gib",
+                                 "--non-torch-gib", "--cudagraph-gib"}) {
+    auto [p, err] = parse({kMissing, flag, "1e-10"});
+    CHECK(err.empty());
+  }
+  // Two flags for the same bytes: both named as typed, no value rewritten.
+  require_usage({kV41, "--kv-budget-gib", "0.50", "--kv-cache-memory-bytes", "5"},
+                "--kv-budget-gib and --kv-cache-memory-bytes both set the KV-cache bytes per GPU; give one");
+}
+
+TEST_CASE("flag values: checks made once the config is read name the flag and quote the value as typed",
+          "[cli][flag-values]") {
+  require_usage({kV41, "--max-model-len", "1", "--spec-tokens", "01"},
+                "--spec-tokens: '01' is out of range for --max-model-len 1; allowed 0..0 (a request's context token "
+                "and its speculative tokens lie within max_model_len)");
+  require_usage({kV41, "--context-lens", "5,0101", "--max-model-len", "100"},
+                "--context-lens[1]: '0101' is out of range; allowed 1..100 (--max-model-len 100)");
+  require_usage({kV41, "--context-len", "02000000"},
+                "--context-len: '02000000' is out of range; allowed 1..1048576 (the default max_model_len 1048576, "
+                "the config's max_position_embeddings)");
+  // The pipeline's bound is the config's backbone layers: an alias and leading zeros, as typed.
+  for (const std::string pp : {"--pp", "--pipeline-parallel-size"}) {
+    require_usage({kV41, pp, "041"},
+                  pp + ": '041' is out of range; allowed 1..40 (a stage needs at least one of the 40 backbone layers)");
+    require_usage({"report", kV41, "-o", "x.svg", pp + "=41"},
+                  pp + ": '41' is out of range; allowed 1..40 (a stage needs at least one of the 40 backbone layers)");
+  }
+  // check's list of TP sizes outside --matrix.
+  require_usage({"check", kV41, "--tp", "1,2"}, "--tp takes several values only with --matrix");
+  require_usage({"check", kV41, "--tensor-parallel-size", "1,2"},
+                "--tensor-parallel-size takes several values only with --matrix");
+}
+
+TEST_CASE("flag values: as_typed() turns a message's subject back to what was typed", "[cli][flag-values]") {
+  using mlaplan::cli::as_typed;
+  using mlaplan::cli::TypedFlag;
+  const std::vector<TypedFlag> typed = {{"--tensor-parallel-size", "--tp", "08", true},
+                                        {"--context-lens", "--context-lens", "1,007,x", true},
+                                        {"--gpu-memory-gib", "--gpu-memory-gib", "1e-10", false}};
+  CHECK(as_typed("--tensor-parallel-size: '8' is out of range", typed) == "--tp: '08' is out of range");
+  CHECK(as_typed("plan: --tensor-parallel-size needs a value", typed) == "plan: --tp needs a value");
+  CHECK(as_typed("--tensor-parallel-size takes several values", typed) == "--tp takes several values");
+  CHECK(as_typed("--context-lens[1]: '7' is out of range", typed) == "--context-lens[1]: '007' is out of range");
+  // Not the typed item's value, an item that is not a number, an index past the list: as it was.
+  CHECK(as_typed("--context-lens[0]: '7' is out of range", typed) == "--context-lens[0]: '7' is out of range");
+  CHECK(as_typed("--context-lens[2]: '0' is out of range", typed) == "--context-lens[2]: '0' is out of range");
+  CHECK(as_typed("--context-lens[9]: '7' is out of range", typed) == "--context-lens[9]: '7' is out of range");
+  // A number flag's value is not rewritten (its checks quote the typed text), a longer name is not this one.
+  CHECK(as_typed("--gpu-memory-gib: '0' is odd", typed) == "--gpu-memory-gib: '0' is odd");
+  CHECK(as_typed("--tensor-parallel-sizes: '8'", typed) == "--tensor-parallel-sizes: '8'");
+  // The subject only: a flag named later in the message stays as it is.
+  CHECK(as_typed("--batch: '3' is too many for --tensor-parallel-size 8", typed) ==
+        "--batch: '3' is too many for --tensor-parallel-size 8");
+  CHECK(as_typed("config.json: --tensor-parallel-size: '8'", typed) == "config.json: --tensor-parallel-size: '8'");
+}
+
 // ------------------------------------------------------------------ B: flags before the GPU
 
 TEST_CASE("flag values: verify and bench check every flag before looking for a GPU", "[cli][flag-values][gpu]") {
@@ -343,6 +472,58 @@ TEST_CASE("flag values: verify and bench check every flag before looking for a G
   // An invalid config is still exit 2 first.
   CHECK(run({"verify", kMissing, "--batch", "257"}).code == 2);
   CHECK(run({"bench", kMissing, "--layer-type", "dsa"}).code == 2);
+}
+
+TEST_CASE("verify and bench reach a GPU only through the runner, after every check", "[cli][flag-values][gpu]") {
+  using namespace mlaplan::cli;
+  // The CLI library has no kernels (mla-plan-cuda sets the runner): exit 6 after the checks.
+  Run r = run({"verify", kV41, "--batch", "8"});
+  CHECK(r.code == 6);
+  CHECK(r.out.empty());
+  CHECK(r.err == error_line("this mla-plan was built without CUDA: verify needs the project's kernels (install the "
+                            "CUDA toolkit and rebuild; see README)"));
+  // The plain mla-plan of a build with the kernels, whose mla-plan-cuda is not built: what to build.
+  struct Restore {
+    ~Restore() {
+      set_kernels_executable(std::nullopt);
+      set_gpu_runner(nullptr);
+    }
+  } restore;
+  set_kernels_executable(KernelsExecutable{"/b/app/mla-plan-cuda", "No such file or directory", "/b"});
+  r = run({"bench", kV41, "--replays", "3"});
+  CHECK(r.code == 6);
+  CHECK(r.err == error_line("bench runs the project's CUDA kernels, which are built into mla-plan-cuda next to this "
+                            "mla-plan: '/b/app/mla-plan-cuda' cannot be run (No such file or directory); build it "
+                            "with `cmake --build /b --target mla-plan-cuda` (scripts/test.sh builds every target)"));
+  CHECK(run({"bench", kV41, "--replays", "0"}).code == 1);  // the checks come first
+  set_kernels_executable(std::nullopt);
+
+  // A runner gets the checked options: called once per valid run, never for a refused one.
+  static int verify_calls = 0, bench_calls = 0;
+  static const GpuRunner fake{[](const VerifyCliOptions& opt, const mlaplan::ModelConfig&, const mlaplan::Topology&,
+                                 mlaplan::VerifyOptions& vo, std::int64_t ranks, std::ostream& out, std::ostream&) {
+                                ++verify_calls;
+                                out << "verify " << opt.config << " requests " << vo.batch.batch.value_or(0)
+                                    << " ranks " << ranks << "\n";
+                                return 5;
+                              },
+                              [](const BenchCliOptions&, const mlaplan::ModelConfig&, const mlaplan::Topology&,
+                                 mlaplan::BenchOptions& bo, std::ostream& out, std::ostream&) {
+                                ++bench_calls;
+                                out << "bench replays " << bo.run.replays << "\n";
+                                return 0;
+                              }};
+  set_gpu_runner(&fake);
+  r = run({"verify", kV41, "--batch", "8", "--tp", "2", "--dp", "2"});
+  CHECK(r.code == 5);
+  CHECK(r.out == "verify " + kV41 + " requests 8 ranks 4\n");
+  r = run({"bench", kV41, "--replays", "3"});
+  CHECK(r.code == 0);
+  CHECK(r.out == "bench replays 3\n");
+  CHECK(run({"verify", kV41, "--batch", "257"}).code == 1);
+  CHECK(run({"bench", kMissing}).code == 2);
+  CHECK(verify_calls == 1);
+  CHECK(bench_calls == 1);
 }
 
 TEST_CASE("flag values: verify's --decode-mode and --device", "[cli][flag-values]") {
@@ -457,15 +638,20 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
   require_usage({"bench", kV41, "--batch"},
                 "bench: --batch needs a value (decimal integers separated by commas); run 'mla-plan bench --help' for "
                 "the flags");
-  require_usage({"report", kV41, "-o"}, "report: --output needs a value; run 'mla-plan report --help' for the flags");
+  require_usage({"report", kV41, "-o"}, "report: -o needs a value; run 'mla-plan report --help' for the flags");
+  require_usage({"report", kV41, "--output"},
+                "report: --output needs a value; run 'mla-plan report --help' for the flags");
+  require_usage({kV41, "--tp"},
+                "plan: --tp needs a value (a decimal integer); run 'mla-plan plan --help' for the flags");
   // Given twice: named with both values, whatever their kind.
   require_usage({kV41, "--batch", "8", "--batch", "16"}, "--batch given twice ('8' and '16'); give it once");
   require_usage({kV41, "--gpu", "h200", "--gpu", "b200", "--gpu", "h100"},
                 "--gpu given 3 times ('h200', 'b200' and 'h100'); give it once");
   require_usage({"check", kV41, "--matrix", "--tp", "1,2", "--tp", "4"},
-                "--tensor-parallel-size given twice ('1,2' and '4'); give it once");
+                "--tp given twice ('1,2' and '4'); give it once");
+  // Under both names: both named, in the order typed.
   require_usage({"verify", kV41, "--tp", "1", "--tensor-parallel-size", "2"},
-                "--tensor-parallel-size given twice ('1' and '2'); give it once");
+                "--tp / --tensor-parallel-size given twice ('1' and '2'); give it once");
   require_usage(schedule_with({"--num-sms", "132", "--h-q", "64", "--lengths", "1", "--lengths", "2"}),
                 "--lengths given twice ('1' and '2'); give it once");
   // Required arguments.

@@ -306,7 +306,7 @@ TEST_CASE("resolve_target: custom --arch, overrides, bad values", "[target]") {
           r.memory_gib = v;
           resolve_target(r);
         },
-        ErrorKind::usage, "--gpu-memory-gib: '" + text + "' is out of range; allowed above 0 up to 1048576 GiB");
+        ErrorKind::usage, "--gpu-memory-gib: '" + text + "' is out of range; allowed 2^-30 (1 byte) up to 1048576 GiB");
   }
   const Target det = detected_target("NVIDIA H200", {9, 0}, 132, 150 * kGiB);
   CHECK(det.source == TargetSource::detected);
@@ -832,9 +832,9 @@ TEST_CASE("capacity: bad budget values", "[layout]") {
   require_error(with([](CapacityOptions& o) { o.reserved_gib = 1e30; }), ErrorKind::usage,
                 "--reserved-gib: '1e+30' is out of range; allowed 0 up to 1048576 GiB");
   require_error(with([](CapacityOptions& o) { o.kv_budget_gib = 0; }), ErrorKind::usage,
-                "--kv-budget-gib: '0' is out of range; allowed above 0 up to 1048576 GiB");
+                "--kv-budget-gib: '0' is out of range; allowed 2^-30 (1 byte) up to 1048576 GiB");
   require_error(with([](CapacityOptions& o) { o.kv_budget_gib = std::numeric_limits<double>::infinity(); }),
-                ErrorKind::usage, "--kv-budget-gib: 'inf' is out of range; allowed above 0 up to 1048576 GiB");
+                ErrorKind::usage, "--kv-budget-gib: 'inf' is out of range; allowed 2^-30 (1 byte) up to 1048576 GiB");
   require_error(with([](CapacityOptions& o) {
                   o.kv_budget_gib = 10;
                   o.weights_gib = 1;

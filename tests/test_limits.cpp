@@ -388,10 +388,10 @@ TEST_CASE("limits: target and capacity flags", "[limits][layout]") {
   require_accepted(run({c, "--num-sms", "1024", "--batch", "65536"}));
   require_accepted(run({c, "--gpu-memory-gib", "1048576"}));
   require_rejected(run({c, "--gpu-memory-gib", "1048577"}), 1,
-                   "--gpu-memory-gib: '1048577' is out of range; allowed above 0 up to 1048576 GiB");
+                   "--gpu-memory-gib: '1048577' is out of range; allowed 2^-30 (1 byte) up to 1048576 GiB");
   require_accepted(run({c, "--kv-budget-gib", "1048576"}));
   require_rejected(run({c, "--kv-budget-gib", "1048577"}), 1,
-                   "--kv-budget-gib: '1048577' is out of range; allowed above 0 up to 1048576 GiB");
+                   "--kv-budget-gib: '1048577' is out of range; allowed 2^-30 (1 byte) up to 1048576 GiB");
   for (const std::string flag : {"--weights-gib", "--reserved-gib"}) {
     const auto r = run({c, flag, "1048576"});
     require_accepted(r);

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "mlaplan/number_format.hpp"
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "output.hpp"
 #include "commands.hpp"
 #include "mlaplan/error.hpp"
 #include "palette.hpp"
@@ -790,6 +792,92 @@ TEST_CASE("report CLI: -o errors name the flag, the value and what is allowed", 
   CHECK(dir.code == 7);
   CHECK(dir.err == "mla-plan: error: -o: cannot write '" + tmp().file("adir.svg") +
                        "': it is a directory; give the path of a file\n");
+}
+
+TEST_CASE("report -o: every file name the file system takes gets its temporary file", "[report][output]") {
+  // The temporary file is ".NAME.tmp-XXXXXX": 12 bytes more than NAME, cut short to fit NAME_MAX.
+  const long name_max = ::pathconf(tmp().path.c_str(), _PC_NAME_MAX);
+  REQUIRE(name_max >= 16);
+  for (const long len : {5L, 200L, name_max - 12, name_max - 11, name_max - 1, name_max}) {
+    INFO("name of " << len << " bytes");
+    const std::string name = std::string(static_cast<std::size_t>(len) - 4, 'n') + ".svg";
+    const std::string path = tmp().file(name);
+    mlaplan::cli::write_file_whole(path, "<svg/>\n", "-o");
+    CHECK(slurp(path) == "<svg/>\n");
+    mlaplan::cli::write_file_whole(path, "<svg>2</svg>\n", "-o");  // replaced, through a temporary file too
+    CHECK(slurp(path) == "<svg>2</svg>\n");
+    fs::remove(path);
+  }
+  // No temporary file is left behind.
+  CHECK(std::none_of(fs::directory_iterator(tmp().path), fs::directory_iterator(), [](const fs::directory_entry& e) {
+    return e.path().filename().string().find(".tmp-") != std::string::npos;
+  }));
+  // A name past NAME_MAX is the file system's refusal, named (exit 7), not a temporary-file failure.
+  const std::string too_long = tmp().file(std::string(static_cast<std::size_t>(name_max) - 3, 'n') + ".svg");
+  try {
+    mlaplan::cli::write_file_whole(too_long, "x", "-o");
+    FAIL("a name of NAME_MAX + 1 bytes was written");
+  } catch (const mlaplan::Error& e) {
+    CHECK(e.kind() == mlaplan::ErrorKind::output);
+    CHECK_THAT(e.what(), Catch::EndsWith("File name too long"));
+  }
+}
+
+TEST_CASE("report -o through symbolic links: the link stays, the file it names is written", "[report][output]") {
+  const fs::path d = tmp().path / "links";
+  fs::remove_all(d);
+  fs::create_directories(d / "sub");
+  using mlaplan::cli::write_file_whole;
+
+  SECTION("a dangling link (relative) creates the file it names") {
+    fs::create_symlink("sub/new.svg", d / "dangling.svg");
+    write_file_whole((d / "dangling.svg").string(), "<svg/>", "-o");
+    CHECK(fs::is_symlink(d / "dangling.svg"));
+    CHECK(fs::read_symlink(d / "dangling.svg") == "sub/new.svg");
+    CHECK(slurp((d / "sub" / "new.svg").string()) == "<svg/>");
+  }
+  SECTION("a dangling link (absolute), and a chain of links ending in a dangling one") {
+    fs::create_symlink(d / "abs.svg", d / "a.svg");
+    fs::create_symlink("a.svg", d / "b.svg");
+    write_file_whole((d / "b.svg").string(), "<svg/>", "-o");
+    CHECK(fs::is_symlink(d / "a.svg"));
+    CHECK(fs::is_symlink(d / "b.svg"));
+    CHECK(slurp((d / "abs.svg").string()) == "<svg/>");
+  }
+  SECTION("a link in another directory is resolved from its own directory") {
+    fs::create_symlink("target.svg", d / "sub" / "rel.svg");
+    write_file_whole((d / "sub" / "rel.svg").string(), "<svg/>", "-o");
+    CHECK(fs::is_symlink(d / "sub" / "rel.svg"));
+    CHECK(slurp((d / "sub" / "target.svg").string()) == "<svg/>");
+    CHECK_FALSE(fs::exists(d / "target.svg"));
+  }
+  SECTION("an existing file through a link keeps its mode; the link stays") {
+    write_file((d / "real.svg").string(), "old");
+    fs::permissions(d / "real.svg", fs::perms::owner_read | fs::perms::owner_write);
+    fs::create_symlink("real.svg", d / "link.svg");
+    write_file_whole((d / "link.svg").string(), "<svg/>", "-o");
+    CHECK(fs::is_symlink(d / "link.svg"));
+    CHECK(slurp((d / "real.svg").string()) == "<svg/>");
+    CHECK((fs::status(d / "real.svg").permissions() & fs::perms::mask) ==
+          (fs::perms::owner_read | fs::perms::owner_write));
+  }
+  SECTION("a link into a missing directory, and a loop of links: exit 7 naming the cause, the links untouched") {
+    fs::create_symlink("no-such-dir/x.svg", d / "nodir.svg");
+    fs::create_symlink("loop2.svg", d / "loop1.svg");
+    fs::create_symlink("loop1.svg", d / "loop2.svg");
+    for (const auto& [name, cause] : std::vector<std::pair<std::string, std::string>>{
+             {"nodir.svg", "No such file or directory"}, {"loop1.svg", "Too many levels of symbolic links"}}) {
+      const std::string path = (d / name).string();
+      try {
+        write_file_whole(path, "<svg/>", "-o");
+        FAIL("written through " + name);
+      } catch (const mlaplan::Error& e) {
+        CHECK(e.kind() == mlaplan::ErrorKind::output);
+        CHECK(std::string(e.what()) == "-o: cannot write '" + path + "': " + cause);
+      }
+      CHECK(fs::is_symlink(path));
+    }
+  }
 }
 
 TEST_CASE("report CLI: verify and bench results as tables", "[report]") {
