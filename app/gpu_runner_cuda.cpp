@@ -85,13 +85,11 @@ std::vector<int> listed_devices(const DeviceList& d, std::ostream& err) {
   return d.indices.empty() ? std::vector<int>{0} : d.indices;
 }
 
-
 std::string fixed(double v, int digits) {
   char b[48];
   std::snprintf(b, sizeof b, "%.*f", digits, v);
   return b;
 }
-
 
 int verify_on_gpus(const VerifyCliOptions& opt, const ModelConfig& cfg, const Topology& topo, VerifyOptions& vo,
                    std::int64_t ranks, std::ostream& out, std::ostream& err) {
