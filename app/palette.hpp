@@ -1,16 +1,27 @@
 #pragma once
-// The one table of colours and names for layer types and cache kinds. The report (SVG, HTML) and
+// The one table of colours and names for families, layer types and cache kinds. The report (SVG, HTML) and
 // the Markdown summary take type names, meanings and colours from here, so every output says
 // "c2a" for the same thing and draws it in the same colour. Colours follow the Okabe-Ito
 // colour-blind-safe set; `ink` is the text colour that reads on `fill`.
 
 #include <array>
+#include <string>
 #include <string_view>
 
 #include "mlaplan/layout.hpp"
 #include "mlaplan/topology.hpp"
 
 namespace mlaplan::cli {
+
+/// The family as the outputs title it: "DeepSeek V4.1", "DeepSeek V4.0", "DeepSeek V3.2".
+inline std::string family_title(Family f) {
+  switch (f) {
+    case Family::deepseek_v41: return "DeepSeek V4.1";
+    case Family::deepseek_v4: return "DeepSeek V4.0";
+    case Family::deepseek_v32: return "DeepSeek V3.2";
+  }
+  return "?";
+}
 
 struct TypeStyle {
   LayerType type;

@@ -127,22 +127,22 @@ std::string render_kv_tiers_text(const PlanResult& r, bool details) {
 }
 
 nlohmann::ordered_json kv_tiers_json(const Fit& f) {
-  using json = nlohmann::ordered_json;
+  using ojson = nlohmann::ordered_json;  // (not `json`: render_json.cpp declares one here, seen in a unity build)
   if (!f.prefix_cache || !f.host_offload) return nullptr;
   const PrefixCachePlan& pc = *f.prefix_cache;
   const HostOffloadPlan& ho = *f.host_offload;
-  json groups = json::array();
+  ojson groups = ojson::array();
   for (std::size_t i = 0; i < pc.groups.size(); ++i) {
     const auto& g = pc.groups[i];
-    json x = {{"group", g.group},
-              {"kind", std::string(to_string(g.kind))},
-              {"block_size", g.block_size},
-              {"specs", g.specs},
-              {"prefix_cacheable", g.cacheable},
-              {"draft", g.eagle},
-              {"hit_blocks", g.hit_blocks},
-              {"cached_blocks", g.cached_blocks},
-              {"dense_cached_blocks", g.dense_cached_blocks}};
+    ojson x = {{"group", g.group},
+               {"kind", std::string(to_string(g.kind))},
+               {"block_size", g.block_size},
+               {"specs", g.specs},
+               {"prefix_cacheable", g.cacheable},
+               {"draft", g.eagle},
+               {"hit_blocks", g.hit_blocks},
+               {"cached_blocks", g.cached_blocks},
+               {"dense_cached_blocks", g.dense_cached_blocks}};
     if (i < ho.groups.size()) {
       const auto& hg = ho.groups[i];
       x["offloaded"] = hg.offloaded;
@@ -153,8 +153,8 @@ nlohmann::ordered_json kv_tiers_json(const Fit& f) {
     }
     groups.push_back(std::move(x));
   }
-  auto opt = [](const auto& v) -> json { return v ? json(*v) : json(nullptr); };
-  json j;
+  auto opt = [](const auto& v) -> ojson { return v ? ojson(*v) : ojson(nullptr); };
+  ojson j;
   j["prefix_cache"] = {{"scheduler_block_size", pc.rule.scheduler_block_size},
                        {"hash_block_size", pc.rule.hash_block_size},
                        {"speculative", pc.speculative},
@@ -174,7 +174,7 @@ nlohmann::ordered_json kv_tiers_json(const Fit& f) {
                        {"host_block_bytes", ho.slot_bytes},
                        {"request_blocks", ho.request_slots},
                        {"tokens_per_hash", ho.tokens_per_hash},
-                       {"refusal", ho.refusal.empty() ? json(nullptr) : json(ho.refusal)},
+                       {"refusal", ho.refusal.empty() ? ojson(nullptr) : ojson(ho.refusal)},
                        {"refused_group", opt(ho.refused_group)},
                        {"kv_offloading_size_gib", opt(ho.size_gib)},
                        {"budget_bytes", opt(ho.budget_bytes)},

@@ -51,20 +51,11 @@ std::string code(const std::string& s) {
   return o + "`";
 }
 
-std::string family_title(Family f) {
-  switch (f) {
-    case Family::deepseek_v41: return "DeepSeek V4.1";
-    case Family::deepseek_v4: return "DeepSeek V4.0";
-    case Family::deepseek_v32: return "DeepSeek V3.2";
-  }
-  return "?";
-}
-
 std::string range(std::int64_t a, std::int64_t b) {
   return a == b ? std::to_string(a) : std::to_string(a) + "-" + std::to_string(b);
 }
 
-std::string join(const std::vector<std::int64_t>& v) {
+std::string comma_list(const std::vector<std::int64_t>& v) {
   std::string s;
   for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
   return s;
@@ -160,7 +151,7 @@ std::string render_plan_markdown(const PlanResult& r) {
     o << "**Sharing groups**\n\n| layers | type | reads the compressed cache of | top-k from |\n|---|---|---:|---|\n";
     for (const auto* run : shared) {
       o << "| " << range(run->first, run->last) << " | " << code(std::string(to_string(run->type))) << " | "
-        << *run->kv_source << " | " << join(run->index_sources) << " |\n";
+        << *run->kv_source << " | " << comma_list(run->index_sources) << " |\n";
     }
     o << "\n";
     if (auto cs = t.candidate_source()) o << "Candidate source: layer " << *cs << ".\n\n";

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "backend_text.hpp"
+#include "palette.hpp"
 #include "commands.hpp"
 #include "mlaplan/number_format.hpp"
 #include "mlaplan/text.hpp"
@@ -54,15 +55,6 @@ std::string describe_set(const std::vector<std::int64_t>& ids) {
     i = j + 1;
   }
   return s + " (" + std::to_string(n) + " layers)";
-}
-
-std::string family_title(Family f) {
-  switch (f) {
-    case Family::deepseek_v41: return "DeepSeek V4.1";
-    case Family::deepseek_v4: return "DeepSeek V4.0";
-    case Family::deepseek_v32: return "DeepSeek V3.2";
-  }
-  return "?";
 }
 
 std::string type_meaning(LayerType t) {

@@ -31,15 +31,6 @@ constexpr std::string_view kIdleInk = "#b42318";
 
 // ------------------------------------------------------------------ text helpers
 
-std::string family_title(Family f) {
-  switch (f) {
-    case Family::deepseek_v41: return "DeepSeek V4.1";
-    case Family::deepseek_v4: return "DeepSeek V4.0";
-    case Family::deepseek_v32: return "DeepSeek V3.2";
-  }
-  return "?";
-}
-
 std::string draft_kind(const Topology& topo) { return topo.dspark_drafts ? "DSpark" : "MTP"; }
 
 std::string trimmed(double v, int digits) {

@@ -32,9 +32,10 @@ fi
 
 cd "$root"
 if [ "$all" = 1 ]; then
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLAPLAN_REQUIRE_TESTS=ON "$@" >/dev/null
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLAPLAN_UNITY_BUILD=ON -DMLAPLAN_REQUIRE_TESTS=ON \
+    "$@" >/dev/null
   cmake --build "$build" -j "$(nproc)"
 else
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLAPLAN_UNITY_BUILD=ON "$@" >/dev/null
   cmake --build "$build" -j "$(nproc)" --target mla-plan
 fi
