@@ -580,12 +580,24 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt,
       }
     }
   }
+  // An incomplete checkpoint: the cells are planned with the config's weights, and the file fails
+  // (exit 2) saying why, as plan and check do.
+  const std::optional<Finding> incomplete =
+      checkpoint.incomplete ? std::optional<Finding>(checkpoint.incomplete->finding()) : std::nullopt;
+  const int code = incomplete ? exit_code(ErrorKind::invalid_config) : 0;
   if (json) {
-    json->file({{"config", path}, {"exit_code", 0}, {"matrix", std::move(cells)}, {"reasons", legend.reasons()}});
+    ojson file = {{"config", path}, {"exit_code", code}, {"matrix", std::move(cells)}, {"reasons", legend.reasons()}};
+    if (incomplete) file["error"] = incomplete->message + " (fix: " + incomplete->fix + ")";
+    json->file(file);
   } else {
-    out << table << legend.text() << "\n";
+    out << table << legend.text();
+    if (incomplete) {
+      out << "  error [" << incomplete->id << "]: " << printable(incomplete->message)
+          << "\n    fix: " << printable(incomplete->fix) << "\n";
+    }
+    out << "\n";
   }
-  return 0;
+  return code;
 }
 
 /// check --matrix: every config read (and the layer rows counted), then each config's matrix

@@ -292,6 +292,7 @@ json fit_json(const Fit& f) {
   w["known"] = f.weights->known;
   if (!f.weights->known) w["reason"] = f.weights->reason;
   w["estimated"] = f.weights->estimated();
+  if (f.weights->estimated()) w["estimated_parts"] = f.weights->estimated_reason();
   w["checkpoint_bytes"] = f.weights->total_bytes();
   w["main_bytes"] = f.weights->main.bytes;
   w["draft_bytes"] = f.weights->draft.bytes;
@@ -306,6 +307,26 @@ json fit_json(const Fit& f) {
     w["mismatch_count"] = f.files->mismatch_count;
     w["mismatches"] = std::move(mm);
     w["contract_bytes"] = f.files->contract_bytes;
+  }
+  if (const auto& ic = f.incomplete_checkpoint) {
+    json missing = json::array();
+    for (const auto& m : ic->missing) {
+      json e = {{"file", m.file}, {"why", m.why}};
+      if (m.tensors >= 0) e["tensors"] = m.tensors;
+      missing.push_back(std::move(e));
+    }
+    json c = {{"dir", ic->dir},
+              {"reason", ic->reason},
+              {"missing_count", ic->missing_count},
+              {"expected_files", ic->expected_files},
+              {"missing_tensors", ic->missing_tensors},
+              {"missing", std::move(missing)},
+              {"files", ic->files},
+              {"files_tensors", ic->files_tensors},
+              {"files_bytes", ic->files_bytes}};
+    if (ic->index_total_size) c["index_total_size"] = *ic->index_total_size;
+    c["contract_exact_main_bytes"] = ic->contract_exact_main_bytes;
+    w["incomplete_checkpoint"] = std::move(c);
   }
   j["weights"] = std::move(w);
   j["replicated_bytes"] = f.placement.replicated_bytes;

@@ -100,9 +100,9 @@ std::int64_t estimate_activation_bytes(const ModelConfig& cfg, const BudgetShape
 Budget plan_budget(const ModelConfig& cfg, const Target& target, const BudgetShape& shape, const BudgetOptions& o) {
   Budget b;
   // ---- the total and what vLLM requests of it ----
-  if (target.memory_overridden || target.runtime_memory_bytes <= 0) {
+  if (target.memory_given || target.memory_overridden || target.runtime_memory_bytes <= 0) {
     b.total_bytes = target.memory_bytes;
-    if (target.memory_overridden) {
+    if (target.memory_given || target.memory_overridden) {
       b.total_source = TermSource::given;
       b.total_how = "--gpu-memory-gib";
     } else if (target.source == TargetSource::detected) {

@@ -214,22 +214,27 @@ std::string first_names(const std::vector<std::string>& names, std::int64_t coun
 
 }  // namespace
 
-NameClass classify_tensor_name(std::string_view name, std::int64_t num_hidden_layers) {
+NameClass classify_tensor_name(std::string_view name, std::int64_t num_hidden_layers, std::int64_t num_draft_stages) {
   NameClass c;
   std::string_view rest = name;
   if (rest.substr(0, 6) == "model.") rest.remove_prefix(6);
   bool stage = false;
+  // Draft stage k is layer num_hidden_layers + k, for k below num_draft_stages.
+  const auto place = [&](std::int64_t layer) {
+    c.layer = layer;
+    c.draft = layer >= num_hidden_layers;
+    c.unplaceable = c.draft && layer - num_hidden_layers >= std::max<std::int64_t>(num_draft_stages, 0);
+  };
   if (rest.substr(0, 7) == "layers.") {
     const auto [i, len] = leading_index(rest.substr(7));
     if (i >= 0) {
-      c.layer = i;
-      c.draft = i >= num_hidden_layers;
+      place(i);
       rest.remove_prefix(7 + len + 1);
     }
   } else if (rest.substr(0, 4) == "mtp.") {
     const auto [k, len] = leading_index(rest.substr(4));
     if (k >= 0) {
-      c.layer = num_hidden_layers > INT64_MAX - k ? INT64_MAX : num_hidden_layers + k;
+      place(num_hidden_layers > INT64_MAX - k ? INT64_MAX : num_hidden_layers + k);
       c.draft = stage = true;
       rest.remove_prefix(4 + len + 1);
     }
@@ -280,8 +285,10 @@ FileWeights weights_from_files(const ModelConfig& cfg, const CheckpointFiles& fi
     bool alike = true;
   };
   std::unordered_map<std::string, Regroup> regroups;
-  std::vector<std::string> keys(files.tensors.size());
+  std::vector<std::string> keys(files.tensors.size());  // of r.tensors[i]: its "{e}" key, or ""
   std::set<std::int64_t> draft_layers;
+  const std::int64_t n_stages = std::max(derived.draft_stages, cfg.num_draft_layers);
+  std::vector<std::string> unplaceable;
 
   r.tensors.reserve(files.tensors.size());
   for (std::size_t ti = 0; ti < files.tensors.size(); ++ti) {
@@ -320,7 +327,16 @@ FileWeights weights_from_files(const ModelConfig& cfg, const CheckpointFiles& fi
       if (f.shape != g->shape) mism.add(f.name, "shape", shape_text(g->shape), shape_text(f.shape));
       if (f.bytes != g->bytes) mism.add(f.name, "bytes", std::to_string(g->bytes), std::to_string(f.bytes));
     } else {
-      const NameClass c = classify_tensor_name(f.name, n_layers);
+      const NameClass c = classify_tensor_name(f.name, n_layers, n_stages);
+      if (c.unplaceable) {
+        // A layer the model does not have: no stage holds it, so it is not placed (or counted).
+        ++out.unplaceable_tensors;
+        out.unplaceable_bytes = checked_add(out.unplaceable_bytes, f.bytes, "checkpoint bytes");
+        out.files_bytes = checked_add(out.files_bytes, f.bytes, "checkpoint bytes");
+        if (unplaceable.size() < 3) unplaceable.push_back(f.name);
+        if (out.compared) mism.add(f.name, "not_in_contract", "", printable(f.dtype, 16) + " " + shape_text(f.shape));
+        continue;
+      }
       t.part = c.part;
       t.layer = c.layer;
       t.draft = c.draft;
@@ -363,7 +379,7 @@ FileWeights weights_from_files(const ModelConfig& cfg, const CheckpointFiles& fi
       }
       ++rg.count;
       rg.max_index = std::max(rg.max_index, index);
-      keys[ti] = std::move(key);
+      keys[r.tensors.size()] = std::move(key);
     }
     r.tensors.push_back(std::move(t));
   }
@@ -400,6 +416,7 @@ FileWeights weights_from_files(const ModelConfig& cfg, const CheckpointFiles& fi
       if (contract.matched[gi] >= g.count) continue;
       const std::string desc = std::string(to_string(g.dtype)) + " " + shape_text(g.shape);
       const auto brace = g.name.find("{e}");
+      out.missing_contract_tensors += g.count - contract.matched[gi];
       if (contract.matched[gi] == 0) {
         // A group wholly missing is one mismatch, named with "{e}".
         mism.add(g.name, "missing_in_files", g.count > 1 ? std::to_string(g.count) + " x " + desc : desc, "");
@@ -414,6 +431,16 @@ FileWeights weights_from_files(const ModelConfig& cfg, const CheckpointFiles& fi
   }
   out.mismatch_count = mism.count();
   out.mismatches = mism.take();
+  if (derived.known) {
+    // What any whole checkpoint of this config holds at least: the main model's exact parts.
+    for (std::size_t p = 0; p < kWeightPartCount; ++p) {
+      if (!derived.main_parts[p].estimated) {
+        out.contract_exact_main_bytes =
+            checked_add(out.contract_exact_main_bytes, derived.main_parts[p].bytes, "checkpoint bytes");
+      }
+    }
+    out.short_of_contract = r.main.bytes < out.contract_exact_main_bytes;
+  }
 
   // Findings.
   r.findings.push_back(Finding{
@@ -457,12 +484,40 @@ FileWeights weights_from_files(const ModelConfig& cfg, const CheckpointFiles& fi
                                  std::to_string(odd_dtype_count) + " tensors of a dtype not known, taken as U8: " + s,
                                  "", ""});
   }
+  if (out.unplaceable_tensors > 0) {
+    r.findings.push_back(Finding{"weights.unplaceable", Severity::warning,
+                                 std::to_string(out.unplaceable_tensors) + " tensors (" +
+                                     std::to_string(out.unplaceable_bytes) + " B) name a layer past the model's " +
+                                     std::to_string(n_layers) + " layers and " + std::to_string(n_stages) +
+                                     " draft stages: " + first_names(unplaceable, out.unplaceable_tensors) +
+                                     "; no GPU holds them, and they are left out of the weights",
+                                 "", "check that config.json is the one of this checkpoint"});
+  }
   if (!files.findings.empty()) {
     std::string s;
     for (std::size_t i = 0; i < files.findings.size(); ++i) s += (i > 0 ? "; " : "") + printable(files.findings[i]);
-    r.findings.push_back(Finding{"weights.total_size", Severity::info, s, "", ""});
+    r.findings.push_back(Finding{"weights.total_size", Severity::warning, s, "",
+                                 "check model.safetensors.index.json: its total_size is not its shards' sum"});
+  }
+  if (files.hidden_files_skipped > 0) {
+    r.findings.push_back(Finding{"weights.hidden_files", Severity::info,
+                                 std::to_string(files.hidden_files_skipped) +
+                                     " *.safetensors files whose names start with '.' (macOS \"._\" files) are "
+                                     "skipped, as the engines' \"*.safetensors\" glob skips them",
+                                 "", ""});
   }
   return out;
+}
+
+std::string FileWeights::shortfall_reason() const {
+  if (!short_of_contract) return "";
+  return "the files' main model holds " + std::to_string(report.main.bytes) + " B, less than the " +
+         std::to_string(contract_exact_main_bytes) +
+         " B config.json's contract has in the parts whose rules are exact" +
+         (missing_contract_tensors > 0
+              ? "; " + std::to_string(missing_contract_tensors) + " of the contract's tensors are not in the files"
+              : std::string()) +
+         " (or config.json is not this checkpoint's)";
 }
 
 }  // namespace mlaplan

@@ -19,8 +19,21 @@ namespace mlaplan {
 
 namespace {
 
+/// A path in a message: quoted, cut only past kQuotedPathMaxBytes.
+std::string qpath(const std::string& path) { return mlaplan::quoted(path, kQuotedPathMaxBytes); }
+
 [[noreturn]] void fail(const InputFileRules& rules, const std::string& path, const std::string& what) {
-  throw_config(rules.label + "cannot read " + mlaplan::quoted(path) + ": " + what);
+  throw_config(rules.label + "cannot read " + qpath(path) + ": " + what);
+}
+
+/// A size limit for a message: "1 MiB (1048576 bytes" for whole MiB, else "256 bytes", so that a
+/// small limit never reads as 0 MiB.
+std::string limit_text(std::int64_t bytes) {
+  constexpr std::int64_t kMiB = 1 << 20;
+  if (bytes >= kMiB && bytes % kMiB == 0) {
+    return std::to_string(bytes / kMiB) + " MiB (" + std::to_string(bytes) + " bytes, ";
+  }
+  return std::to_string(bytes) + " bytes (";
 }
 
 /// Refuses anything but a regular file, naming what it is.
@@ -32,12 +45,12 @@ void require_regular(unsigned mode, const InputFileRules& rules, const std::stri
 
 /// `shown`: the quoted path, or the name of a stream.
 [[noreturn]] void too_large_shown(const InputFileRules& rules, const std::string& shown) {
-  throw_config(rules.label + shown + " is larger than " + std::to_string(rules.max_bytes >> 20) + " MiB (" +
-               std::to_string(rules.max_bytes) + " bytes, " + rules.limit_name + "); " + rules.size_hint);
+  throw_config(rules.label + shown + " is larger than " + limit_text(rules.max_bytes) + rules.limit_name + "); " +
+               rules.size_hint);
 }
 
 [[noreturn]] void too_large(const InputFileRules& rules, const std::string& path) {
-  too_large_shown(rules, mlaplan::quoted(path));
+  too_large_shown(rules, qpath(path));
 }
 
 /// Appends what `fd` holds to `text` until its end: `fail_read(errno)` for a failed read and

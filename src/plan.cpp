@@ -9,6 +9,7 @@
 #include "mlaplan/error.hpp"
 #include "mlaplan/number_format.hpp"
 #include "mlaplan/safetensors.hpp"
+#include "mlaplan/text.hpp"
 
 namespace mlaplan {
 
@@ -19,12 +20,20 @@ constexpr std::int64_t kMaxSuggestedGpus = 256;
 
 }  // namespace
 
+Finding IncompleteCheckpoint::finding() const {
+  return Finding{"checkpoint.incomplete", Severity::error,
+                 "the checkpoint in " + quoted(dir, kQuotedPathMaxBytes) + " is incomplete: " + reason +
+                     "; its files are not used as the weights (the fit takes the weights derived from config.json)",
+                 "", "finish the download, or plan from config.json alone with --no-checkpoint-files"};
+}
+
 PlanWeights load_plan_weights(const ModelConfig& cfg, const PlanRequest& req) {
   PlanWeights w;
   if (req.weights) {
     w.report = req.weights;
     w.source = req.weights_source;
     w.how = req.weights_how;
+    w.incomplete = req.incomplete_checkpoint;
     if (req.budget.weights_gib) {
       w.source = WeightsSource::flag;
       w.how = "--weights-gib " + format_general(*req.budget.weights_gib);
@@ -34,21 +43,51 @@ PlanWeights load_plan_weights(const ModelConfig& cfg, const PlanRequest& req) {
   WeightsOptions wo;
   wo.list_tensors = false;
   WeightsReport derived = compute_weights(cfg, wo);
+  const auto from_config = [&] {
+    w.source = WeightsSource::config;
+    w.how = derived.known ? (derived.estimated()
+                                 ? "derived from config.json (some parts estimated: " + derived.estimated_reason() + ")"
+                                 : "derived from config.json")
+                          : "config.json names a scheme not known: " + derived.reason;
+    w.report = std::make_shared<const WeightsReport>(std::move(derived));
+  };
   if (req.deploy.read_checkpoint_files && has_checkpoint_files(cfg.model_dir)) {
     const CheckpointFiles files = read_checkpoint_files(cfg.model_dir);
     FileWeights fw = weights_from_files(cfg, files, derived);
-    w.report = std::make_shared<const WeightsReport>(std::move(fw.report));
-    fw.report = WeightsReport{};  // the report lives in Fit::weights; FileWeights keeps the comparison
-    w.source = WeightsSource::files;
-    w.how = std::to_string(files.files.size()) + " safetensors header" + (files.files.size() == 1 ? "" : "s") + " in " +
-            cfg.model_dir;
-    w.files = std::move(fw);
+    std::string incomplete = files.incomplete_reason();
+    if (incomplete.empty()) incomplete = fw.shortfall_reason();
+    if (incomplete.empty()) {
+      w.report = std::make_shared<const WeightsReport>(std::move(fw.report));
+      fw.report = WeightsReport{};  // the report lives in Fit::weights; FileWeights keeps the comparison
+      w.source = WeightsSource::files;
+      w.how = std::to_string(files.files.size()) + " safetensors header" + (files.files.size() == 1 ? "" : "s") +
+              " in " + cfg.model_dir;
+      w.files = std::move(fw);
+    } else {
+      // A partial download is not the checkpoint: the config's contract stands in for it.
+      auto ic = std::make_shared<IncompleteCheckpoint>();
+      ic->dir = cfg.model_dir;
+      ic->reason = std::move(incomplete);
+      ic->missing = files.missing;
+      ic->missing_count = files.missing_count;
+      ic->expected_files = files.expected_files;
+      ic->missing_tensors = files.missing_tensors;
+      ic->files = static_cast<std::int64_t>(files.files.size());
+      ic->files_tensors = static_cast<std::int64_t>(files.tensors.size());
+      ic->files_bytes = files.tensor_bytes;
+      ic->index_total_size = files.index_total_size;
+      ic->contract_exact_main_bytes = fw.contract_exact_main_bytes;
+      from_config();
+      w.how += "; the checkpoint in " + cfg.model_dir + " is incomplete (" +
+               (files.complete()
+                    ? std::string("tensors missing")
+                    : std::to_string(files.missing_count) + " of " +
+                          std::to_string(std::max(files.expected_files, files.missing_count)) + " shards missing") +
+               "), its files are not used";
+      w.incomplete = std::move(ic);
+    }
   } else {
-    w.source = WeightsSource::config;
-    w.how = derived.known
-                ? (derived.estimated() ? "derived from config.json (some parts estimated)" : "derived from config.json")
-                : "config.json names a scheme not known: " + derived.reason;
-    w.report = std::make_shared<const WeightsReport>(std::move(derived));
+    from_config();
   }
   if (req.budget.weights_gib) {
     w.source = WeightsSource::flag;
@@ -490,9 +529,12 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
     f.error_message = f.verdict;
   }
   if (w.files) p.fit->files = std::move(w.files);
+  p.fit->incomplete_checkpoint = w.incomplete;
   const WeightsReport& wr = *p.fit->weights;
+  // What the checkpoint's files say is shown whole (its source, totals, skipped files); of the
+  // contract only what is not a note.
   for (const auto& f : wr.findings) {
-    if (f.severity != Severity::info) p.findings.push_back(f);
+    if (f.severity != Severity::info || p.fit->weights_source == WeightsSource::files) p.findings.push_back(f);
   }
   if (!wr.known && !req.budget.weights_gib) {
     p.findings.push_back(
@@ -612,6 +654,17 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
     }
   }
   apply_guards(p, req.guards);
+  // An incomplete checkpoint is an input that is not whole: exit 2, which outranks 3 and 4
+  // (exit_code_severity); the plan above, made with the config's weights, is still printed.
+  if (const auto& ic = p.fit->incomplete_checkpoint) {
+    Finding f = ic->finding();
+    const int code = exit_code(ErrorKind::invalid_config);
+    if (combine_exit_codes(p.exit_code, code) == code) {
+      p.exit_code = code;
+      p.exit_message = f.message + " (fix: " + f.fix + ")";
+    }
+    p.findings.push_back(std::move(f));
+  }
 }
 
 }  // namespace

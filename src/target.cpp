@@ -388,6 +388,7 @@ Target resolve_target(const TargetRequest& request) {
     t.source = TargetSource::custom;
     t.num_sms = request.num_sms ? *request.num_sms : ref->num_sms;
     t.memory_bytes = memory ? *memory : ref->memory_bytes();
+    t.memory_given = memory.has_value();
     if (!memory && ref != nullptr && ref->runtime_memory_bytes > 0) {
       t.runtime_memory_bytes = ref->runtime_memory_bytes;
       t.runtime_memory_source = std::string(ref->runtime_memory_source) + " (from preset " + std::string(ref->id) + ")";
@@ -410,9 +411,11 @@ Target resolve_target(const TargetRequest& request) {
     t.num_sms = *request.num_sms;
     t.num_sms_overridden = true;
   }
-  if (memory && *memory != t.memory_bytes) {
+  if (memory) {
+    // The user's figure stands for the total, even where it equals the preset's vendor figure.
+    t.memory_given = true;
+    t.memory_overridden = *memory != t.memory_bytes;
     t.memory_bytes = *memory;
-    t.memory_overridden = true;
     t.runtime_memory_bytes = 0;
     t.runtime_memory_source.clear();
   }

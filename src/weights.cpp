@@ -101,6 +101,19 @@ bool WeightsReport::estimated() const {
   return false;
 }
 
+std::string WeightsReport::estimated_reason() const {
+  std::string main_text;
+  bool draft_estimated = false;
+  for (std::size_t i = 0; i < kWeightPartCount; ++i) {
+    if (main_parts[i].estimated && main_parts[i].tensors > 0) {
+      main_text += (main_text.empty() ? "" : ", ") + std::string(to_string(static_cast<WeightPart>(i)));
+    }
+    if (draft_parts[i].estimated && draft_parts[i].tensors > 0) draft_estimated = true;
+  }
+  if (!draft_estimated) return main_text;
+  return main_text + (main_text.empty() ? "" : "; ") + "draft stages";
+}
+
 namespace {
 
 using Shape = std::vector<std::int64_t>;
@@ -134,27 +147,33 @@ class Builder {
   /// One tensor, or `count` tensors whose names replace "{e}" with 0..count-1.
   void add(const std::string& name, WeightDtype dt, const Shape& shape, WeightPart part, bool scale = false,
            std::int64_t count = 1, std::int64_t elems_per_byte_unit = 1) {
-    std::int64_t elems = 1;
-    for (auto d : shape) elems = checked_mul(elems, d, "elements of " + name);
-    const std::int64_t bytes = checked_mul(elems, dtype_bytes(dt), "bytes of " + name);
-    const std::int64_t params = scale ? 0 : checked_mul(elems, elems_per_byte_unit, "parameters of " + name);
-    PartTotals& pt = (draft_ ? r_.draft_parts : r_.main_parts)[static_cast<std::size_t>(part)];
-    PartTotals& all = draft_ ? r_.draft : r_.main;
-    const std::int64_t cb = checked_mul(bytes, count, "bytes of " + name);
-    const std::int64_t cp = checked_mul(params, count, "parameters of " + name);
-    for (PartTotals* t : {&pt, &all}) {
-      t->bytes = checked_add(t->bytes, cb, "checkpoint bytes");
-      if (scale) t->scale_bytes = checked_add(t->scale_bytes, cb, "checkpoint bytes");
-      t->tensors = checked_add(t->tensors, count, "checkpoint tensors");
-      t->params = checked_add(t->params, cp, "checkpoint parameters");
-    }
-    if (!draft_ && part != WeightPart::embedding && part != WeightPart::engram) {
-      // Routed experts: top_k of n_routed_experts are active, i.e. count tensors times top_k / count.
-      const std::int64_t active =
-          part == WeightPart::routed_experts
-              ? checked_mul(params, std::min(count, c_.num_experts_per_tok), "active parameters")
-              : cp;
-      r_.active_params = checked_add(r_.active_params, active, "active parameters");
+    std::int64_t bytes = 0, params = 0;
+    try {
+      std::int64_t elems = 1;
+      for (auto d : shape) elems = checked_mul(elems, d, "elements of " + name);
+      bytes = checked_mul(elems, dtype_bytes(dt), "bytes of " + name);
+      params = scale ? 0 : checked_mul(elems, elems_per_byte_unit, "parameters of " + name);
+      PartTotals& pt = (draft_ ? r_.draft_parts : r_.main_parts)[static_cast<std::size_t>(part)];
+      PartTotals& all = draft_ ? r_.draft : r_.main;
+      const std::int64_t cb = checked_mul(bytes, count, "bytes of " + name);
+      const std::int64_t cp = checked_mul(params, count, "parameters of " + name);
+      for (PartTotals* t : {&pt, &all}) {
+        t->bytes = checked_add(t->bytes, cb, "checkpoint bytes");
+        if (scale) t->scale_bytes = checked_add(t->scale_bytes, cb, "checkpoint bytes");
+        t->tensors = checked_add(t->tensors, count, "checkpoint tensors");
+        t->params = checked_add(t->params, cp, "checkpoint parameters");
+      }
+      if (!draft_ && part != WeightPart::embedding && part != WeightPart::engram) {
+        // Routed experts: top_k of n_routed_experts are active, i.e. count tensors times top_k / count.
+        const std::int64_t active =
+            part == WeightPart::routed_experts
+                ? checked_mul(params, std::min(count, c_.num_experts_per_tok), "active parameters")
+                : cp;
+        r_.active_params = checked_add(r_.active_params, active, "active parameters");
+      }
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::invalid_config) throw;
+      overflow(name, dt, shape, count, e.what());
     }
     r_.groups.push_back(TensorGroup{name, dt, shape, bytes, params, part, layer_, draft_, scale, count});
     if (!r_.listed) return;
@@ -215,6 +234,24 @@ class Builder {
   void unknown(const std::string& reason) {
     if (r_.known) r_.reason = reason;
     r_.known = false;
+  }
+
+  /// A size past 64 bits: the config, the tensor and the fields that size the checkpoint.
+  [[noreturn]] void overflow(const std::string& name, WeightDtype dt, const Shape& shape, std::int64_t count,
+                             const std::string& what) const {
+    std::string dims;
+    for (std::size_t i = 0; i < shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(shape[i]);
+    std::string fields = "num_hidden_layers " + std::to_string(cfg_.num_hidden_layers) + ", hidden_size " +
+                         std::to_string(c_.hidden_size) + ", vocab_size " + std::to_string(c_.vocab_size) +
+                         ", moe_intermediate_size " + std::to_string(c_.moe_intermediate_size) + ", n_routed_experts " +
+                         std::to_string(c_.n_routed_experts) + ", q_lora_rank " + std::to_string(c_.q_lora_rank) +
+                         ", num_attention_heads " + std::to_string(cfg_.num_attention_heads) + ", head_dim " +
+                         std::to_string(cfg_.head_dim);
+    if (cfg_.family == Family::deepseek_v32) fields += ", intermediate_size " + std::to_string(c_.intermediate_size);
+    throw_config(printable(cfg_.file, kQuotedPathMaxBytes) + ": the checkpoint this config describes does not fit " +
+                 "64-bit byte counts: tensor " + name + " (" + std::string(to_string(dt)) + " [" + dims + "]" +
+                 (count > 1 ? " x " + std::to_string(count) : "") + "): " + what + "; its sizes come from the fields " +
+                 (cfg_.field_prefix.empty() ? std::string() : "under " + cfg_.field_prefix + " ") + fields);
   }
 
   Kind linear_kind() const { return linear_; }
@@ -446,12 +483,18 @@ void build_v4(Builder& b, const ModelConfig& cfg, WeightsReport& r) {
     b.add(p + "norm.weight", BF16, {H}, P::mtp);
     if (!v41) hc_head(b, c, p);
   }
-  if (v41 && stages > 0) {
-    // DSpark drafts add small heads the contract does not list (within about 1% [C, U]).
+  // The draft scheme decides whether the draft stages are exact: plain MTP stages are in the
+  // listing the V4 rules reproduce to the byte; DSpark stages (V4.1, and V4.0 re-releases with a
+  // dspark_block_size) add small heads the contract does not list (within about 1% [C, U]).
+  const bool dspark = v41 || cfg.dspark_block_size > 0;
+  if (dspark && stages > 0) {
     for (std::size_t p = 0; p < kWeightPartCount; ++p) r.draft_parts[p].estimated = true;
     r.findings.push_back(Finding{"weights.estimated", Severity::info,
-                                 "V4.1 draft stages are counted as plain MTP stages with dspark_n_routed_experts "
-                                 "routed experts; DSpark's extra heads are not listed",
+                                 std::string(v41 ? "V4.1 draft stages are counted as plain MTP stages with "
+                                                   "dspark_n_routed_experts routed experts"
+                                                 : "DSpark draft stages (dspark_block_size) are counted as plain "
+                                                   "MTP stages") +
+                                     "; DSpark's extra heads are not listed",
                                  cfg.field_prefix + "/num_nextn_predict_layers", ""});
   }
 }

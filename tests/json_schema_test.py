@@ -167,20 +167,33 @@ def write_json(path, doc):
         json.dump(doc, f, indent=2)
 
 
-def model_dir_with_safetensors(work, source_dir):
+def model_dir_with_safetensors(work, source_dir, name, extra_bytes):
     """A model directory: V4-Flash's config.json and one safetensors file of two small tensors, which
-    the config's contract does not have in those shapes (mismatches)."""
-    d = os.path.join(work, "model-dir")
+    the config's contract does not have in those shapes (mismatches), and with `extra_bytes` one more
+    tensor of that many bytes (a sparse data area). Without it the files hold far less than the
+    contract and an index names a shard that is not there: an incomplete checkpoint (exit 2, the
+    config's weights); with 160 GB they are used."""
+    d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
     shutil.copy(os.path.join(source_dir, "configs", "deepseek-v4-flash.json"), os.path.join(d, "config.json"))
-    header = json.dumps({
+    tensors = {
         "embed.weight": {"dtype": "BF16", "shape": [16, 64], "data_offsets": [0, 2048]},
         "layers.0.ffn.experts.0.w1.weight": {"dtype": "I8", "shape": [32, 32], "data_offsets": [2048, 3072]},
-    }).encode()
+    }
+    if extra_bytes:
+        tensors["layers.0.attn.extra.weight"] = {"dtype": "U8", "shape": [extra_bytes],
+                                                 "data_offsets": [3072, 3072 + extra_bytes]}
+    header = json.dumps(tensors).encode()
     with open(os.path.join(d, "model.safetensors"), "wb") as f:
         f.write(struct.pack("<Q", len(header)))
         f.write(header)
-        f.write(bytes(3072))
+        f.truncate(8 + len(header) + 3072 + extra_bytes)
+    if not extra_bytes:
+        # An index that names a second shard the directory lacks (a download in progress).
+        weight_map = {name: "model.safetensors" for name in tensors}
+        weight_map["head.weight"] = "model-00002-of-00002.safetensors"
+        write_json(os.path.join(d, "model.safetensors.index.json"),
+                   {"metadata": {"total_size": 159609485896}, "weight_map": weight_map})
     return d
 
 
@@ -209,7 +222,8 @@ def cli_commands(work, source_dir):
     v41, v4, v32 = ("configs/deepseek-v4.1-flash.json", "configs/deepseek-v4-flash.json",
                     "configs/deepseek-v3.2.json")
     small = sorted(os.path.join("configs", "small", n) for n in os.listdir(os.path.join(source_dir, "configs", "small")))
-    model_dir = model_dir_with_safetensors(work, source_dir)
+    model_dir = model_dir_with_safetensors(work, source_dir, "model-dir", 160 * 10**9)
+    partial_dir = model_dir_with_safetensors(work, source_dir, "partial-model-dir", 0)
     unknown = config_with_unknown_scheme(work, source_dir)
     cmds = [
         ("plan", [v41, "--tp", "8", "--json"]),
@@ -232,6 +246,9 @@ def cli_commands(work, source_dir):
         ("plan", [v41, "--tp", "8", "--dcp", "2", "--json"]),  # DCP refused by vLLM, the numbers still drawn
         ("plan", [v32, "--gpu", "b200", "--tp", "8", "--kv-cache-memory-bytes", "40000000000", "--json"]),
         ("plan", [model_dir, "--tp", "8", "--json"]),  # weights from safetensors headers, with mismatches
+        ("plan", [partial_dir, "--tp", "8", "--json"]),  # an incomplete checkpoint: exit 2, the config's weights
+        ("check", ["check", partial_dir, v4, "--tp", "8", "--json"]),
+        ("check", ["check", partial_dir, "--matrix", "--tp", "8", "--json"]),
         ("plan", [unknown, "--tp", "8", "--json"]),  # weights not all known
         ("check", ["check", v41, v4, v32, "--tp", "8", "--json"]),
         ("check", ["check", v41, v4, v32, "--gpu", "b200", "--tp", "8", "--format", "json",

@@ -78,6 +78,32 @@ TEST_CASE("budget: a preset without a runtime figure says its total is the vendo
   const Budget g = plan_budget(cfg, given, shape_of(1), BudgetOptions{});
   CHECK(g.total_bytes == (100LL << 30));
   CHECK(g.total_source == TermSource::given);
+  CHECK(g.total_how == "--gpu-memory-gib");
+}
+
+TEST_CASE("budget: a total the user passes is given, never estimated", "[budget]") {
+  const auto cfg = load_config(src("configs/deepseek-v4-flash.json"));
+  // A custom target from --arch, --num-sms and --gpu-memory-gib: there is no vendor figure to estimate from.
+  const Target custom = resolve_target(TargetRequest{{}, std::string("sm90"), 132, 80.0});
+  REQUIRE(custom.source == TargetSource::custom);
+  const Budget c = plan_budget(cfg, custom, shape_of(1), BudgetOptions{});
+  CHECK(c.total_bytes == (80LL << 30));
+  CHECK(c.total_source == TermSource::given);
+  CHECK(c.total_how == "--gpu-memory-gib");
+  // The preset's own vendor figure passed as --gpu-memory-gib is the user's too (not the measured runtime total).
+  const Target h100 = resolve_target(TargetRequest{std::string("h100"), {}, {}, {}});
+  const Target same = resolve_target(TargetRequest{std::string("h100"), {}, {}, 80.0});
+  CHECK(same.memory_bytes == h100.memory_bytes);
+  const Budget s = plan_budget(cfg, same, shape_of(1), BudgetOptions{});
+  CHECK(s.total_source == TermSource::given);
+  const Target h200 = resolve_target(TargetRequest{std::string("h200"), {}, {}, 139.8});
+  CHECK(plan_budget(cfg, h200, shape_of(1), BudgetOptions{}).total_source == TermSource::given);
+  // Every budget term the user passes is given (the terms' flags, the KV cache itself).
+  BudgetOptions o;
+  o.weights_gib = 10;
+  for (const auto& t : plan_budget(cfg, custom, shape_of(1), o).terms) {
+    if (t.id == "weights") CHECK(t.source == TermSource::given);
+  }
 }
 
 TEST_CASE("budget: every term has an override, --enforce-eager drops the graphs", "[budget]") {

@@ -226,7 +226,8 @@ TEST_CASE("checkpoint_weights: the name patterns agree with the contract on ever
       const auto brace = name.find("{e}");
       if (brace != std::string::npos) name.replace(brace, 3, "0");
       INFO(name);
-      const NameClass c = classify_tensor_name(name, cfg.num_hidden_layers);
+      const NameClass c = classify_tensor_name(name, cfg.num_hidden_layers, r.draft_stages);
+      CHECK_FALSE(c.unplaceable);
       CHECK(c.part == g.part);
       CHECK(c.layer == g.layer);
       CHECK(c.draft == g.draft);
@@ -239,11 +240,12 @@ TEST_CASE("checkpoint_weights: name patterns for names no contract lists", "[che
   const auto is = [](const std::string& name, WeightPart part, std::int64_t layer, bool draft = false,
                      bool scale = false) {
     INFO(name);
-    const NameClass c = classify_tensor_name(name, 10);
+    const NameClass c = classify_tensor_name(name, 10, 3);  // 10 layers and 3 draft stages: layers 10-12
     CHECK(to_string(c.part) == to_string(part));
     CHECK(c.layer == layer);
     CHECK(c.draft == draft);
     CHECK(c.scale == scale);
+    CHECK_FALSE(c.unplaceable);
   };
   is("layers.3.ffn.experts.300.w1.weight", WeightPart::routed_experts, 3);
   is("layers.3.ffn.experts.w13.weight", WeightPart::routed_experts, 3);  // fused experts
@@ -271,6 +273,14 @@ TEST_CASE("checkpoint_weights: name patterns for names no contract lists", "[che
   is("layers.x.attn.weight", WeightPart::attention, -1);   // no layer number
   is("layers.07.attn.weight", WeightPart::attention, -1);  // not the spelling of an index
   is("layers.99999999999999999999.attn.weight", WeightPart::attention, -1);
+  // Past the draft stages a layer is no stage of the model: unplaceable, not a draft.
+  for (const char* name : {"model.layers.13.mlp.down_proj.weight", "model.layers.5000.mlp.down_proj.weight",
+                           "mtp.3.e_proj.weight", "layers.999999999999999999.attn.weight"}) {
+    INFO(name);
+    CHECK(classify_tensor_name(name, 10, 3).unplaceable);
+  }
+  CHECK(classify_tensor_name("model.layers.10.x", 10, 0).unplaceable);  // no draft stage at all
+  CHECK_FALSE(classify_tensor_name("model.layers.9.x", 10, 0).unplaceable);
 }
 
 TEST_CASE("checkpoint_weights: files holding exactly the contract give its totals and no mismatch",
@@ -314,7 +324,8 @@ TEST_CASE("checkpoint_weights: files holding exactly the contract give its total
   const FileWeights fw2 = weights_from_files(cfg, read_checkpoint_files(dir2.path.string()), derived);
   const Finding* ts = finding(fw2.report, "weights.total_size");
   REQUIRE(ts);
-  CHECK_THAT(ts->message, Catch::Contains("12345"));
+  CHECK_THAT(ts->message, Catch::Contains("12,345"));
+  CHECK(ts->severity == Severity::warning);  // an index that is not its shards' sum is shown everywhere
   CHECK(fw2.mismatch_count == 0);
 }
 
@@ -453,6 +464,15 @@ TEST_CASE("checkpoint_weights: a wholly missing expert group is one mismatch nam
   }
   const FileWeights fw = weights_from_files(cfg, files, derived);
   REQUIRE(fw.mismatch_count == 1);
+  // Tensors the contract's exact parts hold are missing: the files are short of any whole checkpoint.
+  CHECK(fw.missing_contract_tensors == 4);
+  CHECK(fw.short_of_contract);
+  CHECK(fw.contract_exact_main_bytes == derived.main.bytes);  // V4: every part exact
+  CHECK(fw.shortfall_reason() ==
+        "the files' main model holds " + std::to_string(fw.report.main.bytes) + " B, less than the " +
+            std::to_string(derived.main.bytes) +
+            " B config.json's contract has in the parts whose rules are exact; 4 of the contract's tensors are not in "
+            "the files (or config.json is not this checkpoint's)");
   CHECK(fw.mismatches[0].tensor == "layers.1.ffn.experts.{e}.w2.weight");
   CHECK(fw.mismatches[0].what == "missing_in_files");
   CHECK(fw.mismatches[0].contract == "4 x I8 [64, 32]");
@@ -566,4 +586,66 @@ TEST_CASE("checkpoint_weights: the V4-Flash listing (69,187 tensors) classifies 
   CHECK(fs1.pattern_classified == 334);
   CHECK(fs1.mismatch_count > 334);  // and what the contract has that these lack
   CHECK(fs1.mismatches.size() == 20);
+}
+
+TEST_CASE("checkpoint_weights: a tensor of a layer the model does not have is unplaceable, not a draft",
+          "[checkpoint_weights]") {
+  const ModelConfig cfg = tiny_config();  // 3 layers and 1 draft stage
+  const WeightsReport derived = compute_weights(cfg);
+  CheckpointFiles files;
+  files.dir = "mem";
+  for (const auto& t : derived.tensors) files.tensors.push_back(from_contract(t));
+  files.tensors.push_back(
+      CheckpointTensor{"model.layers.5000.mlp.down_proj.weight", "U8", {1850000000}, 1850000000, ""});
+  files.tensors.push_back(CheckpointTensor{"mtp.1.e_proj.weight", "U8", {10}, 10, ""});
+  std::sort(files.tensors.begin(), files.tensors.end(),
+            [](const CheckpointTensor& a, const CheckpointTensor& b) { return a.name < b.name; });
+  const FileWeights fw = weights_from_files(cfg, files, derived);
+  CHECK(fw.unplaceable_tensors == 2);
+  CHECK(fw.unplaceable_bytes == 1850000010);
+  // Not counted as a draft stage, not placed: the report is the contract's; the files' bytes say all.
+  CHECK(fw.report.draft_stages == 1);
+  CHECK(fw.report.total_bytes() == derived.total_bytes());
+  CHECK(fw.files_bytes == derived.total_bytes() + 1850000010);
+  CHECK_FALSE(fw.short_of_contract);
+  const Finding* f = finding(fw.report, "weights.unplaceable");
+  REQUIRE(f);
+  CHECK(f->severity == Severity::warning);
+  // Skipped hidden files are a note.
+  files.hidden_files_skipped = 2;
+  const FileWeights hidden = weights_from_files(cfg, files, derived);
+  const Finding* h = finding(hidden.report, "weights.hidden_files");
+  REQUIRE(h);
+  CHECK(h->severity == Severity::info);
+  CHECK(h->message ==
+        "2 *.safetensors files whose names start with '.' (macOS \"._\" files) are skipped, as the engines' "
+        "\"*.safetensors\" glob skips them");
+  CHECK(f->message ==
+        "2 tensors (1850000010 B) name a layer past the model's 3 layers and 1 draft stages: "
+        "'model.layers.5000.mlp.down_proj.weight', 'mtp.1.e_proj.weight'; no GPU holds them, and they are left out of "
+        "the weights");
+}
+
+TEST_CASE("checkpoint_weights: the exact parts of an estimated contract bound what a whole checkpoint holds",
+          "[checkpoint_weights]") {
+  // V4.1: compressor, indexer, Engram, vision and the DSpark draft stages are estimated; the rest is exact.
+  const ModelConfig cfg = load_config(src("configs/deepseek-v4.1-flash.json"));
+  WeightsOptions o;
+  o.list_tensors = false;
+  const WeightsReport derived = compute_weights(cfg, o);
+  REQUIRE(derived.estimated());
+  CHECK(derived.estimated_reason() == "compressor, indexer, engram, vision; draft stages");
+  CheckpointFiles files;
+  files.dir = "mem";
+  files.tensors.push_back(CheckpointTensor{"embed.weight", "BF16", {4, 8}, 64, ""});
+  const FileWeights fw = weights_from_files(cfg, files, derived);
+  std::int64_t exact = 0;
+  for (std::size_t p = 0; p < kWeightPartCount; ++p) {
+    if (!derived.main_parts[p].estimated) exact += derived.main_parts[p].bytes;
+  }
+  CHECK(fw.contract_exact_main_bytes == exact);
+  CHECK(exact < derived.main.bytes);
+  CHECK(fw.short_of_contract);
+  // The released checkpoint (510,286,023,000 B) holds more than the exact parts.
+  CHECK(exact < 510286023000);
 }

@@ -2,9 +2,12 @@
 // (weights derived from config.json and placed per GPU, the memory budget, the KV cache and
 // vLLM's log line), in text and JSON, and the flags that change its terms.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -285,6 +288,165 @@ TEST_CASE("fit CLI: a model directory's broken safetensors file is exit 2 naming
   const Run d = run({dir.path.string(), "--tp", "2", "--no-checkpoint-files"});
   CHECK(d.code == 0);
   CHECK_THAT(d.out, Catch::Contains("derived from config.json"));
+}
+
+namespace {
+
+/// A Hugging Face snapshot of V4.1-Flash while it downloads: config.json, the index of its 46
+/// shards (total_size the released 510,286,023,000 B) and the first shard, of one 64-byte tensor.
+void partial_v41_snapshot(testing_files::TempDir& dir, bool with_index) {
+  {
+    std::ifstream in(kV41);
+    std::ofstream out(dir / "config.json");
+    out << in.rdbuf();
+  }
+  const std::string header = R"({"embed.weight":{"dtype":"BF16","shape":[4,8],"data_offsets":[0,64]}})";
+  std::string bytes(8, '\0');
+  bytes[0] = static_cast<char>(header.size());
+  dir.write("model-00001-of-00046.safetensors", bytes + header + std::string(64, '\0'));
+  if (!with_index) return;
+  nlohmann::json map = nlohmann::json::object();
+  map["embed.weight"] = "model-00001-of-00046.safetensors";
+  for (int i = 2; i <= 46; ++i) {
+    char shard[64];
+    std::snprintf(shard, sizeof shard, "model-%05d-of-00046.safetensors", i);
+    map["t" + std::to_string(i)] = shard;
+  }
+  dir.write("model.safetensors.index.json",
+            nlohmann::json{{"metadata", {{"total_size", 510286023000LL}}}, {"weight_map", map}}.dump());
+}
+
+}  // namespace
+
+TEST_CASE("fit CLI: a partial download is not the checkpoint, in every format", "[cli][fit][checkpoint]") {
+  for (const bool with_index : {false, true}) {
+    INFO("with the index: " << with_index);
+    testing_files::TempDir dir;
+    partial_v41_snapshot(dir, with_index);
+    const std::string d = dir.path.string();
+    // The files (64 B) would fit 56.24x; the weights derived from config.json fit 28.78x.
+    const Run r = run({d, "--tp", "8"});
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::Contains("Maximum concurrency for 1,048,576 tokens per request: 28.78x"));
+    CHECK_THAT(r.out, Catch::Contains("weights: 509,890,541,400 B (474.87 GiB) in the checkpoint, derived from "
+                                      "config.json (some parts estimated: compressor, indexer, engram, vision; draft "
+                                      "stages); the checkpoint in " +
+                                      d + " is incomplete (45 of 46 shards missing), its files are not used"));
+    const std::string reason =
+        "the checkpoint in '" + d +
+        "' is incomplete: 45 of 46 shards are missing: 'model-00002-of-00046.safetensors', "
+        "'model-00003-of-00046.safetensors', 'model-00004-of-00046.safetensors' (not in the directory) and 42 more; " +
+        (with_index ? "the index maps 45 tensors to them; the files present hold 1 tensor, 64 B of the index's "
+                      "total_size 510,286,023,000 B"
+                    : "the files present hold 1 tensor, 64 B") +
+        "; its files are not used as the weights (the fit takes the weights derived from config.json)";
+    CHECK_THAT(r.out, Catch::Contains("\nfindings:\n  error [checkpoint.incomplete]: " + reason +
+                                      "\n    fix: finish the "
+                                      "download, or plan from config.json alone with --no-checkpoint-files\n"));
+    CHECK(r.err == "mla-plan: error: " + reason +
+                       " (fix: finish the download, or plan from config.json alone with --no-checkpoint-files)\n");
+
+    const Run js = run({d, "--tp", "8", "--json"});
+    CHECK(js.code == 2);
+    const auto j = nlohmann::json::parse(js.out);
+    CHECK(j.at("exit_code") == 2);
+    const auto& w = j.at("fit").at("weights");
+    CHECK(w.at("source") == "config");
+    CHECK(w.at("checkpoint_bytes") == 509890541400LL);
+    const auto& ic = w.at("incomplete_checkpoint");
+    CHECK(ic.at("missing_count") == 45);
+    CHECK(ic.at("expected_files") == 46);
+    CHECK(ic.at("missing").size() == 8);
+    CHECK(ic.at("missing").at(0).at("file") == "model-00002-of-00046.safetensors");
+    CHECK(ic.at("files_bytes") == 64);
+    CHECK(ic.contains("index_total_size") == with_index);
+    bool finding = false;
+    for (const auto& f : j.at("findings"))
+      finding |= f.at("id") == "checkpoint.incomplete" && f.at("severity") == "error";
+    CHECK(finding);
+
+    const Run md = run({d, "--tp", "8", "--format", "markdown"});
+    CHECK(md.code == 2);
+    CHECK_THAT(md.out, Catch::Contains("**Result: FAIL** (exit 2): the checkpoint in "));
+    CHECK_THAT(md.out, Catch::Contains("`checkpoint.incomplete`"));
+
+    // check fails the file in every format.
+    const Run text = run({"check", d, "--tp", "8"});
+    CHECK(text.code == 2);
+    CHECK_THAT(text.out, Catch::StartsWith("FAIL " + d + " (exit 2)"));
+    CHECK_THAT(text.out, Catch::Contains("  error [checkpoint.incomplete]: " + reason));
+    const Run gh = run({"check", d, "--tp", "8", "--format", "github"});
+    CHECK(gh.code == 2);
+    CHECK_THAT(gh.out, Catch::StartsWith("::error file=" + d + ",title=mla-plan checkpoint.incomplete::"));
+    const Run cj = run({"check", d, "--tp", "8", "--json"});
+    CHECK(cj.code == 2);
+    CHECK_THAT(cj.out, Catch::Contains("checkpoint.incomplete"));
+    const Run cm = run({"check", d, "--tp", "8", "--format", "markdown"});
+    CHECK(cm.code == 2);
+    CHECK_THAT(cm.out, Catch::Contains("**error** `checkpoint.incomplete`"));
+    // The matrix plans its cells with the config's weights and fails the file.
+    const Run matrix = run({"check", d, "--matrix", "--tp", "8"});
+    CHECK(matrix.code == 2);
+    CHECK_THAT(matrix.out, Catch::Contains("yes fits: 28.78x requests of 1048576 tokens"));
+    CHECK_THAT(matrix.out, Catch::Contains("  error [checkpoint.incomplete]: " + reason));
+    const Run mj = run({"check", d, "--matrix", "--tp", "8", "--json"});
+    CHECK(mj.code == 2);
+    const auto mjj = nlohmann::json::parse(mj.out);
+    CHECK(mjj.at("exit_code") == 2);
+    CHECK(mjj.at("files").at(0).at("exit_code") == 2);
+    CHECK_THAT(mjj.at("files").at(0).at("error").get<std::string>(), Catch::StartsWith(reason));
+
+    // Planned from config.json alone, as the fix says: the same numbers, exit 0.
+    const Run alone = run({d, "--tp", "8", "--no-checkpoint-files"});
+    CHECK(alone.code == 0);
+    CHECK_THAT(alone.out, Catch::Contains("28.78x"));
+  }
+}
+
+TEST_CASE("fit CLI: the checkpoint's own findings are shown", "[cli][fit][checkpoint]") {
+  testing_files::TempDir dir;
+  {
+    std::ifstream in(kV4);
+    std::ofstream out(dir / "config.json");
+    out << in.rdbuf();
+  }
+  // Files holding more than the contract (one sparse 160 GB expert tensor besides a small one), an index
+  // whose total_size says 5 bytes, a tensor of layer 5000, and a macOS AppleDouble file (not read:
+  // the index names the shards).
+  const std::string header =
+      R"({"embed.weight":{"dtype":"BF16","shape":[16,64],"data_offsets":[0,2048]},)"
+      R"("layers.0.ffn.experts.300.w1.weight":{"dtype":"U8","shape":[160000000000],"data_offsets":[2048,160000002048]},)"
+      R"("model.layers.5000.mlp.down_proj.weight":{"dtype":"U8","shape":[1850000000],)"
+      R"("data_offsets":[160000002048,161850002048]}})";
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[static_cast<std::size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  const std::string shard = dir.write("model-00001-of-00001.safetensors", bytes + header);
+  REQUIRE(::truncate(shard.c_str(), static_cast<off_t>(8 + header.size() + 161850002048LL)) == 0);
+  dir.write("model.safetensors.index.json",
+            R"({"metadata":{"total_size":5},"weight_map":{"embed.weight":"model-00001-of-00001.safetensors",)"
+            R"("layers.0.ffn.experts.300.w1.weight":"model-00001-of-00001.safetensors",)"
+            R"("model.layers.5000.mlp.down_proj.weight":"model-00001-of-00001.safetensors"}})");
+  dir.write("._model-00001-of-00001.safetensors", std::string("\x00\x05\x16\x07", 4));
+  const Run r = run({dir.path.string(), "--tp", "8"});
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("warning [weights.total_size]: model.safetensors.index.json: "
+                                    "\"metadata\".\"total_size\" is 5 bytes; the tensors of its 1 shards hold "
+                                    "161,850,002,048 bytes (the headers' figure is used)"));
+  CHECK_THAT(r.out, Catch::Contains("warning [weights.unplaceable]: 1 tensors (1850000000 B) name a layer past the "
+                                    "model's 43 layers and 1 draft stages: 'model.layers.5000.mlp.down_proj.weight'"));
+  // The notes are shown with --details.
+  const Run details = run({dir.path.string(), "--tp", "8", "--details"});
+  CHECK_THAT(details.out, Catch::Contains("\nnotes:\n") && Catch::Contains("\n  bytes from 1 safetensors headers in "));
+  const Run gh = run({"check", dir.path.string(), "--tp", "8", "--format", "github"});
+  CHECK_THAT(gh.out, Catch::Contains("title=mla-plan weights.total_size::"));
+  CHECK_THAT(gh.out, Catch::Contains("title=mla-plan weights.unplaceable::"));
+  const auto j = plan_json({dir.path.string(), "--tp", "8"});
+  std::set<std::string> ids;
+  for (const auto& f : j.at("findings")) ids.insert(f.at("id").get<std::string>());
+  CHECK(ids.count("weights.total_size"));
+  CHECK(ids.count("weights.unplaceable"));
+  CHECK(ids.count("weights.files_source"));
 }
 
 TEST_CASE("check: an invalid config is never hidden behind another file's exit 3 or 4", "[cli][check]") {

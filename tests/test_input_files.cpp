@@ -236,15 +236,15 @@ TEST_CASE("input files: every failure to open names its cause", "[input-files]")
   CHECK(load_error(file + "/config.json") ==
         "cannot read '" + file + "/config.json': a component of the path is not a directory");
 
-  // A path of 5000 bytes: the message shows its start, its length, and why.
+  // A path of 5000 bytes: the message shows its first 1024 bytes, its length, and why.
   const std::string long_path = "/" + std::string(4999, 'x');
   const auto long_msg = load_error(long_path);
-  CHECK(long_msg == "cannot read '/" + std::string(79, 'x') +
+  CHECK(long_msg == "cannot read '/" + std::string(kQuotedPathMaxBytes - 1, 'x') +
                         "'... (5000 bytes): the path is too long (5000 bytes; at most 4095 are allowed)");
   // One name of 300 bytes in a short path.
   const auto long_name = (dir.path / std::string(300, 'n')).string();
-  CHECK_THAT(load_error(long_name),
-             Catch::EndsWith(" bytes): a name in the path is too long (300 bytes; at most 255 are allowed)"));
+  CHECK(load_error(long_name) ==
+        "cannot read '" + long_name + "': a name in the path is too long (300 bytes; at most 255 are allowed)");
 
   if (::geteuid() != 0) {
     const auto locked = dir.write("locked", kConfigText);
@@ -578,4 +578,41 @@ TEST_CASE("find_nesting_past: the first bracket past the limit, outside strings"
   const std::string deep(100000, '[');
   REQUIRE(find_nesting_past(deep, 64));
   CHECK(find_nesting_past(deep, 64)->offset == 64);
+}
+
+TEST_CASE("input files: a file name is cut only past 1024 bytes, a small size limit prints in bytes", "[input-files]") {
+  TempDir dir;
+  // A name of 200 bytes (under NAME_MAX) in a message: whole, not cut at 80 bytes.
+  const auto deep = dir.path / std::string(200, 'd');
+  fs::create_directories(deep);
+  const auto missing = (deep / "x.json").string();
+  REQUIRE(missing.size() > kQuotedMaxBytes);
+  REQUIRE(missing.size() < kQuotedPathMaxBytes);
+  try {
+    (void)read_input_file(missing, kRules);
+    FAIL("read a missing file");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == "cannot read '" + missing + "': no such file or directory");
+  }
+  // refs/main is limited to 256 bytes: "larger than 256 bytes", never "larger than 0 MiB".
+  const auto big = dir.write("main", std::string(300, 'a'));
+  const InputFileRules small{"", CheckpointLimits::max_ref_bytes, "CheckpointLimits::max_ref_bytes",
+                             "refs/main holds one commit hash"};
+  try {
+    (void)read_input_file(big, small);
+    FAIL("read past the limit");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == "'" + big +
+                                       "' is larger than 256 bytes (CheckpointLimits::max_ref_bytes); refs/main holds "
+                                       "one commit hash");
+  }
+  // A limit of whole MiB keeps its two spellings.
+  const auto cfg = dir.write("c.json", std::string(static_cast<std::size_t>(ConfigLimits::max_file_bytes) + 1, ' '));
+  try {
+    (void)read_input_file(cfg, kRules);
+    FAIL("read past the limit");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) ==
+          "'" + cfg + "' is larger than 1 MiB (1048576 bytes, ConfigLimits::max_file_bytes); a few KiB");
+  }
 }

@@ -207,37 +207,62 @@ TEST_CASE("make_plan: the concurrency guard uses vLLM's number", "[plan][fit]") 
 
 TEST_CASE("make_plan: a model directory with safetensors headers gives the weights", "[plan][fit]") {
   testing_files::TempDir dir;
-  // config.json plus one shard holding two tensors, which the contract does not list.
+  // config.json plus one shard of tensors the contract does not list in those shapes; with `big`
+  // one more of 160 GB (a sparse data area), so that the files hold more than V4-Flash's contract.
   {
     std::ifstream in(src("configs/deepseek-v4-flash.json"));
     std::ofstream out(dir / "config.json");
     out << in.rdbuf();
   }
-  const std::string header =
-      R"({"embed.weight":{"dtype":"BF16","shape":[129280,4096],"data_offsets":[0,1059061760]},)"
-      R"("layers.0.ffn.experts.0.w1.weight":{"dtype":"I8","shape":[2048,2048],"data_offsets":[1059061760,1063256064]}})";
-  {
-    std::ofstream out(dir / "model.safetensors", std::ios::binary);
+  const auto write_shard = [&](bool big) {
+    std::string header =
+        R"({"embed.weight":{"dtype":"BF16","shape":[129280,4096],"data_offsets":[0,1059061760]},)"
+        R"("layers.0.ffn.experts.0.w1.weight":{"dtype":"I8","shape":[2048,2048],"data_offsets":[1059061760,1063256064]})";
+    std::int64_t data = 1063256064;
+    if (big) {
+      header += R"(,"layers.0.ffn.experts.300.w1.weight":{"dtype":"U8","shape":[160000000000],)"
+                R"("data_offsets":[1063256064,161063256064]})";
+      data = 161063256064;
+    }
+    header += "}";
+    std::ofstream out(dir / "model.safetensors", std::ios::binary | std::ios::trunc);
     std::uint64_t n = header.size();
     char len[8];
     std::memcpy(len, &n, 8);
     out.write(len, 8);
     out << header;
-    out.seekp(static_cast<std::streamoff>(8 + header.size() + 1063256064 - 1));
+    out.seekp(static_cast<std::streamoff>(8 + header.size() + data - 1));
     out.put('\0');
-  }
+  };
+  write_shard(true);
   const Plan p = make_plan(dir.path.string(), on_tp(8));
   REQUIRE(p.fit);
   CHECK(p.fit->weights_source == WeightsSource::files);
-  CHECK(p.fit->weights->total_bytes() == 1063256064);
+  CHECK(p.fit->weights->total_bytes() == 161063256064);
   REQUIRE(p.fit->files);
   CHECK(p.fit->files->mismatch_count > 0);
+  CHECK_FALSE(p.fit->incomplete_checkpoint);
   CHECK_THAT(p.fit->weights_how, Catch::Contains("1 safetensors header"));
   PlanRequest derived = on_tp(8);
   derived.deploy.read_checkpoint_files = false;
   const Plan d = make_plan(dir.path.string(), derived);
   CHECK(d.fit->weights_source == WeightsSource::config);
   CHECK(d.fit->weights->total_bytes() == 159'609'485'896);
+
+  // Holding 1 GB of V4-Flash's 156 GB main model, the files are not the checkpoint: the config's
+  // weights stand in, and the plan fails with checkpoint.incomplete.
+  write_shard(false);
+  const Plan partial = make_plan(dir.path.string(), on_tp(8));
+  REQUIRE(partial.fit);
+  CHECK(partial.fit->weights_source == WeightsSource::config);
+  CHECK(partial.fit->weights->total_bytes() == 159'609'485'896);
+  REQUIRE(partial.fit->incomplete_checkpoint);
+  CHECK(partial.fit->incomplete_checkpoint->files_bytes == 1063256064);
+  CHECK(partial.fit->incomplete_checkpoint->contract_exact_main_bytes == 156'015'698'140);
+  CHECK(partial.exit_code == 2);
+  CHECK_THAT(partial.exit_message, Catch::Contains("is incomplete: the files' main model holds 1063256064 B, less "
+                                                   "than the 156015698140 B config.json's contract has"));
+  CHECK(partial.fit->fits);  // the plan itself, with the config's weights
 }
 
 TEST_CASE("bytes_by_cache_kind: the kinds sum to the layout's accounting", "[plan][layout]") {

@@ -342,17 +342,64 @@ TEST_CASE("safetensors: a checkpoint through its index", "[safetensors]") {
     write_index(index);
     const CheckpointFiles m = read_checkpoint_files(dir.path.string());
     CHECK(m.tensor_bytes == 36);
-    CHECK(m.findings == std::vector<std::string>{
-                            "model.safetensors.index.json: \"metadata\".\"total_size\" is 50 bytes; the tensors of its "
-                            "shards hold 36 bytes (the headers' figure is used)"});
+    CHECK(m.findings ==
+          std::vector<std::string>{
+              "model.safetensors.index.json: \"metadata\".\"total_size\" is 50 bytes; the tensors of its 2 "
+              "shards hold 36 bytes (the headers' figure is used)"});
+    CHECK(m.complete());
   }
   const std::string ip = quoted(dir / "model.safetensors.index.json", kQuotedPathMaxBytes) + ": ";
-  SECTION("a shard the directory lacks") {
+  SECTION("a shard the directory lacks makes the checkpoint incomplete, not invalid") {
     index["weight_map"]["d"] = "model-00003-of-00003.safetensors";
+    index["weight_map"]["e"] = "model-00003-of-00003.safetensors";
+    index["metadata"]["total_size"] = 5000;
     write_index(index);
+    const CheckpointFiles m = read_checkpoint_files(dir.path.string());
+    CHECK_FALSE(m.complete());
+    CHECK(m.missing_count == 1);
+    CHECK(m.expected_files == 3);
+    CHECK(m.missing_tensors == 2);
+    REQUIRE(m.missing.size() == 1);
+    CHECK(m.missing[0].file == "model-00003-of-00003.safetensors");
+    CHECK(m.missing[0].why == "not in the directory");
+    CHECK(m.missing[0].tensors == 2);
+    CHECK(m.tensor_bytes == 36);
+    CHECK(m.findings.empty());  // the index's total is larger because shards are missing: said below
+    CHECK(m.incomplete_reason() ==
+          "1 of 3 shards is missing: 'model-00003-of-00003.safetensors' (not in the directory); the index maps 2 "
+          "tensors to them; the files present hold 3 tensors, 36 B of the index's total_size 5,000 B");
+  }
+  SECTION("a shard that is a Git LFS pointer or shorter than its header says is missing too") {
+    std::ofstream(dir / "model-00002-of-00002.safetensors")
+        << "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a2146\nsize 5000000000\n";
+    CheckpointFiles m = read_checkpoint_files(dir.path.string());
+    REQUIRE(m.missing.size() == 1);
+    CHECK(m.missing[0].why ==
+          "the file is a Git LFS pointer to 5,000,000,000 bytes, not the safetensors file (the weights were not "
+          "fetched: git lfs pull)");
+    CHECK(m.files == std::vector<std::string>{"model-00001-of-00002.safetensors"});
+    write_raw(dir / "model-00002-of-00002.safetensors", header_of({{"c", "F8_E4M3", {16}, 0, 16}}).dump(), 10);
+    m = read_checkpoint_files(dir.path.string());
+    REQUIRE(m.missing.size() == 1);
+    CHECK(m.missing[0].why == "truncated: its header describes 16 bytes of tensor data, the file holds 10");
+    write_raw(dir / "model-00002-of-00002.safetensors", "{\"c\"", 0, false, 1000);
+    m = read_checkpoint_files(dir.path.string());
+    REQUIRE(m.missing.size() == 1);
+    CHECK_THAT(m.missing[0].why, Catch::StartsWith("the header length 1000 is past the end of the file"));
+    std::ofstream(dir / "model-00002-of-00002.safetensors", std::ios::trunc) << "";
+    m = read_checkpoint_files(dir.path.string());
+    REQUIRE(m.missing.size() == 1);
+    CHECK(m.missing[0].why == "the file is 0 bytes; a safetensors file starts with an 8-byte header length");
+    // Alone, the same files are errors.
+    CHECK(config_error([&] { read_safetensors_header(dir / "model-00002-of-00002.safetensors"); }) ==
+          "safetensors " + quoted(dir / "model-00002-of-00002.safetensors", kQuotedPathMaxBytes) +
+              ": the file is 0 bytes; a safetensors file starts with an 8-byte header length");
+  }
+  SECTION("a tensor named twice in weight_map") {
+    std::ofstream(dir / "model.safetensors.index.json")
+        << R"({"weight_map": {"a": "model-00001-of-00002.safetensors", "a": "model-00002-of-00002.safetensors"}})";
     CHECK(config_error([&] { read_checkpoint_files(dir.path.string()); }) ==
-          ip + "shard 'model-00003-of-00003.safetensors' (of tensor 'd') is not in " +
-              quoted(dir.path.string(), kQuotedPathMaxBytes));
+          ip + "\"weight_map\" names tensor 'a' twice (one shard would be lost)");
   }
   SECTION("a tensor of the map that its shard lacks") {
     index["weight_map"]["d"] = "model-00002-of-00002.safetensors";
@@ -434,6 +481,16 @@ TEST_CASE("safetensors: a checkpoint without an index", "[safetensors]") {
   CHECK(c.files == std::vector<std::string>{"model.safetensors"});
   REQUIRE(c.tensors.size() == 1);
   CHECK(c.tensors[0].name == "m");
+
+  // macOS AppleDouble files ("._NAME", resource forks a copy from a Mac leaves) are skipped, as the
+  // engines' "*.safetensors" glob skips names starting with '.'.
+  fs::remove(dir / "c.safetensors");
+  fs::remove(dir / "model.safetensors");
+  std::ofstream(dir / "._a.safetensors") << std::string("\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X", 16);
+  c = read_checkpoint_files(d);
+  CHECK(c.files == std::vector<std::string>{"a.safetensors", "b.safetensors"});
+  CHECK(c.hidden_files_skipped == 1);
+  CHECK(c.complete());
 
   CHECK_THAT(config_error([&] { read_checkpoint_files(dir / "config.json"); }),
              Catch::EndsWith("config.json': it is a regular file; expected a model directory"));
@@ -532,12 +589,14 @@ TEST_CASE("safetensors: the usual JSON and any other JSON of the same header rea
   CHECK_THAT(header_error(dir, one("U8", {1000000000000000000LL}, {0, 4}), 4),
              Catch::EndsWith("\"data_offsets\" [0, 4) holds 4 bytes; \"shape\" [1000000000000000000] of U8 is "
                              "1000000000000000000 bytes"));
-  // A duplicate tensor name is left to nlohmann::json, which keeps one of them.
+  // A duplicate tensor name makes the fast reader give up; the general one refuses it (never keeps one).
   write_raw(other,
             R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}, )"
             R"("a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}})",
             4);
-  CHECK(read_safetensors_header(other).tensors.size() == 1);
+  CHECK_THAT(config_error([&] { read_safetensors_header(other); }),
+             Catch::EndsWith(": tensor 'a' is in the header twice (safetensors keys tensors by name: one entry and its "
+                             "bytes would be lost)"));
 }
 
 TEST_CASE("safetensors: has_checkpoint_files says whether read_checkpoint_files has something to read",
@@ -549,10 +608,125 @@ TEST_CASE("safetensors: has_checkpoint_files says whether read_checkpoint_files 
   dir.write("config.json", "{}");
   dir.write(".safetensors", "");  // no name before the suffix: not a shard
   CHECK_FALSE(mlaplan::has_checkpoint_files(d));
+  dir.write("._model.safetensors", "");  // a macOS AppleDouble file: not a shard
+  CHECK_FALSE(mlaplan::has_checkpoint_files(d));
   dir.write("model-00001-of-00002.safetensors", "");
   CHECK(mlaplan::has_checkpoint_files(d));
   testing_files::TempDir indexed;
   indexed.write("model.safetensors.index.json", "{}");
   CHECK(mlaplan::has_checkpoint_files(indexed.path.string()));
   CHECK_FALSE(mlaplan::has_checkpoint_files(d + "/no-such-dir"));
+}
+
+TEST_CASE("safetensors: a name given twice in a header is refused, never collapsed", "[safetensors]") {
+  TempDir dir;
+  const std::string p = "safetensors " + quoted(dir / "bad.safetensors", kQuotedPathMaxBytes) + ": ";
+  // nlohmann::json keeps the last of two equal keys: 1.85 GB would become 1 B.
+  write_raw(dir / "bad.safetensors",
+            R"({"w": {"dtype": "U8", "shape": [1850000000], "data_offsets": [0, 1850000000]},)"
+            R"( "w": {"dtype": "U8", "shape": [1], "data_offsets": [1850000000, 1850000001]}})",
+            1850000001, /*sparse=*/true);
+  CHECK(config_error([&] { read_safetensors_header(dir / "bad.safetensors"); }) ==
+        p + "tensor 'w' is in the header twice (safetensors keys tensors by name: one entry and its bytes would be "
+            "lost)");
+  // The same through the general parser (an escape makes the fast one give up).
+  CHECK(header_error(dir,
+                     R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]},)"
+                     R"( "\u0077": {"dtype": "U8", "shape": [1], "data_offsets": [1, 2]}})",
+                     2) == p + "tensor 'w' is in the header twice (safetensors keys tensors by name: one entry and its "
+                               "bytes would be lost)");
+  CHECK(header_error(dir, R"({"w": {"dtype": "U8", "dtype": "F32", "shape": [1], "data_offsets": [0, 1]}})", 1) ==
+        p + "tensor 'w': the key 'dtype' is given twice");
+  CHECK(header_error(dir, R"({"__metadata__": {"a": "1", "a": "2"}})") ==
+        p + "\"__metadata__\" holds the key 'a' twice");
+  CHECK(header_error(dir, R"({"__metadata__": {}, "__metadata__": {}})") ==
+        p + "\"__metadata__\" is in the header twice");
+}
+
+TEST_CASE("safetensors: a Git LFS pointer is named as one", "[safetensors]") {
+  TempDir dir;
+  const auto path = dir / "model.safetensors";
+  std::ofstream(path) << "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a2146\nsize 123\n";
+  CHECK(config_error([&] { read_safetensors_header(path); }) ==
+        "safetensors " + quoted(path, kQuotedPathMaxBytes) +
+            ": the file is a Git LFS pointer to 123 bytes, not the safetensors file (the weights were not fetched: git "
+            "lfs pull)");
+}
+
+TEST_CASE("safetensors: the missing members of a numbered series make the checkpoint incomplete", "[safetensors]") {
+  TempDir dir;
+  const std::string d = dir.path.string();
+  // A download in progress: 1 of 46 shards, no index yet.
+  write_file(dir / "model-00001-of-00046.safetensors", {{"embed.weight", "BF16", {4, 8}, 0, 64}});
+  CheckpointFiles c = read_checkpoint_files(d);
+  CHECK_FALSE(c.complete());
+  CHECK(c.missing_count == 45);
+  CHECK(c.expected_files == 46);
+  CHECK(c.missing_tensors == 0);
+  REQUIRE(c.missing.size() == static_cast<std::size_t>(CheckpointLimits::max_missing_listed));
+  CHECK(c.missing[0].file == "model-00002-of-00046.safetensors");
+  CHECK(c.missing[0].why == "not in the directory");
+  CHECK(c.missing[7].file == "model-00009-of-00046.safetensors");
+  CHECK(c.incomplete_reason() ==
+        "45 of 46 shards are missing: 'model-00002-of-00046.safetensors', 'model-00003-of-00046.safetensors', "
+        "'model-00004-of-00046.safetensors' (not in the directory) and 42 more; the files present hold 1 tensor, 64 B");
+  // The whole series is complete; another name beside it is not part of it.
+  for (int i = 2; i <= 46; ++i) {
+    char name[64];
+    std::snprintf(name, sizeof name, "model-%05d-of-00046.safetensors", i);
+    write_file(dir / name, {{"t" + std::to_string(i), "U8", {1}, 0, 1}});
+  }
+  write_file(dir / "extra.safetensors", {{"x", "U8", {1}, 0, 1}});
+  c = read_checkpoint_files(d);
+  CHECK(c.complete());
+  CHECK(c.expected_files == 47);
+  CHECK(c.incomplete_reason().empty());
+}
+
+TEST_CASE("safetensors: a whole directory is bounded (CheckpointLimits::max_total_header_bytes, max_total_tensors)",
+          "[safetensors][limits]") {
+  TempDir dir;
+  const std::string d = dir.path.string();
+  // Headers of spaces (a writer pads with them): half the limit each, so that the second passes it.
+  const std::int64_t half = CheckpointLimits::max_total_header_bytes / 2;
+  write_raw(dir / "a.safetensors", "{}" + std::string(static_cast<std::size_t>(half - 8 - 2), ' '), 0);
+  write_raw(dir / "b.safetensors", "{}", 0, true, static_cast<std::uint64_t>(half - 8 + 1));
+  // The second header is refused before it is read (it is not there to read: a sparse hole).
+  const auto hole = dir / "b.safetensors";
+  REQUIRE(::truncate(hole.c_str(), static_cast<off_t>(8 + half)) == 0);
+  CHECK(config_error([&] { read_checkpoint_files(d); }) ==
+        "safetensors " + quoted(dir / "b.safetensors", kQuotedPathMaxBytes) + ": the header length " +
+            std::to_string(half - 7) + " takes the headers of checkpoint " + quoted(d, kQuotedPathMaxBytes) + " to " +
+            std::to_string(CheckpointLimits::max_total_header_bytes + 1) + " bytes, over " +
+            std::to_string(CheckpointLimits::max_total_header_bytes) +
+            " (CheckpointLimits::max_total_header_bytes); DeepSeek-V3's 163 shards have about 16 MB");
+  fs::remove(dir / "b.safetensors");
+  CHECK(read_checkpoint_files(d).header_bytes == half);
+
+  // Tensors: at the limit over two files, then one more.
+  fs::remove(dir / "a.safetensors");
+  const auto many = [](std::int64_t from, std::int64_t n) {
+    std::string h = "{";
+    for (std::int64_t i = 0; i < n; ++i) {
+      h += (i ? "," : "") + std::string("\"t") + std::to_string(from + i) + "\":{\"dtype\":\"U8\",\"shape\":[0]," +
+           "\"data_offsets\":[0,0]}";
+    }
+    return h + "}";
+  };
+  const std::int64_t n = CheckpointLimits::max_total_tensors;
+  write_raw(dir / "a.safetensors", many(0, n / 2), 0);
+  write_raw(dir / "b.safetensors", many(n / 2, n - n / 2), 0);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(static_cast<std::int64_t>(read_checkpoint_files(d).tensors.size()) == n);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+#if defined(__SANITIZE_ADDRESS__) || !defined(__OPTIMIZE__)
+  CHECK(seconds < 120);  // what "completes quickly" means in tests/test_limits.cpp
+#else
+  CHECK(seconds < 10);
+#endif
+  write_raw(dir / "c.safetensors", many(n, 1), 0);
+  CHECK(config_error([&] { read_checkpoint_files(d); }) ==
+        "safetensors " + quoted(dir / "c.safetensors", kQuotedPathMaxBytes) + ": more than " + std::to_string(n) +
+            " tensors in checkpoint " + quoted(d, kQuotedPathMaxBytes) + " (CheckpointLimits::max_total_tensors; " +
+            std::to_string(n) + " before this file); DeepSeek-V3 has 91,000");
 }

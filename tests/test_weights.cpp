@@ -8,6 +8,7 @@
 
 #include "mlaplan/config.hpp"
 #include "mlaplan/error.hpp"
+#include "mlaplan/text.hpp"
 #include "mlaplan/weights.hpp"
 
 using namespace mlaplan;
@@ -246,8 +247,14 @@ TEST_CASE("weights: a huge config is an error, never a wrapped number", "[weight
     FAIL("no error; total " << r.total_bytes());
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::invalid_config);
+    // The config, the tensor, the overflow and the fields that size it, with their values.
     CHECK_THAT(std::string(e.what()),
-               Catch::Contains("int64") || Catch::Contains("overflow") || Catch::Contains("fit"));
+               Catch::StartsWith("huge: the checkpoint this config describes does not fit 64-bit byte counts: tensor "
+                                 "layers.0.ffn.experts.{e}.w1.weight (I8 [67108864, 33554432] x 1048576): bytes of "
+                                 "layers.0.ffn.experts.{e}.w1.weight overflows 64-bit arithmetic (2251799813685248 x "
+                                 "1048576); its sizes come from the fields num_hidden_layers 43, hidden_size 67108864, "
+                                 "vocab_size 129280, moe_intermediate_size 67108864, n_routed_experts 1048576"));
+    CHECK(is_printable_line(e.what()));
   }
   // Large but representable: exact, no list kept beyond the cap.
   WeightsOptions o;
@@ -256,6 +263,27 @@ TEST_CASE("weights: a huge config is an error, never a wrapped number", "[weight
   CHECK_FALSE(r.listed);
   CHECK(r.tensors.empty());
   CHECK(r.total_bytes() == 159'609'485'896);
+}
+
+TEST_CASE("weights: exact only for a scheme that reproduces a published total, by the scheme's property", "[weights]") {
+  // V4-Flash: main model and plain MTP stage, the published total_size to the byte.
+  const auto flash = compute_weights(load_config(src("configs/deepseek-v4-flash.json")), {false});
+  CHECK_FALSE(flash.estimated());
+  CHECK(flash.estimated_reason().empty());
+  // The same architecture with DSpark draft stages (a dspark_block_size, as the V4-Flash-0731
+  // re-release has): the stages' extra heads are not listed, so the drafts are estimated.
+  const auto dspark = compute_weights(
+      parse_config(v4_with("4, 0]", "4, 0, 0, 0]").replace(0, 1, "{\"dspark_block_size\": 5, "), "t"), {false});
+  CHECK(dspark.draft_stages == 3);
+  CHECK(dspark.estimated());
+  CHECK(dspark.estimated_reason() == "draft stages");
+  for (std::size_t p = 0; p < kWeightPartCount; ++p) CHECK_FALSE(dspark.main_parts[p].estimated);
+  bool said = false;
+  for (const auto& f : dspark.findings)
+    said |= f.id == "weights.estimated" && f.message.find("DSpark") != std::string::npos;
+  CHECK(said);
+  // Three plain MTP stages (no DSpark block) stay exact: the property is the draft scheme, not the count.
+  CHECK_FALSE(compute_weights(parse_config(v4_with("4, 0]", "4, 0, 0, 0]"), "t"), {false}).estimated());
 }
 
 TEST_CASE("weights: V4.1-Flash and V3.2 mark what is estimated", "[weights]") {

@@ -109,6 +109,24 @@ struct CheckpointLimits {
   static constexpr int max_nesting_depth = 64;
   /// Shard files of one checkpoint (DeepSeek-V3 has 163).
   static constexpr std::int64_t max_files = 65536;
+  /// The headers of one checkpoint directory together (each 8 + N bytes), checked before each
+  /// header is read: DeepSeek-V3's 163 shards have about 16 MB, 176 bytes a tensor; at that
+  /// density max_total_tensors take 46 MB. (A single header is also bounded by max_header_bytes.)
+  static constexpr std::int64_t max_total_header_bytes = 64LL << 20;
+  /// Tensors of one checkpoint directory (every header's, and the index's weight_map entries),
+  /// counted while each header is parsed: DeepSeek-V3 has 91,000, V4-Flash 69,187, V4.1-Flash
+  /// 96,101. A tensor costs about 0.7 KB and 5 us (15 us through nlohmann::json) of reading,
+  /// classifying and placing, so the limit keeps a directory within about 200 MB and a few seconds
+  /// (docs/robustness.md, "At the limits").
+  static constexpr std::int64_t max_total_tensors = 1LL << 18;
+  /// JSON values (objects, arrays, strings, numbers, ...) a header or the index may hold for each
+  /// tensor max_total_tensors leaves to it: a tensor entry of rank 4 has 10. Bounds what the
+  /// general JSON parser holds at once (a header's __metadata__ is kept whole) whatever the text.
+  static constexpr std::int64_t max_json_values_per_tensor = 16;
+  /// Entries of a header's __metadata__ (string -> string): writers store a few ("format": "pt").
+  static constexpr std::int64_t max_metadata_entries = 4096;
+  /// Missing shards listed by name in a message or a report (all are counted).
+  static constexpr std::int64_t max_missing_listed = 8;
 };
 
 /// What one report draws at most (app/report.cpp): the report's size stays bounded whatever the

@@ -38,6 +38,26 @@ enum class WeightsSource {
 };
 std::string_view to_string(WeightsSource s);  ///< "config", "files", "flag"
 
+/// A model directory whose safetensors files are not the whole checkpoint (a download in
+/// progress, a Git LFS checkout without the weights): its files are not used as the weights; the
+/// fit takes the weights derived from config.json, and the plan fails with the error finding
+/// checkpoint.incomplete (exit 2). docs/fit.md, "An incomplete checkpoint".
+struct IncompleteCheckpoint {
+  std::string dir;
+  std::string reason;                 ///< what is missing: shards, tensors, bytes
+  std::vector<MissingShard> missing;  ///< the first CheckpointLimits::max_missing_listed, by name
+  std::int64_t missing_count = 0;     ///< shards missing
+  std::int64_t expected_files = 0;    ///< shards the index names or the numbering says (0: not known)
+  std::int64_t missing_tensors = 0;   ///< tensors the index maps to the missing shards
+  std::int64_t files = 0;             ///< shard files read whole
+  std::int64_t files_tensors = 0;     ///< their tensors
+  std::int64_t files_bytes = 0;       ///< their tensors' bytes
+  std::optional<std::int64_t> index_total_size;
+  std::int64_t contract_exact_main_bytes = 0;  ///< FileWeights::contract_exact_main_bytes
+  /// The error finding checkpoint.incomplete (its message names the directory and the reason).
+  Finding finding() const;
+};
+
 /// Deployment flags beyond the layout's (vLLM's names).
 struct DeployOptions {
   bool enable_expert_parallel = false;            ///< --enable-expert-parallel
@@ -112,6 +132,8 @@ struct PlanRequest {
   std::shared_ptr<const std::vector<ShardKind>> shard_kinds;
   /// With `weights` and `shard_kinds`: placements shared with the caller's other plans of them.
   std::shared_ptr<PlacementMemo> placements;
+  /// With `weights`: the incomplete checkpoint they stand in for (load_plan_weights() found it).
+  std::shared_ptr<const IncompleteCheckpoint> incomplete_checkpoint;
 };
 
 /// One pipeline stage's GPUs: their weights, budget and vLLM's KV layout.
@@ -155,6 +177,8 @@ struct Fit {
   std::string weights_how;                       ///< "derived from config.json" / "N safetensors headers in DIR"
   std::shared_ptr<const WeightsReport> weights;  ///< the whole checkpoint (tensors not listed); never null
   std::optional<FileWeights> files;              ///< with WeightsSource::files: the comparison with the contract
+  /// The model directory's checkpoint when it is incomplete: its files are not the weights.
+  std::shared_ptr<const IncompleteCheckpoint> incomplete_checkpoint;
   Placement placement;
   std::vector<StageFit> stages;
   VllmKvNumbers vllm;                ///< per engine (a DP rank)
@@ -231,19 +255,22 @@ struct Plan {
   std::vector<KernelShape> kernel_shapes;  ///< every kernel instantiation the engine launches
   std::vector<RuleResult> rules;           ///< backend rules on the target
   std::vector<Finding> findings;           ///< config, rules, placement, budget, guards
-  int exit_code = 0;                       ///< 0, 3 (unsupported) or 4 (does not fit / a guard failed)
-  std::string exit_message;                ///< the error line for a non-zero exit_code
+  int exit_code = 0;         ///< 0, 2 (an incomplete checkpoint), 3 (unsupported) or 4 (does not fit / a guard failed)
+  std::string exit_message;  ///< the error line for a non-zero exit_code
 };
 
 /// The checkpoint's weights as make_plan() takes them: `request.weights` when given; else the
 /// safetensors headers of config.model_dir when it has them (and request.deploy allows it), else
-/// compute_weights(config); --weights-gib makes the source "flag". Error(invalid_config) for a
-/// broken checkpoint file.
+/// compute_weights(config); --weights-gib makes the source "flag". An incomplete checkpoint (its
+/// CheckpointFiles::incomplete_reason(), or its main model short of the contract's exact parts:
+/// FileWeights::shortfall_reason()) is not used: the weights are compute_weights(config)'s and
+/// `incomplete` says why. Error(invalid_config) for a broken checkpoint file.
 struct PlanWeights {
   std::shared_ptr<const WeightsReport> report;
   WeightsSource source = WeightsSource::config;
   std::string how;
   std::optional<FileWeights> files;  ///< with WeightsSource::files: the comparison with the contract
+  std::shared_ptr<const IncompleteCheckpoint> incomplete;  ///< the directory's checkpoint, when incomplete
 };
 PlanWeights load_plan_weights(const ModelConfig& config, const PlanRequest& request);
 

@@ -121,6 +121,9 @@ struct Target {
   bool arch_overridden = false;  ///< --arch changed a preset's compute capability
   bool num_sms_overridden = false;
   bool memory_overridden = false;
+  /// --gpu-memory-gib was passed (on a preset, equal to its figure or not, or on a custom
+  /// target): the total is the user's, labelled "given" in the budget.
+  bool memory_given = false;
   std::string filled_from;  ///< custom targets: the preset whose SMs / memory filled what was not given
   std::string note;         ///< the preset's note, plus what was filled in
 

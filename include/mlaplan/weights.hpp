@@ -6,7 +6,6 @@
 // on DeepSeek-V4-Flash; V4.1 and V3.2 parts that rest on uncertain facts are marked estimated.
 
 #include <array>
-#include <optional>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -144,6 +143,8 @@ struct WeightsReport {
   const PartTotals& part(WeightPart p) const { return main_parts[static_cast<std::size_t>(p)]; }
   /// true when any part of main or draft is estimated
   bool estimated() const;
+  /// The estimated parts, for a label: "compressor, indexer, engram, vision; draft stages" ("" when none).
+  std::string estimated_reason() const;
 };
 
 /// The parameter counts DeepSeek publishes for a released model, to print next to ours.
