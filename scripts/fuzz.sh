@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang in build-fuzz/ and runs one (docs/fuzzing.md).
 # Usage: scripts/fuzz.sh TARGET [RUNS] [extra libFuzzer flags...]
-#   TARGET  config | cli | cli_args (the argument parser alone: parse_cli, app/cli.hpp)
+#   TARGET  config | checkpoint | cli | cli_args (the argument parser alone: parse_cli, app/cli.hpp)
 #   RUNS    executions (default 1000000); -1 runs until stopped
 # Examples: scripts/fuzz.sh config 10000000
 #           scripts/fuzz.sh cli 100000 -jobs=1 -print_final_stats=1
@@ -18,9 +18,10 @@ shift $(( $# < 2 ? $# : 2 ))
 shared_corpus=()
 case "$target" in
   config) max_len=65536 dict=config ;;
+  checkpoint) max_len=65536 dict=checkpoint ;;
   cli) max_len=4096 dict=cli ;;
   cli_args) max_len=4096 dict=cli shared_corpus=(cli) ;;  # the input of fuzz_cli
-  *) echo "usage: scripts/fuzz.sh config|cli|cli_args [RUNS] [libFuzzer flags...]" >&2; exit 1 ;;
+  *) echo "usage: scripts/fuzz.sh config|checkpoint|cli|cli_args [RUNS] [libFuzzer flags...]" >&2; exit 1 ;;
 esac
 
 packages=(clang libclang-rt-14-dev cmake ninja-build libcli11-dev nlohmann-json3-dev)
