@@ -1,12 +1,11 @@
 // `mla-plan bench CONFIG`: the project's sparse decode timed on the local GPU for every layer type
-// of the config, with rates and the fraction of the floor (docs/cli.md, docs/perf.md).
+// of the config, with rates and the fraction of the floor (docs/cli.md, docs/perf.md). Here the
+// config and every flag are checked; the run on the GPU is mla-plan-cuda's (gpu_runner_cuda.cpp).
 
 #include <CLI/CLI.hpp>
-#include <cstdio>
 #include <limits>
 #include <ostream>
 
-#include "bench_output.hpp"
 #include "commands.hpp"
 #include "gpu_runner.hpp"
 #include "mlaplan/bench.hpp"

@@ -1,11 +1,10 @@
 // `mla-plan verify CONFIG`: on-GPU verification that this GPU runs the planned layouts and
-// schedules with the project's kernels, numerically (docs/verify.md).
+// schedules with the project's kernels, numerically (docs/verify.md). Here the config and every
+// flag are checked; the run on the GPU is mla-plan-cuda's (gpu_runner_cuda.cpp).
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <limits>
-#include <map>
 #include <ostream>
 
 #include "commands.hpp"
@@ -15,7 +14,6 @@
 #include "mlaplan/error.hpp"
 #include "mlaplan/limits.hpp"
 #include "mlaplan/verify.hpp"
-#include "verify_output.hpp"
 
 namespace mlaplan::cli {
 

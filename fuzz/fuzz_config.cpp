@@ -1,7 +1,8 @@
 // Fuzz target fuzz_config: config bytes through the whole planning pipeline of `mla-plan plan`.
 //
-//   bytes -> parse_config -> build_topology -> (per target) evaluate_rules -> plan_layout (lenient)
-//         -> plan_fit (weights, placement, budget, vLLM KV) -> make_decode_batch (4 requests) -> plan_decode_schedules
+//   bytes -> parse_config -> build_topology -> compute_weights, shard_kinds
+//         -> (per target) evaluate_rules -> plan_layout (lenient)
+//         -> plan_fit (placement, budget, vLLM KV) -> make_decode_batch (4 requests) -> plan_decode_schedules
 //         -> plan_layout (strict)
 //
 // Two targets per input: h200 (sm90, fp8 caches) and b200 (sm100, nvfp4 + fp4 caches), so both
@@ -16,11 +17,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "fuzz_check.hpp"
+#include "mlaplan/placement.hpp"
 #include "mlaplan/plan.hpp"
 #include "mlaplan/config.hpp"
 #include "mlaplan/decode.hpp"
@@ -49,7 +52,10 @@ struct Variant {
 };
 
 /// One target: the rules, the lenient layout, the fit, a 4-request decode step, the strict layout.
-void plan_on(const ModelConfig& cfg, const Topology& topo, const Variant& v) {
+/// `weights`: the checkpoint's weights from config.json, the same for every target (null when
+/// computing them was refused: no fit is planned).
+void plan_on(const ModelConfig& cfg, const Topology& topo, const std::shared_ptr<const WeightsReport>& weights,
+             const std::shared_ptr<const std::vector<ShardKind>>& kinds, const Variant& v) {
   TargetRequest request;
   request.gpu = v.gpu;
   const Target target = resolve_target(request);
@@ -74,25 +80,25 @@ void plan_on(const ModelConfig& cfg, const Topology& topo, const Variant& v) {
     return;
   }
 
-  try {
-    // The fit answer as make_plan() computes it: weights, placement, vLLM's budget and KV numbers.
-    WeightsOptions wo;
-    wo.list_tensors = false;
-    auto weights = std::make_shared<const WeightsReport>(compute_weights(cfg, wo));
-    PlanRequest req;
-    req.layout = options;
-    const Fit fit = plan_fit(cfg, topo, layout, weights, WeightsSource::config, "config.json", req);
-    if (fit.stages.size() != layout.parallel.stages.size()) {
-      fuzz::fail("fit: " + std::to_string(fit.stages.size()) + " stages for " +
-                 std::to_string(layout.parallel.stages.size()) + " pipeline stages");
+  if (weights) {
+    try {
+      // The fit answer as make_plan() computes it: weights, placement, vLLM's budget and KV numbers.
+      PlanRequest req;
+      req.layout = options;
+      req.shard_kinds = kinds;
+      const Fit fit = plan_fit(cfg, topo, layout, weights, WeightsSource::config, "config.json", req);
+      if (fit.stages.size() != layout.parallel.stages.size()) {
+        fuzz::fail("fit: " + std::to_string(fit.stages.size()) + " stages for " +
+                   std::to_string(layout.parallel.stages.size()) + " pipeline stages");
+      }
+      if (fit.fits && fit.vllm.num_blocks <= fit.stages[0].kv.blocks_per_request) {
+        fuzz::fail("fit: fits with " + std::to_string(fit.vllm.num_blocks) + " blocks for a request of " +
+                   std::to_string(fit.stages[0].kv.blocks_per_request));
+      }
+      (void)request_bytes(layout, -1, 1);
+    } catch (const Error& e) {
+      expect_error(e, "fit");
     }
-    if (fit.fits && fit.vllm.num_blocks <= fit.stages[0].kv.blocks_per_request) {
-      fuzz::fail("fit: fits with " + std::to_string(fit.vllm.num_blocks) + " blocks for a request of " +
-                 std::to_string(fit.stages[0].kv.blocks_per_request));
-    }
-    (void)request_bytes(layout, -1, 1);
-  } catch (const Error& e) {
-    expect_error(e, "fit");
   }
 
   // A bounded decode step: 4 requests at 1, 4096, half and all of max_model_len tokens.
@@ -147,13 +153,28 @@ void run_pipeline(std::string_view text) {
                std::to_string(cfg.total_layers()));
   }
 
+  // The checkpoint's weights and how each tensor group shards depend on the config alone: computed
+  // once for both targets, as `check --matrix` does once per config, not once per target (a config
+  // of thousands of layers has hundreds of thousands of tensor groups).
+  std::shared_ptr<const WeightsReport> weights;
+  std::shared_ptr<const std::vector<ShardKind>> kinds;
+  try {
+    WeightsOptions wo;
+    wo.list_tensors = false;
+    weights = std::make_shared<const WeightsReport>(compute_weights(cfg, wo));
+    kinds = std::make_shared<const std::vector<ShardKind>>(shard_kinds(*weights, EngramPlacement::gpu));
+  } catch (const Error& e) {
+    expect_error(e, "compute_weights");
+    weights.reset();
+  }
+
   static constexpr Variant kVariants[] = {
       {"h200", "auto", "fp8"},
       {"b200", "nvfp4_ds_mla", "fp4"},
   };
   for (const auto& v : kVariants) {
     try {
-      plan_on(cfg, topo, v);
+      plan_on(cfg, topo, weights, kinds, v);
     } catch (const Error& e) {
       expect_error(e, std::string("plan on ") + v.gpu);
     }

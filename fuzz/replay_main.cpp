@@ -1,11 +1,20 @@
 // Replays fuzz inputs without libFuzzer: every file named on the command line, and every file under
 // every directory named there (recursively, in sorted order), goes once through the target's
 // LLVMFuzzerTestOneInput. A bug in the target traps (fuzz/fuzz_check.hpp), failing the test.
-// Usage: fuzz_<target>_replay PATH...
+// Usage: fuzz_<target>_replay [--max-allocations=N] PATH...
+//
+// --max-allocations=N: an input whose run makes more than N heap allocations (operator new) is a
+// failure too, naming the input and the count; the most any input made is printed. A fuzz target
+// runs millions of inputs under AddressSanitizer, whose allocator is most of its cost: a change
+// that multiplies the allocations of one input divides the target's executions per second (the
+// budgets in fuzz/CMakeLists.txt, docs/fuzzing.md). Counted in builds without a sanitizer only
+// (where the sanitizer's own operator new stays in place, the budget is not checked).
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <new>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -15,14 +24,49 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
 
+#if defined(__SANITIZE_ADDRESS__)
+#define MLAPLAN_REPLAY_COUNTS_ALLOCATIONS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MLAPLAN_REPLAY_COUNTS_ALLOCATIONS 0
+#endif
+#endif
+#ifndef MLAPLAN_REPLAY_COUNTS_ALLOCATIONS
+#define MLAPLAN_REPLAY_COUNTS_ALLOCATIONS 1
+#endif
+
+namespace {
+std::uint64_t g_allocations = 0;  // operator new calls so far (this program has one thread)
+}  // namespace
+
+#if MLAPLAN_REPLAY_COUNTS_ALLOCATIONS
+void* operator new(std::size_t n) {
+  ++g_allocations;
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return ::operator new(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+#endif
+
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s FILE_OR_DIR...\n", argv[0]);
+  std::uint64_t max_allocations = 0;  // 0: no budget
+  int first = 1;
+  const std::string budget_flag = "--max-allocations=";
+  if (argc > 1 && std::string(argv[1]).rfind(budget_flag, 0) == 0) {
+    max_allocations = std::strtoull(argv[1] + budget_flag.size(), nullptr, 10);
+    first = 2;
+  }
+  if (argc <= first) {
+    std::fprintf(stderr, "usage: %s [--max-allocations=N] FILE_OR_DIR...\n", argv[0]);
     return 2;
   }
   std::vector<fs::path> files;
-  for (int i = 1; i < argc; ++i) {
+  for (int i = first; i < argc; ++i) {
     const fs::path p = argv[i];
     std::error_code ec;
     if (fs::is_directory(p, ec)) {
@@ -41,6 +85,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "replay: no inputs found\n");
     return 2;
   }
+  std::uint64_t most = 0;
+  std::string most_file;
   for (const auto& f : files) {
     std::ifstream in(f, std::ios::binary);
     if (!in) {
@@ -49,7 +95,25 @@ int main(int argc, char** argv) {
     }
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::fprintf(stderr, "replay: %s (%zu bytes)\n", f.c_str(), bytes.size());
+    const std::uint64_t before = g_allocations;
     (void)LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+    const std::uint64_t made = g_allocations - before;
+    if (made > most) {
+      most = made;
+      most_file = f.string();
+    }
+  }
+  if (MLAPLAN_REPLAY_COUNTS_ALLOCATIONS) {
+    std::printf("replay: at most %llu heap allocations for one input (%s)\n", static_cast<unsigned long long>(most),
+                most_file.c_str());
+    if (max_allocations > 0 && most > max_allocations) {
+      std::fprintf(stderr,
+                   "replay: %s made %llu heap allocations, more than the budget of %llu (--max-allocations): a "
+                   "fuzz run would slow down as much\n",
+                   most_file.c_str(), static_cast<unsigned long long>(most),
+                   static_cast<unsigned long long>(max_allocations));
+      return 1;
+    }
   }
   std::printf("replay: %zu inputs, no bug\n", files.size());
   return 0;

@@ -31,11 +31,14 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 cd "$root"
+# RelWithDebInfo with line tables only (-g1): backtraces keep file and line, and a clean build takes
+# about a third less CPU than with full debug information.
+config=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
+  -DMLAPLAN_UNITY_BUILD=ON)
 if [ "$all" = 1 ]; then
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLAPLAN_UNITY_BUILD=ON -DMLAPLAN_REQUIRE_TESTS=ON \
-    "$@" >/dev/null
+  cmake -S . -B "$build" "${config[@]}" -DMLAPLAN_REQUIRE_TESTS=ON "$@" >/dev/null
   cmake --build "$build" -j "$(nproc)"
 else
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLAPLAN_UNITY_BUILD=ON "$@" >/dev/null
+  cmake -S . -B "$build" "${config[@]}" "$@" >/dev/null
   cmake --build "$build" -j "$(nproc)" --target mla-plan
 fi

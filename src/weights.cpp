@@ -145,18 +145,30 @@ class Builder {
   }
 
   /// One tensor, or `count` tensors whose names replace "{e}" with 0..count-1.
-  void add(const std::string& name, WeightDtype dt, const Shape& shape, WeightPart part, bool scale = false,
+  void add(std::string name_in, WeightDtype dt, Shape shape_in, WeightPart part, bool scale = false,
            std::int64_t count = 1, std::int64_t elems_per_byte_unit = 1) {
+    // The group owns the name and shape (moved, not copied: a config of thousands of layers adds
+    // tens of thousands of groups); an overflow message names the tensor, built only when one occurs.
+    TensorGroup& g = r_.groups.emplace_back();
+    g.name = std::move(name_in);
+    g.shape = std::move(shape_in);
+    const std::string& name = g.name;
+    const Shape& shape = g.shape;
+    const auto mul = [&name](std::int64_t a, std::int64_t b, const char* what) {
+      std::int64_t r = 0;
+      if (__builtin_mul_overflow(a, b, &r)) return checked_mul(a, b, what + name);  // throws, naming the tensor
+      return r;
+    };
     std::int64_t bytes = 0, params = 0;
     try {
       std::int64_t elems = 1;
-      for (auto d : shape) elems = checked_mul(elems, d, "elements of " + name);
-      bytes = checked_mul(elems, dtype_bytes(dt), "bytes of " + name);
-      params = scale ? 0 : checked_mul(elems, elems_per_byte_unit, "parameters of " + name);
+      for (auto d : shape) elems = mul(elems, d, "elements of ");
+      bytes = mul(elems, dtype_bytes(dt), "bytes of ");
+      params = scale ? 0 : mul(elems, elems_per_byte_unit, "parameters of ");
       PartTotals& pt = (draft_ ? r_.draft_parts : r_.main_parts)[static_cast<std::size_t>(part)];
       PartTotals& all = draft_ ? r_.draft : r_.main;
-      const std::int64_t cb = checked_mul(bytes, count, "bytes of " + name);
-      const std::int64_t cp = checked_mul(params, count, "parameters of " + name);
+      const std::int64_t cb = mul(bytes, count, "bytes of ");
+      const std::int64_t cp = mul(params, count, "parameters of ");
       for (PartTotals* t : {&pt, &all}) {
         t->bytes = checked_add(t->bytes, cb, "checkpoint bytes");
         if (scale) t->scale_bytes = checked_add(t->scale_bytes, cb, "checkpoint bytes");
@@ -175,7 +187,14 @@ class Builder {
       if (e.kind() != ErrorKind::invalid_config) throw;
       overflow(name, dt, shape, count, e.what());
     }
-    r_.groups.push_back(TensorGroup{name, dt, shape, bytes, params, part, layer_, draft_, scale, count});
+    g.dtype = dt;
+    g.bytes = bytes;
+    g.params = params;
+    g.part = part;
+    g.layer = layer_;
+    g.draft = draft_;
+    g.scale = scale;
+    g.count = count;
     if (!r_.listed) return;
     if (static_cast<std::int64_t>(r_.tensors.size()) + count > opt_.max_listed_tensors) {
       r_.listed = false;
