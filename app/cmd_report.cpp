@@ -140,14 +140,14 @@ ResultFile parse_result_json(std::string_view text, const std::string& flag, con
   // Any NUL is invalid input: nlohmann's lexer takes a NUL for the end of the input, so the bytes
   // after it would never be looked at.
   if (const auto nul = find_nul_byte(text)) {
-    throw_config(flag + ": " + mlaplan::quoted(path) + " holds a " + describe_nul_byte(*nul) + "; " + expected +
-                 ", which is JSON text");
+    throw_config(flag + ": " + mlaplan::quoted(path, mlaplan::kQuotedPathMaxBytes) + " holds a " +
+                 describe_nul_byte(*nul) + "; " + expected + ", which is JSON text");
   }
   ojson j;
   // Depth first, then a plain parse: nlohmann's parse with a callback scans the parent container
   // at every closing brace, quadratic in the rows of a large file.
   if (const auto past = find_nesting_past(text, ResultLimits::max_nesting_depth)) {
-    throw_config(flag + ": " + mlaplan::quoted(path) + " nests deeper than " +
+    throw_config(flag + ": " + mlaplan::quoted(path, mlaplan::kQuotedPathMaxBytes) + " nests deeper than " +
                  std::to_string(ResultLimits::max_nesting_depth) + " levels (line " + std::to_string(past->line) +
                  "); expected the JSON output of mla-plan");
   }
@@ -160,7 +160,8 @@ ResultFile parse_result_json(std::string_view text, const std::string& flag, con
       what = what.substr(pos + 2);
     }
     // The parser quotes the bytes it last read, which may be anything.
-    throw_config(flag + ": " + mlaplan::quoted(path) + " is not JSON (" + printable(what, 240) + "); " + expected);
+    throw_config(flag + ": " + mlaplan::quoted(path, mlaplan::kQuotedPathMaxBytes) + " is not JSON (" +
+                 printable(what, 240) + "); " + expected);
   }
   if (j.is_object()) {
     for (const auto& [k, v] : j.items()) {

@@ -2,7 +2,7 @@
 //
 //   bytes -> parse_config -> build_topology -> compute_weights, shard_kinds
 //         -> (per target) evaluate_rules -> plan_layout (lenient)
-//         -> plan_fit (placement, budget, vLLM KV) -> make_decode_batch (4 requests) -> plan_decode_schedules
+//         -> plan_fit (placement, shared by the targets through a PlacementMemo; budget, vLLM KV) -> make_decode_batch (4 requests) -> plan_decode_schedules
 //         -> plan_layout (strict)
 //
 // Two targets per input: h200 (sm90, fp8 caches) and b200 (sm100, nvfp4 + fp4 caches), so both
@@ -55,7 +55,8 @@ struct Variant {
 /// `weights`: the checkpoint's weights from config.json, the same for every target (null when
 /// computing them was refused: no fit is planned).
 void plan_on(const ModelConfig& cfg, const Topology& topo, const std::shared_ptr<const WeightsReport>& weights,
-             const std::shared_ptr<const std::vector<ShardKind>>& kinds, const Variant& v) {
+             const std::shared_ptr<const std::vector<ShardKind>>& kinds,
+             const std::shared_ptr<PlacementMemo>& placements, const Variant& v) {
   TargetRequest request;
   request.gpu = v.gpu;
   const Target target = resolve_target(request);
@@ -85,7 +86,9 @@ void plan_on(const ModelConfig& cfg, const Topology& topo, const std::shared_ptr
       // The fit answer as make_plan() computes it: weights, placement, vLLM's budget and KV numbers.
       PlanRequest req;
       req.layout = options;
+      req.weights = weights;
       req.shard_kinds = kinds;
+      req.placements = placements;
       const Fit fit = plan_fit(cfg, topo, layout, weights, WeightsSource::config, "config.json", req);
       if (fit.stages.size() != layout.parallel.stages.size()) {
         fuzz::fail("fit: " + std::to_string(fit.stages.size()) + " stages for " +
@@ -156,8 +159,11 @@ void run_pipeline(std::string_view text) {
   // The checkpoint's weights and how each tensor group shards depend on the config alone: computed
   // once for both targets, as `check --matrix` does once per config, not once per target (a config
   // of thousands of layers has hundreds of thousands of tensor groups).
+  // The placements of those weights too, shared by both targets' fits and their searches for a
+  // layout that fits (a placement depends on the layout, not on the GPU), as `check --matrix` shares them.
   std::shared_ptr<const WeightsReport> weights;
   std::shared_ptr<const std::vector<ShardKind>> kinds;
+  const auto placements = std::make_shared<PlacementMemo>();
   try {
     WeightsOptions wo;
     wo.list_tensors = false;
@@ -174,7 +180,7 @@ void run_pipeline(std::string_view text) {
   };
   for (const auto& v : kVariants) {
     try {
-      plan_on(cfg, topo, weights, kinds, v);
+      plan_on(cfg, topo, weights, kinds, placements, v);
     } catch (const Error& e) {
       expect_error(e, std::string("plan on ") + v.gpu);
     }

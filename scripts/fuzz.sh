@@ -59,6 +59,11 @@ done
 # artifact with ASAN_OPTIONS=detect_leaks=1 (docs/fuzzing.md).
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:malloc_context_size=0:quarantine_size_mb=16}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+# fuzz_checkpoint unpacks every input into a directory under TMPDIR: in memory (tmpfs) its files
+# cost less to write and remove (a fifth of a run on a disk-backed /tmp).
+if [ "$target" = checkpoint ] && [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  export TMPDIR=/dev/shm
+fi
 cd "$work"
 start=$(date +%s)
 set +e

@@ -1045,7 +1045,7 @@ ModelConfig load_config(const std::string& path) {
     file = (std::filesystem::path(dir) / "config.json").string();
     // Absent: not even a dangling link. Anything else there is read_input_file's to judge.
     if (std::filesystem::symlink_status(file, ec).type() == std::filesystem::file_type::not_found) {
-      throw_config("directory " + mlaplan::quoted(path) + " holds no config.json");
+      throw_config("directory " + mlaplan::quoted(path, kQuotedPathMaxBytes) + " holds no config.json");
     }
   }
   const std::string text = read_input_file(file, config_file_rules());

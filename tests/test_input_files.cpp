@@ -363,6 +363,14 @@ TEST_CASE("input files: a NUL byte anywhere in a result file is invalid", "[inpu
   CHECK_THAT(result_text_error("[] []"),
              Catch::StartsWith("--bench-json: 'b.json' is not JSON (") && Catch::Contains("expected end of input"));
   CHECK_THAT(result_text_error("{} x"), Catch::Contains("is not JSON ("));
+  // A long file name is quoted whole, as every file name is up to kQuotedPathMaxBytes.
+  const std::string long_name = std::string(200, 'r') + ".json";
+  try {
+    (void)cli::parse_result_json("[] []", "--bench-json", "B", long_name);
+    FAIL("accepted two JSON values");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::StartsWith("--bench-json: '" + long_name + "' is not JSON ("));
+  }
   CHECK(cli::parse_result_json("[{\"a\": 1}]  \n", "--bench-json", "B", "b.json").tables.size() == 1);
 }
 
@@ -593,6 +601,13 @@ TEST_CASE("input files: a file name is cut only past 1024 bytes, a small size li
     FAIL("read a missing file");
   } catch (const Error& e) {
     CHECK(std::string(e.what()) == "cannot read '" + missing + "': no such file or directory");
+  }
+  // The same name as a directory without config.json.
+  try {
+    (void)load_config(deep.string());
+    FAIL("loaded a directory without config.json");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == "directory '" + deep.string() + "' holds no config.json");
   }
   // refs/main is limited to 256 bytes: "larger than 256 bytes", never "larger than 0 MiB".
   const auto big = dir.write("main", std::string(300, 'a'));
