@@ -3,8 +3,8 @@
 
 1. Every schema is a valid draft 2020-12 schema; its $id names the "schema" version the documents
    carry; the $defs that several schemas share are the same in each.
-2. Every golden CLI output under tests/ (a .json file whose top-level "schema" is "mla-plan/...")
-   is valid against the schema of its command.
+2. Every golden CLI output under tests/ (a .json file whose top-level "schema" is "mla-plan/...",
+   tests/golden/ above all) is valid against the schema of its command; finding none fails.
 3. The binary's outputs on the bundled configs (plan, check, check --matrix, schedule, gpus,
    formats, with a range of flags) and the verify and bench documents that mlaplan_json_samples
    renders from host-side reports are valid; each carries the tool_version that --version prints,
@@ -378,6 +378,8 @@ def main():
             goldens += 1
             take(kind, rel, doc)
     print(f"golden CLI outputs under tests/: {goldens}")
+    if goldens == 0:
+        fail.add("no golden CLI output under tests/ (tests/golden/*.json): step 2 checked nothing")
 
     # 3. The binary's outputs.
     for kind, cli_args in cli_commands(work, source_dir):
