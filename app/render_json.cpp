@@ -250,16 +250,24 @@ json vllm_kv_json(const VllmKvConfig& kv) {
   j["bytes_per_block"] = kv.bytes_per_block;
   j["blocks_per_request"] = kv.blocks_per_request;
   j["retained_tokens"] = kv.retained_tokens;
+  // Every group of the grouping, as each worker lists it: one without a layer here is empty.
   json groups = json::array();
-  for (const auto& g : kv.groups) {
+  auto here = kv.groups.begin();
+  for (std::size_t gi = 0; gi < kv.group_count(); ++gi) {
+    const VllmKvGroupShape& shape = (*kv.all_groups)[gi];
     json specs = json::array();
-    for (auto i : g.specs) {
-      const auto& s = kv.specs[i];
-      specs.push_back({{"layer", s.layer}, {"what", s.what}, {"draft", s.draft}, {"page_bytes", s.page_bytes}});
+    std::int64_t bytes = 0;
+    if (here != kv.groups.end() && here->index == gi) {
+      for (auto i : here->specs) {
+        const auto& s = kv.specs[i];
+        specs.push_back({{"layer", s.layer}, {"what", s.what}, {"draft", s.draft}, {"page_bytes", s.page_bytes}});
+      }
+      bytes = here->bytes;
+      ++here;
     }
-    groups.push_back({{"kind", std::string(to_string(g.kind))},
-                      {"block_size", g.block_size},
-                      {"bytes", g.bytes},
+    groups.push_back({{"kind", std::string(to_string(shape.kind))},
+                      {"block_size", shape.block_size},
+                      {"bytes", bytes},
                       {"specs", std::move(specs)}});
   }
   j["groups"] = std::move(groups);

@@ -619,7 +619,7 @@ std::string render_fit_text(const PlanResult& r) {
       o << line;
     }
     const VllmKvConfig& kv = st.kv;
-    o << "    vLLM KV layout: " << kv.groups.size() << " group" << (kv.groups.size() == 1 ? "" : "s") << " of "
+    o << "    vLLM KV layout: " << kv.group_count() << " group" << (kv.group_count() == 1 ? "" : "s") << " of "
       << kv.specs.size() << " specs, " << format_grouped(kv.bytes_per_block) << " B per block, "
       << format_grouped(kv.blocks_per_request) << " blocks per request of " << format_grouped(L.max_model_len)
       << " tokens\n";

@@ -80,19 +80,36 @@ std::int64_t sliding_cached_blocks(std::int64_t tokens, std::int64_t block, std:
 /// Tokens one block of group `g` covers: block x DCP for attention specs (each DCP rank stores
 /// every DCP-th token: vLLM's resolve_kv_cache_block_sizes, and the offloading spec's
 /// gpu_block_size), the block itself for the V4.1 ring, which is no attention spec.
-std::int64_t group_block_tokens(const VllmKvGroup& g, std::int64_t dcp) {
+std::int64_t group_block_tokens(const VllmKvGroupShape& g, std::int64_t dcp) {
   return g.kind == VllmSpecKind::ring ? g.block_size
                                       : checked_mul(g.block_size, dcp, "the block size x DCP", ErrorKind::usage);
 }
 
-bool group_has_draft(const std::vector<VllmKvConfig>& stages, std::size_t gi) {
+/// What the stages hold of each group of the grouping, in one pass over their groups.
+struct GroupSums {
+  std::vector<std::int64_t> specs;                 ///< specs over all stages
+  std::vector<bool> draft;                         ///< a draft layer's spec in it
+  std::vector<std::int64_t> unpadded_block_bytes;  ///< over all stages, x tp
+};
+
+GroupSums group_sums(const std::vector<VllmKvConfig>& stages, std::int64_t tp) {
+  const std::size_t n = stages.front().group_count();
+  GroupSums sums{std::vector<std::int64_t>(n, 0), std::vector<bool>(n, false), std::vector<std::int64_t>(n, 0)};
   for (const auto& st : stages) {
-    if (gi >= st.groups.size()) continue;
-    for (auto si : st.groups[gi].specs) {
-      if (st.specs[si].draft) return true;
+    for (const auto& g : st.groups) {
+      if (g.index >= n) throw_internal("kv tiers: a stage's group past the grouping");
+      std::int64_t stage_bytes = 0;
+      for (auto si : g.specs) {
+        stage_bytes = checked_add(stage_bytes, st.specs[si].unpadded_page_bytes, "host bytes", ErrorKind::usage);
+        if (st.specs[si].draft) sums.draft[g.index] = true;
+      }
+      sums.specs[g.index] += static_cast<std::int64_t>(g.specs.size());
+      sums.unpadded_block_bytes[g.index] =
+          checked_add(sums.unpadded_block_bytes[g.index], checked_mul(stage_bytes, tp, "host bytes", ErrorKind::usage),
+                      "host bytes", ErrorKind::usage);
     }
   }
-  return false;
+  return sums;
 }
 
 }  // namespace
@@ -136,7 +153,7 @@ PrefixCachePlan plan_prefix_cache(const VllmKvConfig& kv, const PrefixCacheOptio
 }
 
 PrefixCachePlan plan_prefix_cache(const std::vector<VllmKvConfig>& stages, const PrefixCacheOptions& o) {
-  if (stages.empty() || stages.front().groups.empty()) throw_internal("plan_prefix_cache: no KV-cache group");
+  if (stages.empty() || stages.front().group_count() == 0) throw_internal("plan_prefix_cache: no KV-cache group");
   if (o.retention_interval < 0) {
     throw_usage("--prefix-cache-retention-interval: '" + std::to_string(o.retention_interval) +
                 "' is out of range; allowed 0 and above");
@@ -148,18 +165,17 @@ PrefixCachePlan plan_prefix_cache(const std::vector<VllmKvConfig>& stages, const
   p.retention_interval = o.retention_interval;
   p.max_model_len = kv.max_model_len;
   std::vector<PrefixGroupBlock> blocks;
-  for (std::size_t gi = 0; gi < kv.groups.size(); ++gi) {
-    const VllmKvGroup& g = kv.groups[gi];
+  const GroupSums sums = group_sums(stages, 1);
+  for (std::size_t gi = 0; gi < kv.group_count(); ++gi) {
+    const VllmKvGroupShape& g = (*kv.all_groups)[gi];
     PrefixCacheGroup pg;
     pg.group = gi;
     pg.kind = g.kind;
     pg.block_size = group_block_tokens(g, dcp);
     pg.sliding_window = g.sliding_window;
-    for (const auto& st : stages) {
-      if (gi < st.groups.size()) pg.specs += static_cast<std::int64_t>(st.groups[gi].specs.size());
-    }
+    pg.specs = sums.specs[gi];
     pg.cacheable = g.kind != VllmSpecKind::ring;
-    pg.eagle = o.speculative && group_has_draft(stages, gi);
+    pg.eagle = o.speculative && sums.draft[gi];
     blocks.push_back(PrefixGroupBlock{pg.block_size, pg.cacheable, pg.eagle});
     p.groups.push_back(pg);
   }
@@ -221,7 +237,7 @@ PrefixCachePlan plan_prefix_cache(const std::vector<VllmKvConfig>& stages, const
 
 HostOffloadPlan plan_host_offload(const std::vector<VllmKvConfig>& stages, std::int64_t tp,
                                   std::optional<double> size_gib) {
-  if (stages.empty() || stages.front().groups.empty()) throw_internal("plan_host_offload: no KV-cache group");
+  if (stages.empty() || stages.front().group_count() == 0) throw_internal("plan_host_offload: no KV-cache group");
   if (tp < 1) throw_internal("plan_host_offload: tensor_parallel_size < 1");
   const VllmKvConfig& kv = stages.front();
   HostOffloadPlan h;
@@ -230,23 +246,15 @@ HostOffloadPlan plan_host_offload(const std::vector<VllmKvConfig>& stages, std::
   const std::int64_t L = kv.max_model_len;
   const std::int64_t dcp = std::max<std::int64_t>(kv.decode_context_parallel_size, 1);
   std::int64_t hash = 0;
-  for (std::size_t gi = 0; gi < kv.groups.size(); ++gi) {
-    const VllmKvGroup& g = kv.groups[gi];
+  const GroupSums sums = group_sums(stages, tp);
+  for (std::size_t gi = 0; gi < kv.group_count(); ++gi) {
+    const VllmKvGroupShape& g = (*kv.all_groups)[gi];
     HostOffloadGroup hg;
     hg.group = gi;
     hg.kind = g.kind;
     hg.block_size = group_block_tokens(g, dcp);  // tokens_per_block
     hg.offloaded = g.kind != VllmSpecKind::ring;
-    for (const auto& st : stages) {
-      if (gi >= st.groups.size()) continue;
-      std::int64_t stage_bytes = 0;
-      for (auto si : st.groups[gi].specs) {
-        stage_bytes = checked_add(stage_bytes, st.specs[si].unpadded_page_bytes, "host bytes", ErrorKind::usage);
-      }
-      hg.unpadded_block_bytes =
-          checked_add(hg.unpadded_block_bytes, checked_mul(stage_bytes, tp, "host bytes", ErrorKind::usage),
-                      "host bytes", ErrorKind::usage);
-    }
+    hg.unpadded_block_bytes = sums.unpadded_block_bytes[gi];
     if (hg.offloaded) hash = std::gcd(hash, hg.block_size);
     std::int64_t blocks = 0;
     if (g.kind == VllmSpecKind::full) {

@@ -762,7 +762,7 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   }
   // The tiers beyond the GPU's working set: the prefix cache and the host offload tier
   // (kv_tiers.hpp), over the same groups.
-  if (!kvs.empty() && !kvs.front().groups.empty()) {
+  if (!kvs.empty() && kvs.front().group_count() > 0) {
     PrefixCacheOptions po;
     po.speculative = f.speculative;
     po.num_speculative_tokens = L.num_speculative_tokens;

@@ -132,6 +132,46 @@ std::optional<PpViolation> first_pp_violation(const Topology& topo, const std::v
   return std::nullopt;
 }
 
+// The stage starts that would cut a sharing group: cut[b] when a stage starting at backbone layer b
+// (0 < b < n) separates a backbone layer from its KV source, index source or candidate source (a
+// draft layer sits on the last stage, as the last backbone layer does). The same pairs as
+// first_pp_violation, in one pass: every pipeline size is then checked in O(its stages).
+std::vector<bool> forbidden_cuts(const Topology& topo, std::int64_t n) {
+  std::vector<std::int64_t> diff(static_cast<std::size_t>(n) + 1, 0);
+  auto pair = [&](std::int64_t a, std::int64_t b) {
+    a = std::min(a, n - 1);
+    b = std::min(b, n - 1);
+    const std::int64_t lo = std::min(a, b), hi = std::max(a, b);
+    if (lo < 0 || lo == hi) return;
+    ++diff[static_cast<std::size_t>(lo + 1)];
+    --diff[static_cast<std::size_t>(hi + 1)];
+  };
+  const auto cand = topo.candidate_source();
+  for (const Layer& l : topo.layers) {
+    if (l.draft) continue;
+    if (l.kv_source && *l.kv_source != l.index) pair(l.index, *l.kv_source);
+    if (l.index_source && *l.index_source != l.index) pair(l.index, *l.index_source);
+    if (cand && l.is_index_source && l.index > *cand) pair(l.index, *cand);
+  }
+  std::vector<bool> cut(static_cast<std::size_t>(n), false);
+  std::int64_t open = 0;
+  for (std::int64_t b = 0; b < n; ++b) {
+    open += diff[static_cast<std::size_t>(b)];
+    cut[static_cast<std::size_t>(b)] = open > 0;
+  }
+  return cut;
+}
+
+/// Whether pipeline_partition(n, pp) starts a stage at a forbidden cut.
+bool partition_cuts(const std::vector<std::int64_t>& partition, const std::vector<bool>& cut) {
+  std::size_t start = 0;
+  for (std::size_t s = 0; s + 1 < partition.size(); ++s) {
+    start += static_cast<std::size_t>(partition[s]);
+    if (start < cut.size() && cut[start]) return true;
+  }
+  return false;
+}
+
 /// "0-9, 10-19, ..." : the layers of each stage, at most kMessageMaxItems stages quoted.
 std::string stage_ranges(const std::vector<std::int64_t>& partition, std::int64_t drafts, std::int64_t backbone) {
   std::vector<std::int64_t> firsts(partition.size(), 0);
@@ -414,10 +454,9 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
   if (const auto v = first_pp_violation(topo, r.stage_of_layer)) {
     const auto& stage = r.stage_of_layer;
     std::vector<std::int64_t> working;
+    const std::vector<bool> cut = forbidden_cuts(topo, cfg.num_hidden_layers);
     for (std::int64_t pp = 1; pp <= cfg.num_hidden_layers && pp <= P; ++pp) {
-      if (!first_pp_violation(topo, stage_of_layers(topo, pipeline_partition(cfg.num_hidden_layers, pp)))) {
-        working.push_back(pp);
-      }
+      if (!partition_cuts(pipeline_partition(cfg.num_hidden_layers, pp), cut)) working.push_back(pp);
     }
     const std::int64_t drafts = o.include_draft_layers ? cfg.num_draft_layers : 0;
     checks.push_back(unsupported_check(

@@ -229,7 +229,7 @@ std::vector<GlobalGroup> packed_groups(const std::vector<VllmKvSpec>& specs) {
   const std::int64_t repeats = have_repeats ? approximate_gcd(balanced_counts, min_repeats) : 0;
 
   // "State" buckets are split to fit the block the others already need (vLLM does this for its
-  // request-scoped state buckets, MambaSpec; docs/deployment.md section 4 step 3: rings, and the
+  // request-scoped state buckets, MambaSpec; docs/fit.md section 4: rings, and the
   // sliding-window buckets when there is no repeat pattern).
   auto is_state = [&](const Bucket& b) {
     return b.kind == VllmSpecKind::ring || (!have_repeats && b.kind == VllmSpecKind::sliding_window);
@@ -295,9 +295,16 @@ std::string_view to_string(VllmSpecKind k) {
   return "?";
 }
 
+const VllmKvGroup* VllmKvConfig::group_on_stage(std::size_t index) const {
+  const auto it = std::lower_bound(groups.begin(), groups.end(), index,
+                                   [](const VllmKvGroup& g, std::size_t i) { return g.index < i; });
+  return it != groups.end() && it->index == index ? &*it : nullptr;
+}
+
 std::int64_t VllmKvConfig::request_blocks(std::int64_t tokens) const {
   std::int64_t sum = 0;
-  for (const auto& g : groups) {
+  if (!all_groups) return sum;
+  for (const auto& g : *all_groups) {
     sum = sat_add(sum, kind_blocks(g.kind, g.block_size, g.sliding_window, retained_tokens, tokens,
                                    decode_context_parallel_size));
   }
@@ -307,7 +314,8 @@ std::int64_t VllmKvConfig::request_blocks(std::int64_t tokens) const {
 std::int64_t VllmKvConfig::decode_request_blocks(std::int64_t tokens, std::int64_t step_tokens) const {
   const std::int64_t reserve = sat_add(extra_retained_tokens, sat_mul(batches_in_flight, step_tokens));
   std::int64_t sum = 0;
-  for (const auto& g : groups) {
+  if (!all_groups) return sum;
+  for (const auto& g : *all_groups) {
     sum = sat_add(sum,
                   kind_blocks(g.kind, g.block_size, g.sliding_window, reserve, tokens, decode_context_parallel_size));
   }
@@ -358,6 +366,11 @@ std::vector<VllmKvConfig> vllm_kv_configs(const ModelConfig& cfg, const Topology
       outs[s].specs.push_back(std::move(specs[i]));
     }
   }
+  // The grouping, once for every stage.
+  auto shapes = std::make_shared<std::vector<VllmKvGroupShape>>();
+  shapes->reserve(global.size());
+  for (const auto& g : global) shapes->push_back(VllmKvGroupShape{g.kind, g.block_size, g.window});
+  const std::shared_ptr<const std::vector<VllmKvGroupShape>> all_groups = std::move(shapes);
   std::vector<std::int64_t> align_lcm(nst, 1);
   for (std::size_t s = 0; s < nst; ++s) {
     VllmKvConfig& out = outs[s];
@@ -366,32 +379,37 @@ std::vector<VllmKvConfig> vllm_kv_configs(const ModelConfig& cfg, const Topology
     out.retained_tokens = retained;
     out.extra_retained_tokens = options.extra_retained_tokens;
     out.batches_in_flight = options.async_scheduling ? 2 : 1;
-    out.groups.reserve(global.size());
-    for (const auto& g : global) {
-      VllmKvGroup pg;
-      pg.kind = g.kind;
-      pg.block_size = g.block_size;
-      pg.sliding_window = g.window;
-      out.groups.push_back(std::move(pg));
-    }
+    out.decode_context_parallel_size = std::max<std::int64_t>(options.decode_context_parallel_size, 1);
+    out.all_groups = all_groups;
   }
+  // Each stage lists the groups it has a spec in, by ascending index (the outer loop's order).
   for (std::size_t gi = 0; gi < global.size(); ++gi) {
     for (auto i : global[gi].specs) {
       const auto s = static_cast<std::size_t>(spec_stage[i]);
-      VllmKvGroup& pg = outs[s].groups[gi];
+      std::vector<VllmKvGroup>& stage_groups = outs[s].groups;
+      if (stage_groups.empty() || stage_groups.back().index != gi) {
+        VllmKvGroup pg;
+        pg.index = gi;
+        pg.kind = global[gi].kind;
+        pg.block_size = global[gi].block_size;
+        pg.sliding_window = global[gi].window;
+        stage_groups.push_back(std::move(pg));
+      }
+      VllmKvGroup& pg = stage_groups.back();
       const VllmKvSpec& spec = outs[s].specs[new_index[i]];  // the spec, moved to its stage
       pg.specs.push_back(new_index[i]);
       pg.bytes = sat_add(pg.bytes, spec.page_bytes);
       align_lcm[s] = std::lcm(align_lcm[s], std::max<std::int64_t>(spec.alignment, 1));
     }
   }
+  // A request reserves the blocks of every group on every stage: the same count on each.
+  const std::int64_t blocks_per_request = outs[0].request_blocks(layout.max_model_len);
   for (std::size_t s = 0; s < nst; ++s) {
     VllmKvConfig& out = outs[s];
     std::int64_t widest = 0;
     for (const auto& g : out.groups) widest = std::max(widest, g.bytes);
     out.bytes_per_block = widest == 0 ? 0 : cdiv(widest, align_lcm[s]) * align_lcm[s];
-    out.decode_context_parallel_size = std::max<std::int64_t>(options.decode_context_parallel_size, 1);
-    out.blocks_per_request = out.request_blocks(out.max_model_len);
+    out.blocks_per_request = blocks_per_request;
   }
   return outs;
 }

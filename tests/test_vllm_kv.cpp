@@ -15,7 +15,7 @@
 
 using namespace mlaplan;
 
-// Expected values are computed by hand in the comments from docs/deployment.md section 4 and the
+// Expected values are computed by hand in the comments from docs/fit.md section 4 and the
 // Layout's rows (docs/layout-accounting.md), not by calling the code under test.
 
 namespace {
@@ -282,8 +282,8 @@ TEST_CASE("vllm_kv: pipeline stages group globally, take the minimum num_blocks"
   // 11 x 37440 + 10 x 1728 + 11 x 8640 = 524160. A request reserves every group's blocks on both: 10778.
   const VllmKvConfig s0 = config(v40(), 1048576, {}, 0, 2);
   const VllmKvConfig s1 = config(v40(), 1048576, {}, 1, 2);
-  CHECK(s0.groups.size() == 5);
-  CHECK(s1.groups.size() == 5);
+  CHECK(s0.group_count() == 5);
+  CHECK(s1.group_count() == 5);
   CHECK(s0.bytes_per_block == 478080);
   CHECK(s1.bytes_per_block == 524160);
   CHECK(s0.blocks_per_request == 10778);
@@ -341,16 +341,27 @@ TEST_CASE("vllm_kv: the stages of a pipeline share one grouping of the whole mod
       const auto& a = all[static_cast<std::size_t>(s)];
       CHECK(a.stage == s);
       specs += a.specs.size();
-      // Every stage keeps every group of the whole model (some empty here), so a request reserves
-      // the same blocks on each, and a stage's groups hold only its own specs.
-      REQUIRE(a.groups.size() == whole[0].groups.size());
+      // Every stage keeps every group of the whole model (some without a layer here), so a request
+      // reserves the same blocks on each; a stage lists the groups it has specs in, by index, each
+      // holding only its own specs. The grouping itself is one object shared by the stages.
+      REQUIRE(a.group_count() == whole[0].group_count());
+      CHECK(a.all_groups == all[0].all_groups);
+      CHECK(a.groups.size() <= a.group_count());
       CHECK(a.blocks_per_request == whole[0].blocks_per_request);
       CHECK(a.bytes_per_block <= whole[0].bytes_per_block);
       std::int64_t widest = 0;
-      for (std::size_t g = 0; g < a.groups.size(); ++g) {
-        CHECK(a.groups[g].specs.size() <= whole[0].groups[g].specs.size());
-        for (auto i : a.groups[g].specs) CHECK(i < a.specs.size());
-        widest = std::max(widest, a.groups[g].bytes);
+      for (std::size_t k = 0; k < a.groups.size(); ++k) {
+        const auto& g = a.groups[k];
+        if (k > 0) CHECK(a.groups[k - 1].index < g.index);
+        REQUIRE(a.group_on_stage(g.index) == &g);
+        const auto* w = whole[0].group_on_stage(g.index);
+        REQUIRE(w != nullptr);
+        CHECK(g.kind == w->kind);
+        CHECK(g.block_size == w->block_size);
+        CHECK(!g.specs.empty());
+        CHECK(g.specs.size() <= w->specs.size());
+        for (auto i : g.specs) CHECK(i < a.specs.size());
+        widest = std::max(widest, g.bytes);
       }
       CHECK(a.bytes_per_block >= widest);
       // vllm_kv_config of one stage is that stage of all of them.

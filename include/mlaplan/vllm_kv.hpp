@@ -6,9 +6,10 @@
 // request reserves, and from an available byte count: num_blocks, `GPU KV cache size: N tokens`,
 // `Maximum concurrency for L tokens per request: C.CCx`, and when it does not fit vLLM's own
 // error with its estimated maximum model length. Rules: docs/fit.md "vLLM's KV cache", from
-// docs/deployment.md section 4.
+// docs/fit.md section 4.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,12 +47,20 @@ struct VllmKvSpec {
   std::int64_t alignment = 1;
 };
 
-/// One packed group: layers whose specs share a block table.
+/// What a packed group is, whatever stage holds its layers: the kind of its block table.
+struct VllmKvGroupShape {
+  VllmSpecKind kind = VllmSpecKind::full;
+  std::int64_t block_size = 0;
+  std::int64_t sliding_window = 0;  ///< window of a sliding_window group
+};
+
+/// One packed group on one stage: layers whose specs share a block table.
 struct VllmKvGroup {
+  std::size_t index = 0;           ///< the group's number in the model's grouping (VllmKvConfig::all_groups)
   std::vector<std::size_t> specs;  ///< indices into VllmKvConfig::specs
   VllmSpecKind kind = VllmSpecKind::full;
   std::int64_t block_size = 0;
-  std::int64_t bytes = 0;           ///< sum of its specs' page bytes (on this stage; 0 for a group with no layer here)
+  std::int64_t bytes = 0;           ///< sum of its specs' page bytes on this stage
   std::int64_t sliding_window = 0;  ///< window of a sliding_window group
 };
 
@@ -70,7 +79,13 @@ struct VllmKvOptions {
 /// vLLM's KV-cache layout of one pipeline stage.
 struct VllmKvConfig {
   std::vector<VllmKvSpec> specs;
+  /// The groups with a layer on this stage, by ascending index. vLLM keeps every group of the
+  /// model in every worker's list (a group without a layer here keeps its block table, and a
+  /// request reserves its blocks there too): those are all_groups; only the ones with specs here
+  /// are listed, so that a plan of many stages holds each group once, not once per stage.
   std::vector<VllmKvGroup> groups;
+  /// Every group of the model's grouping, in order: shared by the stages of one grouping.
+  std::shared_ptr<const std::vector<VllmKvGroupShape>> all_groups;
   std::int64_t bytes_per_block = 0;  ///< max over groups of their bytes, rounded to the alignment lcm
   std::int64_t stage = 0;
   std::int64_t max_model_len = 0;
@@ -79,7 +94,11 @@ struct VllmKvConfig {
   std::int64_t extra_retained_tokens = 0;         ///< the options' (part of retained_tokens)
   std::int64_t batches_in_flight = 1;             ///< 2 with async scheduling (part of retained_tokens)
   std::int64_t decode_context_parallel_size = 1;  ///< full groups: cdiv(cdiv(tokens, DCP), block) blocks per rank
-  /// Blocks one request of `tokens` reserves (sum over groups of the max over its specs).
+  /// The number of groups of the model's grouping (all_groups), on every stage.
+  std::size_t group_count() const { return all_groups ? all_groups->size() : 0; }
+  /// The group `index` of the grouping as it is on this stage; null when no layer here has a spec in it.
+  const VllmKvGroup* group_on_stage(std::size_t index) const;
+  /// Blocks one request of `tokens` reserves (sum over every group of the grouping, all_groups).
   std::int64_t request_blocks(std::int64_t tokens) const;
   /// Blocks a running request of `tokens` holds while it decodes `step_tokens` tokens a step
   /// (1 + speculative tokens): request_blocks() with the sliding windows' reserve of a decode step,
