@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "unprivileged.hpp"
+
 extern char** environ;
 
 namespace e2e {
@@ -42,6 +44,7 @@ struct RunOptions {
   bool ignore_sigpipe = false;           ///< the child starts with SIGPIPE ignored (writes get EPIPE)
   int timeout_s = 60;
   std::string binary = MLAPLAN_BINARY;  ///< the executable run: the built mla-plan, or a copy of it
+  bool unprivileged = false;            ///< run as the user nobody when the tests run as root (unprivileged.hpp)
 };
 
 inline std::string slurp(const fs::path& p) {
@@ -99,8 +102,10 @@ inline Run run(const std::vector<std::string>& args, const RunOptions& o = {}) {
     posix_spawnattr_setsigdefault(&attr, &def);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
   }
-  std::vector<std::string> argv_s = {o.binary};
+  std::vector<std::string> argv_s = o.unprivileged ? unprivileged::command_prefix() : std::vector<std::string>{};
+  argv_s.push_back(o.binary);
   argv_s.insert(argv_s.end(), args.begin(), args.end());
+  const std::string program = argv_s.front();
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -124,12 +129,12 @@ inline Run run(const std::vector<std::string>& args, const RunOptions& o = {}) {
     ign.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &ign, &old_pipe);
   }
-  const int spawned = posix_spawn(&pid, o.binary.c_str(), &fa, &attr, argv.data(), envp.data());
+  const int spawned = posix_spawn(&pid, program.c_str(), &fa, &attr, argv.data(), envp.data());
   if (o.ignore_sigpipe) sigaction(SIGPIPE, &old_pipe, nullptr);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (pipe_fds[1] >= 0) ::close(pipe_fds[1]);
-  if (spawned != 0) FAIL("could not start " << o.binary);
+  if (spawned != 0) FAIL("could not start " << program);
   int status = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_s);
   while (true) {
