@@ -649,15 +649,18 @@ TEST_CASE("verify's default batch decodes the layout's speculative tokens", "[ve
   VerifyOptions o;
   o.timing_iterations = 1;
   o.kv_cache_dtypes = {"fp8_ds_mla"};
-  o.batch.spec_tokens = 5;
-  o.layout.num_speculative_tokens = 5;
-  o.layout.max_model_len = 300;
+  // Short contexts and 2 speculative tokens: the host reference's work grows with the decode
+  // tokens times the keys each attends, and the batch's shape is what is checked.
+  o.batch.spec_tokens = 2;
+  o.layout.num_speculative_tokens = 2;
+  o.layout.max_model_len = 64;
   const auto r = run_verify(cfg, topo, gpu("h200"), *dev, o);
   CHECK(r.exit_code == 0);
-  CHECK(r.batch.spec_tokens == 5);
+  CHECK(r.batch.spec_tokens == 2);
   CHECK(r.batch.context_lens.size() == 37);
-  CHECK(r.batch.positions.size() == 37 * 6);
-  for (const auto& c : r.cells) CHECK(c.b == 37 * 6);
+  CHECK(r.batch.context_lens.back() == 62);
+  CHECK(r.batch.positions.size() == 37 * 3);
+  for (const auto& c : r.cells) CHECK(c.b == 37 * 3);
   // 37 x (1 + 7) decode tokens are past the verification limit: refused before any device runs.
   o.batch.spec_tokens = 7;
   o.layout.num_speculative_tokens = 7;
