@@ -39,14 +39,6 @@ PlanRequest PlanOptions::request() const {
   return r;
 }
 
-PlanResult compute_plan_for(ModelConfig config, const PlanOptions& opt) {
-  return make_plan(std::move(config), opt.request());
-}
-
-PlanResult compute_plan_on(const ModelConfig& config, const Topology& topology, const PlanOptions& opt) {
-  return make_plan_on(config, topology, opt.request());
-}
-
 PlanResult compute_plan(const PlanOptions& opt) { return make_plan(opt.config, opt.request()); }
 
 int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err) {

@@ -51,12 +51,6 @@ int run_plan(const PlanOptions& opt, std::ostream& out, std::ostream& err);
 /// Computes the plan of one config. Throws mlaplan::Error for unreadable / invalid configs and
 /// bad flag values; backend violations and capacity shortfalls are recorded in the result.
 PlanResult compute_plan(const PlanOptions& opt);
-/// compute_plan() for an already loaded config (check runs many files with one option set).
-PlanResult compute_plan_for(ModelConfig config, const PlanOptions& opt);
-/// compute_plan_for() of `config` whose topology is `topology` (build_topology(config)), without
-/// copying either: the result's config and topology are left empty (check --matrix plans one
-/// config on many targets).
-PlanResult compute_plan_on(const ModelConfig& config, const Topology& topology, const PlanOptions& opt);
 
 // ---- schedule (direct mode) ----
 struct ScheduleOptions {

@@ -3,7 +3,7 @@
 //
 // The CLI library (mlaplan_cli) holds no CUDA: the plain `mla-plan` plans, checks and reports
 // without the kernels, so it builds without nvcc and quickly. The kernels are linked into a
-// second executable of the same CLI, `mla-plan-cuda` (app/main_cuda.cpp), which sets a GpuRunner.
+// second executable of the same CLI, `mla-plan-cuda` (app/main.cpp with app/gpu_runner_cuda.cpp), which sets a GpuRunner.
 // The plain `mla-plan` of a build with the kernels hands a parsed `verify` or `bench` over to
 // `mla-plan-cuda` next to it (execv, the same arguments: app/main.cpp). Without a runner, verify
 // and bench check the config and every flag, then end with no_gpu (exit 6) saying what to build.

@@ -1,5 +1,5 @@
 // `mla-plan bench` orchestration (mlaplan/bench.hpp): shapes from the planned layout, rules,
-// ceilings, timings, rates and floors. The timing is the device's (kernels/src/bench_device.cpp).
+// ceilings, timings, rates and floors. The timing is the device's (kernels/src/runtime/bench_device.cpp).
 
 #include "mlaplan/bench.hpp"
 

@@ -1,5 +1,5 @@
-// vLLM's start-up budget of one GPU. Terms and sources: docs/fit.md, from docs/deployment.md
-// section 3 (vllm/v1/worker/gpu_worker.py, vllm/utils/mem_utils.py, one V4-Flash TP2 start-up
+// vLLM's start-up budget of one GPU. Terms and sources: docs/fit.md section 3
+// (vllm/v1/worker/gpu_worker.py, vllm/utils/mem_utils.py, one V4-Flash TP2 start-up
 // log and two V4-Flash TP4 load logs).
 
 #include "mlaplan/budget.hpp"

@@ -241,8 +241,7 @@ std::int64_t cost(const Objects& objs, std::int64_t stage, std::int64_t tokens, 
 
 // Objects that count the same in a sum, with how many there are. A layout's objects take a
 // handful of distinct shapes (one per kind and format), so sums over the groups cost O(shapes)
-// instead of O(objects): plan_capacity's searches evaluate cost() about a hundred times per
-// stage, and check --matrix plans one config 22 times per TP size.
+// instead of O(objects): check --matrix plans one config 22 times per TP size.
 template <class Key>
 struct Counted {
   Key key;
@@ -272,39 +271,6 @@ std::vector<Counted<Key>> group_counted(std::vector<Key> keys) {
     groups.push_back(Counted<Key>{k, 1});
   }
   return groups;
-}
-
-// What cost() reads of an object: scope, tokens_per_page, page_bytes, window_tokens, ring.
-using CostKey = std::tuple<CacheScope, std::int64_t, std::int64_t, std::int64_t, bool>;
-using CostTerms = std::vector<Counted<CostKey>>;
-
-CostTerms cost_terms(const ObjectRefs& objs) {
-  std::vector<CostKey> keys;
-  keys.reserve(objs.size());
-  for (const CacheObject* o : objs)
-    keys.emplace_back(o->scope, o->tokens_per_page, o->page_bytes, o->window_tokens, o->ring);
-  return group_counted(std::move(keys));
-}
-
-// cost() over cost_terms(): every term is a non-negative saturating sum, so neither the
-// grouping nor the order changes it.
-std::int64_t cost(const CostTerms& terms, std::int64_t tokens, std::int64_t in_flight, bool global, bool per_request) {
-  std::int64_t sum = 0;
-  for (const auto& t : terms) {
-    const auto& [scope, tokens_per_page, page_bytes, window_tokens, ring] = t.key;
-    std::int64_t one = 0;
-    if (scope == CacheScope::global && global) {
-      one = sat_mul(ceil_div(tokens, tokens_per_page), page_bytes);
-    } else if (scope == CacheScope::per_request && per_request) {
-      const std::int64_t pages =
-          ring ? 1 : ceil_div(std::min(sat_add(window_tokens - 1, in_flight), tokens), tokens_per_page) + 1;
-      one = sat_mul(pages, page_bytes);
-    } else {
-      continue;
-    }
-    sum = sat_add(sum, sat_mul(one, t.count));
-  }
-  return sum;
 }
 
 // What account() reads of an object: scope, draft, row_bytes, compress_ratio, page_bytes,
@@ -367,30 +333,6 @@ std::int64_t request_cost(const Objects& stage_objs, std::int64_t tokens, std::i
     throw_usage("the KV cache of a " + std::to_string(tokens) + "-token request overflows 64-bit byte counts");
   }
   return c;
-}
-
-// Largest x in [lo, hi] with pred(x) true, pred monotone (true then false); lo - 1 if none.
-template <class Pred>
-std::int64_t last_true(std::int64_t lo, std::int64_t hi, Pred pred) {
-  std::int64_t ans = lo - 1;
-  while (lo <= hi) {
-    const std::int64_t mid = lo + (hi - lo) / 2;
-    if (pred(mid)) {
-      ans = mid;
-      lo = mid + 1;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  return ans;
-}
-
-std::string stage_words(const Layout& L, std::int64_t s) {
-  const Stage& st = L.parallel.stages[static_cast<std::size_t>(s)];
-  std::string w = "pipeline stage " + std::to_string(s) + " (layers " + std::to_string(st.first_layer) + "-" +
-                  std::to_string(st.last_layer);
-  if (st.num_draft_layers > 0) w += " and " + std::to_string(st.num_draft_layers) + " draft layers";
-  return w + ")";
 }
 
 }  // namespace
@@ -576,108 +518,6 @@ std::int64_t request_bytes(const Layout& layout, std::int64_t stage, std::int64_
     if (on_stage(o, stage)) objs.push_back(&o);
   }
   return request_cost(objs, tokens, layout.in_flight_tokens);
-}
-
-// ---------------------------------------------------------------- capacity
-
-Capacity plan_capacity(const Layout& L, const CapacityOptions& o) {
-  Capacity c;
-  const double max_gib = TargetLimits::max_memory_gib;
-  if (o.kv_budget_gib) {
-    if (o.gpu_memory_utilization || o.weights_gib || o.reserved_gib) {
-      throw_usage(
-          "--kv-budget-gib is the KV-cache budget itself; do not combine it with "
-          "--gpu-memory-utilization, --weights-gib or --reserved-gib");
-    }
-    c.budget_bytes = gib_to_bytes(*o.kv_budget_gib, "--kv-budget-gib", max_gib);
-    c.explicit_budget = true;
-    c.budget_formula = "--kv-budget-gib " + num_str(*o.kv_budget_gib);
-  } else {
-    const double util = o.gpu_memory_utilization.value_or(kDefaultGpuMemoryUtilization);
-    if (!(util > 0.0) || !(util <= 1.0)) {
-      throw_usage("--gpu-memory-utilization: '" + num_str(util) + "' is out of range; allowed above 0 up to 1");
-    }
-    c.gpu_memory_utilization = util;
-    c.weights_bytes = gib_to_bytes(o.weights_gib.value_or(0.0), "--weights-gib", max_gib, true);
-    c.reserved_bytes = gib_to_bytes(o.reserved_gib.value_or(0.0), "--reserved-gib", max_gib, true);
-    const auto usable = static_cast<std::int64_t>(std::floor(util * static_cast<double>(L.target.memory_bytes)));
-    c.budget_bytes = usable - c.weights_bytes - c.reserved_bytes;
-    c.budget_formula = num_str(util) + " x " + format_gib(L.target.memory_bytes) + " (" + L.target.id + ") - " +
-                       format_gib(c.weights_bytes) + " weights - " + format_gib(c.reserved_bytes) + " reserved";
-  }
-  c.max_model_len = L.max_model_len;
-  const std::int64_t B = c.budget_bytes;
-  const auto& stages = L.parallel.stages;
-  const std::int64_t ns = static_cast<std::int64_t>(stages.size());
-  const auto by_stage = objects_by_stage(L.objects, stages.size());
-  auto objs_of = [&](std::int64_t s) -> const ObjectRefs& { return by_stage[static_cast<std::size_t>(s)]; };
-  std::vector<CostTerms> terms_by_stage;
-  terms_by_stage.reserve(by_stage.size());
-  for (const auto& objs : by_stage) terms_by_stage.push_back(cost_terms(objs));
-  auto terms_of = [&](std::int64_t s) -> const CostTerms& { return terms_by_stage[static_cast<std::size_t>(s)]; };
-
-  // One request at max_model_len on every stage: the largest is the limit.
-  for (std::int64_t s = 0; s < ns; ++s) {
-    const std::int64_t rb = request_cost(objs_of(s), L.max_model_len, L.in_flight_tokens);
-    if (s == 0 || rb > c.request_bytes) {
-      c.request_bytes = rb;
-      c.limiting_stage = s;
-    }
-  }
-  c.fits = B > 0 && c.request_bytes <= B;
-  c.concurrency_per_rank = (B > 0 && c.request_bytes > 0) ? B / c.request_bytes : 0;
-  c.concurrency_total =
-      checked_mul(c.concurrency_per_rank, L.parallel.data_parallel_size, "concurrency", ErrorKind::usage);
-
-  // History tokens the global pools hold next to one request's per-request caches.
-  c.tokens_unbounded = true;
-  for (std::int64_t s = 0; s < ns; ++s) {
-    const auto& objs = objs_of(s);
-    const bool has_global =
-        std::any_of(objs.begin(), objs.end(), [](const CacheObject* ob) { return ob->scope == CacheScope::global; });
-    if (!has_global) continue;
-    const auto& terms = terms_of(s);
-    const std::int64_t side = cost(terms, L.max_model_len, L.in_flight_tokens, false, true);
-    std::int64_t t = 0;
-    if (B > 0 && side < B) {
-      const std::int64_t avail = B - side;
-      t = last_true(0, std::int64_t{1} << 62,
-                    [&](std::int64_t x) { return cost(terms, x, L.in_flight_tokens, true, false) <= avail; });
-    }
-    c.tokens_that_fit = c.tokens_unbounded ? t : std::min(c.tokens_that_fit, t);
-    c.tokens_unbounded = false;
-  }
-
-  // Longest max_model_len one request can have.
-  auto fits_len = [&](std::int64_t len) {
-    for (std::int64_t s = 0; s < ns; ++s) {
-      if (cost(terms_of(s), len, L.in_flight_tokens, true, true) > B) return false;
-    }
-    return true;
-  };
-  c.longest_max_model_len = B <= 0 ? 0 : std::max<std::int64_t>(0, last_true(1, L.max_position_embeddings, fits_len));
-  c.longest_capped = c.longest_max_model_len == L.max_position_embeddings;
-
-  if (!c.fits) {
-    std::string m = "To serve at least one request with the model's max seq len (" + std::to_string(L.max_model_len) +
-                    "), (" + format_gib(c.request_bytes) +
-                    " KV cache is needed, which is larger than the available KV cache memory (" + format_gib(B) + ")";
-    if (ns > 1) m += " on " + stage_words(L, c.limiting_stage);
-    m += ". ";
-    if (c.longest_max_model_len > 0) {
-      m += "Based on the available memory, the largest max_model_len that fits is " +
-           std::to_string(c.longest_max_model_len) + ".";
-    } else {
-      m += "Not even a one-token request fits.";
-    }
-    m += " Budget: " + c.budget_formula + " = " + format_gib(B) + ".";
-    c.message = m;
-  }
-  return c;
-}
-
-void require_fits(const Capacity& capacity) {
-  if (!capacity.fits) throw Error(ErrorKind::does_not_fit, capacity.message);
 }
 
 // ---------------------------------------------------------------- bytes by cache kind

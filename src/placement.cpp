@@ -19,7 +19,7 @@
 //   FusedMoE over the flattened TP x DP group (n_routed / EP experts each with EP on).
 //   VocabParallelEmbedding / ParallelLMHead: vocab rows padded to a multiple of 64, split by TP.
 // - vllm/model_executor/layers/deepseek_v4_attention.py (DeepseekV4Indexer, via deepseek_v4.py and
-//   docs/deployment.md section 2): the indexer's wq_b and weights_proj are ReplicatedLinear ("no
+//   docs/fit.md section 2): the indexer's wq_b and weights_proj are ReplicatedLinear ("no
 //   tensor parallel, just replicated"); the compressors are replicated.
 // - vllm/model_executor/models/deepseek_v4_mtp.py (DeepSeekV4MultiTokenPredictorLayer): e_proj and
 //   h_proj are ReplicatedLinear; enorm / hnorm / shared_head.norm and hc_head_* are replicated; the
@@ -32,7 +32,7 @@
 //   replaced by the target's when the draft is loaded (vLLM's EAGLE/MTP proposer shares them), so
 //   they are counted as shared, not placed.
 // - Engram (V4.1) and the vision tower: not in the vLLM sources read. Engram on the GPU is taken as
-//   sharded by TP like the embedding (users' reports, docs/deployment.md [L, U]); the vision tower
+//   sharded by TP like the embedding (users' reports; docs/fit.md section 2); the vision tower
 //   as replicated on the first stage (assumed). Both set Placement::estimated.
 
 namespace mlaplan {

@@ -1,6 +1,5 @@
-// The checkpoint's tensors from config.json alone. Rules: docs/weights.md, from
-// docs/deployment.md section 1 (the released checkpoints' tensor listings). Every size goes
-// through checked 64-bit arithmetic.
+// The checkpoint's tensors from config.json alone. Rules: docs/weights.md, from the released
+// checkpoints' tensor listings. Every size goes through checked 64-bit arithmetic.
 
 #include "mlaplan/weights.hpp"
 
@@ -587,7 +586,7 @@ void build_v32(Builder& b, const ModelConfig& cfg, WeightsReport& r) {
     b.add(p + "shared_head.norm.weight", BF16, {H}, P::mtp);
     b.add(p + "shared_head.head.weight", BF16, {c.vocab_size, H}, P::head);  // its own copy
   }
-  // deployment.md: V3/V3.2 totals are derived only, not checked against a listing [U].
+  // docs/weights.md: V3/V3.2 totals are derived only, not checked against a listing [U].
   for (std::size_t p = 0; p < kWeightPartCount; ++p) r.main_parts[p].estimated = r.draft_parts[p].estimated = true;
   r.findings.push_back(Finding{"weights.estimated", Severity::info,
                                "deepseek_v32: the tensor list follows V3's layout plus an indexer per layer; "

@@ -154,7 +154,7 @@ TEST_CASE("budget: bad values name the flag", "[budget]") {
 }
 
 TEST_CASE("budget: the two V4-Flash TP4 load logs are the derived weights plus the overhead term", "[budget]") {
-  // deployment.md section 2: vLLM printed "Model loading took 37.96 GiB" and "38.09 GiB" (two MoE
+  // docs/fit.md section 3: vLLM printed "Model loading took 37.96 GiB" and "38.09 GiB" (two MoE
   // backends) for V4-Flash at TP4, EP on, without the MTP stage.
   const auto cfg = load_config(src("configs/deepseek-v4-flash.json"));
   const auto w = compute_weights(cfg, {false});

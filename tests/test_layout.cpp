@@ -105,14 +105,6 @@ void require_error(F&& f, ErrorKind kind, const std::string& message) {
   }
 }
 
-std::string gib2(std::int64_t bytes) {
-  std::ostringstream s;
-  s.setf(std::ios::fixed);
-  s.precision(2);
-  s << static_cast<double>(bytes) / static_cast<double>(kGiB) << " GiB";
-  return s.str();
-}
-
 }  // namespace
 
 // =============================================================== targets
@@ -676,22 +668,6 @@ TEST_CASE("properties over configs, targets and dtypes", "[layout]") {
     }
     CHECK(sum.value() == L.accounting.global_pages.value());
     CHECK(req == L.accounting.total_pages);
-    // Capacity is monotone in the budget.
-    Capacity prev;
-    for (int gib = 1; gib <= 160; gib += 3) {
-      CapacityOptions co;
-      co.kv_budget_gib = gib;
-      const Capacity cap = plan_capacity(L, co);
-      CHECK(cap.budget_bytes == gib * kGiB);
-      if (gib > 1) {
-        CHECK(cap.concurrency_per_rank >= prev.concurrency_per_rank);
-        CHECK(cap.tokens_that_fit >= prev.tokens_that_fit);
-        CHECK(cap.longest_max_model_len >= prev.longest_max_model_len);
-        CHECK((cap.fits || !prev.fits));
-      }
-      CHECK(cap.fits == (cap.concurrency_per_rank >= 1));
-      prev = cap;
-    }
   }
 }
 
@@ -731,117 +707,6 @@ TEST_CASE("per-request window pages follow vLLM's sliding-window bound", "[layou
       CHECK(a.accounting.total_rows == a.accounting.global_rows.times_ceil(mml) + a.accounting.per_request_rows);
     }
   }
-}
-
-// =============================================================== capacity
-
-TEST_CASE("capacity: budget, concurrency, longest max_model_len", "[layout]") {
-  const Layout L = plan(v41(), "h200");
-  const std::int64_t mml = L.max_model_len;
-  REQUIRE(mml == v41().cfg.max_position_embeddings);
-  REQUIRE(L.max_model_len_default);
-
-  CapacityOptions co;
-  co.weights_gib = 40;
-  co.reserved_gib = 2.5;
-  const Capacity c = plan_capacity(L, co);
-  const auto expect_budget = static_cast<std::int64_t>(std::floor(0.9 * static_cast<double>(141 * kGiB))) - 40 * kGiB -
-                             static_cast<std::int64_t>(2.5 * static_cast<double>(kGiB));
-  CHECK(c.budget_bytes == expect_budget);
-  CHECK(c.budget_formula == "0.9 x 141.00 GiB (h200) - 40.00 GiB weights - 2.50 GiB reserved");
-  CHECK(c.request_bytes == request_bytes(L, -1, mml));
-  CHECK(c.concurrency_per_rank == c.budget_bytes / c.request_bytes);
-  CHECK(c.concurrency_total == c.concurrency_per_rank);
-  CHECK(c.fits);
-  CHECK(c.message.empty());
-  CHECK(c.longest_max_model_len == mml);
-  CHECK(c.longest_capped);
-  // tokens_that_fit: whole global pages beside one request's windows and rings.
-  const std::int64_t side = L.accounting.per_request_pages;
-  std::int64_t per_block = 0;  // global bytes of one block of tokens
-  for (const auto& ob : L.objects) {
-    if (ob.scope == CacheScope::global) {
-      REQUIRE(ob.tokens_per_page == L.block_size);
-      per_block += ob.page_bytes;
-    }
-  }
-  CHECK(c.tokens_that_fit % L.block_size == 0);
-  CHECK(c.tokens_that_fit / L.block_size == (c.budget_bytes - side) / per_block);
-
-  // DP multiplies concurrency; TP does not change what one GPU holds.
-  LayoutOptions par;
-  par.data_parallel_size = 4;
-  par.tensor_parallel_size = 8;
-  const Layout P = plan(v41(), "h200", par);
-  const Capacity cp = plan_capacity(P, co);
-  CHECK(cp.request_bytes == c.request_bytes);
-  CHECK(cp.concurrency_per_rank == c.concurrency_per_rank);
-  CHECK(cp.concurrency_total == 4 * c.concurrency_per_rank);
-  CHECK(P.parallel.local_query_heads == 8);
-  CHECK(P.parallel.padded_query_heads == 64);
-
-  // A budget too small for one request at max_model_len: not an error until require_fits.
-  CapacityOptions small;
-  small.kv_budget_gib = 1.0;
-  const Capacity s = plan_capacity(L, small);
-  CHECK_FALSE(s.fits);
-  CHECK(s.concurrency_per_rank == 0);
-  REQUIRE(s.longest_max_model_len > 0);
-  CHECK(request_bytes(L, -1, s.longest_max_model_len) <= kGiB);
-  CHECK(request_bytes(L, -1, s.longest_max_model_len + 1) > kGiB);
-  CHECK_FALSE(s.longest_capped);
-  const std::string msg = "To serve at least one request with the model's max seq len (1048576), (" +
-                          gib2(s.request_bytes) +
-                          " KV cache is needed, which is larger than the available KV cache memory (1.00 GiB). Based "
-                          "on the available memory, the largest max_model_len that fits is " +
-                          std::to_string(s.longest_max_model_len) + ". Budget: --kv-budget-gib 1 = 1.00 GiB.";
-  CHECK(s.message == msg);
-  require_error([&] { require_fits(s); }, ErrorKind::does_not_fit, msg);
-  CHECK_NOTHROW(require_fits(c));
-
-  // Nothing left after the weights.
-  CapacityOptions heavy;
-  heavy.weights_gib = 200;
-  const Capacity h = plan_capacity(L, heavy);
-  CHECK(h.budget_bytes < 0);
-  CHECK_FALSE(h.fits);
-  CHECK(h.longest_max_model_len == 0);
-  CHECK(h.tokens_that_fit == 0);
-  CHECK(h.message == "To serve at least one request with the model's max seq len (1048576), (" + gib2(h.request_bytes) +
-                         " KV cache is needed, which is larger than the available KV cache memory (-73.10 GiB). Not "
-                         "even a one-token request fits. Budget: 0.9 x 141.00 GiB (h200) - 200.00 GiB weights - 0.00 "
-                         "GiB reserved = -73.10 GiB.");
-}
-
-TEST_CASE("capacity: bad budget values", "[layout]") {
-  const Layout L = plan(v41(), "h200");
-  auto with = [&](auto set) {
-    CapacityOptions o;
-    set(o);
-    return [&L, o] { plan_capacity(L, o); };
-  };
-  const std::string util = "' is out of range; allowed above 0 up to 1";
-  require_error(with([](CapacityOptions& o) { o.gpu_memory_utilization = 0.0; }), ErrorKind::usage,
-                "--gpu-memory-utilization: '0" + util);
-  require_error(with([](CapacityOptions& o) { o.gpu_memory_utilization = 1.5; }), ErrorKind::usage,
-                "--gpu-memory-utilization: '1.5" + util);
-  require_error(with([](CapacityOptions& o) { o.gpu_memory_utilization = std::nan(""); }), ErrorKind::usage,
-                "--gpu-memory-utilization: 'nan" + util);
-  require_error(with([](CapacityOptions& o) { o.weights_gib = -1; }), ErrorKind::usage,
-                "--weights-gib: '-1' is out of range; allowed 0 up to 1048576 GiB");
-  require_error(with([](CapacityOptions& o) { o.reserved_gib = 1e30; }), ErrorKind::usage,
-                "--reserved-gib: '1e+30' is out of range; allowed 0 up to 1048576 GiB");
-  require_error(with([](CapacityOptions& o) { o.kv_budget_gib = 0; }), ErrorKind::usage,
-                "--kv-budget-gib: '0' is out of range; allowed 2^-30 (1 byte) up to 1048576 GiB");
-  require_error(with([](CapacityOptions& o) { o.kv_budget_gib = std::numeric_limits<double>::infinity(); }),
-                ErrorKind::usage, "--kv-budget-gib: 'inf' is out of range; allowed 2^-30 (1 byte) up to 1048576 GiB");
-  require_error(with([](CapacityOptions& o) {
-                  o.kv_budget_gib = 10;
-                  o.weights_gib = 1;
-                }),
-                ErrorKind::usage,
-                "--kv-budget-gib is the KV-cache budget itself; do not combine it with --gpu-memory-utilization, "
-                "--weights-gib or --reserved-gib");
 }
 
 // =============================================================== backend rules
@@ -1020,14 +885,11 @@ TEST_CASE("pipeline parallelism keeps V4.1 sharing groups on one stage", "[layou
   }
   o.pipeline_parallel_size = 4;
   const Layout v = plan(v32(), "h200", o);
-  // PP 4 of 61: 15, 15, 16, 15 layers, the MTP layer on the last: stages 2 and 3 hold 16 layers each
-  // and the first of them is reported.
-  CapacityOptions co;
-  co.kv_budget_gib = 1000;
-  const Capacity c = plan_capacity(v, co);
-  CHECK(c.limiting_stage == 2);
-  CHECK(c.request_bytes == request_bytes(v, 2, v.max_model_len));
-  CHECK(c.request_bytes < request_bytes(v, -1, v.max_model_len));
+  // PP 4 of 61: 15, 15, 16, 15 layers, the MTP layer on the last: stages 2 and 3 hold 16 layers each,
+  // so a request needs the most on them, and less on each than on the whole model.
+  CHECK(request_bytes(v, 2, v.max_model_len) == request_bytes(v, 3, v.max_model_len));
+  CHECK(request_bytes(v, 2, v.max_model_len) > request_bytes(v, 1, v.max_model_len));
+  CHECK(request_bytes(v, 2, v.max_model_len) < request_bytes(v, -1, v.max_model_len));
   // A reindex layer depends on its own KV source; a small config where a cut splits a group.
   const Model small = model("configs/small/v41-6layer-reindex.json");
   for (std::int64_t pp = 1; pp <= small.cfg.num_hidden_layers; ++pp) {

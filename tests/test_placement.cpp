@@ -1,4 +1,4 @@
-// Weights per GPU: docs/deployment.md section 2's V4-Flash table row by row, the R / S / E sums,
+// Weights per GPU: docs/fit.md section 2's V4-Flash table row by row, the R / S / E sums,
 // EP on and off, pipeline stages, the layout rules (a failing and a passing case each), V4.1's
 // Engram on the GPU or offloaded, V3.2, and flag values out of range.
 
@@ -73,12 +73,12 @@ Placement place_text(const std::string& text, const ParallelLayout& l) {
 
 }  // namespace
 
-TEST_CASE("placement: V4-Flash per GPU, every row of deployment.md's table", "[placement]") {
+TEST_CASE("placement: V4-Flash per GPU, every row of fit.md's table", "[placement]") {
   struct Row {
     std::int64_t tp, dp;
     double main, with_mtp;
   };
-  // docs/deployment.md section 2 (EP = TP x DP). The "+ 1 MTP stage" column of the table divides
+  // docs/fit.md section 2 (EP = TP x DP). The "+ 1 MTP stage" column of the table divides
   // the whole 0.159 GiB non-expert part of the MTP stage by TP; vLLM replicates 0.042 GiB of it
   // (fused wq_a + wkv, mHC, gate, e_proj / h_proj: deepseek_v4_mtp.py), so with TP > 1 the
   // placement is above the table by 0.042 x (1 - 1/TP) GiB: the column is checked against that.

@@ -146,7 +146,7 @@ TEST_CASE("make_plan: speculative decoding loads the draft stages and their cach
   const Plan draft = make_plan(src("configs/deepseek-v4-flash.json"), spec);
   CHECK_FALSE(plain.fit->speculative);
   CHECK(draft.fit->speculative);
-  // deployment.md section 2: one MTP stage adds 0.159 GiB non-expert + 3.188 GiB of experts at TP1;
+  // docs/fit.md section 2: one MTP stage adds 0.159 GiB non-expert + 3.188 GiB of experts at TP1;
   // at TP2 the experts halve and the replicated part of the stage stays whole.
   const double added = gib(draft.fit->stages[0].weights.total_bytes - plain.fit->stages[0].weights.total_bytes);
   CHECK(added == Approx(3.188 / 2 + 0.159 / 2).margin(0.03));

@@ -231,43 +231,4 @@ std::array<CacheKindBytes, kCacheKindCount> bytes_by_cache_kind(const Layout& la
 /// `tokens`, as with a max_model_len of `tokens`). Error(usage) when it overflows int64.
 std::int64_t request_bytes(const Layout& layout, std::int64_t stage, std::int64_t tokens);
 
-// ---------------------------------------------------------------- capacity
-
-struct CapacityOptions {
-  std::optional<double> gpu_memory_utilization;  ///< --gpu-memory-utilization, (0, 1], default 0.9
-  std::optional<double> weights_gib;             ///< --weights-gib, per GPU, default 0
-  std::optional<double> reserved_gib;            ///< --reserved-gib, per GPU, default 0
-  std::optional<double> kv_budget_gib;           ///< --kv-budget-gib: the budget itself (excludes the three above)
-};
-
-inline constexpr double kDefaultGpuMemoryUtilization = 0.9;
-
-/// What fits on one GPU (every TP rank of a stage holds the full cache of its requests).
-struct Capacity {
-  std::int64_t budget_bytes = 0;  ///< KV-cache bytes per GPU (may be <= 0)
-  bool explicit_budget = false;   ///< --kv-budget-gib given
-  double gpu_memory_utilization = kDefaultGpuMemoryUtilization;
-  std::int64_t weights_bytes = 0;
-  std::int64_t reserved_bytes = 0;
-  std::string budget_formula;  ///< how budget_bytes was obtained, for people
-  std::int64_t max_model_len = 0;
-  std::int64_t request_bytes = 0;          ///< one request at max_model_len on the limiting stage
-  std::int64_t limiting_stage = 0;         ///< stage with the largest request
-  std::int64_t tokens_that_fit = 0;        ///< history tokens the global pools hold beside one request's windows
-  bool tokens_unbounded = false;           ///< no stage has a global cache (windows only): no token limit
-  std::int64_t concurrency_per_rank = 0;   ///< requests at max_model_len per DP rank
-  std::int64_t concurrency_total = 0;      ///< x data_parallel_size
-  std::int64_t longest_max_model_len = 0;  ///< longest one request can have (<= max_position_embeddings; 0: none)
-  bool longest_capped = false;             ///< memory would allow more than max_position_embeddings
-  bool fits = false;                       ///< one request at max_model_len fits
-  std::string message;                     ///< when !fits: needed vs available and the longest that fits
-};
-
-/// Capacity of a layout. Error(usage) for bad budget values; a budget that is too small is not an
-/// error here (fits = false, message set): call require_fits for the CLI's exit 4.
-Capacity plan_capacity(const Layout& layout, const CapacityOptions& options);
-
-/// Throws Error(does_not_fit, capacity.message) unless capacity.fits.
-void require_fits(const Capacity& capacity);
-
 }  // namespace mlaplan

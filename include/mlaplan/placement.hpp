@@ -3,7 +3,7 @@
 // attention data parallelism (DP), expert parallelism (EP = TP x DP with
 // --enable-expert-parallel), pipeline stages (PP), the draft stages on the last stage, and V4.1's
 // Engram tables on the GPU or offloaded to the host. Rules: docs/fit.md "Weights per GPU", from
-// docs/deployment.md section 2 (vLLM's DeepSeek-V4 model code). Every size is checked 64-bit.
+// docs/fit.md section 2 (vLLM's DeepSeek-V4 model code). Every size is checked 64-bit.
 
 #include <array>
 #include <cstdint>

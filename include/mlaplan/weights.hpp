@@ -1,8 +1,8 @@
 #pragma once
 // The tensors of the checkpoint a config describes, from config.json alone: every tensor's name,
 // safetensors dtype, shape and bytes, the part of the model it belongs to, and totals (bytes,
-// tensor counts, parameter counts). Rules: docs/weights.md (from docs/deployment.md section 1,
-// which cites the released checkpoints' tensor listings). V4 (deepseek_v4) is exact to the byte
+// tensor counts, parameter counts). Rules: docs/weights.md (from the released
+// checkpoints' tensor listings). V4 (deepseek_v4) is exact to the byte
 // on DeepSeek-V4-Flash; V4.1 and V3.2 parts that rest on uncertain facts are marked estimated.
 
 #include <array>

@@ -204,7 +204,7 @@ void check_decode_params(const DecodeParams& p) {
       (p.o_accum == nullptr || p.lse_accum == nullptr || p.sched_records == nullptr || p.num_splits == nullptr)) {
     throw_usage("decode: split_kv needs o_accum, lse_accum, sched_records and num_splits");
   }
-  // The sm_90a epilogues store 16 bytes at a time (decode_sm90_ws.cuh, ws_store_o_staged).
+  // The sm_90a epilogues store 16 bytes at a time (sm90/decode_ws.cuh, ws_store_o_staged).
   if (reinterpret_cast<std::uintptr_t>(p.out) % 16 != 0) throw_usage("decode: out is not 16-byte aligned");
   if (split && reinterpret_cast<std::uintptr_t>(p.o_accum) % 16 != 0)
     throw_usage("decode: o_accum is not 16-byte aligned");

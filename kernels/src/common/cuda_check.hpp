@@ -1,5 +1,5 @@
 #pragma once
-// The one checking macro for CUDA runtime calls (style.md point 4): on failure it throws
+// The one checking macro for CUDA runtime calls: on failure it throws
 // mlaplan::Error naming the call text, the CUDA error name and text, and file:line.
 
 #include <cuda_runtime_api.h>

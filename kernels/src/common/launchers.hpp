@@ -1,5 +1,5 @@
 #pragma once
-// Internal: the launch functions each .cu file defines. CUDA-free so host.cpp (the one launch
+// Internal: the launch functions each .cu file defines. CUDA-free so dispatch.cpp (the one launch
 // decision, plan_decode_launch) can call them; the stream travels as void* (cudaStream_t). The
 // launchers only launch what the DecodeLaunch they are given says.
 
@@ -32,7 +32,7 @@ void launch_decode_fp8pt_fp8pt(const DecodeParams& p, const DecodeLaunch& launch
 // cluster_split (launch.dims.cluster_x > 1).
 void launch_decode_sm90ws_584(const DecodeParams& p, const DecodeLaunch& launch);
 void launch_decode_sm90ws_584_584(const DecodeParams& p, const DecodeLaunch& launch);
-/// The occupancy query behind DecodeDevice::clusters_fit on the current device (host.cpp picks
+/// The occupancy query behind DecodeDevice::clusters_fit on the current device (dispatch.cpp picks
 /// the instantiation's).
 bool sm90ws_clusters_fit(const LaunchDims& d, bool has_extra);
 bool sm90ws_clusters_fit_584(const LaunchDims& d);

@@ -1,4 +1,4 @@
-// One instantiation of the warp-specialised sm_90a kernel (decode_sm90_ws.cuh): main fp8_ds_mla_584, no extra cache.
+// One instantiation of the warp-specialised sm_90a kernel (sm90/decode_ws.cuh): main fp8_ds_mla_584, no extra cache.
 #include "sm90/decode_ws.cuh"
 
 namespace mlaplan::kernels::detail {

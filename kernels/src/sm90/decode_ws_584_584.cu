@@ -1,4 +1,4 @@
-// One instantiation of the warp-specialised sm_90a kernel (decode_sm90_ws.cuh): main fp8_ds_mla_584, extra fp8_ds_mla_584.
+// One instantiation of the warp-specialised sm_90a kernel (sm90/decode_ws.cuh): main fp8_ds_mla_584, extra fp8_ds_mla_584.
 #include "sm90/decode_ws.cuh"
 
 #include <cstdio>
@@ -12,7 +12,7 @@ void launch_decode_sm90ws_584_584(const DecodeParams& p, const DecodeLaunch& lau
 bool sm90ws_clusters_fit_584_584(const LaunchDims& d) { return sm90ws_clusters_fit_of<true>(d); }
 
 #if defined(MLAPLAN_WS_TRACE)
-/// Prints the per-block timelines of the last traced launch (decode_sm90_ws.cuh, WsTrace).
+/// Prints the per-block timelines of the last traced launch (sm90/decode_ws.cuh, WsTrace).
 void ws_trace_dump() {
   static unsigned long long h[2][3][512];
   if (cudaMemcpyFromSymbol(h, g_ws_trace, sizeof(h)) != cudaSuccess) return;

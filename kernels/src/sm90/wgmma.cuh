@@ -1,5 +1,5 @@
 #pragma once
-// sm_90a warpgroup MMA (wgmma) helpers for the SM90 decode kernel (decode_sm90.cuh). Only the
+// sm_90a warpgroup MMA (wgmma) helpers for the SM90 decode kernel (sm90/decode_ws.cuh). Only the
 // sm_90a compilation pass may emit these instructions: callers guard them with
 // MLAPLAN_SM90A_WGMMA (true in the sm_90a device pass only).
 //
@@ -130,7 +130,7 @@ __device__ __forceinline__ void wgmma_m64n256k16_rs_tb(float (&d)[128], const st
 
 /// D[64 x 128] += A[64 x 16] B[16 x 128]: as wgmma_m64n256k16_rs_tb over 128 columns (half the
 /// accumulator registers: kernels whose launch allows fewer than the 158 registers a 256-column
-/// instruction needs, decode_sm90_ws.cuh).
+/// instruction needs, sm90/decode_ws.cuh).
 __device__ __forceinline__ void wgmma_m64n128k16_rs_tb(float* d, const std::uint32_t (&a)[4], std::uint64_t desc_b) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
@@ -152,7 +152,7 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs_tb(float* d, const std::uint
 
 /// D[64 x 128] += A[64 x 16] B[16 x 128]: A (bf16) from shared memory, K-major (descriptor), B from
 /// shared memory, MN-major (transpose bit set). The seesaw decode's P V on the other warpgroup's P
-/// (decode_sm90_ws.cuh).
+/// (sm90/decode_ws.cuh).
 __device__ __forceinline__ void wgmma_m64n128k16_ss_tb(float* d, std::uint64_t desc_a, std::uint64_t desc_b) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -172,7 +172,7 @@ __device__ __forceinline__ void wgmma_m64n128k16_ss_tb(float* d, std::uint64_t d
       : "l"(desc_a), "l"(desc_b), "n"(1));
 }
 
-// Thread-block clusters (the 2-CTA kernel of h_q 128, decode_sm90.cuh). PTX ISA: %cluster_ctarank,
+// Thread-block clusters (the 2-CTA kernel of h_q 128, sm90/decode_ws.cuh). PTX ISA: %cluster_ctarank,
 // mapa (the address of the same shared-memory location in another CTA of the cluster),
 // st.shared::cluster, barrier.cluster (every thread of every CTA of the cluster; arrive.release /
 // wait.acquire order the shared-memory accesses before the arrive, in any CTA of the cluster, before
