@@ -10,7 +10,8 @@
 namespace mlaplan::cli {
 
 /// The "schema" of every --json document (defined in app/render_json.cpp, the JSON contract's
-/// one translation unit): "mla-plan/2" since the plan's "capacity" object became "fit". The JSON
+/// one translation unit): "mla-plan/3" since a stage's vllm_kv lists only the groups it has layers
+/// in, each with its index, and group_count ("mla-plan/2": the plan's "capacity" became "fit"). The JSON
 /// Schema files in schemas/ describe the documents of this version.
 extern const char* const kJsonSchema;
 

@@ -97,6 +97,31 @@ void BM_vllm_kv_configs(benchmark::State& state) {
   }
 }
 
+// One pipeline stage per layer (--pipeline-parallel-size 4096): the stages share the model's KV
+// grouping instead of each holding a copy of it (4,098 groups here), and V4.1's refusal of the
+// cut finds the pipeline sizes that work in one pass. The plan as `mla-plan CONFIG --pp 4096` makes it.
+void BM_plan_pp4096(benchmark::State& state) {
+  const Fixture& f = fixture();
+  mlaplan::PlanRequest req;
+  req.target.gpu = "h200";
+  req.layout.pipeline_parallel_size = 4096;
+  for (auto _ : state) {
+    mlaplan::Plan p = mlaplan::make_plan_on(f.cfg, f.topo, req);
+    benchmark::DoNotOptimize(p.exit_code);
+  }
+}
+
+void BM_vllm_kv_configs_pp4096(benchmark::State& state) {
+  const Fixture& f = fixture();
+  mlaplan::LayoutOptions o;
+  o.pipeline_parallel_size = 4096;
+  const mlaplan::Layout l = mlaplan::plan_layout(f.cfg, f.topo, f.target, o, mlaplan::Strictness::lenient);
+  for (auto _ : state) {
+    std::vector<mlaplan::VllmKvConfig> k = mlaplan::vllm_kv_configs(f.cfg, f.topo, l, {});
+    benchmark::DoNotOptimize(k.data());
+  }
+}
+
 void BM_place_weights(benchmark::State& state) {
   const Fixture& f = fixture();
   for (auto _ : state) {
@@ -119,6 +144,8 @@ BENCHMARK(BM_matrix_cell)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_matrix_cell_shared_placement)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_plan_layout)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_vllm_kv_configs)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_plan_pp4096)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_vllm_kv_configs_pp4096)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_place_weights)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_weights)->Unit(benchmark::kMillisecond);
 

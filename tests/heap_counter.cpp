@@ -32,8 +32,7 @@ namespace heap_counter {
 
 bool counting() { return MLAPLAN_HEAP_COUNTER != 0; }
 
-Scope::Scope()
-    : allocations_(g_allocations.load()), bytes_(g_bytes.load()), live_at_start_(g_live.load()) {
+Scope::Scope() : allocations_(g_allocations.load()), bytes_(g_bytes.load()), live_at_start_(g_live.load()) {
   g_peak.store(live_at_start_);
 }
 
@@ -59,8 +58,7 @@ void* counted_alloc(std::size_t n) {
   g_bytes.fetch_add(n, std::memory_order_relaxed);
   const std::uint64_t live = g_live.fetch_add(size, std::memory_order_relaxed) + size;
   std::uint64_t peak = g_peak.load(std::memory_order_relaxed);
-  while (live > peak && !g_peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
-  }
+  while (live > peak && !g_peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {}
   return p;
 }
 

@@ -180,7 +180,7 @@ TEST_CASE("bench --json: the document of a report", "[bench][json]") {
   const cli::BenchGpuInfo g{1, "Fake H200", "9.0", 132};
   const auto j = nlohmann::ordered_json::parse(cli::bench_json("v41.json", g, ran, o.run));
   CHECK(j.begin().key() == "schema");
-  CHECK(j.at("schema") == "mla-plan/2");
+  CHECK(j.at("schema") == "mla-plan/3");
   CHECK(j.at("tool_version") == kVersion);
   CHECK(j.at("config") == "v41.json");
   CHECK(j.at("device") ==

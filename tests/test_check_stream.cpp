@@ -139,7 +139,7 @@ TEST_CASE("check prints each file's result as soon as it is checked", "[check][s
     }
     if (format == "text") CHECK(first == "PASS " + good + "  [deepseek_v41 on h200, fp8_ds_mla]\n");
     if (format == "json") {
-      CHECK_THAT(first, Catch::StartsWith(std::string("{\n  \"schema\": \"mla-plan/2\",\n  \"tool_version\": \"") +
+      CHECK_THAT(first, Catch::StartsWith(std::string("{\n  \"schema\": \"mla-plan/3\",\n  \"tool_version\": \"") +
                                           mlaplan::kVersion + "\",\n  \"files\": [\n"));
     }
     // Everything else comes after: each snapshot extends the one before.
@@ -220,7 +220,7 @@ TEST_CASE("check --format json written file by file has the bytes of one dump", 
     CHECK(r.code != 1);
     CHECK(r.code != 70);
     const auto j = ojson::parse(r.out);  // valid JSON, whatever bytes the inputs held
-    CHECK(j.at("schema") == "mla-plan/2");
+    CHECK(j.at("schema") == "mla-plan/3");
     CHECK(j.at("exit_code") == r.code);
     CHECK(r.out == cli::dump_json(j));
   }
@@ -228,7 +228,7 @@ TEST_CASE("check --format json written file by file has the bytes of one dump", 
 
 TEST_CASE("json_document_head: the first lines of a json_document() dump", "[check][stream][json]") {
   ojson doc = cli::json_document();
-  CHECK(doc.at("schema") == "mla-plan/2");
+  CHECK(doc.at("schema") == "mla-plan/3");
   CHECK(doc.at("tool_version") == mlaplan::kVersion);
   doc["files"] = ojson::array();
   CHECK(cli::json_document_head() + "  \"files\": []\n}\n" == cli::dump_json(doc));

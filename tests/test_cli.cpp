@@ -57,7 +57,7 @@ TEST_CASE("every --json output starts with schema and tool_version, the version 
   REQUIRE(version.code == 0);
   CHECK(version.out == std::string("mla-plan ") + mlaplan::kVersion + "\n");
   const std::string head =
-      std::string("{\n  \"schema\": \"mla-plan/2\",\n  \"tool_version\": \"") + mlaplan::kVersion + "\",\n";
+      std::string("{\n  \"schema\": \"mla-plan/3\",\n  \"tool_version\": \"") + mlaplan::kVersion + "\",\n";
   const std::vector<std::vector<std::string>> commands = {
       {cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--json"},
       {"plan", cfg("deepseek-v3.2.json"), "--format", "json"},
@@ -159,7 +159,7 @@ TEST_CASE("plan --json carries the contract keys", "[cli]") {
   REQUIRE(a.code == 0);
   CHECK(a.out == b.out);
   const auto j = nlohmann::json::parse(a.out);
-  CHECK(j.at("schema") == "mla-plan/2");
+  CHECK(j.at("schema") == "mla-plan/3");
   CHECK(j.at("config") == cfg("deepseek-v4.1-flash.json"));
   CHECK(j.at("model").at("family") == "deepseek_v41");
   CHECK(j.at("model").at("num_hidden_layers") == 40);
@@ -349,7 +349,7 @@ TEST_CASE("schedule direct mode: the worked example", "[cli][schedule]") {
                 "2048,2048,2048", "--json"});
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.out);
-  CHECK(j.at("schema") == "mla-plan/2");
+  CHECK(j.at("schema") == "mla-plan/3");
   REQUIRE(j.at("schedules").size() == 1);
   const auto& s = j.at("schedules")[0];
   CHECK(s.at("layer_type").is_null());
@@ -423,7 +423,7 @@ TEST_CASE("check --format json", "[cli][check]") {
                 "json"});
   CHECK(r.code == 3);
   const auto j = nlohmann::json::parse(r.out);
-  CHECK(j.at("schema") == "mla-plan/2");
+  CHECK(j.at("schema") == "mla-plan/3");
   CHECK(j.at("exit_code") == 3);
   REQUIRE(j.at("files").size() == 2);
   CHECK(j.at("files")[0].at("status") == "pass");

@@ -77,7 +77,7 @@ TEST_CASE("e2e: every bundled config plans, and its JSON parses back", "[e2e]") 
     auto r = run(args);
     REQUIRE(r.code == c.code);
     const auto j = nlohmann::json::parse(r.out);
-    CHECK(j.at("schema") == "mla-plan/2");
+    CHECK(j.at("schema") == "mla-plan/3");
     CHECK(j.at("model").at("family") == c.family);
     CHECK(j.at("layers").size() == c.layers);
     CHECK(j.at("layer_types").get<std::vector<std::string>>() == c.types);

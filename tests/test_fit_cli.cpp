@@ -110,7 +110,7 @@ TEST_CASE("fit CLI: V4.1-Flash at TP 8, the text", "[cli][fit]") {
 
 TEST_CASE("fit CLI: the JSON fit object", "[cli][fit][json]") {
   const auto j = plan_json({kV41, "--tp", "8"});
-  CHECK(j.at("schema") == "mla-plan/2");
+  CHECK(j.at("schema") == "mla-plan/3");
   const auto& fit = j.at("fit");
   CHECK(fit.at("fits") == true);
   CHECK(fit.at("vllm").at("log_line") ==

@@ -585,7 +585,7 @@ TEST_CASE("verify's matrix: the mode asked, as run, the launch and the fallback"
   CHECK_THAT(t, Catch::Contains(", + the planner's choice for this batch"));
 
   const auto j = nlohmann::json::parse(mlaplan::cli::verify_json("v41.json", {g}, one, "all"));
-  CHECK(j.at("schema") == "mla-plan/2");
+  CHECK(j.at("schema") == "mla-plan/3");
   CHECK(j.at("tool_version") == kVersion);
   CHECK(j.at("decode_mode") == "all");
   CHECK(j.at("device").at("name") == "Fake H200");
