@@ -13,15 +13,7 @@
 
 namespace mlaplan::cli {
 
-/// The finding of vLLM refusing every backend for the request (an arch no backend of the family
-/// runs on, an --attention-backend that is not the family's), or nullptr. The layout then holds the
-/// closest entry, for a lenient plan: outputs say it is refused rather than run.
-inline const Finding* backend_refusal(const Plan& r) {
-  for (const auto& f : r.findings) {
-    if (f.severity == Severity::error && (f.id == "backend.arch" || f.id == "backend.attention_backend")) return &f;
-  }
-  return nullptr;
-}
+using mlaplan::backend_refusal;  // include/mlaplan/plan.hpp
 
 /// The backend's title, with the refusal when vLLM refuses the request: "FLASHMLA_SPARSE_DSV41
 /// (refused: backend.arch; the closest entry is shown)".

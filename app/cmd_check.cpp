@@ -19,6 +19,7 @@
 #include "mlaplan/input_file.hpp"
 #include "mlaplan/json_locate.hpp"
 #include "mlaplan/limits.hpp"
+#include "mlaplan/matrix.hpp"
 #include "mlaplan/number_format.hpp"
 #include "mlaplan/safetensors.hpp"
 #include "mlaplan/text.hpp"
@@ -479,23 +480,9 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt,
     return exit_code(e.kind());
   }
   const ModelConfig& cfg = *in.config;
-  // The topology depends on the config alone: built once for every cell (an error in it is
-  // each cell's result, as when every cell built its own).
-  std::optional<Topology> topology;
-  std::optional<Error> topology_error;
-  PlanWeights checkpoint;
-  std::shared_ptr<const std::vector<ShardKind>> kinds;
-  // The placement depends on the layout alone: made once per TP x DP for every GPU and kv dtype.
-  const auto placements = std::make_shared<PlacementMemo>();
-  try {
-    topology = build_topology(cfg);
-    // The checkpoint's weights depend on the config alone: read (and classified) once for every cell.
-    const PlanRequest base = opt.plan.request();
-    checkpoint = load_plan_weights(cfg, base);
-    kinds = std::make_shared<const std::vector<ShardKind>>(shard_kinds(*checkpoint.report, base.deploy.engram));
-  } catch (const Error& e) {
-    topology_error = e;
-  }
+  std::vector<MatrixLayout> matrix_layouts;
+  for (const auto& [tp, dp] : layouts) matrix_layouts.push_back(MatrixLayout{tp, dp});
+  const ConfigMatrix m = plan_matrix(cfg, check_request(opt, opt.plan), matrix_layouts);
   ojson cells = ojson::array();
   ReasonLegend legend;
   std::string table;
@@ -505,86 +492,33 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt,
                   backend_column_width(), "backend", "result");
     table = printable(path) + "\n" + line;
   }
-  for (const auto& g : gpu_presets()) {
-    for (const std::string dtype : {"fp8_ds_mla", "nvfp4_ds_mla"}) {
-      if (dtype == "nvfp4_ds_mla" && cfg.family != Family::deepseek_v41) continue;
-      for (const auto& [tp, dp] : layouts) {
-        PlanOptions po = opt.plan;
-        po.target = TargetFlags{};
-        po.target.gpu = std::string(g.id);
-        po.layout.options.kv_cache_dtype = dtype;
-        po.layout.options.tensor_parallel_size = tp;
-        po.layout.options.data_parallel_size = dp;
-        std::string result;
-        std::optional<BackendId> backend;
-        bool supported = false;
-        double concurrency = 0;
-        std::int64_t weights = 0;
-        int code = 0;
-        try {
-          if (topology_error) throw *topology_error;
-          PlanRequest req = check_request(opt, po);
-          req.guards = PlanGuards{};
-          req.suggestions = false;
-          req.weights = checkpoint.report;
-          req.weights_source = checkpoint.source;
-          req.weights_how = checkpoint.how;
-          req.shard_kinds = kinds;
-          req.placements = placements;
-          const auto r = make_plan_on(cfg, *topology, req);
-          code = r.exit_code;
-          if (r.layout && !backend_refusal(r)) backend = r.layout->backend;  // refused: vLLM runs none
-          supported = r.exit_code == 0 && r.fit && r.fit->decided;
-          if (r.fit) {
-            concurrency = r.fit->total_concurrency;
-            weights = r.fit->placement.max_rank_bytes;
-          }
-          if (supported) {
-            result = "fits: " + format_fixed(concurrency, 2) + "x requests of " +
-                     std::to_string(r.layout->max_model_len) + " tokens, weights " + format_gib(weights) + " per GPU";
-          } else if (r.fit && r.fit->placement.ok() && r.exit_code == exit_code(ErrorKind::does_not_fit)) {
-            const std::int64_t avail = r.fit->vllm.available_bytes;
-            result = "does not fit: weights " + format_gib(weights) + " per GPU leave " +
-                     (avail > 0 ? format_gib(avail) : "nothing (short by " + format_gib(-avail) + ")") +
-                     " for the KV cache; one request of " + std::to_string(r.layout->max_model_len) + " tokens needs " +
-                     format_gib(r.fit->vllm.needed_bytes);
-          } else if (r.fit && !r.fit->decided && r.exit_code == 0) {
-            result = r.fit->verdict;
-          } else {
-            result = r.exit_message;
-          }
-        } catch (const Error& e) {
-          code = exit_code(e.kind());
-          result = e.what();
-        }
-        std::optional<std::size_t> reason_id;
-        if (!supported) reason_id = legend.id(result);
-        if (json) {
-          cells.push_back({{"gpu", g.id},
-                           {"kv_cache_dtype", dtype},
-                           {"tensor_parallel_size", tp},
-                           {"data_parallel_size", dp},
-                           {"enable_expert_parallel", opt.plan.fit.deploy.enable_expert_parallel},
-                           {"backend", backend ? ojson(std::string(backend_info(*backend).key)) : ojson(nullptr)},
-                           {"supported", supported},
-                           {"exit_code", code},
-                           {"maximum_concurrency", concurrency},
-                           {"weights_bytes_per_gpu", weights},
-                           {"reason", supported ? "" : result},
-                           {"reason_id", reason_id ? ojson(*reason_id) : ojson(nullptr)}});
-        } else {
-          table += matrix_line(g.id, dtype, tp, dp, backend ? backend_title(*backend, cfg.family) : std::string(),
-                               supported, reason_id ? "[" + std::to_string(*reason_id + 1) + "]" : result) +
-                   "\n";
-        }
-      }
+  for (const MatrixCell& c : m.cells) {
+    std::optional<std::size_t> reason_id;
+    if (!c.supported) reason_id = legend.id(c.result);
+    if (json) {
+      cells.push_back({{"gpu", c.gpu},
+                       {"kv_cache_dtype", c.kv_cache_dtype},
+                       {"tensor_parallel_size", c.tensor_parallel_size},
+                       {"data_parallel_size", c.data_parallel_size},
+                       {"enable_expert_parallel", opt.plan.fit.deploy.enable_expert_parallel},
+                       {"backend", c.backend ? ojson(std::string(backend_info(*c.backend).key)) : ojson(nullptr)},
+                       {"supported", c.supported},
+                       {"exit_code", c.exit_code},
+                       {"maximum_concurrency", c.maximum_concurrency},
+                       {"weights_bytes_per_gpu", c.weights_bytes_per_gpu},
+                       {"reason", c.supported ? "" : c.result},
+                       {"reason_id", reason_id ? ojson(*reason_id) : ojson(nullptr)}});
+    } else {
+      table += matrix_line(c.gpu, c.kv_cache_dtype, c.tensor_parallel_size, c.data_parallel_size,
+                           c.backend ? backend_title(*c.backend, cfg.family) : std::string(), c.supported,
+                           reason_id ? "[" + std::to_string(*reason_id + 1) + "]" : c.result) +
+               "\n";
     }
   }
   // An incomplete checkpoint: the cells are planned with the config's weights, and the file fails
   // (exit 2) saying why, as plan and check do.
-  const std::optional<Finding> incomplete =
-      checkpoint.incomplete ? std::optional<Finding>(checkpoint.incomplete->finding()) : std::nullopt;
-  const int code = incomplete ? exit_code(ErrorKind::invalid_config) : 0;
+  const std::optional<Finding>& incomplete = m.incomplete;
+  const int code = m.exit_code;
   if (json) {
     ojson file = {{"config", path}, {"exit_code", code}, {"matrix", std::move(cells)}, {"reasons", legend.reasons()}};
     if (incomplete) file["error"] = incomplete->message + " (fix: " + incomplete->fix + ")";

@@ -894,4 +894,11 @@ Plan make_plan_on(const ModelConfig& config, const Topology& topology, const Pla
   return p;
 }
 
+const Finding* backend_refusal(const Plan& plan) {
+  for (const auto& f : plan.findings) {
+    if (f.severity == Severity::error && (f.id == "backend.arch" || f.id == "backend.attention_backend")) return &f;
+  }
+  return nullptr;
+}
+
 }  // namespace mlaplan

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "mlaplan/error.hpp"
+#include "mlaplan/matrix.hpp"
 #include "mlaplan/plan.hpp"
 #include "mlaplan/rules.hpp"
 #include "mlaplan/weights.hpp"
@@ -419,4 +420,46 @@ TEST_CASE("make_plan: placements shared between plans (check --matrix) give the 
   // Bound to the weights it placed first.
   const WeightsReport other = compute_weights(cfg, {false});
   CHECK_THROWS_AS(memo->place(cfg, other, ParallelLayout{}, *kinds), Error);
+}
+
+TEST_CASE("plan_matrix: every preset x dtype x layout, each cell as make_plan_on plans it", "[plan][matrix]") {
+  const ModelConfig cfg = load_config(src("configs/deepseek-v4.1-flash.json"));
+  PlanRequest base;
+  base.layout.max_model_len = 65536;
+  const std::vector<MatrixLayout> layouts = {{8, 1}, {1, 8}};
+  const ConfigMatrix m = plan_matrix(cfg, base, layouts);
+  // V4.1 stores fp8_ds_mla and nvfp4_ds_mla: presets x 2 dtypes x 2 layouts, in that order.
+  REQUIRE(m.cells.size() == gpu_presets().size() * 2 * layouts.size());
+  CHECK(m.exit_code == 0);
+  CHECK_FALSE(m.incomplete);
+  CHECK(m.cells[0].gpu == std::string(gpu_presets()[0].id));
+  CHECK(m.cells[0].kv_cache_dtype == "fp8_ds_mla");
+  CHECK(m.cells[1].tensor_parallel_size == 1);
+  CHECK(m.cells[1].data_parallel_size == 8);
+  CHECK(m.cells[2].kv_cache_dtype == "nvfp4_ds_mla");
+  std::size_t supported = 0;
+  const Topology topo = build_topology(cfg);
+  for (const MatrixCell& c : m.cells) {
+    INFO(c.gpu << " " << c.kv_cache_dtype << " TP " << c.tensor_parallel_size << " DP " << c.data_parallel_size);
+    CHECK(!c.result.empty());
+    // The cell is the plan of that target, dtype and layout.
+    PlanRequest req = base;
+    req.target.gpu = c.gpu;
+    req.layout.kv_cache_dtype = c.kv_cache_dtype;
+    req.layout.tensor_parallel_size = c.tensor_parallel_size;
+    req.layout.data_parallel_size = c.data_parallel_size;
+    req.schedules = false;
+    req.suggestions = false;
+    const Plan p = make_plan_on(cfg, topo, req);
+    CHECK(c.exit_code == p.exit_code);
+    CHECK(c.supported == (p.exit_code == 0 && p.fit && p.fit->decided));
+    if (p.fit) CHECK(c.maximum_concurrency == p.fit->total_concurrency);
+    if (c.supported) {
+      ++supported;
+      CHECK(c.backend.has_value());
+      CHECK(c.result.rfind("fits: ", 0) == 0);
+    }
+  }
+  CHECK(supported > 0);
+  CHECK(supported < m.cells.size());  // nvfp4_ds_mla needs SM100: refused on the Hopper presets
 }

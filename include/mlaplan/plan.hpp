@@ -284,6 +284,11 @@ Plan make_plan(ModelConfig config, const PlanRequest& request);
 /// the result's config and topology are left empty (check --matrix plans one config many times).
 Plan make_plan_on(const ModelConfig& config, const Topology& topology, const PlanRequest& request);
 
+/// The finding of vLLM refusing every backend for the request (an arch no backend of the family
+/// runs on, an --attention-backend that is not the family's), or nullptr. The layout then holds
+/// the closest entry, for a lenient plan: outputs say it is refused rather than run.
+const Finding* backend_refusal(const Plan& plan);
+
 /// The fit of `layout` for `request` alone (make_plan's fit step; check --matrix calls it per
 /// layout). `weights` is the checkpoint's (compute_weights or from files).
 Fit plan_fit(const ModelConfig& config, const Topology& topology, const Layout& layout,
