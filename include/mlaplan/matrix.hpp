@@ -29,10 +29,10 @@ struct MatrixCell {
   std::string kv_cache_dtype;  ///< fp8_ds_mla, or nvfp4_ds_mla (V4.1 only)
   std::int64_t tensor_parallel_size = 1;
   std::int64_t data_parallel_size = 1;
-  std::optional<BackendId> backend;   ///< the backend vLLM runs; none when it refuses every one or planning failed
-  bool supported = false;             ///< planned with exit 0 and a decided fit
-  int exit_code = 0;                  ///< the plan's, or the error's
-  double maximum_concurrency = 0;     ///< the fit's total concurrency (all DP ranks)
+  std::optional<BackendId> backend;  ///< the backend vLLM runs; none when it refuses every one or planning failed
+  bool supported = false;            ///< planned with exit 0 and a decided fit
+  int exit_code = 0;                 ///< the plan's, or the error's
+  double maximum_concurrency = 0;    ///< the fit's total concurrency (all DP ranks)
   std::int64_t weights_bytes_per_gpu = 0;
   std::string result;  ///< supported: "fits: ..."; otherwise why not (the plan's words or the error's message)
 };
