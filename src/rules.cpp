@@ -112,30 +112,44 @@ struct PpViolation {
   std::string what;
 };
 
-// The first backbone layer whose KV source, index source or candidate source sits on another stage.
-std::optional<PpViolation> first_pp_violation(const Topology& topo, const std::vector<std::int64_t>& stage) {
+// The pairs a pipeline cut must not separate, in layer order: each backbone layer with its KV
+// source, its index source and the candidate source it is constrained by. fn(layer, source, what)
+// returns true to stop.
+template <class Fn>
+void for_each_sharing_pair(const Topology& topo, Fn&& fn) {
   const auto cand = topo.candidate_source();
   for (const Layer& l : topo.layers) {
     if (l.draft) continue;
-    const auto st = stage[static_cast<std::size_t>(l.index)];
-    auto other = [&](std::int64_t src) { return stage[static_cast<std::size_t>(src)] != st; };
-    if (l.kv_source && *l.kv_source != l.index && other(*l.kv_source)) {
-      return PpViolation{l.index, *l.kv_source, "reads the compressed KV and indexer-key caches of its KV source"};
+    if (l.kv_source && *l.kv_source != l.index &&
+        fn(l.index, *l.kv_source, "reads the compressed KV and indexer-key caches of its KV source")) {
+      return;
     }
-    if (l.index_source && *l.index_source != l.index && other(*l.index_source)) {
-      return PpViolation{l.index, *l.index_source, "reuses the top-k indices of its index source"};
+    if (l.index_source && *l.index_source != l.index &&
+        fn(l.index, *l.index_source, "reuses the top-k indices of its index source")) {
+      return;
     }
-    if (cand && l.is_index_source && l.index > *cand && other(*cand)) {
-      return PpViolation{l.index, *cand, "is constrained by the candidate blocks of the candidate source"};
+    if (cand && l.is_index_source && l.index > *cand &&
+        fn(l.index, *cand, "is constrained by the candidate blocks of the candidate source")) {
+      return;
     }
   }
-  return std::nullopt;
+}
+
+// The first backbone layer whose KV source, index source or candidate source sits on another stage.
+std::optional<PpViolation> first_pp_violation(const Topology& topo, const std::vector<std::int64_t>& stage) {
+  std::optional<PpViolation> v;
+  for_each_sharing_pair(topo, [&](std::int64_t layer, std::int64_t source, const char* what) {
+    if (stage[static_cast<std::size_t>(layer)] == stage[static_cast<std::size_t>(source)]) return false;
+    v = PpViolation{layer, source, what};
+    return true;
+  });
+  return v;
 }
 
 // The stage starts that would cut a sharing group: cut[b] when a stage starting at backbone layer b
 // (0 < b < n) separates a backbone layer from its KV source, index source or candidate source (a
-// draft layer sits on the last stage, as the last backbone layer does). The same pairs as
-// first_pp_violation, in one pass: every pipeline size is then checked in O(its stages).
+// draft layer sits on the last stage, as the last backbone layer does). The pairs of
+// for_each_sharing_pair, in one pass: every pipeline size is then checked in O(its stages).
 std::vector<bool> forbidden_cuts(const Topology& topo, std::int64_t n) {
   std::vector<std::int64_t> diff(static_cast<std::size_t>(n) + 1, 0);
   auto pair = [&](std::int64_t a, std::int64_t b) {
@@ -146,13 +160,10 @@ std::vector<bool> forbidden_cuts(const Topology& topo, std::int64_t n) {
     ++diff[static_cast<std::size_t>(lo + 1)];
     --diff[static_cast<std::size_t>(hi + 1)];
   };
-  const auto cand = topo.candidate_source();
-  for (const Layer& l : topo.layers) {
-    if (l.draft) continue;
-    if (l.kv_source && *l.kv_source != l.index) pair(l.index, *l.kv_source);
-    if (l.index_source && *l.index_source != l.index) pair(l.index, *l.index_source);
-    if (cand && l.is_index_source && l.index > *cand) pair(l.index, *cand);
-  }
+  for_each_sharing_pair(topo, [&](std::int64_t layer, std::int64_t source, const char*) {
+    pair(layer, source);
+    return false;
+  });
   std::vector<bool> cut(static_cast<std::size_t>(n), false);
   std::int64_t open = 0;
   for (std::int64_t b = 0; b < n; ++b) {
