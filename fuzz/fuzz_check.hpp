@@ -4,6 +4,7 @@
 // (fuzz_cli, fuzz_cli_args) also share their input format (split_lines) and their bug oracle
 // (check_cli_stage).
 
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <ostream>
@@ -80,6 +81,21 @@ CliOutcome check_cli_stage(std::string_view name, Stage&& stage) {
     }
   }
   return o;
+}
+
+/// The CLI targets keep one CommandLine from input to input (building every subcommand's options
+/// is most of a fresh parse under ASan). One input in kFreshEvery, chosen by input_hash() so that
+/// the choice is reproducible, also runs with a new one, and the outcomes must be equal; the kept
+/// one is replaced every kParsesPerCommandLine inputs (CLI11 2.1's App::clear() keeps the list
+/// behind parse_order(), which grows by an entry per option parsed).
+inline constexpr std::uint32_t kFreshEvery = 32;
+inline constexpr std::uint64_t kParsesPerCommandLine = 4096;
+
+/// FNV-1a of the input.
+inline std::uint32_t input_hash(std::string_view bytes) {
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : bytes) h = (h ^ c) * 16777619u;
+  return h;
 }
 
 }  // namespace mlaplan::fuzz

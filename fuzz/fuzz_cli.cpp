@@ -135,16 +135,6 @@ std::string confine_arg(const std::string& arg) {
 
 std::string unwritable(std::string_view value) { return "/dev/null/" + std::string(value); }
 
-constexpr std::uint32_t kFreshEvery = 32;
-constexpr std::uint64_t kParsesPerCommandLine = 4096;
-
-/// FNV-1a of the input.
-std::uint32_t input_hash(std::string_view bytes) {
-  std::uint32_t h = 2166136261u;
-  for (unsigned char c : bytes) h = (h ^ c) * 16777619u;
-  return h;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -172,12 +162,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // parsed: the kept CommandLine is replaced now and then (as in fuzz_cli_args).
   static std::unique_ptr<mlaplan::cli::CommandLine> kept;
   static std::uint64_t parses = 0;
-  if (parses++ % kParsesPerCommandLine == 0) kept = std::make_unique<mlaplan::cli::CommandLine>();
+  if (parses++ % mlaplan::fuzz::kParsesPerCommandLine == 0) kept = std::make_unique<mlaplan::cli::CommandLine>();
   const mlaplan::fuzz::CliOutcome o =
       mlaplan::fuzz::check_cli_stage("parse + execute_cli", [&](std::ostream& out, std::ostream& err) {
         return mlaplan::cli::execute_cli(kept->parse(args, out, err), out, err);
       });
-  if (input_hash(text) % kFreshEvery == 0) {
+  if (mlaplan::fuzz::input_hash(text) % mlaplan::fuzz::kFreshEvery == 0) {
     const mlaplan::fuzz::CliOutcome f = mlaplan::fuzz::check_cli_stage(
         "run_cli", [&](std::ostream& out, std::ostream& err) { return mlaplan::cli::run_cli(args, out, err); });
     if (f.code != o.code || f.out != o.out || f.err != o.err) {

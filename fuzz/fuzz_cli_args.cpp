@@ -32,9 +32,6 @@
 
 namespace {
 
-constexpr std::uint32_t kFreshEvery = 32;
-constexpr std::uint64_t kParsesPerCommandLine = 4096;
-
 struct Parse {
   mlaplan::fuzz::CliOutcome outcome;
   mlaplan::cli::Command command = mlaplan::cli::Command::none;
@@ -50,13 +47,6 @@ Parse parse_with(mlaplan::cli::CommandLine& command_line, const std::vector<std:
   return p;
 }
 
-/// FNV-1a of the input.
-std::uint32_t input_hash(std::string_view bytes) {
-  std::uint32_t h = 2166136261u;
-  for (unsigned char c : bytes) h = (h ^ c) * 16777619u;
-  return h;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -65,7 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   static std::unique_ptr<mlaplan::cli::CommandLine> kept;
   static std::uint64_t parses = 0;
-  if (parses++ % kParsesPerCommandLine == 0) kept = std::make_unique<mlaplan::cli::CommandLine>();
+  if (parses++ % mlaplan::fuzz::kParsesPerCommandLine == 0) kept = std::make_unique<mlaplan::cli::CommandLine>();
   const Parse p = parse_with(*kept, args);
   const auto& o = p.outcome;
   if (o.code != 0 && o.code != 1) {
@@ -79,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                         "', err '" + o.err + "'");
   }
 
-  if (input_hash(bytes) % kFreshEvery == 0) {
+  if (mlaplan::fuzz::input_hash(bytes) % mlaplan::fuzz::kFreshEvery == 0) {
     mlaplan::cli::CommandLine fresh;
     const Parse f = parse_with(fresh, args);
     if (f.command != p.command || f.outcome.code != o.code || f.outcome.out != o.out || f.outcome.err != o.err) {
