@@ -903,4 +903,11 @@ int rules_exit_code(const std::vector<RuleResult>& results) {
   return code;
 }
 
+void check_layout_flags(const ModelConfig& cfg, const Topology& topo, const LayoutOptions& options) {
+  // The flag checks do not look at the target: any one will do.
+  for (const auto& c : resolve_layout_options(cfg, topo, resolve_target(TargetRequest{}), options).checks) {
+    if (c.finding.severity == Severity::error && c.kind == ErrorKind::usage) throw Error(c.kind, c.finding.message);
+  }
+}
+
 }  // namespace mlaplan

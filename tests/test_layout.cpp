@@ -800,7 +800,7 @@ TEST_CASE("backend rules reject with their messages", "[layout]") {
         [&] { plan(wide, "h200", o); }, ErrorKind::unsupported,
         "FlashMLA sparse does not support 256 heads (the decode kernel requires h_q in {64, 128}). "
         "--tensor-parallel-size 1 leaves 256 query heads per rank (at most 128; fewer are padded to 64, 128)");
-    const auto checks = check_layout(wide.cfg, wide.topo, gpu("h200"), o);
+    const auto checks = resolve_layout_options(wide.cfg, wide.topo, gpu("h200"), o).checks;
     bool found = false;
     for (const auto& c : checks) {
       if (c.finding.id == "backend.query_heads") {
@@ -871,7 +871,7 @@ TEST_CASE("pipeline parallelism keeps V4.1 sharing groups on one stage", "[layou
   for (std::int64_t pp = 3; pp <= 40; ++pp) {
     o.pipeline_parallel_size = pp;
     INFO("PP " << pp);
-    const auto checks = check_layout(v41().cfg, v41().topo, gpu("h200"), o);
+    const auto checks = resolve_layout_options(v41().cfg, v41().topo, gpu("h200"), o).checks;
     std::size_t cuts = 0;
     for (const auto& c : checks) cuts += c.finding.id == "backend.pipeline_cut" ? 1 : 0;
     CHECK(cuts == 1);
@@ -914,11 +914,11 @@ TEST_CASE("pipeline parallelism keeps V4.1 sharing groups on one stage", "[layou
   }
 }
 
-TEST_CASE("findings instead of exceptions: check_layout and lenient plans", "[layout]") {
+TEST_CASE("findings instead of exceptions: resolve_layout_options and lenient plans", "[layout]") {
   LayoutOptions o = nvfp4_fp4();
   o.block_size = 96;
   o.pipeline_parallel_size = 3;
-  const auto checks = check_layout(v41().cfg, v41().topo, gpu("h200"), o);
+  const auto checks = resolve_layout_options(v41().cfg, v41().topo, gpu("h200"), o).checks;
   std::vector<std::string> errors;
   for (const auto& c : checks) {
     if (c.finding.severity == Severity::error) {
@@ -940,11 +940,11 @@ TEST_CASE("findings instead of exceptions: check_layout and lenient plans", "[la
   for (const auto& c : L.checks) recorded += c.finding.severity == Severity::error ? 1 : 0;
   CHECK(recorded == 3);
 
-  // Usage errors still throw in lenient mode; check_layout reports them.
+  // Usage errors still throw in lenient mode; resolve_layout_options reports them.
   o.tensor_parallel_size = -2;
   require_error([&] { plan(v41(), "h200", o, Strictness::lenient); }, ErrorKind::usage,
                 "--tensor-parallel-size: '-2' is out of range; allowed 1..4096");
-  const auto c2 = check_layout(v41().cfg, v41().topo, gpu("h200"), o);
+  const auto c2 = resolve_layout_options(v41().cfg, v41().topo, gpu("h200"), o).checks;
   REQUIRE_FALSE(c2.empty());
   CHECK(c2.front().finding.id == "layout.tensor_parallel_size");
   CHECK(c2.front().kind == ErrorKind::usage);

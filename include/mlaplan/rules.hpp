@@ -14,7 +14,7 @@
 #include "mlaplan/backends.hpp"
 #include "mlaplan/config.hpp"
 #include "mlaplan/error.hpp"
-#include "mlaplan/layout.hpp"
+#include "mlaplan/request.hpp"
 #include "mlaplan/target.hpp"
 #include "mlaplan/topology.hpp"
 
@@ -84,6 +84,11 @@ struct LayoutResolution {
 };
 LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& topo, const Target& target,
                                         const LayoutOptions& options);
+
+/// The flag values among resolve_layout_options()'s checks, which need no target (kv and indexer dtypes, TP,
+/// PP, DP, speculative tokens, block size, max_model_len, in-flight tokens): Error(usage) for the
+/// first bad one. verify and bench check them before they look for a GPU.
+void check_layout_flags(const ModelConfig& cfg, const Topology& topo, const LayoutOptions& options);
 
 // ---------------------------------------------------------------- kernel shapes
 
