@@ -6,14 +6,14 @@
 #include <cstdint>
 #include <string>
 
-#include "mlaplan/backends.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/plan.hpp"
-#include "mlaplan/rules.hpp"
+#include "mlaplan/rules/backends.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/plan/plan.hpp"
+#include "mlaplan/rules/rules.hpp"
 
 namespace mlaplan::cli {
 
-using mlaplan::backend_refusal;  // include/mlaplan/plan.hpp
+using mlaplan::backend_refusal;  // include/mlaplan/plan/plan.hpp
 
 /// The backend's title, with the refusal when vLLM refuses the request: "FLASHMLA_SPARSE_DSV41
 /// (refused: backend.arch; the closest entry is shown)".

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "mlaplan/bench.hpp"
+#include "mlaplan/gpu_check/bench.hpp"
 
 namespace mlaplan::cli {
 

@@ -15,8 +15,8 @@
 
 #include "commands.hpp"
 #include "parse_errors.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/text.hpp"
 #include "mlaplan/version.hpp"
 #include "output.hpp"
 

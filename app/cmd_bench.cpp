@@ -8,9 +8,9 @@
 
 #include "commands.hpp"
 #include "gpu_runner.hpp"
-#include "mlaplan/bench.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/gpu_check/bench.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/text.hpp"
 
 namespace mlaplan::cli {
 

@@ -15,14 +15,14 @@
 #include "backend_text.hpp"
 #include "commands.hpp"
 #include "json_out.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/input_file.hpp"
-#include "mlaplan/json_locate.hpp"
-#include "mlaplan/limits.hpp"
-#include "mlaplan/matrix.hpp"
-#include "mlaplan/number_format.hpp"
-#include "mlaplan/safetensors.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/input_file.hpp"
+#include "mlaplan/base/json_locate.hpp"
+#include "mlaplan/base/limits.hpp"
+#include "mlaplan/plan/matrix.hpp"
+#include "mlaplan/base/number_format.hpp"
+#include "mlaplan/model/safetensors.hpp"
+#include "mlaplan/base/text.hpp"
 
 #if defined(__GLIBC__)
 #include <malloc.h>

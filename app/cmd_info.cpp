@@ -7,7 +7,7 @@
 
 #include "commands.hpp"
 #include "json_out.hpp"
-#include "mlaplan/formats.hpp"
+#include "mlaplan/hardware/formats.hpp"
 
 namespace mlaplan::cli {
 

@@ -2,8 +2,8 @@
 #include <ostream>
 
 #include "commands.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/text.hpp"
 
 namespace mlaplan::cli {
 

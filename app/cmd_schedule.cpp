@@ -5,9 +5,9 @@
 #include <ostream>
 
 #include "commands.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/limits.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/limits.hpp"
+#include "mlaplan/base/text.hpp"
 
 namespace mlaplan::cli {
 

@@ -10,10 +10,10 @@
 #include "commands.hpp"
 #include "flag_values.hpp"
 #include "gpu_runner.hpp"
-#include "mlaplan/backends.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/limits.hpp"
-#include "mlaplan/verify.hpp"
+#include "mlaplan/rules/backends.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/limits.hpp"
+#include "mlaplan/gpu_check/verify.hpp"
 
 namespace mlaplan::cli {
 

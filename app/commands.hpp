@@ -10,14 +10,14 @@
 #include <vector>
 
 #include "flags.hpp"
-#include "mlaplan/config.hpp"
-#include "mlaplan/decode.hpp"
-#include "mlaplan/layout.hpp"
-#include "mlaplan/plan.hpp"
-#include "mlaplan/rules.hpp"
-#include "mlaplan/scheduler.hpp"
-#include "mlaplan/target.hpp"
-#include "mlaplan/topology.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/cache/decode.hpp"
+#include "mlaplan/cache/layout.hpp"
+#include "mlaplan/plan/plan.hpp"
+#include "mlaplan/rules/rules.hpp"
+#include "mlaplan/cache/scheduler.hpp"
+#include "mlaplan/hardware/target.hpp"
+#include "mlaplan/model/topology.hpp"
 
 namespace CLI {
 class App;
@@ -27,7 +27,7 @@ namespace mlaplan::cli {
 
 enum class OutputFormat { text, json };
 
-/// Everything `plan` computed for one config, ready to print (include/mlaplan/plan.hpp).
+/// Everything `plan` computed for one config, ready to print (include/mlaplan/plan/plan.hpp).
 using PlanResult = mlaplan::Plan;
 
 // ---- plan ----

@@ -7,10 +7,10 @@
 #include <limits>
 #include <system_error>
 
-#include "mlaplan/error.hpp"
-#include "mlaplan/number_format.hpp"
-#include "mlaplan/suggest.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/number_format.hpp"
+#include "mlaplan/base/suggest.hpp"
+#include "mlaplan/base/text.hpp"
 
 namespace mlaplan::cli {
 

@@ -13,10 +13,10 @@
 // - An empty value is an error, never the default.
 //
 // Each value is converted once, whole, with std::from_chars, and checked against the flag's
-// static range (the bounds of include/mlaplan/limits.hpp) while the command line is parsed; a bad
+// static range (the bounds of include/mlaplan/base/limits.hpp) while the command line is parsed; a bad
 // value is Error(usage) with one line: `--batch: '0x40' is not a decimal integer; allowed
 // 1..65536`, `--batch: '18446744073709551616' is out of range; allowed 1..65536`. The library's
-// own range checks (src/decode.cpp, src/layout.cpp, src/target.cpp) still run, for the bounds
+// own range checks (src/cache/decode.cpp, src/cache/layout.cpp, src/hardware/target.cpp) still run, for the bounds
 // that depend on the config.
 
 #include <cstdint>

@@ -5,10 +5,10 @@
 #include "flag_values.hpp"
 #include <unistd.h>
 
-#include "mlaplan/error.hpp"
-#include "mlaplan/input_file.hpp"
-#include "mlaplan/limits.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/input_file.hpp"
+#include "mlaplan/base/limits.hpp"
+#include "mlaplan/base/text.hpp"
 
 namespace mlaplan::cli {
 

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "flag_values.hpp"
-#include "mlaplan/decode.hpp"
-#include "mlaplan/layout.hpp"
-#include "mlaplan/plan.hpp"
-#include "mlaplan/target.hpp"
+#include "mlaplan/cache/decode.hpp"
+#include "mlaplan/cache/layout.hpp"
+#include "mlaplan/plan/plan.hpp"
+#include "mlaplan/hardware/target.hpp"
 
 namespace CLI {
 class App;

@@ -5,7 +5,7 @@
 #include <optional>
 #include <utility>
 
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/text.hpp"
 
 namespace mlaplan::cli {
 

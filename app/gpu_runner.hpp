@@ -16,8 +16,8 @@
 #include <string_view>
 
 #include "commands.hpp"
-#include "mlaplan/bench.hpp"
-#include "mlaplan/verify.hpp"
+#include "mlaplan/gpu_check/bench.hpp"
+#include "mlaplan/gpu_check/verify.hpp"
 
 namespace mlaplan::cli {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "mlaplan/config.hpp"
+#include "mlaplan/model/config.hpp"
 
 namespace mlaplan::cli {
 

@@ -2,7 +2,7 @@
 
 #include "local_gpu.hpp"
 
-#include "mlaplan/error.hpp"
+#include "mlaplan/base/error.hpp"
 
 namespace mlaplan::cli {
 

@@ -5,7 +5,7 @@
 #include <ostream>
 #include <string>
 
-#include "mlaplan/target.hpp"
+#include "mlaplan/hardware/target.hpp"
 #include "mlaplan_kernels/kernels.hpp"
 
 namespace mlaplan::cli {

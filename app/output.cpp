@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mlaplan/error.hpp"
-#include "mlaplan/input_file.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/input_file.hpp"
+#include "mlaplan/base/text.hpp"
 
 namespace mlaplan::cli {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "mlaplan/layout.hpp"
-#include "mlaplan/topology.hpp"
+#include "mlaplan/cache/layout.hpp"
+#include "mlaplan/model/topology.hpp"
 
 namespace mlaplan::cli {
 

@@ -6,8 +6,8 @@
 #include <string_view>
 
 #include "cli.hpp"
-#include "mlaplan/suggest.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/suggest.hpp"
+#include "mlaplan/base/text.hpp"
 
 namespace mlaplan::cli {
 

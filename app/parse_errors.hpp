@@ -12,7 +12,7 @@
 //   --format: 'xml' is not allowed; allowed: text, json, markdown
 //   unknown command 'plna' (did you mean 'plan'?), and no file or directory of that name; the ...
 //
-// The suggestions are suggest()'s (include/mlaplan/suggest.hpp).
+// The suggestions are suggest()'s (include/mlaplan/base/suggest.hpp).
 
 #include <string>
 #include <string_view>

@@ -5,7 +5,7 @@
 
 #include "commands.hpp"
 #include "json_out.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/text.hpp"
 #include "mlaplan/version.hpp"
 
 namespace mlaplan::cli {

@@ -1,4 +1,4 @@
-// The prefix cache and the host offload tier of a plan (include/mlaplan/kv_tiers.hpp) in the
+// The prefix cache and the host offload tier of a plan (include/mlaplan/engine/vllm/kv_tiers.hpp) in the
 // text output of `plan` and in its --json object "kv_tiers"; docs/prefix-cache.md and
 // docs/offload.md explain the numbers.
 
@@ -10,8 +10,8 @@
 
 #include "commands.hpp"
 #include "json_out.hpp"
-#include "mlaplan/number_format.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/number_format.hpp"
+#include "mlaplan/base/text.hpp"
 
 namespace mlaplan::cli {
 

@@ -7,8 +7,8 @@
 
 #include "backend_text.hpp"
 #include "commands.hpp"
-#include "mlaplan/number_format.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/number_format.hpp"
+#include "mlaplan/base/text.hpp"
 #include "palette.hpp"
 
 namespace mlaplan::cli {

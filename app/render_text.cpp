@@ -10,8 +10,8 @@
 #include "backend_text.hpp"
 #include "palette.hpp"
 #include "commands.hpp"
-#include "mlaplan/number_format.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/number_format.hpp"
+#include "mlaplan/base/text.hpp"
 
 namespace mlaplan::cli {
 

@@ -9,7 +9,7 @@
 #include <numbers>
 
 #include "backend_text.hpp"
-#include "mlaplan/number_format.hpp"
+#include "mlaplan/base/number_format.hpp"
 #include "palette.hpp"
 #include "report.hpp"
 #include "svg.hpp"

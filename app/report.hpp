@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "mlaplan/limits.hpp"  // ResultLimits: beyond them a result file is Error(invalid_config), exit 2
+#include "mlaplan/base/limits.hpp"  // ResultLimits: beyond them a result file is Error(invalid_config), exit 2
 
 namespace mlaplan::cli {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "mlaplan/error.hpp"
-#include "mlaplan/number_format.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/number_format.hpp"
 
 namespace mlaplan::svg {
 

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "json_out.hpp"
-#include "mlaplan/number_format.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/number_format.hpp"
+#include "mlaplan/base/text.hpp"
 
 namespace mlaplan::cli {
 

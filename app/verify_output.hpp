@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "mlaplan/verify.hpp"
+#include "mlaplan/gpu_check/verify.hpp"
 
 namespace mlaplan::cli {
 

@@ -9,14 +9,14 @@
 #include <memory>
 #include <string>
 
-#include "mlaplan/config.hpp"
-#include "mlaplan/layout.hpp"
-#include "mlaplan/placement.hpp"
-#include "mlaplan/plan.hpp"
-#include "mlaplan/target.hpp"
-#include "mlaplan/topology.hpp"
-#include "mlaplan/vllm_kv.hpp"
-#include "mlaplan/weights.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/cache/layout.hpp"
+#include "mlaplan/engine/vllm/placement.hpp"
+#include "mlaplan/plan/plan.hpp"
+#include "mlaplan/hardware/target.hpp"
+#include "mlaplan/model/topology.hpp"
+#include "mlaplan/engine/vllm/vllm_kv.hpp"
+#include "mlaplan/model/weights.hpp"
 
 namespace {
 

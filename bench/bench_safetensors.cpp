@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "mlaplan/safetensors.hpp"
+#include "mlaplan/model/safetensors.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;

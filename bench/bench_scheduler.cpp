@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <random>
 
-#include "mlaplan/scheduler.hpp"
+#include "mlaplan/cache/scheduler.hpp"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/text.hpp"
 
 namespace mlaplan::fuzz {
 

@@ -37,14 +37,14 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
-#include "mlaplan/checkpoint_weights.hpp"
-#include "mlaplan/config.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/limits.hpp"
-#include "mlaplan/plan.hpp"
-#include "mlaplan/safetensors.hpp"
-#include "mlaplan/text.hpp"
-#include "mlaplan/weights.hpp"
+#include "mlaplan/model/checkpoint_weights.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/limits.hpp"
+#include "mlaplan/plan/plan.hpp"
+#include "mlaplan/model/safetensors.hpp"
+#include "mlaplan/base/text.hpp"
+#include "mlaplan/model/weights.hpp"
 
 namespace {
 

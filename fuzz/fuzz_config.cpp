@@ -23,16 +23,16 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
-#include "mlaplan/placement.hpp"
-#include "mlaplan/plan.hpp"
-#include "mlaplan/config.hpp"
-#include "mlaplan/decode.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/layout.hpp"
-#include "mlaplan/rules.hpp"
-#include "mlaplan/target.hpp"
-#include "mlaplan/text.hpp"
-#include "mlaplan/topology.hpp"
+#include "mlaplan/engine/vllm/placement.hpp"
+#include "mlaplan/plan/plan.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/cache/decode.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/cache/layout.hpp"
+#include "mlaplan/rules/rules.hpp"
+#include "mlaplan/hardware/target.hpp"
+#include "mlaplan/base/text.hpp"
+#include "mlaplan/model/topology.hpp"
 
 namespace {
 

@@ -3,7 +3,7 @@
 
 Scans the Markdown documents (README.md, docs/, the READMEs of subfolders) and the comments of the
 sources (C++, CUDA, CMake, shell, Python) for paths of this repository's folders ending in a file
-extension, such as `src/layout.cpp` or kernels/src/sm90/decode.cu, and fails naming each one
+extension, such as `src/cache/layout.cpp` or kernels/src/sm90/decode.cu, and fails naming each one
 that does not exist (from the root or from the naming file's folder), with the file and line
 that names it. A path with a placeholder (NAME, TARGET, *, {...}, ...) names no one file and is
 skipped; so are build outputs, NOT_OURS (another project's file, an example) and HISTORY.
@@ -26,7 +26,7 @@ PLACEHOLDER = re.compile(r"[A-Z]{3,}|\*|\.\.\.|\{|<")
 SOURCE_EXTS = (".cpp", ".hpp", ".h", ".cu", ".cuh", ".cmake", ".sh", ".py")
 # Paths that name another project's file or an example, by the document that names them.
 NOT_OURS = {
-    ("src/safetensors.cpp", "docs/spec.md"): "git-lfs's pointer specification",
+    ("src/model/safetensors.cpp", "docs/spec.md"): "git-lfs's pointer specification",
     ("docs/kernels.md", "tests/test_flash_mla_sparse_decoding.py"): "FlashMLA's test",
     ("docs/kernels.md", "tests/lib.py"): "FlashMLA's test helpers",
     ("docs/ci.md", "configs/x.json"): "an example annotation",

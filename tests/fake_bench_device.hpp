@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "mlaplan/bench.hpp"
+#include "mlaplan/gpu_check/bench.hpp"
 
 namespace testing_devices {
 

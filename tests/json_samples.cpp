@@ -14,9 +14,9 @@
 
 #include "bench_output.hpp"
 #include "fake_bench_device.hpp"
-#include "mlaplan/bench.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/verify.hpp"
+#include "mlaplan/gpu_check/bench.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/gpu_check/verify.hpp"
 #include "verify_output.hpp"
 #include "rule_testing.hpp"
 

@@ -8,10 +8,10 @@
 #include <utility>
 #include <vector>
 
-#include "mlaplan/config.hpp"
-#include "mlaplan/rules.hpp"
-#include "mlaplan/target.hpp"
-#include "mlaplan/topology.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/rules/rules.hpp"
+#include "mlaplan/hardware/target.hpp"
+#include "mlaplan/model/topology.hpp"
 
 namespace testing_rules {
 

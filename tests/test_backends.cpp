@@ -1,4 +1,4 @@
-// The attention-backend catalogue (src/backends.cpp) and the rules that read it (src/rules.cpp):
+// The attention-backend catalogue (src/rules/backends.cpp) and the rules that read it (src/rules/rules.cpp):
 // what each backend does with every --kv-cache-dtype value, its head paddings, block sizes and
 // pages, vLLM's default per arch and --attention-backend / --dsv4-fused-attention, the layout the
 // backend implies, speculative decoding, the kernel shapes and their statuses. Expected values are
@@ -19,14 +19,14 @@
 #include <string>
 #include <vector>
 
-#include "mlaplan/backends.hpp"
-#include "mlaplan/config.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/layout.hpp"
-#include "mlaplan/plan.hpp"
-#include "mlaplan/rules.hpp"
-#include "mlaplan/target.hpp"
-#include "mlaplan/topology.hpp"
+#include "mlaplan/rules/backends.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/cache/layout.hpp"
+#include "mlaplan/plan/plan.hpp"
+#include "mlaplan/rules/rules.hpp"
+#include "mlaplan/hardware/target.hpp"
+#include "mlaplan/model/topology.hpp"
 #include "rule_testing.hpp"
 
 using namespace mlaplan;

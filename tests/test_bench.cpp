@@ -8,8 +8,8 @@
 
 #include "bench_output.hpp"
 #include "fake_bench_device.hpp"
-#include "mlaplan/bench.hpp"
-#include "mlaplan/error.hpp"
+#include "mlaplan/gpu_check/bench.hpp"
+#include "mlaplan/base/error.hpp"
 #include "mlaplan/version.hpp"
 #include "rule_testing.hpp"
 

@@ -6,12 +6,12 @@
 #include <cmath>
 #include <string>
 
-#include "mlaplan/budget.hpp"
-#include "mlaplan/config.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/placement.hpp"
-#include "mlaplan/target.hpp"
-#include "mlaplan/weights.hpp"
+#include "mlaplan/engine/vllm/budget.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/engine/vllm/placement.hpp"
+#include "mlaplan/hardware/target.hpp"
+#include "mlaplan/model/weights.hpp"
 
 using namespace mlaplan;
 

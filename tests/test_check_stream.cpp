@@ -18,8 +18,8 @@
 #include "cli.hpp"
 #include "cli_run.hpp"
 #include "json_out.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/text.hpp"
 #include "mlaplan/version.hpp"
 #include "temp_dir.hpp"
 

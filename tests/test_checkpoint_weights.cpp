@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "mlaplan/checkpoint_weights.hpp"
-#include "mlaplan/config.hpp"
-#include "mlaplan/safetensors.hpp"
-#include "mlaplan/text.hpp"
-#include "mlaplan/weights.hpp"
+#include "mlaplan/model/checkpoint_weights.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/model/safetensors.hpp"
+#include "mlaplan/base/text.hpp"
+#include "mlaplan/model/weights.hpp"
 #include "temp_dir.hpp"
 
 using namespace mlaplan;

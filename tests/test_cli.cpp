@@ -13,7 +13,7 @@
 
 #include "cli.hpp"
 #include "cli_run.hpp"
-#include "mlaplan/target.hpp"
+#include "mlaplan/hardware/target.hpp"
 #include "mlaplan/version.hpp"
 #include "temp_dir.hpp"
 

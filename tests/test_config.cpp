@@ -6,8 +6,8 @@
 #include <fstream>
 #include <string>
 
-#include "mlaplan/config.hpp"
-#include "mlaplan/error.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/base/error.hpp"
 
 using namespace mlaplan;
 

@@ -15,8 +15,8 @@
 
 #include "cli_run.hpp"
 #include "flag_values.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/limits.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/limits.hpp"
 #include "special_files.hpp"
 #include "temp_dir.hpp"
 

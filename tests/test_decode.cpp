@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "mlaplan/decode.hpp"
-#include "mlaplan/error.hpp"
+#include "mlaplan/cache/decode.hpp"
+#include "mlaplan/base/error.hpp"
 
 using namespace mlaplan;
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "e2e_run.hpp"
-#include "mlaplan/limits.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/limits.hpp"
+#include "mlaplan/base/text.hpp"
 #include "special_files.hpp"
 
 using e2e::cfg;

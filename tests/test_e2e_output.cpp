@@ -17,7 +17,7 @@ using e2e::run;
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/text.hpp"
 
 namespace {
 

@@ -17,7 +17,7 @@
 
 #include "cli.hpp"
 #include "cli_run.hpp"
-#include "mlaplan/error.hpp"
+#include "mlaplan/base/error.hpp"
 #include "temp_dir.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-// Tests of the row formats (src/formats.cpp) and the host quantisers (src/quant.cpp),
+// Tests of the row formats (src/hardware/formats.cpp) and the host quantisers (src/hardware/quant.cpp),
 // docs/layouts.md: FlashMLA's golden bytes, page sizes, byte maps, scalar conversions over every
 // code, scale rules, round trips, re-quantisation, NaN/inf, and the paged helpers.
 #include <catch2/catch.hpp>
@@ -16,9 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mlaplan/error.hpp"
-#include "mlaplan/formats.hpp"
-#include "mlaplan/quant.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/hardware/formats.hpp"
+#include "mlaplan/hardware/quant.hpp"
 
 using namespace mlaplan;
 

@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "mlaplan/config.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/input_file.hpp"
-#include "mlaplan/limits.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/input_file.hpp"
+#include "mlaplan/base/limits.hpp"
+#include "mlaplan/base/text.hpp"
 #include "special_files.hpp"
 #include "unprivileged.hpp"
 #include "report.hpp"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "mlaplan/json_locate.hpp"
+#include "mlaplan/base/json_locate.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Tests of the GPU targets (src/target.cpp) and the KV-cache layout planner (src/layout.cpp),
+// Tests of the GPU targets (src/hardware/target.cpp) and the KV-cache layout planner (src/cache/layout.cpp),
 // docs/layout-accounting.md: DeepSeek's published bytes-per-token figures, the page sizes of
 // the published page examples, cache objects and pools, capacity, parallelism, and every rejection path with its
 // whole message.
@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "mlaplan/config.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/formats.hpp"
-#include "mlaplan/layout.hpp"
-#include "mlaplan/target.hpp"
-#include "mlaplan/topology.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/hardware/formats.hpp"
+#include "mlaplan/cache/layout.hpp"
+#include "mlaplan/hardware/target.hpp"
+#include "mlaplan/model/topology.hpp"
 
 using namespace mlaplan;
 

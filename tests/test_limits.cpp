@@ -1,4 +1,4 @@
-// Every documented limit (include/mlaplan/limits.hpp, docs/robustness.md) tested at the limit,
+// Every documented limit (include/mlaplan/base/limits.hpp, docs/robustness.md) tested at the limit,
 // where the input is accepted, works and completes quickly, and one past it, where it is rejected
 // with a one-line message naming the flag or field, the value and the allowed range, and the
 // right exit code (1 for a flag, 2 for a config field).
@@ -21,15 +21,15 @@
 #include "cli.hpp"
 #include "cli_run.hpp"
 #include "heap_counter.hpp"
-#include "mlaplan/config.hpp"
-#include "mlaplan/decode.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/layout.hpp"
-#include "mlaplan/limits.hpp"
-#include "mlaplan/scheduler.hpp"
-#include "mlaplan/target.hpp"
-#include "mlaplan/topology.hpp"
-#include "mlaplan/verify.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/cache/decode.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/cache/layout.hpp"
+#include "mlaplan/base/limits.hpp"
+#include "mlaplan/cache/scheduler.hpp"
+#include "mlaplan/hardware/target.hpp"
+#include "mlaplan/model/topology.hpp"
+#include "mlaplan/gpu_check/verify.hpp"
 #include "report.hpp"
 #include "temp_dir.hpp"
 

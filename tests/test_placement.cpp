@@ -7,10 +7,10 @@
 #include <sstream>
 #include <string>
 
-#include "mlaplan/config.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/placement.hpp"
-#include "mlaplan/weights.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/engine/vllm/placement.hpp"
+#include "mlaplan/model/weights.hpp"
 
 using namespace mlaplan;
 

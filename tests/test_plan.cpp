@@ -11,11 +11,11 @@
 #include <sstream>
 #include <string>
 
-#include "mlaplan/error.hpp"
-#include "mlaplan/matrix.hpp"
-#include "mlaplan/plan.hpp"
-#include "mlaplan/rules.hpp"
-#include "mlaplan/weights.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/plan/matrix.hpp"
+#include "mlaplan/plan/plan.hpp"
+#include "mlaplan/rules/rules.hpp"
+#include "mlaplan/model/weights.hpp"
 #include "temp_dir.hpp"
 
 using namespace mlaplan;

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "cli_run.hpp"
-#include "mlaplan/plan.hpp"
-#include "mlaplan/prefill.hpp"
+#include "mlaplan/plan/plan.hpp"
+#include "mlaplan/engine/vllm/prefill.hpp"
 #include "rule_testing.hpp"
 
 using namespace mlaplan;

@@ -1,9 +1,9 @@
-// Unit tests of the host sparse-decode reference and of the pass criterion (src/reference.cpp).
+// Unit tests of the host sparse-decode reference and of the pass criterion (src/gpu_check/reference.cpp).
 // Every case is small enough to check by hand.
 #include <catch2/catch.hpp>
 
-#include "mlaplan/error.hpp"
-#include "mlaplan/reference.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/gpu_check/reference.hpp"
 
 #include <cmath>
 #include <cstdint>

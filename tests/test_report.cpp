@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "mlaplan/number_format.hpp"
+#include "mlaplan/base/number_format.hpp"
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -24,7 +24,7 @@
 #include "cli.hpp"
 #include "output.hpp"
 #include "commands.hpp"
-#include "mlaplan/error.hpp"
+#include "mlaplan/base/error.hpp"
 #include "palette.hpp"
 #include "report.hpp"
 #include "svg.hpp"

@@ -6,10 +6,10 @@
 #include <set>
 #include <string>
 
-#include "mlaplan/config.hpp"
-#include "mlaplan/rules.hpp"
-#include "mlaplan/target.hpp"
-#include "mlaplan/topology.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/rules/rules.hpp"
+#include "mlaplan/hardware/target.hpp"
+#include "mlaplan/model/topology.hpp"
 #include "rule_testing.hpp"
 
 using namespace mlaplan;

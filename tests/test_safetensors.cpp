@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "mlaplan/error.hpp"
-#include "mlaplan/limits.hpp"
-#include "mlaplan/safetensors.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/limits.hpp"
+#include "mlaplan/model/safetensors.hpp"
+#include "mlaplan/base/text.hpp"
 #include "heap_counter.hpp"
 #include "temp_dir.hpp"
 

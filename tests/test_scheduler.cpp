@@ -1,4 +1,4 @@
-// Tests of the host tile scheduler (src/scheduler.cpp, docs/scheduler.md): golden plans measured
+// Tests of the host tile scheduler (src/cache/scheduler.cpp, docs/scheduler.md): golden plans measured
 // on FlashMLA, hand-checked small plans, and properties over thousands of random batches.
 #include <catch2/catch.hpp>
 
@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mlaplan/error.hpp"
-#include "mlaplan/scheduler.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/cache/scheduler.hpp"
 
 using namespace mlaplan;
 using Catch::Matchers::Contains;

@@ -1,11 +1,11 @@
-// "Did you mean": edit_distance(), suggest() and did_you_mean() (include/mlaplan/suggest.hpp).
+// "Did you mean": edit_distance(), suggest() and did_you_mean() (include/mlaplan/base/suggest.hpp).
 
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
 
-#include "mlaplan/suggest.hpp"
+#include "mlaplan/base/suggest.hpp"
 
 using mlaplan::did_you_mean;
 using mlaplan::edit_distance;

@@ -1,4 +1,4 @@
-// Targets (src/target.cpp, docs/layout-accounting.md "Targets"): the architecture family of every
+// Targets (src/hardware/target.cpp, docs/layout-accounting.md "Targets"): the architecture family of every
 // preset and capability, the unified-memory mark, the GB10 preset by --gpu and by --arch, and what
 // `mla-plan gpus` prints of them. Ids, figures and flag errors of the other presets:
 // tests/test_layout.cpp.
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cli_run.hpp"
-#include "mlaplan/target.hpp"
+#include "mlaplan/hardware/target.hpp"
 
 using namespace mlaplan;
 

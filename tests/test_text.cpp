@@ -1,4 +1,4 @@
-// Text from the input made inert: printable(), quoted(), is_printable_line() (include/mlaplan/text.hpp).
+// Text from the input made inert: printable(), quoted(), is_printable_line() (include/mlaplan/base/text.hpp).
 
 #include <catch2/catch.hpp>
 
@@ -11,8 +11,8 @@
 #include <limits>
 #include <string>
 
-#include "mlaplan/number_format.hpp"
-#include "mlaplan/text.hpp"
+#include "mlaplan/base/number_format.hpp"
+#include "mlaplan/base/text.hpp"
 
 using namespace std::string_literals;
 using mlaplan::is_printable_line;

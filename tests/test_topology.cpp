@@ -3,9 +3,9 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "mlaplan/config.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/topology.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/model/topology.hpp"
 
 using namespace mlaplan;
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <thread>
 
-#include "mlaplan/error.hpp"
-#include "mlaplan/verify.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/gpu_check/verify.hpp"
 #include "mlaplan/version.hpp"
 #include "verify_output.hpp"
 #include "rule_testing.hpp"

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "mlaplan/config.hpp"
-#include "mlaplan/layout.hpp"
-#include "mlaplan/target.hpp"
-#include "mlaplan/topology.hpp"
-#include "mlaplan/vllm_kv.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/cache/layout.hpp"
+#include "mlaplan/hardware/target.hpp"
+#include "mlaplan/model/topology.hpp"
+#include "mlaplan/engine/vllm/vllm_kv.hpp"
 #include "rule_testing.hpp"
 
 using namespace mlaplan;

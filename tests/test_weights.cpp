@@ -6,10 +6,10 @@
 #include <sstream>
 #include <string>
 
-#include "mlaplan/config.hpp"
-#include "mlaplan/error.hpp"
-#include "mlaplan/text.hpp"
-#include "mlaplan/weights.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/text.hpp"
+#include "mlaplan/model/weights.hpp"
 
 using namespace mlaplan;
 

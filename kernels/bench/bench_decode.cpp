@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "mlaplan/error.hpp"
-#include "mlaplan/limits.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/limits.hpp"
 #include "mlaplan_kernels/bench.hpp"
 #include "mlaplan_kernels/kernels.hpp"
 

@@ -9,7 +9,7 @@
 
 #include "common/decode_layout.hpp"
 #include "common/launchers.hpp"
-#include "mlaplan/error.hpp"
+#include "mlaplan/base/error.hpp"
 #include "mlaplan_kernels/kernels.hpp"
 
 namespace mlaplan::kernels {

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
-#include "mlaplan/decode_mode.hpp"
-#include "mlaplan/error.hpp"
+#include "mlaplan/cache/decode_mode.hpp"
+#include "mlaplan/base/error.hpp"
 #include "mlaplan_kernels/kernels.hpp"
 
 namespace mk = mlaplan::kernels;

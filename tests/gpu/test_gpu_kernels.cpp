@@ -10,11 +10,11 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "mlaplan/error.hpp"
-#include "mlaplan/formats.hpp"
-#include "mlaplan/quant.hpp"
-#include "mlaplan/reference.hpp"
-#include "mlaplan/scheduler.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/hardware/formats.hpp"
+#include "mlaplan/hardware/quant.hpp"
+#include "mlaplan/gpu_check/reference.hpp"
+#include "mlaplan/cache/scheduler.hpp"
 #include "mlaplan_kernels/kernels.hpp"
 
 #include <algorithm>

@@ -1,10 +1,10 @@
 #pragma once
 // The CUDA device behind `mla-plan bench`: times the project's decode on a BenchShape
-// (mlaplan/bench.hpp) with bench_decode() and measures the two ceilings. No CUDA types here.
+// (mlaplan/gpu_check/bench.hpp) with bench_decode() and measures the two ceilings. No CUDA types here.
 
 #include <memory>
 
-#include "mlaplan/bench.hpp"
+#include "mlaplan/gpu_check/bench.hpp"
 
 namespace mlaplan::kernels {
 

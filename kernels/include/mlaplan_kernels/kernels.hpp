@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "mlaplan/decode_mode.hpp"
+#include "mlaplan/cache/decode_mode.hpp"
 
 namespace mlaplan::kernels {
 
@@ -174,7 +174,7 @@ struct QuantizeParams {
 };
 
 /// Writes every row's bytes (pad bytes of the 584 layout written 0). The bytes equal the host
-/// quantizer's (mlaplan/quant.hpp) bit for bit.
+/// quantizer's (mlaplan/hardware/quant.hpp) bit for bit.
 void quantize(const QuantizeParams& p);
 
 // ------------------------------------------------------------------------------------------------
@@ -184,7 +184,7 @@ void quantize(const QuantizeParams& p);
 /// the tile scheduler: what starting a request costs these kernels (its Q, its epilogue, its
 /// partial), measured on the H200 by sweeping O (docs/perf-history.md "v10": O 1 was fastest or
 /// within noise of it on every row swept). FlashMLA's scheduler, which `plan` and `verify` use,
-/// takes 5 for its sm90 kernel (src/scheduler.cpp).
+/// takes 5 for its sm90 kernel (src/cache/scheduler.cpp).
 inline constexpr std::int32_t kSplitKvFixedOverhead = 1;
 
 struct ScheduleParams {
@@ -218,7 +218,7 @@ std::int32_t sm90_num_sm_parts(std::int32_t num_sms, std::int32_t s_q, std::int3
 inline constexpr std::int32_t kMaxSmParts = 1024;
 
 /// How a decode call spreads the work over the GPU, and the host heuristic that picks it, live in
-/// the core (mlaplan/decode_mode.hpp) so that `plan` shows the decision without a CUDA build.
+/// the core (mlaplan/cache/decode_mode.hpp) so that `plan` shows the decision without a CUDA build.
 using mlaplan::decode_plan_mode;
 using mlaplan::DecodeMode;
 using mlaplan::kOnePassMaxRows;

@@ -1,10 +1,10 @@
 #pragma once
 // The CUDA device behind `mla-plan verify`: runs the project's quantize, scheduler and decode
-// kernels on a VerifyProblem (mlaplan/verify.hpp). No CUDA types here.
+// kernels on a VerifyProblem (mlaplan/gpu_check/verify.hpp). No CUDA types here.
 
 #include <memory>
 
-#include "mlaplan/verify.hpp"
+#include "mlaplan/gpu_check/verify.hpp"
 
 namespace mlaplan::kernels {
 

@@ -4,7 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "mlaplan/error.hpp"
+#include "mlaplan/base/error.hpp"
 
 namespace mlaplan::kernels::detail {
 

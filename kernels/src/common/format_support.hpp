@@ -1,12 +1,12 @@
 #pragma once
-// Host-side glue between the core's row formats (mlaplan/formats.hpp) and the kernels' (C++20
+// Host-side glue between the core's row formats (mlaplan/hardware/formats.hpp) and the kernels' (C++20
 // host sources only): which kernel format serves a layout's format, and whether a compiled decode
 // variant covers a (main, extra) pair.
 
 #include <optional>
 #include <string>
 
-#include "mlaplan/formats.hpp"
+#include "mlaplan/hardware/formats.hpp"
 #include "mlaplan_kernels/kernels.hpp"
 
 namespace mlaplan::kernels::detail {

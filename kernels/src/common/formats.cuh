@@ -1,6 +1,6 @@
 #pragma once
 // Device-side element conversions and scale rules of the KV row formats. They follow the host
-// definitions in include/mlaplan/quant.hpp exactly (IEEE float32 division, round to nearest even,
+// definitions in include/mlaplan/hardware/quant.hpp exactly (IEEE float32 division, round to nearest even,
 // saturation, sign kept), so GPU-quantised bytes equal host-quantised bytes.
 
 #include <cuda_bf16.h>

@@ -1,6 +1,6 @@
 // Quantize kernels: bf16 latents [n, 512] ([n, 576] for fp8_ds_mla_656) -> rows of a KV format at
 // given slots. One warp per row; lane l owns dims 16l..16l+15 (and lanes 0..7 the 656 layout's
-// RoPE units). Byte maps: docs/layouts.md; rules: mlaplan/quant.hpp.
+// RoPE units). Byte maps: docs/layouts.md; rules: mlaplan/hardware/quant.hpp.
 
 #include <cuda_runtime.h>
 

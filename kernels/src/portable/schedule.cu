@@ -1,5 +1,5 @@
 // GPU tile scheduler (docs/scheduler.md, "The algorithm"): records and num_splits equal the host
-// planner's (src/scheduler.cpp) bit for bit, idle partitions included.
+// planner's (src/cache/scheduler.cpp) bit for bit, idle partitions included.
 //
 // The host planner sweeps the partitions one after another; on a GPU one thread doing that costs
 // ~100-250 cycles per partition (a dependent chain of branches and stores), tens of microseconds

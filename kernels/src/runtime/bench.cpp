@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/cuda_check.hpp"
-#include "mlaplan/error.hpp"
+#include "mlaplan/base/error.hpp"
 
 namespace mlaplan::kernels {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "common/cuda_check.hpp"
 #include "common/launchers.hpp"
-#include "mlaplan/error.hpp"
+#include "mlaplan/base/error.hpp"
 #include "mlaplan_kernels/kernels.hpp"
 
 namespace mlaplan::kernels {
