@@ -19,7 +19,7 @@
 // kMaxListItems list items (arguments + commas), more than kMaxConfigs bundled configs or more than
 // one released config (40-61 layers), and for `check --matrix` (which plans every GPU preset x kv
 // dtype x TP size x config) more than one config or kMaxMatrixListItems list items.
-// `verify` and `bench` never reach a GPU here: the CLI library has no kernels (app/gpu_runner.hpp),
+// `verify` and `bench` never reach a GPU here: the CLI library has no kernels (app/cli/gpu_runner.hpp),
 // so they check the config and flags and exit 6.
 //
 // Speed: building the command line of every subcommand (CLI11 makes every option of every
@@ -37,7 +37,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cli.hpp"
+#include "cli/cli.hpp"
 #include "fuzz_check.hpp"
 
 namespace {

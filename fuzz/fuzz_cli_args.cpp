@@ -1,5 +1,5 @@
 // Fuzz target fuzz_cli_args: bytes -> argument list -> the CLI's first stage,
-// CommandLine::parse() (app/cli.hpp), as run_cli() calls it: the arguments parsed by the command
+// CommandLine::parse() (app/cli/cli.hpp), as run_cli() calls it: the arguments parsed by the command
 // line of every subcommand, and every flag value checked that the CLI checks before it opens a
 // file (schedule's flags, check's list and guard limits, report's output kind). The command is
 // not run (fuzz_cli runs it), so no argument needs rewriting: this stage reads and writes no file.
@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cli.hpp"
+#include "cli/cli.hpp"
 #include "fuzz_check.hpp"
 
 namespace {

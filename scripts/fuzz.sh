@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang in build-fuzz/ and runs one (docs/fuzzing.md).
 # Usage: scripts/fuzz.sh TARGET [RUNS] [extra libFuzzer flags...]
-#   TARGET  config | checkpoint | cli | cli_args (the argument parser alone: parse_cli, app/cli.hpp)
+#   TARGET  config | checkpoint | cli | cli_args (the argument parser alone: parse_cli, app/cli/cli.hpp)
 #   RUNS    executions (default 1000000); -1 runs until stopped
 # Examples: scripts/fuzz.sh config 10000000
 #           scripts/fuzz.sh cli 100000 -jobs=1 -print_final_stats=1

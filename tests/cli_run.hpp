@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
+#include "cli/cli.hpp"
 #include "heap_counter.hpp"
 
 namespace testing_cli {

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "bench_output.hpp"
+#include "output/bench_output.hpp"
 #include "fake_bench_device.hpp"
 #include "mlaplan/gpu_check/bench.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/gpu_check/verify.hpp"
-#include "verify_output.hpp"
+#include "output/verify_output.hpp"
 #include "rule_testing.hpp"
 
 using namespace mlaplan;

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
+#include "cli/cli.hpp"
 
 namespace fs = std::filesystem;
 

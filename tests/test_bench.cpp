@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "bench_output.hpp"
+#include "output/bench_output.hpp"
 #include "fake_bench_device.hpp"
 #include "mlaplan/gpu_check/bench.hpp"
 #include "mlaplan/base/error.hpp"

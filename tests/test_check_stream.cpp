@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
+#include "cli/cli.hpp"
 #include "cli_run.hpp"
-#include "json_out.hpp"
+#include "output/json_out.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/text.hpp"
 #include "mlaplan/version.hpp"

@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "cli.hpp"
+#include "cli/cli.hpp"
 #include "cli_run.hpp"
 #include "mlaplan/hardware/target.hpp"
 #include "mlaplan/version.hpp"

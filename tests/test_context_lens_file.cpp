@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "cli_run.hpp"
-#include "flag_values.hpp"
+#include "flags/flag_values.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/limits.hpp"
 #include "special_files.hpp"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
+#include "cli/cli.hpp"
 #include "cli_run.hpp"
 #include "mlaplan/base/error.hpp"
 #include "temp_dir.hpp"

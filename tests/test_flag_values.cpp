@@ -11,10 +11,10 @@
 #include <tuple>
 #include <vector>
 
-#include "cli.hpp"
+#include "cli/cli.hpp"
 #include "cli_run.hpp"
-#include "flag_values.hpp"
-#include "gpu_runner.hpp"
+#include "flags/flag_values.hpp"
+#include "cli/gpu_runner.hpp"
 #include "mlaplan/gpu_check/bench.hpp"
 #include "mlaplan/model/config.hpp"
 #include "mlaplan/base/error.hpp"

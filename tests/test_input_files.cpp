@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
+#include "cli/cli.hpp"
 #include "mlaplan/model/config.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/input_file.hpp"
@@ -25,7 +25,7 @@
 #include "mlaplan/base/text.hpp"
 #include "special_files.hpp"
 #include "unprivileged.hpp"
-#include "report.hpp"
+#include "report/report.hpp"
 
 using namespace mlaplan;
 namespace fs = std::filesystem;

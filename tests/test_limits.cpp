@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
+#include "cli/cli.hpp"
 #include "cli_run.hpp"
 #include "heap_counter.hpp"
 #include "mlaplan/model/config.hpp"
@@ -30,7 +30,7 @@
 #include "mlaplan/hardware/target.hpp"
 #include "mlaplan/model/topology.hpp"
 #include "mlaplan/gpu_check/verify.hpp"
-#include "report.hpp"
+#include "report/report.hpp"
 #include "temp_dir.hpp"
 
 using namespace mlaplan;

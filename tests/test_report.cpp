@@ -21,13 +21,13 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
-#include "output.hpp"
-#include "commands.hpp"
+#include "cli/cli.hpp"
+#include "output/output.hpp"
+#include "cli/commands.hpp"
 #include "mlaplan/base/error.hpp"
-#include "palette.hpp"
-#include "report.hpp"
-#include "svg.hpp"
+#include "report/palette.hpp"
+#include "report/report.hpp"
+#include "report/svg.hpp"
 
 namespace fs = std::filesystem;
 

@@ -13,7 +13,7 @@
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/gpu_check/verify.hpp"
 #include "mlaplan/version.hpp"
-#include "verify_output.hpp"
+#include "output/verify_output.hpp"
 #include "rule_testing.hpp"
 
 using namespace mlaplan;

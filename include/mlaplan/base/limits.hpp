@@ -34,7 +34,7 @@ struct BatchLimits {
   static constexpr std::int64_t max_requests = 65536;       ///< --batch, entries of --context-lens
   static constexpr std::int64_t max_decode_tokens = 65536;  ///< requests x (1 + --spec-tokens)
   static constexpr std::int64_t max_spec_tokens = 64;       ///< --spec-tokens
-  /// --context-lens @FILE (app/flags.cpp; read errors exit 2): 65,536 lengths of up to 11 digits
+  /// --context-lens @FILE (app/flags/flags.cpp; read errors exit 2): 65,536 lengths of up to 11 digits
   /// take under 1 MiB; the rest is room for whitespace and line ends of any layout.
   static constexpr std::int64_t max_context_lens_file_bytes = 64LL << 20;
 };
@@ -61,7 +61,7 @@ struct ScheduleLimits {
   static constexpr std::int64_t max_cli_requests = BatchLimits::max_decode_tokens;
 };
 
-/// `mla-plan check` (app/cmd_check.cpp; exit 1).
+/// `mla-plan check` (app/commands/cmd_check.cpp; exit 1).
 struct CheckLimits {
   static constexpr std::int64_t max_configs = 4096;           ///< CONFIG arguments of one run
   static constexpr std::int64_t max_tp_sizes = 16;            ///< values of --tensor-parallel-size with --matrix
@@ -75,7 +75,7 @@ struct CheckLimits {
   static constexpr std::int64_t max_matrix_layer_rows = 131072;
 };
 
-/// `mla-plan verify` (src/gpu_check/verify.cpp, app/cmd_verify.cpp). A verification problem lives in host
+/// `mla-plan verify` (src/gpu_check/verify.cpp, app/commands/cmd_verify.cpp). A verification problem lives in host
 /// memory (about 8 KiB per attended row and 1 MiB per decode token at h_q 128) and is checked by
 /// the host reference, so it is kept far smaller than a plan's batch.
 struct VerifyLimits {
@@ -85,7 +85,7 @@ struct VerifyLimits {
   static constexpr std::int64_t max_iterations = 10000;         ///< --iterations (exit 1)
 };
 
-/// --verify-json / --bench-json files of `mla-plan report` (app/cmd_report.cpp; exit 2, an invalid input file).
+/// --verify-json / --bench-json files of `mla-plan report` (app/commands/cmd_report.cpp; exit 2, an invalid input file).
 struct ResultLimits {
   static constexpr std::int64_t max_file_bytes = 4LL << 20;  ///< 4 MiB (a verify --json file is a few KiB)
   static constexpr int max_nesting_depth = 64;
@@ -129,7 +129,7 @@ struct CheckpointLimits {
   static constexpr std::int64_t max_missing_listed = 8;
 };
 
-/// What one report draws at most (app/report.cpp): the report's size stays bounded whatever the
+/// What one report draws at most (app/report/report.cpp): the report's size stays bounded whatever the
 /// batch or the result files (these cap the drawing, they reject nothing).
 struct ReportLimits {
   static constexpr std::int64_t max_html_rows = 10000;  ///< rows of one result table in the HTML report
@@ -145,7 +145,7 @@ struct KernelBenchLimits {
   static constexpr int max_replays = 100000;
 };
 
-/// `mla-plan bench` flags (src/gpu_check/bench.cpp, app/cmd_bench.cpp; exit 1). A shape of b requests holds
+/// `mla-plan bench` flags (src/gpu_check/bench.cpp, app/commands/cmd_bench.cpp; exit 1). A shape of b requests holds
 /// b x (topk + extra_topk) distinct cache rows on the GPU (V4.0's c128a at 1M tokens: 8,320 rows
 /// of 584 B per request, 20 GB at b 4096) and its q and out.
 struct BenchLimits {

@@ -3,7 +3,7 @@
 // parallel layout, each cell as make_plan_on() plans it (the fit with vLLM's numbers, no guard,
 // no suggestion), with the work that depends on the config alone done once: the topology, the
 // checkpoint's weights and their shard kinds, and each layout's placement (shared by every GPU
-// and dtype of that layout through a PlacementMemo). The CLI renders the cells (app/cmd_check.cpp).
+// and dtype of that layout through a PlacementMemo). The CLI renders the cells (app/commands/cmd_check.cpp).
 
 #include <cstdint>
 #include <optional>

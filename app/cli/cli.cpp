@@ -1,0 +1,281 @@
+#include "cli/cli.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <locale>
+#include <memory>
+#include <ostream>
+#include <utility>
+
+#include <locale.h>  // newlocale, uselocale, freelocale (POSIX)
+#include <sys/stat.h>
+
+#include "cli/commands.hpp"
+#include "cli/parse_errors.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/text.hpp"
+#include "mlaplan/version.hpp"
+#include "output/output.hpp"
+
+namespace mlaplan::cli {
+
+namespace {
+
+constexpr const char* kDescription =
+    "mla-plan: plans and validates attention layouts for DeepSeek's sparse-MLA models\n"
+    "(V4.1, V4.0, V3.2): layer topology, KV-cache layouts and FlashMLA decode schedules.\n"
+    "`mla-plan CONFIG` is `mla-plan plan CONFIG`. Exit codes: 0 ok, 1 usage, 2 invalid config,\n"
+    "3 unsupported on the target, 4 does not fit, 5 GPU verification failed, 6 no usable GPU,\n"
+    "7 output could not be written, 70 internal error (docs/cli.md).";
+
+/// For the duration of one run: the "C" locale for this thread's C functions (number parsing of
+/// flag values, printf) and the classic C++ locale on `out` and `err`, whatever the process's
+/// locales are; restored afterwards. Output is then byte-identical under any locale.
+class ClassicLocale {
+ public:
+  ClassicLocale(std::ostream& out, std::ostream& err)
+      : out_(out), err_(err), out_loc_(out.imbue(std::locale::classic())), err_loc_(err.imbue(std::locale::classic())) {
+    c_locale_ = newlocale(LC_ALL_MASK, "C", static_cast<locale_t>(nullptr));
+    if (c_locale_ != static_cast<locale_t>(nullptr)) previous_ = uselocale(c_locale_);
+  }
+  ~ClassicLocale() {
+    if (c_locale_ != static_cast<locale_t>(nullptr)) {
+      uselocale(previous_);
+      freelocale(c_locale_);
+    }
+    out_.imbue(out_loc_);
+    err_.imbue(err_loc_);
+  }
+  ClassicLocale(const ClassicLocale&) = delete;
+  ClassicLocale& operator=(const ClassicLocale&) = delete;
+
+ private:
+  std::ostream& out_;
+  std::ostream& err_;
+  std::locale out_loc_, err_loc_;
+  locale_t c_locale_ = static_cast<locale_t>(nullptr);
+  locale_t previous_ = static_cast<locale_t>(nullptr);
+};
+
+bool is_subcommand(CLI::App& app, const std::string& name) {
+  for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (sub->check_name(name)) return true;
+  }
+  return false;
+}
+
+/// True when nothing is at `path`: not even a dangling symbolic link (lstat() fails with ENOENT).
+/// Opens nothing.
+bool names_no_file(const std::string& path) {
+  struct stat st {};
+  return path.find('\0') == std::string::npos && ::lstat(path.c_str(), &st) != 0 && errno == ENOENT;
+}
+
+/// The error boundary of both stages: runs `stage` under the classic locale and turns every
+/// exception into its message on `err` and an exit code. A usage error names its flag as typed
+/// (`typed`: as_typed()).
+template <typename Stage>
+int guarded(std::ostream& out, std::ostream& err, const std::vector<TypedFlag>& typed, Stage&& stage) {
+  const ClassicLocale classic(out, err);
+  try {
+    return stage();
+  } catch (const Error& e) {
+    // printable(): a message is one line whatever input text it quotes (docs/robustness.md)
+    err << "mla-plan: error: " << printable(e.kind() == ErrorKind::usage ? as_typed(e.what(), typed) : e.what())
+        << "\n";
+    return exit_code(e.kind());
+  } catch (const std::bad_alloc&) {
+    err << "mla-plan: error: out of memory\n";
+    return exit_code(ErrorKind::internal);
+  } catch (const std::exception& e) {
+    err << "mla-plan: internal error: " << printable(e.what()) << "\n";
+    return exit_code(ErrorKind::internal);
+  }
+}
+
+/// Output that could not be written is an error, whatever the command returned: flushes `out`
+/// and, when the stream failed (a full disk, a closed pipe with SIGPIPE ignored), says why on
+/// `err` and returns exit 7 (70 when the command itself ended with an internal error).
+int checked_output(int code, std::ostream& out, std::ostream& err) {
+  const int errno_before = errno;
+  errno = 0;
+  if (out.good()) out.flush();
+  if (out.good()) {
+    errno = errno_before;
+    return code;
+  }
+  int cause = 0;
+  if (const auto* source = dynamic_cast<const WriteErrorSource*>(out.rdbuf())) cause = source->write_errno();
+  if (cause == 0) cause = errno;
+  err << "mla-plan: error: cannot write the output to standard output: "
+      << (cause != 0 ? std::string(std::strerror(cause)) : std::string("the stream failed"))
+      << (code != 0 ? " (the command itself ended with exit " + std::to_string(code) + ")" : std::string()) << "\n";
+  return combine_exit_codes(code, exit_code(ErrorKind::output));  // 70 (a bug) still wins
+}
+
+/// The row of the subcommand the parse chose.
+const CommandRow& parsed_command(const CLI::App& app) {
+  for (const auto& row : command_table()) {
+    if (app.got_subcommand(std::string(row.name))) return row;
+  }
+  throw_internal("no subcommand ran");
+}
+
+/// The command line of every subcommand of the table, its options bound to `p`'s.
+std::unique_ptr<CLI::App> make_app(ParsedCli& p) {
+  auto app = std::make_unique<CLI::App>(kDescription, "mla-plan");
+  app->set_version_flag("--version", std::string("mla-plan ") + kVersion);
+  app->require_subcommand(1);
+  for (const auto& row : command_table())
+    row.setup(*app->add_subcommand(std::string(row.name), std::string(row.summary)), p);
+  return app;
+}
+
+/// What parse_into() returns when a command is ready to run (exit codes are never negative).
+constexpr int kParsed = -1;
+
+/// CommandLine::parse() inside the error boundary: the exit code of a run that ends here, or
+/// kParsed with `p.command` set.
+int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCli& p, std::ostream& out,
+               std::ostream& err) {
+  // `mla-plan CONFIG ...` means `mla-plan plan CONFIG ...`.
+  std::vector<std::string> args = raw_args;
+  const bool implicit_plan = !args.empty() && !is_subcommand(app, args.front()) && args.front() != "--help" &&
+                             args.front() != "-h" && args.front() != "--version";
+  if (implicit_plan && names_no_file(args.front())) {
+    // A typo of a command (`mla-plan plna CONFIG`) rather than a config that does not exist.
+    if (const std::string msg = unknown_command_message(args.front()); !msg.empty()) {
+      err << "mla-plan: error: " << msg << "\n";
+      return exit_code(ErrorKind::usage);
+    }
+  }
+  if (implicit_plan) {
+    // `mla-plan --verison`: near mla-plan's own flags, and not one of plan's.
+    if (const std::string msg = unknown_first_flag_message(app, args.front()); !msg.empty()) {
+      err << "mla-plan: error: " << msg << "\n";
+      return exit_code(ErrorKind::usage);
+    }
+    args.insert(args.begin(), "plan");
+  }
+  // The flags as typed, for the messages of both stages (the subcommand is the first word).
+  if (!args.empty()) {
+    for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      if (sub->check_name(args.front())) p.typed_flags = typed_flags(*sub, args);
+    }
+  }
+  std::reverse(args.begin(), args.end());
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::ParseError& e) {
+    // One line: what is wrong and what is allowed (parse_errors.hpp).
+    err << "mla-plan: error: " << as_typed(parse_error_message(app, e), p.typed_flags) << "\n";
+    return exit_code(ErrorKind::usage);
+  }
+
+  // The flag values each subcommand checks before it opens a file.
+  const CommandRow& row = parsed_command(app);
+  if (row.check != nullptr) row.check(p);
+  p.command = row.command;
+  return kParsed;
+}
+
+}  // namespace
+
+std::span<const CommandRow> command_table() {
+  // One row per subcommand: the help, the suggestions for a mistyped one, the checks before any
+  // file is opened and the dispatch all come from here, in this order.
+  static const CommandRow kTable[] = {
+      {"plan",
+       "Map every layer to its attention type and role, plan its caches, what fits, "
+       "and the decode schedules of a batch",
+       Command::plan, [](CLI::App& sub, ParsedCli& p) { setup_plan(sub, p.plan); }, nullptr,
+       [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_plan(p.plan, out, err); }},
+      {"check", "Check configs against the sparse-MLA backend's rules on a target (for CI)", Command::check,
+       [](CLI::App& sub, ParsedCli& p) { setup_check(sub, p.check); }, [](ParsedCli& p) { validate_check(p.check); },
+       [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_check(p.check, out, err); }},
+      {"schedule", "Compute FlashMLA's decode tile-scheduler plan for explicit per-request lengths", Command::schedule,
+       [](CLI::App& sub, ParsedCli& p) { setup_schedule(sub, p.schedule); },
+       [](ParsedCli& p) { p.schedule_input = schedule_input(p.schedule); },
+       [](const ParsedCli& p, std::ostream& out, std::ostream&) {
+         return run_schedule(p.schedule, p.schedule_input, out);
+       }},
+      {"verify",
+       "Run the project's sparse-MLA kernels on the local GPU over the planned layout and schedules, "
+       "and check them against the host quantizer, scheduler and reference",
+       Command::verify, [](CLI::App& sub, ParsedCli& p) { setup_verify(sub, p.verify); }, nullptr,
+       [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_verify_cli(p.verify, out, err); }},
+      {"bench",
+       "Time the project's sparse decode on the local GPU for each layer type of a config: us per call, "
+       "TFLOPS, GB/s and the fraction of the floor (measured copy and matmul ceilings)",
+       Command::bench, [](CLI::App& sub, ParsedCli& p) { setup_bench(sub, p.bench); }, nullptr,
+       [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_bench_cli(p.bench, out, err); }},
+      {"report",
+       "Draw the plan as a self-contained SVG or HTML report: layer map, memory, "
+       "decode schedules, findings (docs/report.md)",
+       Command::report, [](CLI::App& sub, ParsedCli& p) { setup_report(sub, p.report); },
+       [](ParsedCli& p) { validate_report(p.report); },
+       [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_report(p.report, out, err); }},
+      {"gpus", "List the GPU presets (--gpu ids)", Command::gpus,
+       [](CLI::App& sub, ParsedCli& p) { setup_gpus(sub, p.info); }, nullptr,
+       [](const ParsedCli& p, std::ostream& out, std::ostream&) { return run_gpus(p.info, out); }},
+      {"formats", "Print every KV row format with its byte map", Command::formats,
+       [](CLI::App& sub, ParsedCli& p) { setup_formats(sub, p.info); }, nullptr,
+       [](const ParsedCli& p, std::ostream& out, std::ostream&) { return run_formats(p.info, out); }},
+  };
+  return kTable;
+}
+
+std::vector<std::string> command_names() {
+  std::vector<std::string> names;
+  for (const auto& row : command_table()) names.emplace_back(row.name);
+  return names;
+}
+
+CommandLine::CommandLine() = default;
+CommandLine::~CommandLine() = default;
+
+const ParsedCli& CommandLine::parse(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  parsed_ = ParsedCli{};  // every option back to its default; the app stays bound to the same members
+  const int code = guarded(out, err, parsed_.typed_flags, [&] {
+    if (app_) {
+      app_->clear();
+    } else {
+      app_ = make_app(parsed_);
+    }
+    return parse_into(*app_, args, parsed_, out, err);
+  });
+  if (code == kParsed) {
+    parsed_.exit_code = 0;
+  } else {
+    parsed_.command = Command::none;
+    parsed_.exit_code = code;
+  }
+  return parsed_;
+}
+
+int execute_cli(const ParsedCli& p, std::ostream& out, std::ostream& err) {
+  const int code = guarded(out, err, p.typed_flags, [&]() -> int {
+    if (p.command == Command::none) return p.exit_code;
+    for (const auto& row : command_table()) {
+      if (row.command == p.command) return row.run(p, out, err);
+    }
+    throw_internal("unknown command");
+  });
+  return checked_output(code, out, err);
+}
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CommandLine command_line;
+  return execute_cli(command_line.parse(args, out, err), out, err);
+}
+
+}  // namespace mlaplan::cli

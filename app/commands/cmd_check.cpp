@@ -1,0 +1,668 @@
+// `mla-plan check CONFIG...`: the backend rules for many configs in one run, for CI. Per file a
+// pass/fail line and its findings; the exit code is the most severe among the files (docs/ci.md).
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <locale>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <sstream>
+
+#include "output/backend_text.hpp"
+#include "cli/commands.hpp"
+#include "output/json_out.hpp"
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/input_file.hpp"
+#include "mlaplan/base/json_locate.hpp"
+#include "mlaplan/base/limits.hpp"
+#include "mlaplan/plan/matrix.hpp"
+#include "mlaplan/base/number_format.hpp"
+#include "mlaplan/model/safetensors.hpp"
+#include "mlaplan/base/text.hpp"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace mlaplan::cli {
+
+using ojson = nlohmann::ordered_json;
+
+namespace {
+const RealRange kGlobalBytesRange{0.0, CheckLimits::max_global_bytes_per_token, false, {}};
+}  // namespace
+
+void setup_check(CLI::App& app, CheckOptions& opt) {
+  CLI::App* sub = &app;  // created by the command table (cli.cpp) with its name and summary
+  sub->add_option("CONFIG", opt.configs, "config.json files or directories holding one")->required();
+  sub->add_option("--format", opt.format, "text | json | github (workflow annotations) | markdown (a PR comment)")
+      ->check(one_of({"text", "json", "github", "markdown"}));
+  sub->add_flag("--json", opt.json, "same as --format json");
+  sub->add_flag("--matrix", opt.matrix,
+                "for each config: every GPU preset x kv dtype (x TP size) supported, or why not");
+  sub->add_option("--dtype", opt.plan.dtype, "model dtype the engine runs (default: the config's)");
+  add_real_option(*sub, "--max-global-bytes-per-token", opt.max_global_bytes_per_token,
+                  "fail (exit 4) when the global bytes per token exceed this", kGlobalBytesRange)
+      ->group("Guards");
+  sub->add_option("--guard-accounting", opt.guard_accounting,
+                  "accounting the bytes guard compares: pages (the engine's, default) | rows (DeepSeek's)")
+      ->check(one_of({"rows", "pages"}))
+      ->group("Guards");
+  add_int_option(*sub, "--min-concurrency", opt.min_concurrency,
+                 "fail (exit 4) when fewer requests at max_model_len fit on the target",
+                 IntRange{0, std::numeric_limits<std::int64_t>::max(), {}})
+      ->group("Guards");
+  sub->add_flag("--require-batch-fits", opt.require_batch_fits,
+                "fail (exit 4) when the decode batch (--batch, --context-len, --context-lens) does not fit the KV "
+                "cache")
+      ->group("Guards");
+  add_int_option(*sub, "--prefix-hit-prompt-len", opt.prefix_hit_prompt_len,
+                 "fail (exit 4) when a prompt of this many tokens cannot hit vLLM's prefix cache",
+                 IntRange{1, ConfigLimits::max_positions, {}})
+      ->group("Guards");
+  add_int_option(*sub, "--min-offload-tokens", opt.min_offload_tokens,
+                 "fail (exit 4) when the host tier of --kv-offloading-size holds fewer tokens of history",
+                 IntRange{1, std::numeric_limits<std::int64_t>::max(), {}})
+      ->group("Guards");
+  sub->add_flag("--require-prefill-fits", opt.require_prefill_fits,
+                "fail (exit 4) when the sparse indexer's transient prefill peak at max_model_len exceeds what the "
+                "budget leaves of the GPU")
+      ->group("Guards");
+  add_int_option(*sub, "--require-prompt-len", opt.require_prompt_len,
+                 "fail (exit 4) unless a prompt of N tokens prefills within what the budget leaves of the GPU",
+                 IntRange{1, ConfigLimits::max_positions, {}})
+      ->group("Guards");
+  bind_target_flags(*sub, opt.plan.target);
+  bind_layout_flags(*sub, opt.plan.layout);
+  // For the matrix, --tensor-parallel-size takes a list; the layout flag keeps the first value.
+  sub->remove_option(sub->get_option("--tensor-parallel-size"));
+  add_int_list_option(*sub, "--tensor-parallel-size,--tp", opt.tp_sizes,
+                      "TP size; with --matrix a comma-separated list", parallel_size_range())
+      ->group("Parallelism");
+  sub->remove_option(sub->get_option("--data-parallel-size"));
+  add_int_list_option(*sub, "--data-parallel-size,--dp", opt.dp_sizes, "DP size; with --matrix a comma-separated list",
+                      parallel_size_range())
+      ->group("Parallelism");
+  bind_fit_flags(*sub, opt.plan.fit);
+  bind_batch_flags(*sub, opt.plan.batch);
+}
+
+namespace {
+
+/// What check prints of one file. The file's plan is dropped as soon as this is taken from it,
+/// and this as soon as it is printed: a run over thousands of large configs holds one plan at a
+/// time.
+struct FileResult {
+  std::string path;
+  int code = 0;
+  std::vector<Finding> findings;  ///< errors and warnings (infos are not repeated here)
+  bool planned = false;           ///< a layout was made: family .. global_pages are set
+  std::string family;
+  std::string target;
+  std::string kv_cache_dtype;
+  double global_rows = 0;   ///< global bytes per token, DeepSeek's accounting
+  double global_pages = 0;  ///< the same, the engine's
+  /// The fit's answer, with a layout: "fits", "does_not_fit", "not_decided" (the weights not all
+  /// known) or "refused" (vLLM refuses the configuration: exit 3). The numbers below are given
+  /// only with an answer on memory (fits or does_not_fit).
+  std::string fit;
+  std::optional<double> concurrency;          ///< vLLM's maximum concurrency, all DP engines (with a fit)
+  std::optional<std::int64_t> kv_tokens;      ///< vLLM's GPU KV cache size, all DP engines
+  std::optional<std::int64_t> max_model_len;  ///< with a fit
+  std::optional<std::int64_t> weights_bytes;  ///< per GPU, the largest stage
+  /// --format github: the config.json read (the directory's, for a directory; "" when unknown),
+  /// and where each finding points into it (its JSON pointer's value, or a parse error's place).
+  std::string config_file;
+  std::vector<std::optional<JsonTextLocation>> locations;  ///< one per finding, or empty
+};
+
+std::string gh_escape_data(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '%') o += "%25";
+    else if (c == '\r') o += "%0D";
+    else if (c == '\n') o += "%0A";
+    else o += c;
+  }
+  return o;
+}
+
+std::string gh_escape_property(const std::string& s) {
+  std::string o;
+  for (char c : gh_escape_data(s)) {
+    if (c == ':') o += "%3A";
+    else if (c == ',') o += "%2C";
+    else o += c;
+  }
+  return o;
+}
+
+/// Where the JSON parse error in `message`, an error of reading `file`, is: nlohmann's "parse
+/// error at line N, column M" after parse_config()'s "FILE: not valid JSON: ".
+std::optional<JsonTextLocation> parse_error_location(const std::string& message, const std::string& file) {
+  const std::string head = printable(file) + ": not valid JSON: parse error at line ";
+  if (file.empty() || message.rfind(head, 0) != 0) return std::nullopt;
+  const auto number = [&message](std::size_t& pos) -> std::optional<std::size_t> {
+    std::size_t v = 0, digits = 0;
+    for (; pos < message.size() && message[pos] >= '0' && message[pos] <= '9' && digits < 9; ++pos, ++digits) {
+      v = v * 10 + static_cast<std::size_t>(message[pos] - '0');
+    }
+    if (digits == 0 || v == 0) return std::nullopt;
+    return v;
+  };
+  std::size_t pos = head.size();
+  JsonTextLocation loc;
+  const auto line = number(pos);
+  if (!line) return std::nullopt;
+  loc.line = *line;
+  if (message.compare(pos, 9, ", column ") == 0) {
+    pos += 9;
+    if (const auto column = number(pos)) loc.column = *column;
+  }
+  return loc;
+}
+
+/// The config.json that `path` (a file or a model directory) reads, or "" when a directory has
+/// none that can be named.
+std::string config_file_of(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return path;
+  try {
+    return (std::filesystem::path(resolve_model_dir(path)) / "config.json").string();
+  } catch (const Error&) {
+    return "";
+  }
+}
+
+/// fr.locations from fr.config_file: the text read once (only when a finding has a pointer), each
+/// pointer located in it; a config's parse error at the line and column it names.
+void locate_findings(FileResult& fr) {
+  fr.locations.assign(fr.findings.size(), std::nullopt);
+  if (fr.config_file.empty()) return;
+  std::optional<std::string> text;
+  for (std::size_t i = 0; i < fr.findings.size(); ++i) {
+    const Finding& f = fr.findings[i];
+    if (f.id == "config.invalid") {
+      fr.locations[i] = parse_error_location(f.message, fr.config_file);
+    } else if (!f.path.empty()) {
+      if (!text) {
+        try {
+          text = read_input_file(fr.config_file, config_file_rules());
+        } catch (const Error&) {
+          return;  // gone since it was planned: no locations
+        }
+      }
+      fr.locations[i] = locate_json_value(*text, f.path);
+    }
+  }
+}
+
+/// FileResult::fit of a fit.
+std::string fit_answer(const Fit& f) {
+  if (f.refused) return "refused";
+  if (!f.decided) return "not_decided";
+  return f.fits ? "fits" : "does_not_fit";
+}
+
+/// The request of one check: plan's flags, the guards, no decode schedules.
+PlanRequest check_request(const CheckOptions& opt, const PlanOptions& plan_opt) {
+  PlanRequest req = plan_opt.request();
+  req.schedules = false;
+  req.guards.max_global_bytes_per_token = opt.max_global_bytes_per_token;
+  req.guards.guard_rows = opt.guard_accounting == "rows";
+  if (opt.min_concurrency) req.guards.min_concurrency = static_cast<double>(*opt.min_concurrency);
+  req.guards.batch_fits = opt.require_batch_fits;
+  req.guards.prefix_hit_prompt_len = opt.prefix_hit_prompt_len;
+  req.guards.min_offload_tokens = opt.min_offload_tokens;
+  req.guards.prefill_fits = opt.require_prefill_fits;
+  req.guards.prompt_len = opt.require_prompt_len;
+  return req;
+}
+
+/// One file's result. A flag value that is wrong for this file (a bound from its config, such as
+/// --max-model-len past its max_position_embeddings) stops the run when `first` (nothing is printed
+/// yet: a flag wrong for every file is one error line), and is this file's failure (exit 1)
+/// otherwise, so that the results already printed stay a whole document.
+FileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptions plan_opt, bool first) {
+  const bool locate = opt.effective_format() == "github";
+  FileResult fr;
+  fr.path = path;
+  plan_opt.config = path;
+  try {
+    const PlanResult plan = make_plan(path, check_request(opt, plan_opt));
+    fr.code = plan.exit_code;
+    fr.config_file = plan.config.file;
+    for (const auto& f : plan.findings) {
+      if (f.severity != Severity::info) fr.findings.push_back(f);
+    }
+
+    if (plan.layout) {
+      fr.planned = true;
+      fr.family = std::string(to_string(plan.config.family));
+      fr.target = plan.target.id;
+      fr.kv_cache_dtype = std::string(to_string(plan.layout->kv_cache_dtype));
+      fr.global_rows = plan.layout->accounting.global_rows.value();
+      fr.global_pages = plan.layout->accounting.global_pages.value();
+      if (plan.fit) fr.fit = fit_answer(*plan.fit);
+      if (plan.fit && plan.fit->decided) {
+        fr.concurrency = plan.fit->total_concurrency;
+        fr.kv_tokens = plan.fit->total_kv_tokens;
+        fr.max_model_len = plan.layout->max_model_len;
+        fr.weights_bytes = plan.fit->placement.max_rank_bytes;
+      }
+    }
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::usage && first) throw;
+    fr.code = exit_code(e.kind());
+    const char* id = e.kind() == ErrorKind::invalid_config ? "config.invalid"
+                     : e.kind() == ErrorKind::usage        ? "flag.invalid"
+                                                           : "error";
+    fr.findings.push_back(Finding{id, Severity::error, e.what(), {}, {}});
+    if (e.kind() == ErrorKind::invalid_config && locate) fr.config_file = config_file_of(path);
+  } catch (const std::exception& e) {
+    fr.code = exit_code(ErrorKind::internal);
+    fr.findings.push_back(Finding{"internal", Severity::error, std::string("internal error: ") + e.what(), {}, {}});
+  }
+  if (locate) locate_findings(fr);
+  return fr;
+}
+
+/// {"schema", "tool_version", "files": [...], "exit_code": N} written one file at a time, with the
+/// bytes dump_json() gives for the whole object. Nothing is written before the first file.
+class JsonFilesStream {
+ public:
+  explicit JsonFilesStream(std::ostream& out) : out_(out) {}
+  void file(const ojson& f) {
+    out_ << (files_ == 0 ? json_document_head() + "  \"files\": [\n    " : std::string(",\n    "))
+         << dump_json_nested(f, 2);
+    ++files_;
+  }
+  void close(int exit_code) {
+    if (files_ == 0) out_ << json_document_head() << "  \"files\": [],\n";
+    else out_ << "\n  ],\n";
+    out_ << "  \"exit_code\": " << exit_code << "\n}\n";
+  }
+
+ private:
+  std::ostream& out_;
+  std::size_t files_ = 0;
+};
+
+/// The output of check (without --matrix) in one format, written file by file.
+class CheckPrinter {
+ public:
+  CheckPrinter(std::string format, std::ostream& out, std::ostream& err)
+      : format_(std::move(format)), out_(out), err_(err), json_(out) {}
+
+  void file(const FileResult& r) {
+    ++files_;
+    failed_ += r.code != 0;
+    if (format_ == "json") {
+      json_.file(file_json(r));
+    } else if (format_ == "markdown") {
+      if (files_ == 1) out_ << render_check_markdown_head();
+      out_ << render_check_markdown_row(
+          {r.path, r.code, r.planned ? r.family + " on " + r.target + ", " + r.kv_cache_dtype : "", r.findings});
+    } else if (format_ == "github") {
+      for (std::size_t i = 0; i < r.findings.size(); ++i) {
+        const Finding& f = r.findings[i];
+        // With a location, the file that holds it: a directory's config.json.
+        const auto* loc = i < r.locations.size() && r.locations[i] ? &*r.locations[i] : nullptr;
+        out_ << "::" << (f.severity == Severity::error ? "error" : "warning")
+             << " file=" << gh_escape_property(printable(loc ? r.config_file : r.path));
+        if (loc) out_ << ",line=" << std::to_string(loc->line) << ",col=" << std::to_string(loc->column);
+        out_ << ",title=" << gh_escape_property("mla-plan " + printable(f.id))
+             << "::" << gh_escape_data(printable(f.message))
+             << (f.fix.empty() ? "" : gh_escape_data(" (fix: " + printable(f.fix) + ")")) << "\n";
+      }
+    } else {
+      out_ << (r.code == 0 ? "PASS " : "FAIL ") << printable(r.path);
+      if (r.code != 0) out_ << " (exit " << r.code << ")";
+      if (r.planned) {
+        out_ << "  [" << printable(r.family) << " on " << printable(r.target) << ", " << printable(r.kv_cache_dtype)
+             << "]";
+      }
+      out_ << "\n";
+      for (const auto& f : r.findings) {
+        out_ << "  " << to_string(f.severity) << " [" << printable(f.id) << "]: " << printable(f.message) << "\n";
+        if (!f.fix.empty()) out_ << "    fix: " << printable(f.fix) << "\n";
+      }
+    }
+  }
+
+  void finish(int overall) {
+    if (format_ == "json") {
+      json_.close(overall);
+    } else if (format_ == "markdown") {
+      if (files_ == 0) out_ << render_check_markdown_head();
+      out_ << render_check_markdown_tail(files_ - failed_, files_);
+    } else if (format_ == "github") {
+      err_ << "mla-plan check: " << files_ - failed_ << " passed, " << failed_ << " failed\n";
+    } else {
+      out_ << files_ - failed_ << " of " << files_ << " configs passed\n";
+    }
+  }
+
+ private:
+  static ojson file_json(const FileResult& r) {
+    ojson f = {{"config", r.path}, {"status", r.code == 0 ? "pass" : "fail"}, {"exit_code", r.code}};
+    ojson fs = ojson::array();
+    for (const auto& x : r.findings) fs.push_back(finding_json(x));
+    f["findings"] = std::move(fs);
+    if (r.planned) {
+      f["family"] = r.family;
+      f["target"] = r.target;
+      f["kv_cache_dtype"] = r.kv_cache_dtype;
+      f["global_bytes_per_token"] = {{"rows", r.global_rows}, {"pages", r.global_pages}};
+      if (!r.fit.empty()) f["fit"] = r.fit;
+      if (r.concurrency) {
+        f["maximum_concurrency"] = *r.concurrency;
+        f["gpu_kv_cache_tokens"] = *r.kv_tokens;
+        f["max_model_len"] = *r.max_model_len;
+        f["weights_bytes_per_gpu"] = *r.weights_bytes;
+      }
+    }
+    return f;
+  }
+
+  std::string format_;
+  std::ostream& out_;
+  std::ostream& err_;
+  JsonFilesStream json_;
+  std::size_t files_ = 0;
+  std::size_t failed_ = 0;
+};
+
+/// The width of the matrix's backend column: the longest backend_title() of the catalogue, so
+/// that every table has the same columns whatever backends its cells run.
+int backend_column_width() {
+  static const int width = [] {
+    std::size_t w = 7;  // "backend"
+    for (const auto& b : backend_catalogue()) w = std::max(w, backend_title(b.id).size());
+    return static_cast<int>(w);
+  }();
+  return width;
+}
+
+/// The line of one matrix cell (without its newline): `result` is the fit of a supported cell,
+/// or "[N]", the number of its reason in the legend below the table.
+std::string matrix_line(std::string_view gpu, const std::string& dtype, std::int64_t tp, std::int64_t dp,
+                        const std::string& backend, bool supported, const std::string& result) {
+  char line[512];
+  std::snprintf(line, sizeof line, "  %-14s %-14s %4lld %4lld  %-*s  %s ", std::string(gpu).c_str(), dtype.c_str(),
+                static_cast<long long>(tp), static_cast<long long>(dp), backend_column_width(),
+                backend.empty() ? "-" : backend.c_str(), supported ? "yes" : "no ");
+  return line + printable(result);
+}
+
+/// The distinct reasons of one config's matrix, numbered in order of first appearance.
+class ReasonLegend {
+ public:
+  /// The index (0-based) of `reason`, added when new.
+  std::size_t id(const std::string& reason) {
+    const auto it = std::find(reasons_.begin(), reasons_.end(), reason);
+    if (it != reasons_.end()) return static_cast<std::size_t>(it - reasons_.begin());
+    reasons_.push_back(reason);
+    return reasons_.size() - 1;
+  }
+  const std::vector<std::string>& reasons() const { return reasons_; }
+  /// "  reasons:\n  [1] text\n..." ("" when no cell has one).
+  std::string text() const {
+    if (reasons_.empty()) return {};
+    std::string o = "  reasons:\n";
+    for (std::size_t i = 0; i < reasons_.size(); ++i)
+      o += "  [" + std::to_string(i + 1) + "] " + printable(reasons_[i]) + "\n";
+    return o;
+  }
+
+ private:
+  std::vector<std::string> reasons_;
+};
+
+/// A config of the matrix as read before anything is planned: the config, or why it could not
+/// be read.
+struct MatrixInput {
+  std::string path;
+  std::optional<ModelConfig> config;
+  std::optional<Error> error;
+};
+
+/// Reads every config of the matrix, holding each parsed config (a few bytes per layer) until
+/// it is planned, and counts the layer rows (layers x TP sizes) the run would plan: past
+/// CheckLimits::max_matrix_layer_rows it stops with a usage error before anything is printed.
+std::vector<MatrixInput> read_matrix_inputs(const CheckOptions& opt, std::int64_t tp_sizes) {
+  std::vector<MatrixInput> inputs;
+  inputs.reserve(opt.configs.size());
+  std::int64_t layers = 0;
+  for (const auto& path : opt.configs) {
+    MatrixInput in{path, std::nullopt, std::nullopt};
+    try {
+      in.config = load_config(path);
+    } catch (const Error& e) {
+      in.error = e;
+    }
+    if (in.config) {
+      layers += in.config->total_layers();
+      if (layers * tp_sizes > CheckLimits::max_matrix_layer_rows) {
+        const std::size_t n = inputs.size() + 1;
+        const std::string where = mlaplan::quoted(path, std::string::npos);
+        throw_usage("--matrix: " + std::to_string(layers) + " layers (backbone + draft) in " +
+                    (n == 1 ? where : "the first " + std::to_string(n) + " configs (up to " + where + ")") + " x " +
+                    std::to_string(tp_sizes) + " TP size" + (tp_sizes == 1 ? "" : "s") + " = " +
+                    std::to_string(layers * tp_sizes) + " layer rows; allowed up to " +
+                    std::to_string(CheckLimits::max_matrix_layer_rows) +
+                    " in one run (each layer row is planned on every GPU preset and kv dtype): split the configs "
+                    "over several runs or give fewer TP sizes");
+      }
+    }
+    inputs.push_back(std::move(in));
+  }
+  return inputs;
+}
+
+/// One config's matrix: every GPU preset x kv dtype x TP size. Prints it (text) or adds it to
+/// `json` as it is done.
+int matrix_of(const MatrixInput& in, const CheckOptions& opt,
+              const std::vector<std::pair<std::int64_t, std::int64_t>>& layouts, std::ostream& out,
+              JsonFilesStream* json) {
+  const std::string& path = in.path;
+  if (in.error) {
+    const Error& e = *in.error;
+    if (json) {
+      json->file({{"config", path}, {"exit_code", exit_code(e.kind())}, {"error", e.what()}});
+    } else {
+      out << printable(path) << ": " << printable(e.what()) << "\n";
+    }
+    return exit_code(e.kind());
+  }
+  const ModelConfig& cfg = *in.config;
+  std::vector<MatrixLayout> matrix_layouts;
+  for (const auto& [tp, dp] : layouts) matrix_layouts.push_back(MatrixLayout{tp, dp});
+  const ConfigMatrix m = plan_matrix(cfg, check_request(opt, opt.plan), matrix_layouts);
+  ojson cells = ojson::array();
+  ReasonLegend legend;
+  std::string table;
+  if (!json) {
+    char line[512];
+    std::snprintf(line, sizeof line, "  %-14s %-14s %4s %4s  %-*s  %s\n", "gpu", "kv dtype", "TP", "DP",
+                  backend_column_width(), "backend", "result");
+    table = printable(path) + "\n" + line;
+  }
+  for (const MatrixCell& c : m.cells) {
+    std::optional<std::size_t> reason_id;
+    if (!c.supported) reason_id = legend.id(c.result);
+    if (json) {
+      cells.push_back({{"gpu", c.gpu},
+                       {"kv_cache_dtype", c.kv_cache_dtype},
+                       {"tensor_parallel_size", c.tensor_parallel_size},
+                       {"data_parallel_size", c.data_parallel_size},
+                       {"enable_expert_parallel", opt.plan.fit.deploy.enable_expert_parallel},
+                       {"backend", c.backend ? ojson(std::string(backend_info(*c.backend).key)) : ojson(nullptr)},
+                       {"supported", c.supported},
+                       {"exit_code", c.exit_code},
+                       {"maximum_concurrency", c.maximum_concurrency},
+                       {"weights_bytes_per_gpu", c.weights_bytes_per_gpu},
+                       {"reason", c.supported ? "" : c.result},
+                       {"reason_id", reason_id ? ojson(*reason_id) : ojson(nullptr)}});
+    } else {
+      table += matrix_line(c.gpu, c.kv_cache_dtype, c.tensor_parallel_size, c.data_parallel_size,
+                           c.backend ? backend_title(*c.backend, cfg.family) : std::string(), c.supported,
+                           reason_id ? "[" + std::to_string(*reason_id + 1) + "]" : c.result) +
+               "\n";
+    }
+  }
+  // An incomplete checkpoint: the cells are planned with the config's weights, and the file fails
+  // (exit 2) saying why, as plan and check do.
+  const std::optional<Finding>& incomplete = m.incomplete;
+  const int code = m.exit_code;
+  if (json) {
+    ojson file = {{"config", path}, {"exit_code", code}, {"matrix", std::move(cells)}, {"reasons", legend.reasons()}};
+    if (incomplete) file["error"] = incomplete->message + " (fix: " + incomplete->fix + ")";
+    json->file(file);
+  } else {
+    out << table << legend.text();
+    if (incomplete) {
+      out << "  error [" << incomplete->id << "]: " << printable(incomplete->message)
+          << "\n    fix: " << printable(incomplete->fix) << "\n";
+    }
+    out << "\n";
+  }
+  return code;
+}
+
+/// check --matrix: every config read (and the layer rows counted), then each config's matrix
+/// printed as it is done.
+int run_matrix(const CheckOptions& options, std::ostream& out) {
+#if defined(__GLIBC__)
+  // Each cell makes a plan of a few MB and drops it. glibc maps blocks past its threshold on their
+  // own and unmaps them when freed, and gives the free top of its heap back to the kernel, then
+  // takes it all back as fresh zeroed pages for the next cell: with the largest configs the
+  // matrix spent as long in page faults as in planning. Blocks up to 32 MiB come from the heap,
+  // and up to 64 MiB of it stays with the process between cells.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+#endif
+  CheckOptions opt = options;
+  opt.plan.batch.read_files();  // once for every cell
+  const auto layouts = opt.layouts();
+  std::vector<MatrixInput> inputs = read_matrix_inputs(opt, static_cast<std::int64_t>(layouts.size()));
+  const std::string format = opt.effective_format();
+  const bool as_json = format == "json";
+  JsonFilesStream json(out);
+  if (format == "markdown") out << "```text\n";  // the text tables in a code block
+  int overall = 0;
+  for (auto& in : inputs) {
+    overall = combine_exit_codes(overall, matrix_of(in, opt, layouts, out, as_json ? &json : nullptr));
+    in.config.reset();  // planned: its memory goes back
+    out.flush();
+    if (!out) return overall;  // the output is gone: plan nothing more (the caller reports it)
+  }
+  if (as_json) json.close(overall);
+  if (format == "markdown") out << "```\n";
+  return overall;
+}
+
+}  // namespace
+
+std::string CheckOptions::effective_format() const { return json ? "json" : format; }
+
+std::vector<std::int64_t> CheckOptions::effective_tp_sizes() const {
+  return tp_sizes.empty() ? std::vector<std::int64_t>{1} : tp_sizes;
+}
+
+std::vector<std::int64_t> CheckOptions::effective_dp_sizes() const {
+  return dp_sizes.empty() ? std::vector<std::int64_t>{1} : dp_sizes;
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> CheckOptions::layouts() const {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (auto tp : effective_tp_sizes()) {
+    for (auto dp : effective_dp_sizes()) out.emplace_back(tp, dp);
+  }
+  return out;
+}
+
+void validate_check(const CheckOptions& opt) {
+  const std::vector<std::int64_t> tps = opt.effective_tp_sizes();
+  const auto n = static_cast<std::int64_t>(opt.configs.size());
+  if (n > CheckLimits::max_configs) {
+    throw_usage("CONFIG: " + std::to_string(n) + " configs given; allowed 1.." +
+                std::to_string(CheckLimits::max_configs) + " in one run (split the list over several runs)");
+  }
+  const auto ntp = static_cast<std::int64_t>(tps.size());
+  if (ntp > CheckLimits::max_tp_sizes) {
+    throw_usage("--tensor-parallel-size has " + std::to_string(ntp) + " values; allowed 1.." +
+                std::to_string(CheckLimits::max_tp_sizes));
+  }
+  const auto ndp = static_cast<std::int64_t>(opt.effective_dp_sizes().size());
+  if (ndp > CheckLimits::max_tp_sizes) {
+    throw_usage("--data-parallel-size has " + std::to_string(ndp) + " values; allowed 1.." +
+                std::to_string(CheckLimits::max_tp_sizes));
+  }
+  for (std::size_t i = 0; i < tps.size(); ++i) {
+    if (tps[i] < 1 || tps[i] > LayoutLimits::max_parallel_size) {
+      throw_usage("--tensor-parallel-size[" + std::to_string(i) + "]: '" + std::to_string(tps[i]) +
+                  "' is out of range; allowed 1.." + std::to_string(LayoutLimits::max_parallel_size));
+    }
+  }
+  if (opt.matrix && n * ntp * ndp > CheckLimits::max_matrix_rows) {
+    throw_usage("--matrix: " + std::to_string(n) + " configs x " + std::to_string(ntp) + " TP sizes x " +
+                std::to_string(ndp) + " DP sizes = " + std::to_string(n * ntp * ndp) + " rows; allowed 1.." +
+                std::to_string(CheckLimits::max_matrix_rows) + " (each row plans every GPU preset and kv dtype)");
+  }
+  if (opt.max_global_bytes_per_token && !(*opt.max_global_bytes_per_token >= 0 &&
+                                          *opt.max_global_bytes_per_token <= CheckLimits::max_global_bytes_per_token)) {
+    throw_usage("--max-global-bytes-per-token: '" + format_general(*opt.max_global_bytes_per_token) +
+                "' is out of range; allowed " + kGlobalBytesRange.text());
+  }
+  if (opt.matrix) {
+    // The matrix reports every GPU preset, kv dtype and layout of each config; a guard judges one
+    // plan, so a guard given with --matrix is refused rather than ignored.
+    std::vector<std::string> guards;
+    if (opt.max_global_bytes_per_token) guards.push_back("--max-global-bytes-per-token");
+    if (opt.guard_accounting != "pages") guards.push_back("--guard-accounting");
+    if (opt.min_concurrency) guards.push_back("--min-concurrency");
+    if (opt.require_batch_fits) guards.push_back("--require-batch-fits");
+    if (opt.prefix_hit_prompt_len) guards.push_back("--prefix-hit-prompt-len");
+    if (opt.min_offload_tokens) guards.push_back("--min-offload-tokens");
+    if (opt.require_prefill_fits) guards.push_back("--require-prefill-fits");
+    if (opt.require_prompt_len) guards.push_back("--require-prompt-len");
+    if (!guards.empty()) {
+      throw_usage(join_bounded(guards) + (guards.size() == 1 ? " is a guard" : " are guards") +
+                  " of one plan and --matrix applies none (its cells cover every GPU preset and kv dtype): run "
+                  "check without --matrix, with --gpu and --tensor-parallel-size, to apply " +
+                  (guards.size() == 1 ? "it" : "them"));
+    }
+  }
+  if (!opt.matrix && tps.size() > 1) throw_usage("--tensor-parallel-size takes several values only with --matrix");
+  if (!opt.matrix && ndp > 1) throw_usage("--data-parallel-size takes several values only with --matrix");
+}
+
+int run_check(const CheckOptions& opt, std::ostream& out, std::ostream& err) {
+  if (opt.matrix) return run_matrix(opt, out);
+  PlanOptions plan_opt = opt.plan;
+  plan_opt.batch.read_files();  // once for every file
+  plan_opt.layout.options.tensor_parallel_size = opt.effective_tp_sizes().front();
+  plan_opt.layout.options.data_parallel_size = opt.effective_dp_sizes().front();
+
+  // Each file's result is printed as soon as it is checked, in every format.
+  CheckPrinter printer(opt.effective_format(), out, err);
+  int overall = 0;
+  bool first = true;
+  for (const auto& path : opt.configs) {
+    const FileResult r = check_one(path, opt, plan_opt, first);
+    first = false;
+    overall = combine_exit_codes(overall, r.code);
+    printer.file(r);
+    out.flush();
+    if (!out) return overall;  // the output is gone: check nothing more (the caller reports it)
+  }
+  printer.finish(overall);
+  return overall;
+}
+
+}  // namespace mlaplan::cli

@@ -1,0 +1,80 @@
+#pragma once
+// Flag groups shared by several subcommands: the target, the layout, capacity and the batch.
+// Each group is a plain struct bound to a CLI11 subcommand by one function.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flags/flag_values.hpp"
+#include "mlaplan/cache/decode.hpp"
+#include "mlaplan/cache/layout.hpp"
+#include "mlaplan/plan/plan.hpp"
+#include "mlaplan/hardware/target.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace mlaplan::cli {
+
+/// 1..LayoutLimits::max_parallel_size: --tensor/pipeline/data-parallel-size of every subcommand.
+IntRange parallel_size_range();
+
+/// --gpu, --arch, --num-sms, --gpu-memory-gib
+struct TargetFlags {
+  std::optional<std::string> gpu;
+  std::optional<std::string> arch;
+  std::optional<std::int64_t> num_sms;
+  std::optional<double> memory_gib;
+  TargetRequest request() const { return TargetRequest{gpu, arch, num_sms, memory_gib}; }
+};
+void bind_target_flags(CLI::App& sub, TargetFlags& f);
+
+/// --kv-cache-dtype, --attention-backend, --dsv4-fused-attention, --indexer-cache-dtype,
+/// --block-size, --max-model-len, --max-num-batched-tokens, --no-draft-layers,
+/// --tensor/pipeline/data/decode-context-parallel-size
+struct LayoutFlags {
+  LayoutOptions options;
+  bool no_draft_layers = false;
+  std::string fused_attention = "auto";  ///< --dsv4-fused-attention auto | true | false
+  LayoutOptions resolved(std::int64_t spec_tokens) const;
+};
+void bind_layout_flags(CLI::App& sub, LayoutFlags& f, bool with_kv_dtype = true);
+
+/// The fit flags: vLLM's budget (--gpu-memory-utilization, --kv-cache-memory-bytes, each term's
+/// override, --enforce-eager) and deployment (--enable-expert-parallel, --engram, --max-num-seqs,
+/// --no-async-scheduling, --no-checkpoint-files).
+struct FitFlags {
+  BudgetOptions budget;
+  DeployOptions deploy;
+  std::optional<double> kv_budget_gib;  ///< --kv-budget-gib: --kv-cache-memory-bytes in GiB
+  std::string engram = "gpu";
+  bool no_async_scheduling = false;
+  bool no_checkpoint_files = false;
+  std::string indexer_tiling = "rows";                                   ///< --indexer-tiling rows | none
+  std::int64_t indexer_logits_budget_mib = kVllmIndexerLogitsBudgetMib;  ///< --indexer-logits-budget-mib
+  PrefillOptions resolved_prefill() const;
+  /// The budget and deployment options; Error(usage) for --kv-budget-gib with --kv-cache-memory-bytes.
+  BudgetOptions resolved_budget() const;
+  DeployOptions resolved_deploy() const;
+};
+void bind_fit_flags(CLI::App& sub, FitFlags& f);
+
+/// --batch, --context-len, --context-lens (a list, or @FILE / @- read when the command runs),
+/// --spec-tokens
+struct BatchFlags {
+  BatchOptions options;
+  /// FILE of --context-lens @FILE ("-": standard input), until read_files() reads it.
+  std::optional<std::string> context_lens_file;
+  /// Reads the file of --context-lens @FILE into options.context_lens (with where each length
+  /// came from) and forgets it: each command calls it once, before it plans (standard input can
+  /// be read once). Error(invalid_config) when the file cannot be read (exit 2, as every input
+  /// file); Error(usage) for a bad length, naming the file and the line (exit 1, as a bad length
+  /// of the inline list).
+  void read_files();
+};
+void bind_batch_flags(CLI::App& sub, BatchFlags& f);
+
+}  // namespace mlaplan::cli
