@@ -914,6 +914,33 @@ TEST_CASE("pipeline parallelism keeps V4.1 sharing groups on one stage", "[layou
   }
 }
 
+TEST_CASE("a layout is built from a resolution as it is, nothing resolved again", "[layout]") {
+  LayoutOptions o = nvfp4_fp4();
+  o.block_size = 96;
+  o.kv_cache_dtype = "FP8";
+  o.include_draft_layers = false;
+  const LayoutResolution r = resolve_layout_options(v41().cfg, v41().topo, gpu("h200"), o);
+  REQUIRE(r.options.usable);
+  const Layout L = plan_layout(v41().cfg, v41().topo, gpu("h200"), r);
+  // What the resolution says, and the flag as given where the layout shows it.
+  CHECK(L.block_size == r.options.block);
+  CHECK(L.kv_cache_dtype == r.options.kv);
+  CHECK(L.kv_cache_dtype_requested == "FP8");
+  CHECK_FALSE(L.include_draft_layers);
+  CHECK(L.checks.size() == r.checks.size());
+  // The same as resolving inside plan_layout (lenient).
+  const Layout M = plan(v41(), "h200", o, Strictness::lenient);
+  CHECK(M.objects.size() == L.objects.size());
+  CHECK(M.accounting.global_pages.str() == L.accounting.global_pages.str());
+
+  // A resolution that is not usable is a caller's bug: make_plan throws its usage error first.
+  o.tensor_parallel_size = 0;
+  const LayoutResolution bad = resolve_layout_options(v41().cfg, v41().topo, gpu("h200"), o);
+  REQUIRE_FALSE(bad.options.usable);
+  require_error([&] { plan_layout(v41().cfg, v41().topo, gpu("h200"), bad); }, ErrorKind::internal,
+                "plan_layout: a resolution that is not usable");
+}
+
 TEST_CASE("findings instead of exceptions: resolve_layout_options and lenient plans", "[layout]") {
   LayoutOptions o = nvfp4_fp4();
   o.block_size = 96;

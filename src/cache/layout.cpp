@@ -379,14 +379,18 @@ std::int64_t BytesPerToken::times_ceil(std::int64_t tokens) const {
 
 Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& target, const LayoutOptions& options,
                    Strictness strictness) {
-  auto resolution = resolve_layout_options(cfg, topo, target, options);
-  auto& checks = resolution.checks;
-  const ResolvedLayoutOptions& r = resolution.options;
-  if (strictness == Strictness::strict) throw_on_error(checks);
-  for (const auto& c : checks) {
+  const LayoutResolution resolution = resolve_layout_options(cfg, topo, target, options);
+  if (strictness == Strictness::strict) throw_on_error(resolution.checks);
+  for (const auto& c : resolution.checks) {
     if (c.finding.severity == Severity::error && c.kind == ErrorKind::usage) throw Error(c.kind, c.finding.message);
   }
-  if (!r.usable) throw_internal("plan_layout: unusable options without a usage error");
+  return plan_layout(cfg, topo, target, resolution);
+}
+
+Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& target,
+                   const LayoutResolution& resolution) {
+  const ResolvedLayoutOptions& r = resolution.options;
+  if (!r.usable) throw_internal("plan_layout: a resolution that is not usable");
 
   Layout L;
   L.family = cfg.family;
@@ -395,7 +399,7 @@ Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& t
   L.backend_how = r.backend.how;
   L.page_states = r.page_states;
   L.kv_cache_dtype = r.kv;
-  L.kv_cache_dtype_requested = options.kv_cache_dtype;
+  L.kv_cache_dtype_requested = r.kv_cache_dtype_requested;
   L.indexer_cache_dtype = r.idx;
   L.block_size = r.block;
   L.block_size_default = r.block_default;
@@ -407,8 +411,8 @@ Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& t
   L.in_flight_tokens = r.in_flight;
   L.in_flight_tokens_default = r.in_flight_default;
   L.num_speculative_tokens = r.spec;
-  L.include_draft_layers = options.include_draft_layers;
-  L.objects = build_objects(cfg, topo, r, options.include_draft_layers);
+  L.include_draft_layers = r.include_draft_layers;
+  L.objects = build_objects(cfg, topo, r, r.include_draft_layers);
 
   std::map<std::int64_t, std::vector<std::size_t>> by_page;
   for (std::size_t i = 0; i < L.objects.size(); ++i) by_page[L.objects[i].page_bytes].push_back(i);
@@ -428,11 +432,11 @@ Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& t
     st.first_layer = first;
     st.last_layer = first + r.partition[s] - 1;
     first += r.partition[s];
-    if (s + 1 == r.partition.size() && options.include_draft_layers) st.num_draft_layers = cfg.num_draft_layers;
+    if (s + 1 == r.partition.size() && r.include_draft_layers) st.num_draft_layers = cfg.num_draft_layers;
     st.accounting = account(by_stage[s], r.mml, r.in_flight);
     L.parallel.stages.push_back(st);
   }
-  L.checks = std::move(checks);
+  L.checks = resolution.checks;
   return L;
 }
 

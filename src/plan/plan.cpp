@@ -499,14 +499,18 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   p.target = req.resolved_target ? *req.resolved_target : resolve_target(req.target);
   LayoutOptions layout_options = req.layout;
   layout_options.num_speculative_tokens = req.batch.spec_tokens;
-  p.rules = evaluate_rules(config, topology, p.target, RuleOptions{req.dtype, layout_options}, &p.kernel_shapes);
-  for (const auto& rr : p.rules) {
+  // The request is resolved once: the rules' resolution is what the layout, the placement, the
+  // budget and the fit are built from. A usage error stops the plan here and nowhere else.
+  RulesVerdict verdict = judge_request(config, topology, p.target, RuleOptions{req.dtype, layout_options});
+  for (const auto& rr : verdict.results) {
     if (rr.finding.severity == Severity::error && rr.kind == ErrorKind::usage) throw_usage(rr.finding.message);
   }
+  p.rules = std::move(verdict.results);
+  p.kernel_shapes = std::move(verdict.shapes);
   p.findings = config.findings;
   for (const auto& rr : p.rules) p.findings.push_back(rr.finding);
 
-  p.layout = plan_layout(config, topology, p.target, layout_options, Strictness::lenient);
+  p.layout = plan_layout(config, topology, p.target, verdict.resolution);
   PlanWeights w = load_plan_weights(config, req);
   // A target no backend of the family runs on: vLLM stops before it budgets memory. No fit, and no
   // "would fit" on more of the same GPU (so none is searched for).
@@ -542,16 +546,7 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
                 "weights: " + wr.reason + "; pass the model directory with its safetensors files, or --weights-gib", "",
                 "--weights-gib"});
   }
-  // A config field the rules already refused (TP against the heads) is not refused twice.
-  auto refused_by_rules = [&](const Finding& f) {
-    return f.severity == Severity::error && !f.path.empty() &&
-           std::any_of(p.rules.begin(), p.rules.end(), [&](const RuleResult& rr) {
-             return rr.finding.severity == Severity::error && rr.finding.path == f.path;
-           });
-  };
-  for (const auto& f : p.fit->placement.findings) {
-    if (!refused_by_rules(f)) p.findings.push_back(f);
-  }
+  for (const auto& f : p.fit->placement.findings) p.findings.push_back(f);
   if (!p.fit->stages.empty()) {  // every stage's budget says the same of its options
     for (const auto& f : p.fit->stages.front().budget.findings) p.findings.push_back(f);
   }

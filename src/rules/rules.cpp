@@ -301,6 +301,8 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
   }
   if (!r.usable) return out;
 
+  r.kv_cache_dtype_requested = o.kv_cache_dtype;
+  r.include_draft_layers = o.include_draft_layers;
   r.tp = o.tensor_parallel_size;
   r.pp = o.pipeline_parallel_size;
   r.dp = o.data_parallel_size;
@@ -804,9 +806,10 @@ RuleResult info(std::string id, std::string message, std::string path = {}) {
 
 }  // namespace
 
-std::vector<RuleResult> evaluate_rules(const ModelConfig& cfg, const Topology& topo, const Target& target,
-                                       const RuleOptions& options, std::vector<KernelShape>* shapes) {
-  std::vector<RuleResult> out;
+RulesVerdict judge_request(const ModelConfig& cfg, const Topology& topo, const Target& target,
+                           const RuleOptions& options) {
+  RulesVerdict verdict;
+  std::vector<RuleResult>& out = verdict.results;
   const std::string p = cfg.field_prefix;
 
   // Model dtype.
@@ -864,9 +867,10 @@ std::vector<RuleResult> evaluate_rules(const ModelConfig& cfg, const Topology& t
   if (has_topk_layers) width("index_topk", cfg.index_topk);
 
   // Flags, backend, parallel layout, speculative decoding.
-  auto resolution = resolve_layout_options(cfg, topo, target, options.layout);
+  verdict.resolution = resolve_layout_options(cfg, topo, target, options.layout);
+  const LayoutResolution& resolution = verdict.resolution;
   const bool usable = resolution.options.usable;
-  for (auto& c : resolution.checks) out.push_back(RuleResult{std::move(c.finding), c.kind});
+  for (const auto& c : resolution.checks) out.push_back(RuleResult{c.finding, c.kind});
 
   // Kernel shapes: a missing one is an error; an unknown one a warning. Only where no other rule
   // failed (a refused backend, a head size or width the backend cannot take says so already).
@@ -891,8 +895,15 @@ std::vector<RuleResult> evaluate_rules(const ModelConfig& cfg, const Topology& t
       out.push_back(std::move(rr));
     }
   }
-  if (shapes != nullptr) *shapes = std::move(all_shapes);
-  return out;
+  verdict.shapes = std::move(all_shapes);
+  return verdict;
+}
+
+std::vector<RuleResult> evaluate_rules(const ModelConfig& cfg, const Topology& topo, const Target& target,
+                                       const RuleOptions& options, std::vector<KernelShape>* shapes) {
+  RulesVerdict verdict = judge_request(cfg, topo, target, options);
+  if (shapes != nullptr) *shapes = std::move(verdict.shapes);
+  return std::move(verdict.results);
 }
 
 int rules_exit_code(const std::vector<RuleResult>& results) {

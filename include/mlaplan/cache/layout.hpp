@@ -144,7 +144,13 @@ enum class Strictness {
   lenient,  ///< usage errors throw; backend violations are recorded in Layout::checks
 };
 
-/// Plans the layout of a validated config on a target. Strict by default: the CLI's `plan`.
+/// The layout of a resolution (resolve_layout_options() or judge_request() of rules.hpp) as it is:
+/// nothing is resolved or checked again; its checks are recorded in Layout::checks. Error(internal)
+/// for a resolution that is not usable (make_plan throws its usage error before it gets here).
+Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& target,
+                   const LayoutResolution& resolution);
+/// resolve_layout_options() then the layout of it: strict (the default) throws for any error
+/// check, lenient for usage errors only. For callers that plan a layout alone (verify, bench).
 Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& target, const LayoutOptions& options,
                    Strictness strictness = Strictness::strict);
 

@@ -68,6 +68,8 @@ struct ResolvedLayoutOptions {
   std::int64_t padded_heads = 0;             ///< 0 when the backend has no kernel for the local heads
   std::vector<std::int64_t> partition;       ///< backbone layers per pipeline stage
   std::vector<std::int64_t> stage_of_layer;  ///< per layer (backbone then draft)
+  std::string kv_cache_dtype_requested;      ///< --kv-cache-dtype as given (the layout shows it)
+  bool include_draft_layers = true;          ///< the draft (MTP / DSpark) layers get their caches
   bool usable = true;                        ///< no usage error: a layout can be built
 
   /// Tokens per page of a global cache of ratio `ratio` (>= 1).
@@ -144,6 +146,17 @@ struct RuleResult {
   Finding finding;
   ErrorKind kind = ErrorKind::unsupported;
 };
+
+/// Every rule's verdict on one request, with the one resolution the layout, placement, budget and
+/// fit are built from (make_plan resolves a request once).
+struct RulesVerdict {
+  LayoutResolution resolution;      ///< resolve_layout_options() of the layout flags; its checks are in `results`
+  std::vector<RuleResult> results;  ///< evaluate_rules()
+  std::vector<KernelShape> shapes;  ///< kernel_shapes() of the resolved options
+};
+/// evaluate_rules() keeping the resolution and the kernel shapes. Never throws for user values.
+RulesVerdict judge_request(const ModelConfig& cfg, const Topology& topo, const Target& target,
+                           const RuleOptions& options);
 
 /// Evaluates every rule: resolve_layout_options()'s checks, the model's shape and the kernel
 /// shapes (a missing one is an error, an unknown one a warning); `shapes`, when given, receives

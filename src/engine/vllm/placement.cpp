@@ -191,13 +191,9 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
   const std::string tp_fix = "use --tensor-parallel-size " + join(tp_allowed) +
                              " (and --data-parallel-size for more GPUs: DP attention keeps every head on each rank)";
   const std::string tp_flag = "--tensor-parallel-size " + std::to_string(tp);
-  if (heads % tp != 0) {
-    pl.findings.push_back(
-        error("placement.tensor_parallel",
-              tp_flag + " does not divide num_attention_heads " + std::to_string(heads) +
-                  ": vLLM splits the query heads evenly over the TP ranks; allowed: " + join(tp_allowed),
-              fp + "/num_attention_heads", tp_fix));
-  }
+  // A TP size that does not divide the query heads is the rules' to refuse (backend.tensor_parallel,
+  // vLLM's own message); the placement of it is the ceiling share per rank, and the sizes it allows
+  // (tp_allowed) divide the heads.
   if (v4 && c.o_groups > 0 && c.o_groups % tp != 0) {
     const std::string why = tp > c.o_groups ? " is above o_groups " : " does not divide o_groups ";
     pl.findings.push_back(error("placement.tensor_parallel",

@@ -84,10 +84,11 @@ struct Placement {
 
 /// Places `weights` (compute_weights() of `cfg`, tensors listed; or a report from files) on
 /// `layout`. Error(usage) for a size out of 1..LayoutLimits (a flag value), never for a rule: the
-/// rules are findings (placement.tensor_parallel: TP above o_groups or not dividing the heads;
+/// rules are findings (placement.tensor_parallel: TP above o_groups or not dividing them;
 /// placement.shared_expert_block: MI / TP not a multiple of the FP8 block; placement.expert_parallel:
 /// n_routed_experts not divisible by EP; placement.pipeline: more stages than layers; info
-/// placement.head_padding).
+/// placement.head_padding). A TP size that does not divide the query heads is the rules'
+/// (backend.tensor_parallel of rules.hpp), not repeated here: it is placed with the ceiling share.
 Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, const ParallelLayout& layout);
 /// The same with shard_kinds(weights, layout.engram) computed once by the caller (a search over
 /// many layouts of one checkpoint places it many times).
