@@ -30,7 +30,7 @@ PlanRequest on_tp(std::int64_t tp, std::int64_t dp = 1, bool ep = false) {
   PlanRequest r;
   r.layout.tensor_parallel_size = tp;
   r.layout.data_parallel_size = dp;
-  r.deploy.enable_expert_parallel = ep;
+  r.layout.enable_expert_parallel = ep;
   return r;
 }
 

@@ -31,6 +31,7 @@ PlanRequest PlanOptions::request() const {
   PlanRequest r;
   r.target = target.request();
   r.layout = layout.resolved(batch.options.spec_tokens);
+  fit.apply_to(r.layout);
   r.batch = batch.options;
   r.budget = fit.resolved_budget();
   r.deploy = fit.resolved_deploy();

@@ -115,10 +115,14 @@ PrefillOptions FitFlags::resolved_prefill() const {
 
 DeployOptions FitFlags::resolved_deploy() const {
   DeployOptions d = deploy;
-  d.engram = engram == "offload" ? EngramPlacement::offload : EngramPlacement::gpu;
   d.async_scheduling = !no_async_scheduling;
   d.read_checkpoint_files = !no_checkpoint_files;
   return d;
+}
+
+void FitFlags::apply_to(LayoutOptions& layout) const {
+  layout.enable_expert_parallel = enable_expert_parallel;
+  layout.engram = engram == "offload" ? EngramPlacement::offload : EngramPlacement::gpu;
 }
 
 void bind_fit_flags(CLI::App& sub, FitFlags& f) {
@@ -150,7 +154,7 @@ void bind_fit_flags(CLI::App& sub, FitFlags& f) {
                   kMemoryGibOrZero)
       ->group("Fit");
   sub.add_flag("--enforce-eager", f.budget.enforce_eager, "no CUDA graphs (vLLM's flag)")->group("Fit");
-  sub.add_flag("--enable-expert-parallel", f.deploy.enable_expert_parallel,
+  sub.add_flag("--enable-expert-parallel", f.enable_expert_parallel,
                "experts over TP x DP ranks (vLLM's flag; EP = TP x DP)")
       ->group("Parallelism");
   sub.add_option("--engram", f.engram, "gpu | offload: where V4.1's Engram tables live (default gpu)")

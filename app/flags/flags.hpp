@@ -50,7 +50,8 @@ struct FitFlags {
   BudgetOptions budget;
   DeployOptions deploy;
   std::optional<double> kv_budget_gib;  ///< --kv-budget-gib: --kv-cache-memory-bytes in GiB
-  std::string engram = "gpu";
+  bool enable_expert_parallel = false;  ///< --enable-expert-parallel (a parallel-layout flag)
+  std::string engram = "gpu";           ///< --engram (a parallel-layout flag)
   bool no_async_scheduling = false;
   bool no_checkpoint_files = false;
   std::string indexer_tiling = "rows";                                   ///< --indexer-tiling rows | none
@@ -59,6 +60,8 @@ struct FitFlags {
   /// The budget and deployment options; Error(usage) for --kv-budget-gib with --kv-cache-memory-bytes.
   BudgetOptions resolved_budget() const;
   DeployOptions resolved_deploy() const;
+  /// Sets the parallel-layout flags this group binds (--enable-expert-parallel, --engram) on `layout`.
+  void apply_to(LayoutOptions& layout) const;
 };
 void bind_fit_flags(CLI::App& sub, FitFlags& f);
 

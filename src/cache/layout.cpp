@@ -419,11 +419,7 @@ Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& t
   for (auto& [bytes, idx] : by_page) L.groups.push_back(PageGroup{bytes, std::move(idx)});
 
   L.accounting = account(L.objects, r.mml, r.in_flight);
-  L.parallel.tensor_parallel_size = r.tp;
-  L.parallel.pipeline_parallel_size = r.pp;
-  L.parallel.data_parallel_size = r.dp;
-  L.parallel.local_query_heads = r.local_heads;
-  L.parallel.padded_query_heads = r.padded_heads;
+  static_cast<ParallelLayout&>(L.parallel) = r.parallel;
   const auto by_stage = objects_by_stage(L.objects, r.partition.size());
   std::int64_t first = 0;
   for (std::size_t s = 0; s < r.partition.size(); ++s) {

@@ -25,7 +25,7 @@ ConfigMatrix plan_matrix(const ModelConfig& cfg, const PlanRequest& base, const 
     topology = build_topology(cfg);
     // The checkpoint's weights depend on the config alone: read (and classified) once for every cell.
     checkpoint = load_plan_weights(cfg, base);
-    kinds = std::make_shared<const std::vector<ShardKind>>(shard_kinds(*checkpoint.report, base.deploy.engram));
+    kinds = std::make_shared<const std::vector<ShardKind>>(shard_kinds(*checkpoint.report, base.layout.engram));
   } catch (const Error& e) {
     topology_error = e;
   }

@@ -229,6 +229,8 @@ std::vector<std::string> suggestions(const ModelConfig& cfg, const Layout& L, co
       pl.tensor_parallel_size = tp;
       pl.data_parallel_size = per_pp / tp;
       pl.enable_expert_parallel = pl.tensor_parallel_size * pl.data_parallel_size > 1;
+      pl.local_query_heads = heads / tp;
+      pl.padded_query_heads = padded_heads(L.backend, pl.local_query_heads).value_or(0);
       if (pl.tensor_parallel_size == given.tensor_parallel_size && pl.data_parallel_size == given.data_parallel_size &&
           pl.enable_expert_parallel == given.enable_expert_parallel) {
         continue;
@@ -313,7 +315,7 @@ std::optional<PrefillFit> plan_prefill(const ModelConfig& cfg, const Topology& t
     const StageFit& st = f.stages[static_cast<std::size_t>(s)];
     PrefillStage ps;
     ps.stage = st.weights.stage;
-    ps.shape = indexer_workspace_shape(cfg, topo, req.prefill, req.layout.decode_context_parallel_size,
+    ps.shape = indexer_workspace_shape(cfg, topo, req.prefill, L.parallel.decode_context_parallel_size,
                                        st.weights.first_layer, st.weights.last_layer, f.speculative && s + 1 == nst);
     ps.total_bytes = st.budget.total_bytes;
     ps.requested_bytes = st.budget.requested_bytes;
@@ -704,13 +706,9 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   f.weights_how = weights_how;
   f.async_scheduling = req.deploy.async_scheduling;
   f.speculative = L.num_speculative_tokens > 0 && L.include_draft_layers && cfg.num_draft_layers > 0;
-  ParallelLayout pl;
-  pl.tensor_parallel_size = L.parallel.tensor_parallel_size;
-  pl.data_parallel_size = L.parallel.data_parallel_size;
-  pl.pipeline_parallel_size = L.parallel.pipeline_parallel_size;
-  pl.enable_expert_parallel = req.deploy.enable_expert_parallel;
-  pl.load_draft_stages = f.speculative;
-  pl.engram = req.deploy.engram;
+  // The layout's parallel layout, as the rules resolved it.
+  const ParallelLayout& pl = L.parallel;
+  if (pl.load_draft_stages != f.speculative) throw_internal("plan_fit: draft stages and speculative decoding disagree");
 
   VllmKvOptions ko;
   ko.speculative_decoding = f.speculative;
@@ -719,7 +717,7 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   // get_kv_cache_configs: every sliding-window spec retains max(0, num_prefill_lookahead_tokens - 1)
   // extra tokens, K - 1 for multi-module MTP and none for DSpark (extra_retained_tokens()).
   if (f.speculative) ko.extra_retained_tokens = extra_retained_tokens(cfg, L.num_speculative_tokens);
-  const std::int64_t dcp = std::max<std::int64_t>(req.layout.decode_context_parallel_size, 1);
+  const std::int64_t dcp = pl.decode_context_parallel_size;
   ko.decode_context_parallel_size = dcp;
   const std::vector<VllmKvConfig> kvs = vllm_kv_configs(cfg, topo, L, ko);
   const TermSource wsrc = source == WeightsSource::config && (weights.estimated() || !weights.known)
@@ -823,6 +821,8 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
     dp_attention.tensor_parallel_size = 1;
     dp_attention.data_parallel_size = checked_mul(pl.tensor_parallel_size, pl.data_parallel_size, "DP size");
     dp_attention.enable_expert_parallel = dp_attention.data_parallel_size > 1;
+    dp_attention.local_query_heads = cfg.num_attention_heads;
+    dp_attention.padded_query_heads = padded_heads(L.backend, cfg.num_attention_heads).value_or(0);
     cp.options.push_back(option("DP attention: DP " + std::to_string(dp_attention.data_parallel_size) + ", TP 1, EP " +
                                     std::to_string(dp_attention.expert_parallel_size()) +
                                     " (each engine its own requests)",

@@ -71,4 +71,22 @@ void throw_on_error(const std::vector<LayoutCheck>& checks) {
   }
 }
 
+std::string_view to_string(EngramPlacement p) {
+  switch (p) {
+    case EngramPlacement::gpu: return "gpu";
+    case EngramPlacement::offload: return "offload";
+  }
+  return "?";
+}
+
+std::int64_t ParallelLayout::gpus() const {
+  return checked_mul(checked_mul(tensor_parallel_size, data_parallel_size, "GPUs of the layout", ErrorKind::usage),
+                     pipeline_parallel_size, "GPUs of the layout", ErrorKind::usage);
+}
+
+std::int64_t ParallelLayout::expert_parallel_size() const {
+  if (!enable_expert_parallel) return 1;
+  return checked_mul(tensor_parallel_size, data_parallel_size, "expert-parallel size", ErrorKind::usage);
+}
+
 }  // namespace mlaplan

@@ -303,10 +303,14 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
 
   r.kv_cache_dtype_requested = o.kv_cache_dtype;
   r.include_draft_layers = o.include_draft_layers;
-  r.tp = o.tensor_parallel_size;
-  r.pp = o.pipeline_parallel_size;
-  r.dp = o.data_parallel_size;
-  r.dcp = o.decode_context_parallel_size;
+  r.parallel.tensor_parallel_size = o.tensor_parallel_size;
+  r.parallel.pipeline_parallel_size = o.pipeline_parallel_size;
+  r.parallel.data_parallel_size = o.data_parallel_size;
+  r.parallel.decode_context_parallel_size = o.decode_context_parallel_size;
+  r.parallel.enable_expert_parallel = o.enable_expert_parallel;
+  r.parallel.engram = o.engram;
+  // vLLM loads the draft stages only with a speculative config.
+  r.parallel.load_draft_stages = o.num_speculative_tokens > 0 && o.include_draft_layers && cfg.num_draft_layers > 0;
   r.spec = o.num_speculative_tokens;
   r.mml_default = !o.max_model_len;
   r.mml = o.max_model_len.value_or(cfg.max_position_embeddings);
@@ -417,28 +421,29 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
 
   // Tensor parallelism: the latent is shared, so TP splits query heads only.
   const std::int64_t heads = cfg.num_attention_heads;
-  if (heads % r.tp != 0) {
+  if (heads % r.parallel.tensor_parallel_size != 0) {
     std::vector<std::int64_t> divisors;
     for (std::int64_t t = 1; t <= heads && t <= P; ++t) {
       if (heads % t == 0) divisors.push_back(t);
     }
-    checks.push_back(unsupported_check("backend.tensor_parallel",
-                                       "Total number of attention heads (" + std::to_string(heads) +
-                                           ") must be divisible by tensor parallel size (" + std::to_string(r.tp) +
-                                           "); TP sizes that divide it: " + join(divisors),
-                                       "use --tensor-parallel-size " + join(divisors), p + "/num_attention_heads"));
+    checks.push_back(unsupported_check(
+        "backend.tensor_parallel",
+        "Total number of attention heads (" + std::to_string(heads) + ") must be divisible by tensor parallel size (" +
+            std::to_string(r.parallel.tensor_parallel_size) + "); TP sizes that divide it: " + join(divisors),
+        "use --tensor-parallel-size " + join(divisors), p + "/num_attention_heads"));
   } else {
-    r.local_heads = heads / r.tp;
-    if (const auto padded = padded_heads(b, r.local_heads)) {
-      r.padded_heads = *padded;
-      if (r.padded_heads > r.local_heads) {
-        const std::int64_t idle = r.padded_heads - r.local_heads;
+    r.parallel.local_query_heads = heads / r.parallel.tensor_parallel_size;
+    if (const auto padded = padded_heads(b, r.parallel.local_query_heads)) {
+      r.parallel.padded_query_heads = *padded;
+      if (r.parallel.padded_query_heads > r.parallel.local_query_heads) {
+        const std::int64_t idle = r.parallel.padded_query_heads - r.parallel.local_query_heads;
         checks.push_back(
             info_check("kernel.head_padding",
-                       "TP " + std::to_string(r.tp) + ": " + std::to_string(r.local_heads) + " of " +
-                           std::to_string(heads) + " query heads per rank run in a " + std::to_string(r.padded_heads) +
-                           "-head kernel (" + std::to_string(idle) + " idle, " + fraction(idle, r.padded_heads) +
-                           " of the attention math) on " + b_title,
+                       "TP " + std::to_string(r.parallel.tensor_parallel_size) + ": " +
+                           std::to_string(r.parallel.local_query_heads) + " of " + std::to_string(heads) +
+                           " query heads per rank run in a " + std::to_string(r.parallel.padded_query_heads) +
+                           "-head kernel (" + std::to_string(idle) + " idle, " +
+                           fraction(idle, r.parallel.padded_query_heads) + " of the attention math) on " + b_title,
                        "DP attention (--data-parallel-size) keeps all " + std::to_string(heads) + " heads on each rank",
                        p + "/num_attention_heads"));
       }
@@ -453,8 +458,9 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
       }
       checks.push_back(unsupported_check(
           "backend.query_heads",
-          replace_all(backend_info(b).head_refusal, "{n}", std::to_string(r.local_heads)) + " --tensor-parallel-size " +
-              std::to_string(r.tp) + " leaves " + std::to_string(r.local_heads) + " query heads per rank (at most " +
+          replace_all(backend_info(b).head_refusal, "{n}", std::to_string(r.parallel.local_query_heads)) +
+              " --tensor-parallel-size " + std::to_string(r.parallel.tensor_parallel_size) + " leaves " +
+              std::to_string(r.parallel.local_query_heads) + " query heads per rank (at most " +
               std::to_string(pads.back()) + "; fewer are padded to " + join(pads) + ")",
           min_tp > 0 ? "use --tensor-parallel-size " + std::to_string(min_tp) + " or more" : std::string{},
           p + "/num_attention_heads"));
@@ -462,7 +468,7 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
   }
 
   // Pipeline parallelism: a V4.1 sharing group must stay on one stage.
-  r.partition = pipeline_partition(cfg.num_hidden_layers, r.pp);
+  r.partition = pipeline_partition(cfg.num_hidden_layers, r.parallel.pipeline_parallel_size);
   r.stage_of_layer = stage_of_layers(topo, r.partition);
   if (const auto v = first_pp_violation(topo, r.stage_of_layer)) {
     const auto& stage = r.stage_of_layer;
@@ -474,10 +480,10 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
     const std::int64_t drafts = o.include_draft_layers ? cfg.num_draft_layers : 0;
     checks.push_back(unsupported_check(
         "backend.pipeline_cut",
-        "--pipeline-parallel-size " + std::to_string(r.pp) + " cuts a DeepSeek V4.1 sharing group: layer " +
-            std::to_string(v->layer) + " (stage " + std::to_string(stage[static_cast<std::size_t>(v->layer)]) + ") " +
-            v->what + ", layer " + std::to_string(v->source) + " (stage " +
-            std::to_string(stage[static_cast<std::size_t>(v->source)]) +
+        "--pipeline-parallel-size " + std::to_string(r.parallel.pipeline_parallel_size) +
+            " cuts a DeepSeek V4.1 sharing group: layer " + std::to_string(v->layer) + " (stage " +
+            std::to_string(stage[static_cast<std::size_t>(v->layer)]) + ") " + v->what + ", layer " +
+            std::to_string(v->source) + " (stage " + std::to_string(stage[static_cast<std::size_t>(v->source)]) +
             "); PP splits inside a v4.1 kv-sharing group are not supported. Stages hold layers " +
             stage_ranges(r.partition, drafts, cfg.num_hidden_layers) + ". Pipeline sizes that work: " + join(working),
         "use --pipeline-parallel-size " + join(working)));
@@ -533,37 +539,39 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
                   "block 5)",
               "use --spec-tokens " + blk, p + "/dspark_block_size"));
         }
-        if (r.pp > 1) {
+        if (r.parallel.pipeline_parallel_size > 1) {
           checks.push_back(unsupported_check("spec.dspark_parallel",
                                              "DSpark does not support pipeline parallelism (PP > 1). "
                                              "(--pipeline-parallel-size " +
-                                                 std::to_string(r.pp) + " with --spec-tokens " + n + ")",
+                                                 std::to_string(r.parallel.pipeline_parallel_size) +
+                                                 " with --spec-tokens " + n + ")",
                                              "use --pipeline-parallel-size 1, or --spec-tokens 0"));
         }
-        if (r.dcp > 1) {
+        if (r.parallel.decode_context_parallel_size > 1) {
           checks.push_back(unsupported_check("spec.dspark_parallel",
                                              "DSpark does not support decode context parallelism (DCP > 1). "
                                              "(--decode-context-parallel-size " +
-                                                 std::to_string(r.dcp) + " with --spec-tokens " + n + ")",
+                                                 std::to_string(r.parallel.decode_context_parallel_size) +
+                                                 " with --spec-tokens " + n + ")",
                                              "use --decode-context-parallel-size 1, or --spec-tokens 0"));
         }
         break;
       }
     }
   }
-  if (r.dcp > 1) {
-    const std::string d = std::to_string(r.dcp);
+  if (r.parallel.decode_context_parallel_size > 1) {
+    const std::string d = std::to_string(r.parallel.decode_context_parallel_size);
     const std::string flag = "--decode-context-parallel-size " + d;
     // vllm/distributed/parallel_state.py initialize_model_parallel: DCP reuses the TP group's GPUs,
     // split into tp_size // dcp_size groups of dcp_size ranks.
-    if (r.tp % r.dcp != 0) {
+    if (r.parallel.tensor_parallel_size % r.parallel.decode_context_parallel_size != 0) {
       std::vector<std::int64_t> ok;
-      for (std::int64_t v = 1; v <= r.tp; ++v) {
-        if (r.tp % v == 0) ok.push_back(v);
+      for (std::int64_t v = 1; v <= r.parallel.tensor_parallel_size; ++v) {
+        if (r.parallel.tensor_parallel_size % v == 0) ok.push_back(v);
       }
       checks.push_back(unsupported_check(
           "backend.dcp_tensor_parallel",
-          flag + " with --tensor-parallel-size " + std::to_string(r.tp) +
+          flag + " with --tensor-parallel-size " + std::to_string(r.parallel.tensor_parallel_size) +
               ": vLLM builds each DCP group from the ranks of one TP group (tp_size // dcp_size groups), so the "
               "DCP size must divide the TP size",
           "use --decode-context-parallel-size " + join(ok)));
@@ -684,7 +692,7 @@ std::vector<KernelShape> kernel_shapes(const ModelConfig& cfg, const Topology& t
                                        const ResolvedLayoutOptions& r) {
   std::vector<KernelShape> out;
   // A backend vLLM refuses launches nothing: there are no shapes to judge.
-  if (!r.usable || r.local_heads <= 0 || !r.backend.refusal.empty()) return out;
+  if (!r.usable || r.parallel.local_query_heads <= 0 || !r.backend.refusal.empty()) return out;
   const BackendId b = r.backend.id;
   const bool v32 = cfg.family == Family::deepseek_v32;
   const std::string kv = std::string(to_string(r.kv));
@@ -744,8 +752,8 @@ std::vector<KernelShape> kernel_shapes(const ModelConfig& cfg, const Topology& t
       s.phase = prefill ? "prefill" : "decode";
       s.kernel = kname + (prefill ? " prefill" : " decode");
       s.draft = l.draft;
-      s.local_heads = r.local_heads;
-      s.kernel_heads = r.padded_heads;
+      s.local_heads = r.parallel.local_query_heads;
+      s.kernel_heads = r.parallel.padded_query_heads;
       s.d_qk = cfg.head_dim;
       s.d_v = v32 ? cfg.kv_lora_rank : cfg.head_dim;
       s.kv_layout = kv;

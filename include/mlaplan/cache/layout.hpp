@@ -99,13 +99,8 @@ struct Stage {
   Accounting accounting;
 };
 
-struct Parallelism {
-  std::int64_t tensor_parallel_size = 1;
-  std::int64_t pipeline_parallel_size = 1;
-  std::int64_t data_parallel_size = 1;
-  std::int64_t local_query_heads = 0;  ///< num_attention_heads / TP
-  std::int64_t padded_query_heads =
-      0;  ///< the backend's kernel head count (FlashMLA 64 / 128, FlashInfer 8..128); 0: none
+/// The resolution's parallel layout as it is, with the pipeline stages it cuts.
+struct Parallelism : ParallelLayout {
   std::vector<Stage> stages;
 };
 

@@ -60,11 +60,9 @@ struct IncompleteCheckpoint {
 
 /// Deployment flags beyond the layout's (vLLM's names).
 struct DeployOptions {
-  bool enable_expert_parallel = false;            ///< --enable-expert-parallel
-  EngramPlacement engram = EngramPlacement::gpu;  ///< --engram gpu | offload
-  bool async_scheduling = true;                   ///< vLLM 0.30's default; --no-async-scheduling
-  std::optional<std::int64_t> max_num_seqs;       ///< --max-num-seqs (default: vLLM's for the GPU)
-  bool read_checkpoint_files = true;              ///< use the directory's safetensors headers when present
+  bool async_scheduling = true;              ///< vLLM 0.30's default; --no-async-scheduling
+  std::optional<std::int64_t> max_num_seqs;  ///< --max-num-seqs (default: vLLM's for the GPU)
+  bool read_checkpoint_files = true;         ///< use the directory's safetensors headers when present
   /// --prefix-cache-retention-interval: tokens between the sliding-window checkpoints the prefix
   /// cache keeps (vLLM's default 0: only the replay boundary and shared-prefix junctions).
   std::int64_t prefix_cache_retention_interval = 0;

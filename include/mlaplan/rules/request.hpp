@@ -47,6 +47,32 @@ std::vector<std::int64_t> pipeline_partition(std::int64_t num_layers, std::int64
 
 // ---------------------------------------------------------------- options and checks
 
+/// Where V4.1's Engram embedding tables are kept.
+enum class EngramPlacement {
+  gpu,      ///< on the GPU, sharded by TP like the embedding (the default)
+  offload,  ///< in host memory (cpu_offload): no GPU bytes
+};
+std::string_view to_string(EngramPlacement p);  ///< "gpu", "offload"
+
+/// The one parallel layout of a plan: the sizes as vLLM's flags give them and, once the rules
+/// resolved them (ResolvedLayoutOptions::parallel), the query heads each rank runs. The layout
+/// (Layout::parallel), the placement, the budget and the fit take it as it is.
+struct ParallelLayout {
+  std::int64_t tensor_parallel_size = 1;          ///< --tensor-parallel-size
+  std::int64_t data_parallel_size = 1;            ///< --data-parallel-size (attention DP)
+  std::int64_t pipeline_parallel_size = 1;        ///< --pipeline-parallel-size
+  std::int64_t decode_context_parallel_size = 1;  ///< --decode-context-parallel-size
+  bool enable_expert_parallel = false;            ///< --enable-expert-parallel
+  /// Draft (MTP / DSpark) stages are loaded (vLLM loads them only with a speculative config).
+  bool load_draft_stages = false;
+  EngramPlacement engram = EngramPlacement::gpu;  ///< --engram
+  std::int64_t local_query_heads = 0;             ///< num_attention_heads / TP; 0 until resolved
+  /// The backend's kernel head count (FlashMLA 64 / 128, FlashInfer 8..128); 0: none.
+  std::int64_t padded_query_heads = 0;
+  std::int64_t gpus() const;                  ///< TP x DP x PP (checked)
+  std::int64_t expert_parallel_size() const;  ///< TP x DP with EP on, else 1
+};
+
 /// What the user asked for. Strings are the flag values as given; optional fields take defaults.
 struct LayoutOptions {
   std::string kv_cache_dtype = "auto";           ///< --kv-cache-dtype (vLLM's values; the backend resolves it)
@@ -64,6 +90,8 @@ struct LayoutOptions {
   std::int64_t tensor_parallel_size = 1;
   std::int64_t pipeline_parallel_size = 1;
   std::int64_t data_parallel_size = 1;
+  bool enable_expert_parallel = false;            ///< --enable-expert-parallel
+  EngramPlacement engram = EngramPlacement::gpu;  ///< --engram gpu | offload
 };
 
 /// One check result: a finding plus the exit-code kind it carries when its severity is error

@@ -63,9 +63,7 @@ struct ResolvedLayoutOptions {
   std::int64_t in_flight = 0;
   bool in_flight_default = true;
   std::int64_t spec = 0;
-  std::int64_t tp = 1, pp = 1, dp = 1, dcp = 1;
-  std::int64_t local_heads = 0;
-  std::int64_t padded_heads = 0;             ///< 0 when the backend has no kernel for the local heads
+  ParallelLayout parallel;                   ///< the sizes, with the local and padded heads (0: no kernel for them)
   std::vector<std::int64_t> partition;       ///< backbone layers per pipeline stage
   std::vector<std::int64_t> stage_of_layer;  ///< per layer (backbone then draft)
   std::string kv_cache_dtype_requested;      ///< --kv-cache-dtype as given (the layout shows it)

@@ -95,14 +95,6 @@ Finding error(std::string id, std::string message, std::string path, std::string
 
 }  // namespace
 
-std::string_view to_string(EngramPlacement p) {
-  switch (p) {
-    case EngramPlacement::gpu: return "gpu";
-    case EngramPlacement::offload: return "offload";
-  }
-  return "?";
-}
-
 std::string_view to_string(ShardKind k) {
   switch (k) {
     case ShardKind::replicated: return "replicated";
@@ -111,16 +103,6 @@ std::string_view to_string(ShardKind k) {
     case ShardKind::host: return "host";
   }
   return "?";
-}
-
-std::int64_t ParallelLayout::gpus() const {
-  return checked_mul(checked_mul(tensor_parallel_size, data_parallel_size, "GPUs of the layout", ErrorKind::usage),
-                     pipeline_parallel_size, "GPUs of the layout", ErrorKind::usage);
-}
-
-std::int64_t ParallelLayout::expert_parallel_size() const {
-  if (!enable_expert_parallel) return 1;
-  return checked_mul(tensor_parallel_size, data_parallel_size, "expert-parallel size", ErrorKind::usage);
 }
 
 bool Placement::ok() const {

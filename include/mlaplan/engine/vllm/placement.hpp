@@ -13,15 +13,9 @@
 #include "mlaplan/model/config.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/model/weights.hpp"
+#include "mlaplan/rules/request.hpp"
 
 namespace mlaplan {
-
-/// Where V4.1's Engram embedding tables are kept.
-enum class EngramPlacement {
-  gpu,      ///< on the GPU, sharded by TP like the embedding (the default)
-  offload,  ///< in host memory (cpu_offload): no GPU bytes
-};
-std::string_view to_string(EngramPlacement p);  ///< "gpu", "offload"
 
 /// How one tensor is placed over the ranks of a stage.
 enum class ShardKind {
@@ -31,19 +25,6 @@ enum class ShardKind {
   host,        ///< offloaded: no GPU bytes (Engram with EngramPlacement::offload)
 };
 std::string_view to_string(ShardKind k);  ///< "replicated", "tensor", "expert", "host"
-
-/// The deployment layout, as vLLM's flags give it.
-struct ParallelLayout {
-  std::int64_t tensor_parallel_size = 1;    ///< --tensor-parallel-size
-  std::int64_t data_parallel_size = 1;      ///< --data-parallel-size (attention DP)
-  std::int64_t pipeline_parallel_size = 1;  ///< --pipeline-parallel-size
-  bool enable_expert_parallel = false;      ///< --enable-expert-parallel
-  /// Draft (MTP / DSpark) stages are loaded (vLLM loads them only with a speculative config).
-  bool load_draft_stages = false;
-  EngramPlacement engram = EngramPlacement::gpu;
-  std::int64_t gpus() const;                  ///< TP x DP x PP (checked)
-  std::int64_t expert_parallel_size() const;  ///< TP x DP with EP on, else 1
-};
 
 /// Bytes one GPU of a pipeline stage holds.
 struct RankWeights {
