@@ -34,7 +34,7 @@ namespace {
 
 struct Parse {
   mlaplan::fuzz::CliOutcome outcome;
-  mlaplan::cli::Command command = mlaplan::cli::Command::none;
+  const mlaplan::cli::CommandRow* command = nullptr;  ///< a row of the static command_table()
 };
 
 Parse parse_with(mlaplan::cli::CommandLine& command_line, const std::vector<std::string>& args) {
@@ -64,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (o.code == 1 && (o.err.rfind("mla-plan: error: ", 0) != 0 || !o.out.empty())) {
     mlaplan::fuzz::fail("usage error without its message on stderr alone: out '" + o.out + "', err '" + o.err + "'");
   }
-  if (p.command != mlaplan::cli::Command::none && (o.code != 0 || !o.out.empty() || !o.err.empty())) {
+  if (p.command != nullptr && (o.code != 0 || !o.out.empty() || !o.err.empty())) {
     mlaplan::fuzz::fail("a parsed command with exit " + std::to_string(o.code) + " or output: out '" + o.out +
                         "', err '" + o.err + "'");
   }

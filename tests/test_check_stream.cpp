@@ -265,17 +265,18 @@ TEST_CASE("check stops once its output has failed", "[check][stream]") {
     cli::CommandLine command_line;
     std::ostringstream parse_out, parse_err;
     const auto& parsed = command_line.parse(a, parse_out, parse_err);
-    REQUIRE(parsed.command == cli::Command::check);
+    REQUIRE(parsed.is("check"));
     {
       std::ostringstream out, err;
-      CHECK(cli::run_check(parsed.check, out, err) == 1);  // it reaches the third file
+      CHECK(cli::run_check(parsed.get<mlaplan::cli::CheckOptions>("check"), out, err) ==
+            1);  // it reaches the third file
       CHECK_THAT(out.str(), Catch::Contains("flag.invalid"));
     }
     FailingBuf buf(8);
     std::ostream out(&buf);
     std::ostringstream err;
     int code = -1;
-    CHECK_NOTHROW(code = cli::run_check(parsed.check, out, err));
+    CHECK_NOTHROW(code = cli::run_check(parsed.get<mlaplan::cli::CheckOptions>("check"), out, err));
     CHECK(!out);
     CHECK(code == (format == "github" ? 4 : 0));  // the first file's code: nothing after it was checked
     CHECK(buf.taken.size() == 8);
@@ -287,11 +288,12 @@ TEST_CASE("check stops once its output has failed", "[check][stream]") {
     const auto& parsed = command_line.parse(
         {"check", cfg("deepseek-v4.1-flash.json"), "nope.json", cfg("deepseek-v4-flash.json"), "--matrix", "--tp", "8"},
         parse_out, parse_err);
-    REQUIRE(parsed.command == cli::Command::check);
+    REQUIRE(parsed.is("check"));
     FailingBuf buf(8);
     std::ostream out(&buf);
     std::ostringstream err;
-    CHECK(cli::run_check(parsed.check, out, err) == 0);  // the missing file (exit 2) was never reached
+    CHECK(cli::run_check(parsed.get<mlaplan::cli::CheckOptions>("check"), out, err) ==
+          0);  // the missing file (exit 2) was never reached
     CHECK(!out);
   }
 }

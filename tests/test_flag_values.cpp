@@ -64,8 +64,6 @@ std::vector<std::string> schedule_with(const std::vector<std::string>& more) {
 
 }  // namespace
 
-using mlaplan::cli::Command;
-
 // ------------------------------------------------------------------ A: numbers mean what they say
 
 TEST_CASE("flag values: integers are decimal", "[cli][flag-values]") {
@@ -78,11 +76,11 @@ TEST_CASE("flag values: integers are decimal", "[cli][flag-values]") {
   auto [sched, sched_err] = parse({"schedule", "--kernel", "sm90-sparse", "--num-sms", "0132", "--h-q", "064",
                                    "--lengths", "010,0,-0", "--s-q", "02"});
   CHECK(sched_err.empty());
-  REQUIRE(sched.command == Command::schedule);
-  CHECK(sched.schedule_input.num_sms == 132);
-  CHECK(sched.schedule_input.h_q == 64);
-  CHECK(sched.schedule_input.s_q == 2);
-  CHECK(sched.schedule_input.lengths == std::vector<std::int32_t>{10, 0, 0});
+  REQUIRE(sched.is("schedule"));
+  CHECK(sched.get<mlaplan::cli::ScheduleOptions>("schedule").input.num_sms == 132);
+  CHECK(sched.get<mlaplan::cli::ScheduleOptions>("schedule").input.h_q == 64);
+  CHECK(sched.get<mlaplan::cli::ScheduleOptions>("schedule").input.s_q == 2);
+  CHECK(sched.get<mlaplan::cli::ScheduleOptions>("schedule").input.lengths == std::vector<std::int32_t>{10, 0, 0});
 
   // Every other spelling is rejected, quoted as given, with the allowed range.
   for (const std::string bad :
@@ -196,8 +194,8 @@ TEST_CASE("flag values: numbers are decimal, empty values are errors", "[cli][fl
     INFO(ok);
     auto [p, err] = parse({kMissing, "--gpu-memory-utilization", ok});
     CHECK(err.empty());
-    REQUIRE(p.command == Command::plan);
-    CHECK(p.plan.fit.budget.gpu_memory_utilization == Approx(std::stod(ok)));
+    REQUIRE(p.is("plan"));
+    CHECK(p.get<mlaplan::cli::PlanOptions>("plan").fit.budget.gpu_memory_utilization == Approx(std::stod(ok)));
   }
   struct Flag {
     std::vector<std::string> command;
@@ -262,7 +260,7 @@ TEST_CASE("flag values: an empty list item is an error naming the item", "[cli][
   // A list is one argument; its items are all kept.
   auto [p, err] = parse({kMissing, "--context-lens", "1,2,3"});
   CHECK(err.empty());
-  CHECK(p.plan.batch.options.context_lens == std::vector<std::int64_t>{1, 2, 3});
+  CHECK(p.get<mlaplan::cli::PlanOptions>("plan").batch.options.context_lens == std::vector<std::int64_t>{1, 2, 3});
 }
 
 TEST_CASE("flag values: the helpers", "[cli][flag-values]") {
@@ -368,7 +366,7 @@ TEST_CASE("flag values: a size in GiB that would become 0 bytes is refused as ty
     // 2^-30 GiB, one byte, is the smallest allowed (as far as the flag's own check goes).
     auto [p, err] = parse({kMissing, flag, "9.313225746154785e-10"});
     CHECK(err.empty());
-    CHECK(p.command == Command::plan);
+    CHECK(p.is("plan"));
   }
   // A tiny host tier runs: no blame on another flag, no reformatted value.
   const Run host = run({kV41, "--tp", "8", "--kv-offloading-size", "9.313225746154785e-10"});
@@ -553,17 +551,17 @@ TEST_CASE("flag values: verify's --decode-mode and --device", "[cli][flag-values
 
   auto [p, err] = parse({"verify", kMissing, "--device", "0,0,1", "--decode-mode", "all"});
   CHECK(err.empty());
-  REQUIRE(p.command == Command::verify);
-  CHECK_FALSE(p.verify.device.all);
-  CHECK(p.verify.device.indices == std::vector<int>{0, 0, 1});
-  CHECK(p.verify.decode_mode == "all");
+  REQUIRE(p.is("verify"));
+  CHECK_FALSE(p.get<mlaplan::cli::VerifyCliOptions>("verify").device.all);
+  CHECK(p.get<mlaplan::cli::VerifyCliOptions>("verify").device.indices == std::vector<int>{0, 0, 1});
+  CHECK(p.get<mlaplan::cli::VerifyCliOptions>("verify").decode_mode == "all");
   auto [q, qerr] = parse({"verify", kMissing, "--device", "all"});
   CHECK(qerr.empty());
-  CHECK(q.verify.device.all);
-  CHECK(q.verify.decode_mode == "planned");
+  CHECK(q.get<mlaplan::cli::VerifyCliOptions>("verify").device.all);
+  CHECK(q.get<mlaplan::cli::VerifyCliOptions>("verify").decode_mode == "planned");
   auto [d, derr] = parse({"verify", kMissing});
-  CHECK(d.verify.device.indices == std::vector<int>{0});
-  CHECK_FALSE(d.verify.device.all);
+  CHECK(d.get<mlaplan::cli::VerifyCliOptions>("verify").device.indices == std::vector<int>{0});
+  CHECK_FALSE(d.get<mlaplan::cli::VerifyCliOptions>("verify").device.all);
 }
 
 // ------------------------------------------------------------------ C: one line per parse error

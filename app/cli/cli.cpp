@@ -116,10 +116,11 @@ int checked_output(int code, std::ostream& out, std::ostream& err) {
   return combine_exit_codes(code, exit_code(ErrorKind::output));  // 70 (a bug) still wins
 }
 
-/// The row of the subcommand the parse chose.
-const CommandRow& parsed_command(const CLI::App& app) {
-  for (const auto& row : command_table()) {
-    if (app.got_subcommand(std::string(row.name))) return row;
+/// The index in command_table() of the subcommand the parse chose.
+std::size_t parsed_command(const CLI::App& app) {
+  const auto table = command_table();
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if (app.got_subcommand(std::string(table[i].name))) return i;
   }
   throw_internal("no subcommand ran");
 }
@@ -129,8 +130,10 @@ std::unique_ptr<CLI::App> make_app(ParsedCli& p) {
   auto app = std::make_unique<CLI::App>(kDescription, "mla-plan");
   app->set_version_flag("--version", std::string("mla-plan ") + kVersion);
   app->require_subcommand(1);
-  for (const auto& row : command_table())
-    row.setup(*app->add_subcommand(std::string(row.name), std::string(row.summary)), p);
+  const auto table = command_table();
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    table[i].setup(*app->add_subcommand(std::string(table[i].name), std::string(table[i].summary)), p.options[i].get());
+  }
   return app;
 }
 
@@ -182,56 +185,42 @@ int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCl
   }
 
   // The flag values each subcommand checks before it opens a file.
-  const CommandRow& row = parsed_command(app);
-  if (row.check != nullptr) row.check(p);
-  p.command = row.command;
+  const std::size_t i = parsed_command(app);
+  const CommandRow& row = command_table()[i];
+  if (row.check != nullptr) row.check(p.options[i].get());
+  p.command = &row;
   return kParsed;
 }
 
 }  // namespace
 
+// The subcommands, each defined with its options, setup and run in its own file of app/commands/.
+const CommandRow& plan_command();
+const CommandRow& check_command();
+const CommandRow& schedule_command();
+const CommandRow& verify_command();
+const CommandRow& bench_command();
+const CommandRow& report_command();
+const CommandRow& gpus_command();
+const CommandRow& formats_command();
+
 std::span<const CommandRow> command_table() {
   // One row per subcommand: the help, the suggestions for a mistyped one, the checks before any
   // file is opened and the dispatch all come from here, in this order.
-  static const CommandRow kTable[] = {
-      {"plan",
-       "Map every layer to its attention type and role, plan its caches, what fits, "
-       "and the decode schedules of a batch",
-       Command::plan, [](CLI::App& sub, ParsedCli& p) { setup_plan(sub, p.plan); }, nullptr,
-       [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_plan(p.plan, out, err); }},
-      {"check", "Check configs against the sparse-MLA backend's rules on a target (for CI)", Command::check,
-       [](CLI::App& sub, ParsedCli& p) { setup_check(sub, p.check); }, [](ParsedCli& p) { validate_check(p.check); },
-       [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_check(p.check, out, err); }},
-      {"schedule", "Compute FlashMLA's decode tile-scheduler plan for explicit per-request lengths", Command::schedule,
-       [](CLI::App& sub, ParsedCli& p) { setup_schedule(sub, p.schedule); },
-       [](ParsedCli& p) { p.schedule_input = schedule_input(p.schedule); },
-       [](const ParsedCli& p, std::ostream& out, std::ostream&) {
-         return run_schedule(p.schedule, p.schedule_input, out);
-       }},
-      {"verify",
-       "Run the project's sparse-MLA kernels on the local GPU over the planned layout and schedules, "
-       "and check them against the host quantizer, scheduler and reference",
-       Command::verify, [](CLI::App& sub, ParsedCli& p) { setup_verify(sub, p.verify); }, nullptr,
-       [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_verify_cli(p.verify, out, err); }},
-      {"bench",
-       "Time the project's sparse decode on the local GPU for each layer type of a config: us per call, "
-       "TFLOPS, GB/s and the fraction of the floor (measured copy and matmul ceilings)",
-       Command::bench, [](CLI::App& sub, ParsedCli& p) { setup_bench(sub, p.bench); }, nullptr,
-       [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_bench_cli(p.bench, out, err); }},
-      {"report",
-       "Draw the plan as a self-contained SVG or HTML report: layer map, memory, "
-       "decode schedules, findings (docs/report.md)",
-       Command::report, [](CLI::App& sub, ParsedCli& p) { setup_report(sub, p.report); },
-       [](ParsedCli& p) { validate_report(p.report); },
-       [](const ParsedCli& p, std::ostream& out, std::ostream& err) { return run_report(p.report, out, err); }},
-      {"gpus", "List the GPU presets (--gpu ids)", Command::gpus,
-       [](CLI::App& sub, ParsedCli& p) { setup_gpus(sub, p.info); }, nullptr,
-       [](const ParsedCli& p, std::ostream& out, std::ostream&) { return run_gpus(p.info, out); }},
-      {"formats", "Print every KV row format with its byte map", Command::formats,
-       [](CLI::App& sub, ParsedCli& p) { setup_formats(sub, p.info); }, nullptr,
-       [](const ParsedCli& p, std::ostream& out, std::ostream&) { return run_formats(p.info, out); }},
-  };
+  static const CommandRow kTable[] = {plan_command(),  check_command(),  schedule_command(), verify_command(),
+                                      bench_command(), report_command(), gpus_command(),     formats_command()};
   return kTable;
+}
+
+const void* ParsedCli::options_of(std::string_view name, const std::type_info& type) const {
+  const auto table = command_table();
+  for (std::size_t i = 0; i < table.size() && i < options.size(); ++i) {
+    if (table[i].name != name) continue;
+    if (*table[i].options_type != type)
+      throw_internal("ParsedCli::get: the options of " + std::string(name) + " are another type");
+    return options[i].get();
+  }
+  throw_internal("ParsedCli::get: no options for " + std::string(name));
 }
 
 std::vector<std::string> command_names() {
@@ -244,11 +233,18 @@ CommandLine::CommandLine() = default;
 CommandLine::~CommandLine() = default;
 
 const ParsedCli& CommandLine::parse(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  parsed_ = ParsedCli{};  // every option back to its default; the app stays bound to the same members
+  // Every option back to its default; the app stays bound to the same objects.
+  parsed_.command = nullptr;
+  parsed_.exit_code = 0;
+  parsed_.typed_flags.clear();
   const int code = guarded(out, err, parsed_.typed_flags, [&] {
+    const auto table = command_table();
     if (app_) {
+      for (std::size_t i = 0; i < table.size(); ++i) table[i].reset_options(parsed_.options[i].get());
       app_->clear();
     } else {
+      parsed_.options.clear();
+      for (const auto& row : table) parsed_.options.push_back(row.make_options());
       app_ = make_app(parsed_);
     }
     return parse_into(*app_, args, parsed_, out, err);
@@ -256,7 +252,7 @@ const ParsedCli& CommandLine::parse(const std::vector<std::string>& args, std::o
   if (code == kParsed) {
     parsed_.exit_code = 0;
   } else {
-    parsed_.command = Command::none;
+    parsed_.command = nullptr;
     parsed_.exit_code = code;
   }
   return parsed_;
@@ -264,9 +260,10 @@ const ParsedCli& CommandLine::parse(const std::vector<std::string>& args, std::o
 
 int execute_cli(const ParsedCli& p, std::ostream& out, std::ostream& err) {
   const int code = guarded(out, err, p.typed_flags, [&]() -> int {
-    if (p.command == Command::none) return p.exit_code;
-    for (const auto& row : command_table()) {
-      if (row.command == p.command) return row.run(p, out, err);
+    if (p.command == nullptr) return p.exit_code;
+    const auto table = command_table();
+    for (std::size_t i = 0; i < table.size() && i < p.options.size(); ++i) {
+      if (&table[i] == p.command) return table[i].run(p.options[i].get(), out, err);
     }
     throw_internal("unknown command");
   });

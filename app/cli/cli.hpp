@@ -10,48 +10,82 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "cli/commands.hpp"
 
 namespace mlaplan::cli {
 
-enum class Command { none, plan, schedule, check, verify, bench, gpus, formats, report };
+struct ParsedCli;
 
-/// What CommandLine::parse() made of the arguments: a command ready to run with its options, or,
-/// for command none, the exit code of a run that ended while parsing (--help, --version: 0; a
-/// usage error: 1, its message already written).
-struct ParsedCli {
-  Command command = Command::none;
-  int exit_code = 0;
-  PlanOptions plan;
-  ScheduleOptions schedule;
-  SchedInput schedule_input;  ///< schedule's flags, checked
-  CheckOptions check;
-  VerifyCliOptions verify;
-  BenchCliOptions bench;
-  InfoOptions info;
-  ReportOptions report;
-  /// The flags as typed, for the messages of the run (as_typed(), flag_values.hpp).
-  std::vector<TypedFlag> typed_flags;
-};
-
-/// One subcommand: its name and one-line summary (the help), how its flags are bound to the parse
-/// result, the flag checks made before any file is opened (null: none), and what runs it.
+/// One subcommand: its name and one-line summary (the help), its options (one object per
+/// CommandLine, made, reset to its defaults before each parse, bound by setup), the flag checks
+/// made before any file is opened (null: none), and what runs it. Each subcommand's file defines
+/// its row with command_row(); command_table() lists them.
 struct CommandRow {
   std::string_view name;
   std::string_view summary;
-  Command command;
-  void (*setup)(CLI::App& sub, ParsedCli& p);
-  void (*check)(ParsedCli& p);
-  int (*run)(const ParsedCli& p, std::ostream& out, std::ostream& err);
+  bool runs_kernels = false;  ///< verify, bench: the plain mla-plan hands it over to mla-plan-cuda
+  const std::type_info* options_type = nullptr;
+  std::shared_ptr<void> (*make_options)() = nullptr;
+  void (*reset_options)(void* options) = nullptr;
+  void (*setup)(CLI::App& sub, void* options) = nullptr;
+  void (*check)(void* options) = nullptr;
+  int (*run)(const void* options, std::ostream& out, std::ostream& err) = nullptr;
 };
+
+/// The row of a subcommand whose options are an `Options`: `Setup(CLI::App&, Options&)` binds its
+/// flags, `Run(const Options&, std::ostream& out, std::ostream& err)` runs it, and `Check(Options&)`
+/// (or nullptr) checks the flag values before any file is opened.
+template <class Options, auto Setup, auto Run, auto Check = nullptr>
+CommandRow command_row(std::string_view name, std::string_view summary, bool runs_kernels = false) {
+  CommandRow row;
+  row.name = name;
+  row.summary = summary;
+  row.runs_kernels = runs_kernels;
+  row.options_type = &typeid(Options);
+  row.make_options = [] { return std::shared_ptr<void>(std::make_shared<Options>()); };
+  row.reset_options = [](void* o) { *static_cast<Options*>(o) = Options{}; };
+  row.setup = [](CLI::App& sub, void* o) { Setup(sub, *static_cast<Options*>(o)); };
+  if constexpr (!std::is_null_pointer_v<decltype(Check)>) {
+    row.check = [](void* o) { Check(*static_cast<Options*>(o)); };
+  }
+  row.run = [](const void* o, std::ostream& out, std::ostream& err) {
+    return Run(*static_cast<const Options*>(o), out, err);
+  };
+  return row;
+}
 
 /// Every subcommand, in the order of `mla-plan --help`: the one table the help, the suggestions
 /// for a mistyped command, the checks and the dispatch come from.
 std::span<const CommandRow> command_table();
 /// The names of command_table(), in its order.
 std::vector<std::string> command_names();
+
+/// What CommandLine::parse() made of the arguments: a command ready to run with its options, or,
+/// with no command, the exit code of a run that ended while parsing (--help, --version: 0; a
+/// usage error: 1, its message already written).
+struct ParsedCli {
+  const CommandRow* command = nullptr;  ///< the row of the command to run; null: none
+  int exit_code = 0;
+  /// The options of every subcommand, in the order of command_table().
+  std::vector<std::shared_ptr<void>> options;
+  /// The flags as typed, for the messages of the run (as_typed(), flag_values.hpp).
+  std::vector<TypedFlag> typed_flags;
+
+  /// Whether the command to run is `name`.
+  bool is(std::string_view name) const { return command != nullptr && command->name == name; }
+  /// The options of subcommand `name`, which are an `Options` (Error(internal) otherwise).
+  template <class Options>
+  const Options& get(std::string_view name) const {
+    return *static_cast<const Options*>(options_of(name, typeid(Options)));
+  }
+
+ private:
+  const void* options_of(std::string_view name, const std::type_info& type) const;
+};
 
 /// Stage 1: the command line of mla-plan, every subcommand and flag, built on the first parse()
 /// and kept for later ones.

@@ -3,7 +3,8 @@
 // CLI11 subcommand, and a run function that does the work and returns the exit code. Where a
 // subcommand checks flag values before it opens any file, a validate function (or
 // schedule_input) does that; CommandLine::parse() (cli.hpp) calls it after parsing, and the run
-// function expects options that passed it.
+// function expects options that passed it. Each subcommand's file in app/commands/ ties the three
+// into its row (command_row(), cli.hpp); an options struct no other file needs can live there too.
 
 #include <iosfwd>
 #include <string>
@@ -63,6 +64,7 @@ struct ScheduleOptions {
   std::vector<std::int64_t> extra_lengths;
   bool json = false;
   bool show_records = false;
+  SchedInput input;  ///< the flags checked (schedule_input()), before the run
 };
 void setup_schedule(CLI::App& app, ScheduleOptions& opt);
 /// Validates the flags into a scheduler input (throws Error(usage)).

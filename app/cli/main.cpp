@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   const mlaplan::cli::ParsedCli& parsed = command_line.parse(args, out, std::cerr);
 #ifndef MLAPLAN_WITH_KERNELS
   // Parsed, so its flags were checked and nothing (not standard input) was read yet.
-  if (parsed.command == mlaplan::cli::Command::verify || parsed.command == mlaplan::cli::Command::bench) {
+  if (parsed.command != nullptr && parsed.command->runs_kernels) {
     hand_over_to_kernels(argc, argv, out);
   }
 #endif

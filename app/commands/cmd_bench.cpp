@@ -6,6 +6,7 @@
 #include <limits>
 #include <ostream>
 
+#include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "cli/gpu_runner.hpp"
 #include "mlaplan/gpu_check/bench.hpp"
@@ -70,6 +71,15 @@ int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& e
   // The GPU: in mla-plan-cuda (gpu_runner.hpp); here, what to build.
   if (const GpuRunner* runner = gpu_runner()) return runner->bench(opt, cfg, topo, bo, out, err);
   throw Error(ErrorKind::no_gpu, no_kernels_message("bench"));
+}
+
+const CommandRow& bench_command() {
+  static const CommandRow row = command_row<BenchCliOptions, setup_bench, run_bench_cli>(
+      "bench",
+      "Time the project's sparse decode on the local GPU for each layer type of a config: us per call, TFLOPS, GB/s "
+      "and the fraction of the floor (measured copy and matmul ceilings)",
+      true);
+  return row;
 }
 
 }  // namespace mlaplan::cli

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "output/backend_text.hpp"
+#include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "output/json_out.hpp"
 #include "mlaplan/base/error.hpp"
@@ -663,6 +664,12 @@ int run_check(const CheckOptions& opt, std::ostream& out, std::ostream& err) {
   }
   printer.finish(overall);
   return overall;
+}
+
+const CommandRow& check_command() {
+  static const CommandRow row = command_row<CheckOptions, setup_check, run_check, validate_check>(
+      "check", "Check configs against the sparse-MLA backend's rules on a target (for CI)");
+  return row;
 }
 
 }  // namespace mlaplan::cli

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "output/json_out.hpp"
 #include "mlaplan/hardware/formats.hpp"
@@ -107,6 +108,25 @@ int run_formats(const InfoOptions& opt, std::ostream& out) {
     out << "  used by: " << f.used_by << "\n  source: " << f.source << "\n\n";
   }
   return 0;
+}
+
+namespace {
+
+int run_gpus_command(const InfoOptions& opt, std::ostream& out, std::ostream&) { return run_gpus(opt, out); }
+int run_formats_command(const InfoOptions& opt, std::ostream& out, std::ostream&) { return run_formats(opt, out); }
+
+}  // namespace
+
+const CommandRow& gpus_command() {
+  static const CommandRow row =
+      command_row<InfoOptions, setup_gpus, run_gpus_command>("gpus", "List the GPU presets (--gpu ids)");
+  return row;
+}
+
+const CommandRow& formats_command() {
+  static const CommandRow row = command_row<InfoOptions, setup_formats, run_formats_command>(
+      "formats", "Print every KV row format with its byte map");
+  return row;
 }
 
 }  // namespace mlaplan::cli

@@ -1,6 +1,7 @@
 #include <CLI/CLI.hpp>
 #include <ostream>
 
+#include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/text.hpp"
@@ -52,6 +53,14 @@ int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
                                  : printable_lines(render_plan_text(r, opt.show_records, opt.details)));
   if (r.exit_code != 0) err << "mla-plan: error: " << printable(r.exit_message) << "\n";
   return r.exit_code;
+}
+
+const CommandRow& plan_command() {
+  static const CommandRow row = command_row<PlanOptions, setup_plan, run_plan>(
+      "plan",
+      "Map every layer to its attention type and role, plan its caches, what fits, and the decode schedules of a "
+      "batch");
+  return row;
 }
 
 }  // namespace mlaplan::cli

@@ -11,6 +11,7 @@
 #include <optional>
 #include <ostream>
 
+#include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/input_file.hpp"
@@ -197,6 +198,14 @@ int run_report(const ReportOptions& opt, std::ostream& out, std::ostream& err) {
       << (kind == ReportKind::svg ? "SVG" : "HTML") << ", " << text.size() << " bytes)\n";
   if (r.exit_code != 0) err << "mla-plan: error: " << printable(r.exit_message) << "\n";
   return r.exit_code;
+}
+
+const CommandRow& report_command() {
+  static const CommandRow row = command_row<ReportOptions, setup_report, run_report, validate_report>(
+      "report",
+      "Draw the plan as a self-contained SVG or HTML report: layer map, memory, decode schedules, findings "
+      "(docs/report.md)");
+  return row;
 }
 
 }  // namespace mlaplan::cli

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <ostream>
 
+#include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/limits.hpp"
@@ -95,6 +96,22 @@ int run_schedule(const ScheduleOptions& opt, const SchedInput& in, std::ostream&
   e.plan = plan_schedule(e.input);
   out << (opt.json ? render_schedules_json({e}) : render_schedules_text({e}, opt.show_records));
   return 0;
+}
+
+namespace {
+
+void check_schedule(ScheduleOptions& opt) { opt.input = schedule_input(opt); }
+
+int run_schedule_command(const ScheduleOptions& opt, std::ostream& out, std::ostream&) {
+  return run_schedule(opt, opt.input, out);
+}
+
+}  // namespace
+
+const CommandRow& schedule_command() {
+  static const CommandRow row = command_row<ScheduleOptions, setup_schedule, run_schedule_command, check_schedule>(
+      "schedule", "Compute FlashMLA's decode tile-scheduler plan for explicit per-request lengths");
+  return row;
 }
 
 }  // namespace mlaplan::cli

@@ -7,6 +7,7 @@
 #include <limits>
 #include <ostream>
 
+#include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "flags/flag_values.hpp"
 #include "cli/gpu_runner.hpp"
@@ -99,6 +100,15 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   // The GPU: in mla-plan-cuda (gpu_runner.hpp); here, what to build.
   if (const GpuRunner* runner = gpu_runner()) return runner->verify(opt, cfg, topo, vo, ranks, out, err);
   throw Error(ErrorKind::no_gpu, no_kernels_message("verify"));
+}
+
+const CommandRow& verify_command() {
+  static const CommandRow row = command_row<VerifyCliOptions, setup_verify, run_verify_cli>(
+      "verify",
+      "Run the project's sparse-MLA kernels on the local GPU over the planned layout and schedules, and check them "
+      "against the host quantizer, scheduler and reference",
+      true);
+  return row;
 }
 
 }  // namespace mlaplan::cli
