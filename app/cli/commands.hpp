@@ -87,15 +87,9 @@ struct CheckOptions {
   bool matrix = false;
   std::vector<std::int64_t> tp_sizes;
   std::vector<std::int64_t> dp_sizes;
-  std::optional<double> max_global_bytes_per_token;
-  std::string guard_accounting = "pages";
-  std::optional<std::int64_t> min_concurrency;
-  bool require_batch_fits = false;                    ///< --require-batch-fits
-  bool require_prefill_fits = false;                  ///< --require-prefill-fits
-  std::optional<std::int64_t> require_prompt_len;     ///< --require-prompt-len N
-  std::optional<std::int64_t> prefix_hit_prompt_len;  ///< --prefix-hit-prompt-len
-  std::optional<std::int64_t> min_offload_tokens;     ///< --min-offload-tokens
-  PlanOptions plan;                                   ///< target, layout, capacity and batch flags shared with plan
+  PlanGuards guards;                       ///< the guard flags, bound as they are (plan.hpp)
+  std::string guard_accounting = "pages";  ///< --guard-accounting: guards.guard_rows once checked
+  PlanOptions plan;                        ///< target, layout, capacity and batch flags shared with plan
   std::string effective_format() const;
   std::vector<std::int64_t> effective_tp_sizes() const;  ///< tp_sizes, or {1} when none was given
   std::vector<std::int64_t> effective_dp_sizes() const;  ///< dp_sizes, or {1} when none was given

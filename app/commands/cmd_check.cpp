@@ -46,34 +46,34 @@ void setup_check(CLI::App& app, CheckOptions& opt) {
   sub->add_flag("--matrix", opt.matrix,
                 "for each config: every GPU preset x kv dtype (x TP size) supported, or why not");
   sub->add_option("--dtype", opt.plan.dtype, "model dtype the engine runs (default: the config's)");
-  add_real_option(*sub, "--max-global-bytes-per-token", opt.max_global_bytes_per_token,
+  add_real_option(*sub, "--max-global-bytes-per-token", opt.guards.max_global_bytes_per_token,
                   "fail (exit 4) when the global bytes per token exceed this", kGlobalBytesRange)
       ->group("Guards");
   sub->add_option("--guard-accounting", opt.guard_accounting,
                   "accounting the bytes guard compares: pages (the engine's, default) | rows (DeepSeek's)")
       ->check(one_of({"rows", "pages"}))
       ->group("Guards");
-  add_int_option(*sub, "--min-concurrency", opt.min_concurrency,
+  add_int_option(*sub, "--min-concurrency", opt.guards.min_concurrency,
                  "fail (exit 4) when fewer requests at max_model_len fit on the target",
                  IntRange{0, std::numeric_limits<std::int64_t>::max(), {}})
       ->group("Guards");
-  sub->add_flag("--require-batch-fits", opt.require_batch_fits,
+  sub->add_flag("--require-batch-fits", opt.guards.batch_fits,
                 "fail (exit 4) when the decode batch (--batch, --context-len, --context-lens) does not fit the KV "
                 "cache")
       ->group("Guards");
-  add_int_option(*sub, "--prefix-hit-prompt-len", opt.prefix_hit_prompt_len,
+  add_int_option(*sub, "--prefix-hit-prompt-len", opt.guards.prefix_hit_prompt_len,
                  "fail (exit 4) when a prompt of this many tokens cannot hit vLLM's prefix cache",
                  IntRange{1, ConfigLimits::max_positions, {}})
       ->group("Guards");
-  add_int_option(*sub, "--min-offload-tokens", opt.min_offload_tokens,
+  add_int_option(*sub, "--min-offload-tokens", opt.guards.min_offload_tokens,
                  "fail (exit 4) when the host tier of --kv-offloading-size holds fewer tokens of history",
                  IntRange{1, std::numeric_limits<std::int64_t>::max(), {}})
       ->group("Guards");
-  sub->add_flag("--require-prefill-fits", opt.require_prefill_fits,
+  sub->add_flag("--require-prefill-fits", opt.guards.prefill_fits,
                 "fail (exit 4) when the sparse indexer's transient prefill peak at max_model_len exceeds what the "
                 "budget leaves of the GPU")
       ->group("Guards");
-  add_int_option(*sub, "--require-prompt-len", opt.require_prompt_len,
+  add_int_option(*sub, "--require-prompt-len", opt.guards.prompt_len,
                  "fail (exit 4) unless a prompt of N tokens prefills within what the budget leaves of the GPU",
                  IntRange{1, ConfigLimits::max_positions, {}})
       ->group("Guards");
@@ -213,14 +213,8 @@ std::string fit_answer(const Fit& f) {
 PlanRequest check_request(const CheckOptions& opt, const PlanOptions& plan_opt) {
   PlanRequest req = plan_opt.request();
   req.schedules = false;
-  req.guards.max_global_bytes_per_token = opt.max_global_bytes_per_token;
+  req.guards = opt.guards;
   req.guards.guard_rows = opt.guard_accounting == "rows";
-  if (opt.min_concurrency) req.guards.min_concurrency = static_cast<double>(*opt.min_concurrency);
-  req.guards.batch_fits = opt.require_batch_fits;
-  req.guards.prefix_hit_prompt_len = opt.prefix_hit_prompt_len;
-  req.guards.min_offload_tokens = opt.min_offload_tokens;
-  req.guards.prefill_fits = opt.require_prefill_fits;
-  req.guards.prompt_len = opt.require_prompt_len;
   return req;
 }
 
@@ -615,23 +609,18 @@ void validate_check(const CheckOptions& opt) {
                 std::to_string(ndp) + " DP sizes = " + std::to_string(n * ntp * ndp) + " rows; allowed 1.." +
                 std::to_string(CheckLimits::max_matrix_rows) + " (each row plans every GPU preset and kv dtype)");
   }
-  if (opt.max_global_bytes_per_token && !(*opt.max_global_bytes_per_token >= 0 &&
-                                          *opt.max_global_bytes_per_token <= CheckLimits::max_global_bytes_per_token)) {
-    throw_usage("--max-global-bytes-per-token: '" + format_general(*opt.max_global_bytes_per_token) +
+  if (opt.guards.max_global_bytes_per_token &&
+      !(*opt.guards.max_global_bytes_per_token >= 0 &&
+        *opt.guards.max_global_bytes_per_token <= CheckLimits::max_global_bytes_per_token)) {
+    throw_usage("--max-global-bytes-per-token: '" + format_general(*opt.guards.max_global_bytes_per_token) +
                 "' is out of range; allowed " + kGlobalBytesRange.text());
   }
   if (opt.matrix) {
     // The matrix reports every GPU preset, kv dtype and layout of each config; a guard judges one
     // plan, so a guard given with --matrix is refused rather than ignored.
-    std::vector<std::string> guards;
-    if (opt.max_global_bytes_per_token) guards.push_back("--max-global-bytes-per-token");
-    if (opt.guard_accounting != "pages") guards.push_back("--guard-accounting");
-    if (opt.min_concurrency) guards.push_back("--min-concurrency");
-    if (opt.require_batch_fits) guards.push_back("--require-batch-fits");
-    if (opt.prefix_hit_prompt_len) guards.push_back("--prefix-hit-prompt-len");
-    if (opt.min_offload_tokens) guards.push_back("--min-offload-tokens");
-    if (opt.require_prefill_fits) guards.push_back("--require-prefill-fits");
-    if (opt.require_prompt_len) guards.push_back("--require-prompt-len");
+    PlanGuards given = opt.guards;
+    given.guard_rows = opt.guard_accounting == "rows";
+    const std::vector<std::string> guards = given_guard_flags(given);
     if (!guards.empty()) {
       throw_usage(join_bounded(guards) + (guards.size() == 1 ? " is a guard" : " are guards") +
                   " of one plan and --matrix applies none (its cells cover every GPU preset and kv dtype): run "

@@ -4,6 +4,7 @@
 #include "mlaplan/plan/plan.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 
 #include "mlaplan/base/error.hpp"
@@ -344,156 +345,204 @@ Finding prefill_finding(const PrefillFit& pf, bool guard) {
                  guard ? Severity::error : Severity::warning, msg, "", fix};
 }
 
+/// How a guard's failure is recorded: its finding (an error), exit 4 unless a worse code is set.
+using GuardFail = std::function<void(Finding)>;
+
+/// One guard of `check` (PlanGuards): the flag that sets it, whether the request gives it, and its
+/// test of the plan. A new guard is one entry here plus its PlanGuards field and its flag.
+struct GuardEntry {
+  std::string_view flag;
+  bool (*given)(const PlanGuards& g);
+  void (*check)(Plan& p, const PlanGuards& g, const GuardFail& fail);
+};
+
+const GuardEntry kGuards[] = {
+    {"--max-global-bytes-per-token", [](const PlanGuards& g) { return g.max_global_bytes_per_token.has_value(); },
+     [](Plan& p, const PlanGuards& g, const GuardFail& fail) {
+       const auto& a = p.layout->accounting;
+       const auto& measured = g.guard_rows ? a.global_rows : a.global_pages;
+       if (measured.value() > *g.max_global_bytes_per_token) {
+         fail(Finding{"guard.global_bytes_per_token",
+                      Severity::error,
+                      "global bytes per token " + measured.str() + " (" + (g.guard_rows ? "rows" : "pages") +
+                          " accounting) exceeds the limit " + format_general(*g.max_global_bytes_per_token),
+                      {},
+                      {}});
+       }
+     }},
+    {"--require-batch-fits", [](const PlanGuards& g) { return g.batch_fits; },
+     [](Plan& p, const PlanGuards&, const GuardFail& fail) {
+       if (!p.fit) return;
+       if (!p.fit->decided) {
+         fail(Finding{"guard.decode_batch",
+                      Severity::error,
+                      "--require-batch-fits cannot be checked: " + p.fit->verdict,
+                      {},
+                      {}});
+       } else if (p.batch_fit && !p.batch_fit->fits) {
+         // The warning becomes the guard's error.
+         auto& fs = p.findings;
+         fs.erase(std::remove_if(fs.begin(), fs.end(), [](const Finding& f) { return f.id == "fit.decode_batch"; }),
+                  fs.end());
+         fail(decode_batch_finding(p, *p.batch_fit, true));
+       }
+     }},
+    {"--prefix-hit-prompt-len", [](const PlanGuards& g) { return g.prefix_hit_prompt_len.has_value(); },
+     [](Plan& p, const PlanGuards& g, const GuardFail& fail) {
+       if (!p.fit) return;
+       const std::int64_t n = *g.prefix_hit_prompt_len;
+       if (!p.fit->prefix_cache) {
+         fail(Finding{
+             "guard.prefix_hit",
+             Severity::error,
+             "--prefix-hit-prompt-len " + std::to_string(n) + " cannot be checked: the layout has no KV-cache group",
+             {},
+             {}});
+       } else if (const PrefixCachePlan& pc = *p.fit->prefix_cache; pc.rule.min_hit_prompt_len > n) {
+         const PrefixHitRule& r = pc.rule;
+         fail(Finding{
+             "guard.prefix_hit",
+             Severity::error,
+             "a prompt of " + format_grouped(n) + " tokens never hits vLLM's prefix cache: the shortest that can is " +
+                 format_grouped(r.min_hit_prompt_len) + " tokens (hits are multiples of the scheduler block, " +
+                 format_grouped(r.scheduler_block_size) + " tokens" +
+                 (r.eagle_drop_tokens > 0 ? ", and the draft's group matches " + format_grouped(r.eagle_drop_tokens) +
+                                                " tokens past the hit and drops them"
+                                          : std::string()) +
+                 "; the last token is always recomputed)",
+             {},
+             "a smaller --block-size where the backend takes one, or no speculative decoding"});
+       }
+     }},
+    {"--min-offload-tokens", [](const PlanGuards& g) { return g.min_offload_tokens.has_value(); },
+     [](Plan& p, const PlanGuards& g, const GuardFail& fail) {
+       if (!p.fit) return;
+       const std::int64_t n = *g.min_offload_tokens;
+       const auto& ho = p.fit->host_offload;
+       const std::string flag = "--min-offload-tokens " + std::to_string(n);
+       if (!ho || !ho->size_gib) {
+         fail(Finding{"guard.offload_tokens",
+                      Severity::error,
+                      flag + " cannot be checked: no host tier (give --kv-offloading-size GiB)",
+                      {},
+                      "--kv-offloading-size"});
+       } else if (!ho->refusal.empty()) {
+         fail(Finding{"guard.offload_tokens",
+                      Severity::error,
+                      flag + ": vLLM's offloading connector refuses this layout (" + ho->refusal + ")",
+                      {},
+                      {}});
+       } else if (!ho->tokens_held) {
+         fail(Finding{
+             "guard.offload_tokens",
+             Severity::error,
+             flag + " cannot be checked: the layout has no full-attention group whose history the host tier holds",
+             {},
+             {}});
+       } else if (*ho->tokens_held < n) {
+         fail(Finding{"guard.offload_tokens",
+                      Severity::error,
+                      "--kv-offloading-size " + format_general(*ho->size_gib) + " holds " +
+                          format_grouped(*ho->tokens_held) + " tokens of history (" + format_grouped(*ho->host_slots) +
+                          " host blocks of " + format_grouped(ho->slot_bytes) + " B), below the minimum " +
+                          format_grouped(n),
+                      {},
+                      "a larger --kv-offloading-size"});
+       }
+     }},
+    {"--require-prefill-fits", [](const PlanGuards& g) { return g.prefill_fits; },
+     [](Plan& p, const PlanGuards&, const GuardFail& fail) {
+       if (!p.fit) return;
+       if (!p.fit->decided || !p.fit->fits) {
+         fail(Finding{"guard.prefill_transient",
+                      Severity::error,
+                      "--require-prefill-fits cannot be checked: " + p.fit->verdict,
+                      {},
+                      {}});
+       } else if (p.prefill && !p.prefill->fits) {
+         auto& fs = p.findings;
+         fs.erase(
+             std::remove_if(fs.begin(), fs.end(), [](const Finding& f) { return f.id == "fit.prefill_transient"; }),
+             fs.end());
+         fail(prefill_finding(*p.prefill, true));
+       }
+     }},
+    {"--require-prompt-len", [](const PlanGuards& g) { return g.prompt_len.has_value(); },
+     [](Plan& p, const PlanGuards& g, const GuardFail& fail) {
+       if (!p.fit) return;
+       const std::int64_t n = *g.prompt_len;
+       const std::string flag = "--require-prompt-len " + std::to_string(n);
+       if (!p.fit->decided || !p.fit->fits) {
+         fail(Finding{"guard.prompt_len", Severity::error, flag + " cannot be checked: " + p.fit->verdict, {}, {}});
+       } else if (n > p.layout->max_model_len) {
+         fail(Finding{"guard.prompt_len",
+                      Severity::error,
+                      flag + ": the prompt is longer than max_model_len " + format_grouped(p.layout->max_model_len) +
+                          " (vLLM refuses it)",
+                      {},
+                      "--max-model-len " + std::to_string(n)});
+       } else if (p.prefill) {
+         const PrefillFit& pf = *p.prefill;
+         const std::int64_t peak = indexer_transient(pf.shape, n, pf.chunk_tokens);
+         if (peak > pf.headroom_bytes) {
+           fail(Finding{
+               "guard.prompt_len",
+               Severity::error,
+               flag + ": the sparse indexer's transient prefill workspace of a " + format_grouped(n) +
+                   "-token prompt is " + format_gib(peak) + " per GPU, more than the " + format_gib(pf.headroom_bytes) +
+                   " the budget leaves (" + pf.engine + "); the longest prompt that fits is " +
+                   format_grouped(pf.longest_prompt) + " tokens",
+               {},
+               pf.safe_chunk > 0 ? "--max-num-batched-tokens " + std::to_string(pf.safe_chunk) + " or fewer" : ""});
+         }
+       }
+     }},
+    {"--min-concurrency", [](const PlanGuards& g) { return g.min_concurrency.has_value(); },
+     [](Plan& p, const PlanGuards& g, const GuardFail& fail) {
+       if (!p.fit) return;
+       const Fit& f = *p.fit;
+       if (!f.decided) {
+         fail(Finding{"guard.concurrency",
+                      Severity::error,
+                      "--min-concurrency " + format_general(static_cast<double>(*g.min_concurrency)) +
+                          " cannot be checked: " + f.verdict,
+                      {},
+                      {}});
+       } else if (!(f.total_concurrency >= static_cast<double>(*g.min_concurrency))) {
+         fail(Finding{"guard.concurrency",
+                      Severity::error,
+                      "vLLM's maximum concurrency for " + format_grouped(p.layout->max_model_len) +
+                          " tokens per request on " + p.target.id + " is " + format_fixed(f.total_concurrency, 2) +
+                          "x" + (f.engines > 1 ? " (" + std::to_string(f.engines) + " engines)" : "") +
+                          ", below the minimum " + format_general(static_cast<double>(*g.min_concurrency)),
+                      {},
+                      {}});
+       }
+     }},
+};
+
+}  // namespace
+
+std::vector<std::string> given_guard_flags(const PlanGuards& g) {
+  std::vector<std::string> flags;
+  for (const auto& guard : kGuards) {
+    if (guard.given(g)) flags.emplace_back(guard.flag);
+  }
+  if (g.guard_rows) flags.emplace_back("--guard-accounting");
+  return flags;
+}
+
+namespace {
+
 void apply_guards(Plan& p, const PlanGuards& g) {
   if (!p.layout) return;
-  const auto& a = p.layout->accounting;
-  auto fail = [&](Finding f) {
+  const GuardFail fail = [&](Finding f) {
     if (p.exit_code == 0) p.exit_message = f.message;
     p.findings.push_back(std::move(f));
     p.exit_code = combine_exit_codes(p.exit_code, exit_code(ErrorKind::does_not_fit));
   };
-  if (g.max_global_bytes_per_token) {
-    const auto& measured = g.guard_rows ? a.global_rows : a.global_pages;
-    if (measured.value() > *g.max_global_bytes_per_token) {
-      fail(Finding{"guard.global_bytes_per_token",
-                   Severity::error,
-                   "global bytes per token " + measured.str() + " (" + (g.guard_rows ? "rows" : "pages") +
-                       " accounting) exceeds the limit " + format_general(*g.max_global_bytes_per_token),
-                   {},
-                   {}});
-    }
-  }
-  if (g.batch_fits && p.fit) {
-    if (!p.fit->decided) {
-      fail(Finding{
-          "guard.decode_batch", Severity::error, "--require-batch-fits cannot be checked: " + p.fit->verdict, {}, {}});
-    } else if (p.batch_fit && !p.batch_fit->fits) {
-      // The warning becomes the guard's error.
-      auto& fs = p.findings;
-      fs.erase(std::remove_if(fs.begin(), fs.end(), [](const Finding& f) { return f.id == "fit.decode_batch"; }),
-               fs.end());
-      fail(decode_batch_finding(p, *p.batch_fit, true));
-    }
-  }
-  if (g.prefix_hit_prompt_len && p.fit) {
-    const std::int64_t n = *g.prefix_hit_prompt_len;
-    if (!p.fit->prefix_cache) {
-      fail(Finding{
-          "guard.prefix_hit",
-          Severity::error,
-          "--prefix-hit-prompt-len " + std::to_string(n) + " cannot be checked: the layout has no KV-cache group",
-          {},
-          {}});
-    } else if (const PrefixCachePlan& pc = *p.fit->prefix_cache; pc.rule.min_hit_prompt_len > n) {
-      const PrefixHitRule& r = pc.rule;
-      fail(Finding{
-          "guard.prefix_hit",
-          Severity::error,
-          "a prompt of " + format_grouped(n) + " tokens never hits vLLM's prefix cache: the shortest that can is " +
-              format_grouped(r.min_hit_prompt_len) + " tokens (hits are multiples of the scheduler block, " +
-              format_grouped(r.scheduler_block_size) + " tokens" +
-              (r.eagle_drop_tokens > 0 ? ", and the draft's group matches " + format_grouped(r.eagle_drop_tokens) +
-                                             " tokens past the hit and drops them"
-                                       : std::string()) +
-              "; the last token is always recomputed)",
-          {},
-          "a smaller --block-size where the backend takes one, or no speculative decoding"});
-    }
-  }
-  if (g.min_offload_tokens && p.fit) {
-    const std::int64_t n = *g.min_offload_tokens;
-    const auto& ho = p.fit->host_offload;
-    const std::string flag = "--min-offload-tokens " + std::to_string(n);
-    if (!ho || !ho->size_gib) {
-      fail(Finding{"guard.offload_tokens",
-                   Severity::error,
-                   flag + " cannot be checked: no host tier (give --kv-offloading-size GiB)",
-                   {},
-                   "--kv-offloading-size"});
-    } else if (!ho->refusal.empty()) {
-      fail(Finding{"guard.offload_tokens",
-                   Severity::error,
-                   flag + ": vLLM's offloading connector refuses this layout (" + ho->refusal + ")",
-                   {},
-                   {}});
-    } else if (!ho->tokens_held) {
-      fail(
-          Finding{"guard.offload_tokens",
-                  Severity::error,
-                  flag + " cannot be checked: the layout has no full-attention group whose history the host tier holds",
-                  {},
-                  {}});
-    } else if (*ho->tokens_held < n) {
-      fail(Finding{"guard.offload_tokens",
-                   Severity::error,
-                   "--kv-offloading-size " + format_general(*ho->size_gib) + " holds " +
-                       format_grouped(*ho->tokens_held) + " tokens of history (" + format_grouped(*ho->host_slots) +
-                       " host blocks of " + format_grouped(ho->slot_bytes) + " B), below the minimum " +
-                       format_grouped(n),
-                   {},
-                   "a larger --kv-offloading-size"});
-    }
-  }
-  if (g.prefill_fits && p.fit) {
-    if (!p.fit->decided || !p.fit->fits) {
-      fail(Finding{"guard.prefill_transient",
-                   Severity::error,
-                   "--require-prefill-fits cannot be checked: " + p.fit->verdict,
-                   {},
-                   {}});
-    } else if (p.prefill && !p.prefill->fits) {
-      auto& fs = p.findings;
-      fs.erase(std::remove_if(fs.begin(), fs.end(), [](const Finding& f) { return f.id == "fit.prefill_transient"; }),
-               fs.end());
-      fail(prefill_finding(*p.prefill, true));
-    }
-  }
-  if (g.prompt_len && p.fit) {
-    const std::int64_t n = *g.prompt_len;
-    const std::string flag = "--require-prompt-len " + std::to_string(n);
-    if (!p.fit->decided || !p.fit->fits) {
-      fail(Finding{"guard.prompt_len", Severity::error, flag + " cannot be checked: " + p.fit->verdict, {}, {}});
-    } else if (n > p.layout->max_model_len) {
-      fail(Finding{"guard.prompt_len",
-                   Severity::error,
-                   flag + ": the prompt is longer than max_model_len " + format_grouped(p.layout->max_model_len) +
-                       " (vLLM refuses it)",
-                   {},
-                   "--max-model-len " + std::to_string(n)});
-    } else if (p.prefill) {
-      const PrefillFit& pf = *p.prefill;
-      const std::int64_t peak = indexer_transient(pf.shape, n, pf.chunk_tokens);
-      if (peak > pf.headroom_bytes) {
-        fail(Finding{
-            "guard.prompt_len",
-            Severity::error,
-            flag + ": the sparse indexer's transient prefill workspace of a " + format_grouped(n) +
-                "-token prompt is " + format_gib(peak) + " per GPU, more than the " + format_gib(pf.headroom_bytes) +
-                " the budget leaves (" + pf.engine + "); the longest prompt that fits is " +
-                format_grouped(pf.longest_prompt) + " tokens",
-            {},
-            pf.safe_chunk > 0 ? "--max-num-batched-tokens " + std::to_string(pf.safe_chunk) + " or fewer" : ""});
-      }
-    }
-  }
-  if (g.min_concurrency && p.fit) {
-    const Fit& f = *p.fit;
-    if (!f.decided) {
-      fail(Finding{"guard.concurrency",
-                   Severity::error,
-                   "--min-concurrency " + format_general(*g.min_concurrency) + " cannot be checked: " + f.verdict,
-                   {},
-                   {}});
-    } else if (!(f.total_concurrency >= *g.min_concurrency)) {
-      fail(Finding{"guard.concurrency",
-                   Severity::error,
-                   "vLLM's maximum concurrency for " + format_grouped(p.layout->max_model_len) +
-                       " tokens per request on " + p.target.id + " is " + format_fixed(f.total_concurrency, 2) + "x" +
-                       (f.engines > 1 ? " (" + std::to_string(f.engines) + " engines)" : "") + ", below the minimum " +
-                       format_general(*g.min_concurrency),
-                   {},
-                   {}});
-    }
+  for (const auto& guard : kGuards) {
+    if (guard.given(g)) guard.check(p, g, fail);
   }
 }
 

@@ -75,7 +75,7 @@ struct DeployOptions {
 struct PlanGuards {
   std::optional<double> max_global_bytes_per_token;  ///< --max-global-bytes-per-token
   bool guard_rows = false;                           ///< --guard-accounting rows (default pages)
-  std::optional<double> min_concurrency;             ///< --min-concurrency: vLLM's concurrency, all DP engines
+  std::optional<std::int64_t> min_concurrency;       ///< --min-concurrency: vLLM's concurrency, all DP engines
   /// --require-batch-fits: the decode batch fits one engine's KV cache (fit.decode_batch is then
   /// the error guard.decode_batch).
   bool batch_fits = false;
@@ -90,6 +90,9 @@ struct PlanGuards {
   /// vLLM starts the connector (guard.offload_tokens).
   std::optional<std::int64_t> min_offload_tokens;
 };
+/// The flags of the guards `g` gives ("--guard-accounting" when it is rows), in the order of the
+/// guard table apply_guards() runs (one entry per guard, src/plan/plan.cpp).
+std::vector<std::string> given_guard_flags(const PlanGuards& g);
 
 /// The placements of one checkpoint's weights by parallel layout, for the plans of one config
 /// that share its weights (`check --matrix` plans a config on every GPU preset and kv dtype, and
