@@ -15,6 +15,7 @@
 #include "output/backend_text.hpp"
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "output/check_output.hpp"
 #include "output/json_out.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/input_file.hpp"
@@ -94,54 +95,6 @@ void setup_check(CLI::App& app, CheckOptions& opt) {
 
 namespace {
 
-/// What check prints of one file. The file's plan is dropped as soon as this is taken from it,
-/// and this as soon as it is printed: a run over thousands of large configs holds one plan at a
-/// time.
-struct FileResult {
-  std::string path;
-  int code = 0;
-  std::vector<Finding> findings;  ///< errors and warnings (infos are not repeated here)
-  bool planned = false;           ///< a layout was made: family .. global_pages are set
-  std::string family;
-  std::string target;
-  std::string kv_cache_dtype;
-  double global_rows = 0;   ///< global bytes per token, DeepSeek's accounting
-  double global_pages = 0;  ///< the same, the engine's
-  /// The fit's answer, with a layout: "fits", "does_not_fit", "not_decided" (the weights not all
-  /// known) or "refused" (vLLM refuses the configuration: exit 3). The numbers below are given
-  /// only with an answer on memory (fits or does_not_fit).
-  std::string fit;
-  std::optional<double> concurrency;          ///< vLLM's maximum concurrency, all DP engines (with a fit)
-  std::optional<std::int64_t> kv_tokens;      ///< vLLM's GPU KV cache size, all DP engines
-  std::optional<std::int64_t> max_model_len;  ///< with a fit
-  std::optional<std::int64_t> weights_bytes;  ///< per GPU, the largest stage
-  /// --format github: the config.json read (the directory's, for a directory; "" when unknown),
-  /// and where each finding points into it (its JSON pointer's value, or a parse error's place).
-  std::string config_file;
-  std::vector<std::optional<JsonTextLocation>> locations;  ///< one per finding, or empty
-};
-
-std::string gh_escape_data(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '%') o += "%25";
-    else if (c == '\r') o += "%0D";
-    else if (c == '\n') o += "%0A";
-    else o += c;
-  }
-  return o;
-}
-
-std::string gh_escape_property(const std::string& s) {
-  std::string o;
-  for (char c : gh_escape_data(s)) {
-    if (c == ':') o += "%3A";
-    else if (c == ',') o += "%2C";
-    else o += c;
-  }
-  return o;
-}
-
 /// Where the JSON parse error in `message`, an error of reading `file`, is: nlohmann's "parse
 /// error at line N, column M" after parse_config()'s "FILE: not valid JSON: ".
 std::optional<JsonTextLocation> parse_error_location(const std::string& message, const std::string& file) {
@@ -181,7 +134,7 @@ std::string config_file_of(const std::string& path) {
 
 /// fr.locations from fr.config_file: the text read once (only when a finding has a pointer), each
 /// pointer located in it; a config's parse error at the line and column it names.
-void locate_findings(FileResult& fr) {
+void locate_findings(CheckFileResult& fr) {
   fr.locations.assign(fr.findings.size(), std::nullopt);
   if (fr.config_file.empty()) return;
   std::optional<std::string> text;
@@ -202,7 +155,7 @@ void locate_findings(FileResult& fr) {
   }
 }
 
-/// FileResult::fit of a fit.
+/// CheckFileResult::fit of a fit.
 std::string fit_answer(const Fit& f) {
   if (f.refused) return "refused";
   if (!f.decided) return "not_decided";
@@ -222,9 +175,9 @@ PlanRequest check_request(const CheckOptions& opt, const PlanOptions& plan_opt) 
 /// --max-model-len past its max_position_embeddings) stops the run when `first` (nothing is printed
 /// yet: a flag wrong for every file is one error line), and is this file's failure (exit 1)
 /// otherwise, so that the results already printed stay a whole document.
-FileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptions plan_opt, bool first) {
+CheckFileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptions plan_opt, bool first) {
   const bool locate = opt.effective_format() == "github";
-  FileResult fr;
+  CheckFileResult fr;
   fr.path = path;
   plan_opt.config = path;
   try {
@@ -265,158 +218,6 @@ FileResult check_one(const std::string& path, const CheckOptions& opt, PlanOptio
   if (locate) locate_findings(fr);
   return fr;
 }
-
-/// {"schema", "tool_version", "files": [...], "exit_code": N} written one file at a time, with the
-/// bytes dump_json() gives for the whole object. Nothing is written before the first file.
-class JsonFilesStream {
- public:
-  explicit JsonFilesStream(std::ostream& out) : out_(out) {}
-  void file(const ojson& f) {
-    out_ << (files_ == 0 ? json_document_head() + "  \"files\": [\n    " : std::string(",\n    "))
-         << dump_json_nested(f, 2);
-    ++files_;
-  }
-  void close(int exit_code) {
-    if (files_ == 0) out_ << json_document_head() << "  \"files\": [],\n";
-    else out_ << "\n  ],\n";
-    out_ << "  \"exit_code\": " << exit_code << "\n}\n";
-  }
-
- private:
-  std::ostream& out_;
-  std::size_t files_ = 0;
-};
-
-/// The output of check (without --matrix) in one format, written file by file.
-class CheckPrinter {
- public:
-  CheckPrinter(std::string format, std::ostream& out, std::ostream& err)
-      : format_(std::move(format)), out_(out), err_(err), json_(out) {}
-
-  void file(const FileResult& r) {
-    ++files_;
-    failed_ += r.code != 0;
-    if (format_ == "json") {
-      json_.file(file_json(r));
-    } else if (format_ == "markdown") {
-      if (files_ == 1) out_ << render_check_markdown_head();
-      out_ << render_check_markdown_row(
-          {r.path, r.code, r.planned ? r.family + " on " + r.target + ", " + r.kv_cache_dtype : "", r.findings});
-    } else if (format_ == "github") {
-      for (std::size_t i = 0; i < r.findings.size(); ++i) {
-        const Finding& f = r.findings[i];
-        // With a location, the file that holds it: a directory's config.json.
-        const auto* loc = i < r.locations.size() && r.locations[i] ? &*r.locations[i] : nullptr;
-        out_ << "::" << (f.severity == Severity::error ? "error" : "warning")
-             << " file=" << gh_escape_property(printable(loc ? r.config_file : r.path));
-        if (loc) out_ << ",line=" << std::to_string(loc->line) << ",col=" << std::to_string(loc->column);
-        out_ << ",title=" << gh_escape_property("mla-plan " + printable(f.id))
-             << "::" << gh_escape_data(printable(f.message))
-             << (f.fix.empty() ? "" : gh_escape_data(" (fix: " + printable(f.fix) + ")")) << "\n";
-      }
-    } else {
-      out_ << (r.code == 0 ? "PASS " : "FAIL ") << printable(r.path);
-      if (r.code != 0) out_ << " (exit " << r.code << ")";
-      if (r.planned) {
-        out_ << "  [" << printable(r.family) << " on " << printable(r.target) << ", " << printable(r.kv_cache_dtype)
-             << "]";
-      }
-      out_ << "\n";
-      for (const auto& f : r.findings) {
-        out_ << "  " << to_string(f.severity) << " [" << printable(f.id) << "]: " << printable(f.message) << "\n";
-        if (!f.fix.empty()) out_ << "    fix: " << printable(f.fix) << "\n";
-      }
-    }
-  }
-
-  void finish(int overall) {
-    if (format_ == "json") {
-      json_.close(overall);
-    } else if (format_ == "markdown") {
-      if (files_ == 0) out_ << render_check_markdown_head();
-      out_ << render_check_markdown_tail(files_ - failed_, files_);
-    } else if (format_ == "github") {
-      err_ << "mla-plan check: " << files_ - failed_ << " passed, " << failed_ << " failed\n";
-    } else {
-      out_ << files_ - failed_ << " of " << files_ << " configs passed\n";
-    }
-  }
-
- private:
-  static ojson file_json(const FileResult& r) {
-    ojson f = {{"config", r.path}, {"status", r.code == 0 ? "pass" : "fail"}, {"exit_code", r.code}};
-    ojson fs = ojson::array();
-    for (const auto& x : r.findings) fs.push_back(finding_json(x));
-    f["findings"] = std::move(fs);
-    if (r.planned) {
-      f["family"] = r.family;
-      f["target"] = r.target;
-      f["kv_cache_dtype"] = r.kv_cache_dtype;
-      f["global_bytes_per_token"] = {{"rows", r.global_rows}, {"pages", r.global_pages}};
-      if (!r.fit.empty()) f["fit"] = r.fit;
-      if (r.concurrency) {
-        f["maximum_concurrency"] = *r.concurrency;
-        f["gpu_kv_cache_tokens"] = *r.kv_tokens;
-        f["max_model_len"] = *r.max_model_len;
-        f["weights_bytes_per_gpu"] = *r.weights_bytes;
-      }
-    }
-    return f;
-  }
-
-  std::string format_;
-  std::ostream& out_;
-  std::ostream& err_;
-  JsonFilesStream json_;
-  std::size_t files_ = 0;
-  std::size_t failed_ = 0;
-};
-
-/// The width of the matrix's backend column: the longest backend_title() of the catalogue, so
-/// that every table has the same columns whatever backends its cells run.
-int backend_column_width() {
-  static const int width = [] {
-    std::size_t w = 7;  // "backend"
-    for (const auto& b : backend_catalogue()) w = std::max(w, backend_title(b.id).size());
-    return static_cast<int>(w);
-  }();
-  return width;
-}
-
-/// The line of one matrix cell (without its newline): `result` is the fit of a supported cell,
-/// or "[N]", the number of its reason in the legend below the table.
-std::string matrix_line(std::string_view gpu, const std::string& dtype, std::int64_t tp, std::int64_t dp,
-                        const std::string& backend, bool supported, const std::string& result) {
-  char line[512];
-  std::snprintf(line, sizeof line, "  %-14s %-14s %4lld %4lld  %-*s  %s ", std::string(gpu).c_str(), dtype.c_str(),
-                static_cast<long long>(tp), static_cast<long long>(dp), backend_column_width(),
-                backend.empty() ? "-" : backend.c_str(), supported ? "yes" : "no ");
-  return line + printable(result);
-}
-
-/// The distinct reasons of one config's matrix, numbered in order of first appearance.
-class ReasonLegend {
- public:
-  /// The index (0-based) of `reason`, added when new.
-  std::size_t id(const std::string& reason) {
-    const auto it = std::find(reasons_.begin(), reasons_.end(), reason);
-    if (it != reasons_.end()) return static_cast<std::size_t>(it - reasons_.begin());
-    reasons_.push_back(reason);
-    return reasons_.size() - 1;
-  }
-  const std::vector<std::string>& reasons() const { return reasons_; }
-  /// "  reasons:\n  [1] text\n..." ("" when no cell has one).
-  std::string text() const {
-    if (reasons_.empty()) return {};
-    std::string o = "  reasons:\n";
-    for (std::size_t i = 0; i < reasons_.size(); ++i)
-      o += "  [" + std::to_string(i + 1) + "] " + printable(reasons_[i]) + "\n";
-    return o;
-  }
-
- private:
-  std::vector<std::string> reasons_;
-};
 
 /// A config of the matrix as read before anything is planned: the config, or why it could not
 /// be read.
@@ -466,67 +267,15 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt,
               JsonFilesStream* json) {
   const std::string& path = in.path;
   if (in.error) {
-    const Error& e = *in.error;
-    if (json) {
-      json->file({{"config", path}, {"exit_code", exit_code(e.kind())}, {"error", e.what()}});
-    } else {
-      out << printable(path) << ": " << printable(e.what()) << "\n";
-    }
-    return exit_code(e.kind());
+    print_matrix_error(path, *in.error, out, json);
+    return exit_code(in.error->kind());
   }
   const ModelConfig& cfg = *in.config;
   std::vector<MatrixLayout> matrix_layouts;
   for (const auto& [tp, dp] : layouts) matrix_layouts.push_back(MatrixLayout{tp, dp});
   const ConfigMatrix m = plan_matrix(cfg, check_request(opt, opt.plan), matrix_layouts);
-  ojson cells = ojson::array();
-  ReasonLegend legend;
-  std::string table;
-  if (!json) {
-    char line[512];
-    std::snprintf(line, sizeof line, "  %-14s %-14s %4s %4s  %-*s  %s\n", "gpu", "kv dtype", "TP", "DP",
-                  backend_column_width(), "backend", "result");
-    table = printable(path) + "\n" + line;
-  }
-  for (const MatrixCell& c : m.cells) {
-    std::optional<std::size_t> reason_id;
-    if (!c.supported) reason_id = legend.id(c.result);
-    if (json) {
-      cells.push_back({{"gpu", c.gpu},
-                       {"kv_cache_dtype", c.kv_cache_dtype},
-                       {"tensor_parallel_size", c.tensor_parallel_size},
-                       {"data_parallel_size", c.data_parallel_size},
-                       {"enable_expert_parallel", opt.plan.fit.enable_expert_parallel},
-                       {"backend", c.backend ? ojson(std::string(backend_info(*c.backend).key)) : ojson(nullptr)},
-                       {"supported", c.supported},
-                       {"exit_code", c.exit_code},
-                       {"maximum_concurrency", c.maximum_concurrency},
-                       {"weights_bytes_per_gpu", c.weights_bytes_per_gpu},
-                       {"reason", c.supported ? "" : c.result},
-                       {"reason_id", reason_id ? ojson(*reason_id) : ojson(nullptr)}});
-    } else {
-      table += matrix_line(c.gpu, c.kv_cache_dtype, c.tensor_parallel_size, c.data_parallel_size,
-                           c.backend ? backend_title(*c.backend, cfg.family) : std::string(), c.supported,
-                           reason_id ? "[" + std::to_string(*reason_id + 1) + "]" : c.result) +
-               "\n";
-    }
-  }
-  // An incomplete checkpoint: the cells are planned with the config's weights, and the file fails
-  // (exit 2) saying why, as plan and check do.
-  const std::optional<Finding>& incomplete = m.incomplete;
-  const int code = m.exit_code;
-  if (json) {
-    ojson file = {{"config", path}, {"exit_code", code}, {"matrix", std::move(cells)}, {"reasons", legend.reasons()}};
-    if (incomplete) file["error"] = incomplete->message + " (fix: " + incomplete->fix + ")";
-    json->file(file);
-  } else {
-    out << table << legend.text();
-    if (incomplete) {
-      out << "  error [" << incomplete->id << "]: " << printable(incomplete->message)
-          << "\n    fix: " << printable(incomplete->fix) << "\n";
-    }
-    out << "\n";
-  }
-  return code;
+  print_config_matrix(path, cfg.family, m, opt.plan.fit.enable_expert_parallel, out, json);
+  return m.exit_code;
 }
 
 /// check --matrix: every config read (and the layer rows counted), then each config's matrix
@@ -644,7 +393,7 @@ int run_check(const CheckOptions& opt, std::ostream& out, std::ostream& err) {
   int overall = 0;
   bool first = true;
   for (const auto& path : opt.configs) {
-    const FileResult r = check_one(path, opt, plan_opt, first);
+    const CheckFileResult r = check_one(path, opt, plan_opt, first);
     first = false;
     overall = combine_exit_codes(overall, r.code);
     printer.file(r);
