@@ -473,6 +473,43 @@ TEST_CASE("verify on several devices: one thread each, results in listed order, 
   }
 }
 
+TEST_CASE("verify on one device: on this thread, the report of the device alone, its Error escapes",
+          "[verify][devices]") {
+  const auto cfg = released("deepseek-v4.1-flash.json");
+  const auto topo = build_topology(cfg);
+  auto opts = small_batch();
+  opts.kv_cache_dtypes = {"fp8_ds_mla"};
+  std::vector<std::string> progress;
+  opts.progress = [&](const std::string& s) { progress.push_back(s); };
+  const auto caller = std::this_thread::get_id();
+  std::thread::id ran_on;
+  const VerifyDeviceEntry one = entry(0, "device 0", [&] {
+    ran_on = std::this_thread::get_id();
+    return make_host_verify_device();
+  });
+  const auto r = run_verify_device(cfg, topo, one, opts);
+  CHECK(ran_on == caller);
+  REQUIRE(r.devices.size() == 1);
+  CHECK(r.devices[0].label == "device 0");
+  CHECK(r.devices[0].exit_code == 0);
+  CHECK(r.devices[0].report.cells.size() == 3);
+  for (const auto& c : r.devices[0].report.cells) CHECK(c.status == VerifyStatus::pass);
+  CHECK(r.exit_code == 0);
+  // The progress of one GPU, not prefixed with the device's label: 2 lines per cell.
+  CHECK(progress.size() == 6);
+  for (const auto& line : progress) CHECK(line.rfind("verify: ", 0) == 0);
+  // The same cells as run_verify_devices() of the device alone.
+  const auto alone = run_verify_devices(cfg, topo, {one}, opts);
+  REQUIRE(alone.devices.size() == 1);
+  CHECK(alone.devices[0].report.cells.size() == r.devices[0].report.cells.size());
+  CHECK(alone.exit_code == r.exit_code);
+  // A device that cannot be opened: its Error reaches the caller (the CLI's boundary says it).
+  const VerifyDeviceEntry missing = entry(2, "device 2", []() -> std::unique_ptr<VerifyDevice> {
+    throw Error(ErrorKind::no_gpu, "no CUDA device 2 (found 2)");
+  });
+  CHECK_THROWS_WITH(run_verify_device(cfg, topo, missing, opts), "no CUDA device 2 (found 2)");
+}
+
 TEST_CASE("verify of a TP x DP layout: each device one rank, its heads and its DP rank's requests",
           "[verify][devices][ranks]") {
   const auto cfg = released("deepseek-v4.1-flash.json");

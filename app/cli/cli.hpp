@@ -47,7 +47,13 @@ CommandRow command_row(std::string_view name, std::string_view summary, bool run
   row.runs_kernels = runs_kernels;
   row.options_type = &typeid(Options);
   row.make_options = [] { return std::shared_ptr<void>(std::make_shared<Options>()); };
-  row.reset_options = [](void* o) { *static_cast<Options*>(o) = Options{}; };
+  // A new object in the same place, so the flags bound to its members stay bound (no temporary:
+  // GCC 12 at -O3 warns of one holding a std::vector as maybe uninitialized).
+  row.reset_options = [](void* o) {
+    Options* options = static_cast<Options*>(o);
+    std::destroy_at(options);
+    std::construct_at(options);
+  };
   row.setup = [](CLI::App& sub, void* o) { Setup(sub, *static_cast<Options*>(o)); };
   if constexpr (!std::is_null_pointer_v<decltype(Check)>) {
     row.check = [](void* o) { Check(*static_cast<Options*>(o)); };

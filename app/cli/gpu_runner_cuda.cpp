@@ -98,54 +98,31 @@ int verify_on_gpus(const VerifyCliOptions& opt, const ModelConfig& cfg, const To
 
   check_device_count(indices.size(), vo, ranks);  // --device all: the devices there are
   std::vector<VerifyGpuInfo> gpus;
-  VerifyMultiReport multi;
-  if (indices.size() == 1) {
-    // One device: on this thread, as verify always ran (an Error escapes to the CLI's boundary).
-    const LocalGpu gpu = open_local_gpu(indices.front(), "verify", err);
+  std::map<int, LocalGpu> opened;
+  std::map<int, int> seen;
+  std::vector<VerifyDeviceEntry> entries;
+  for (const int index : indices) {
+    auto it = opened.find(index);
+    if (it == opened.end()) it = opened.emplace(index, open_local_gpu(index, "verify", err)).first;
+    const LocalGpu& gpu = it->second;
     gpus.push_back(gpu_info(gpu));
-    const auto t0 = std::chrono::steady_clock::now();
-    std::unique_ptr<VerifyDevice> device = open_verify_device(indices.front());
-    VerifyDeviceReport d;
-    d.index = gpu.info.index;
-    d.name = gpu.info.name;
-    d.label = "device " + std::to_string(d.index);
+    VerifyDeviceEntry e;
+    e.index = index;
+    e.name = gpu.info.name;
+    const int n = ++seen[index];
+    e.label = "device " + std::to_string(index) + (n > 1 ? " #" + std::to_string(n) : "");
+    e.target = gpu.target;
+    e.open = [index] { return open_verify_device(index); };
     if (ranks > 1) {
-      d.rank = verify_rank(vo, 0);
-      d.report = run_verify(cfg, topo, gpu.target, *device, verify_rank_options(cfg, vo, 0));
-    } else {
-      d.report = run_verify(cfg, topo, gpu.target, *device, vo);
+      e.rank = static_cast<std::int64_t>(entries.size());
+      if (indices.size() > 1) e.label += " (rank " + std::to_string(*e.rank) + ")";
     }
-    d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    d.exit_code = d.report.exit_code;
-    d.exit_message = d.report.exit_message;
-    multi.exit_code = d.exit_code;
-    multi.exit_message = d.exit_message;
-    multi.devices.push_back(std::move(d));
-  } else {
-    // Several: one thread per listed device (run_verify_devices), each with its own VerifyDevice.
-    std::map<int, LocalGpu> opened;
-    std::map<int, int> seen;
-    std::vector<VerifyDeviceEntry> entries;
-    for (const int index : indices) {
-      auto it = opened.find(index);
-      if (it == opened.end()) it = opened.emplace(index, open_local_gpu(index, "verify", err)).first;
-      const LocalGpu& gpu = it->second;
-      gpus.push_back(gpu_info(gpu));
-      VerifyDeviceEntry e;
-      e.index = index;
-      e.name = gpu.info.name;
-      const int n = ++seen[index];
-      e.label = "device " + std::to_string(index) + (n > 1 ? " #" + std::to_string(n) : "");
-      e.target = gpu.target;
-      e.open = [index] { return open_verify_device(index); };
-      if (ranks > 1) {
-        e.rank = static_cast<std::int64_t>(entries.size());
-        e.label += " (rank " + std::to_string(*e.rank) + ")";
-      }
-      entries.push_back(std::move(e));
-    }
-    multi = run_verify_devices(cfg, topo, entries, vo);
+    entries.push_back(std::move(e));
   }
+  // One device: on this thread, as verify always ran (an Error escapes to the CLI's boundary);
+  // several: one thread each, each with its own VerifyDevice.
+  const VerifyMultiReport multi = entries.size() == 1 ? run_verify_device(cfg, topo, entries.front(), vo)
+                                                      : run_verify_devices(cfg, topo, entries, vo);
 
   if (opt.json) {
     out << verify_json(opt.config, gpus, multi, opt.decode_mode);

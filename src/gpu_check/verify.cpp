@@ -634,6 +634,32 @@ VerifyOptions verify_rank_options(const ModelConfig& cfg, const VerifyOptions& o
   return o;
 }
 
+VerifyMultiReport run_verify_device(const ModelConfig& cfg, const Topology& topo, const VerifyDeviceEntry& device,
+                                    const VerifyOptions& options) {
+  VerifyDeviceReport d;
+  d.index = device.index;
+  d.name = device.name;
+  d.label = device.label.empty() ? "device " + std::to_string(device.index) : device.label;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!device.open) throw_internal("verify: " + d.label + " has no way to open it");
+  std::unique_ptr<VerifyDevice> opened = device.open();
+  if (!opened) throw_internal("verify: " + d.label + " opened as nothing");
+  if (device.rank) {
+    d.rank = verify_rank(options, *device.rank);
+    d.report = run_verify(cfg, topo, device.target, *opened, verify_rank_options(cfg, options, *device.rank));
+  } else {
+    d.report = run_verify(cfg, topo, device.target, *opened, options);
+  }
+  d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  d.exit_code = d.report.exit_code;
+  d.exit_message = d.report.exit_message;
+  VerifyMultiReport multi;
+  multi.exit_code = d.exit_code;
+  multi.exit_message = d.exit_message;
+  multi.devices.push_back(std::move(d));
+  return multi;
+}
+
 VerifyMultiReport run_verify_devices(const ModelConfig& cfg, const Topology& topo,
                                      const std::vector<VerifyDeviceEntry>& devices, const VerifyOptions& options) {
   // Whatever does not depend on a device fails here, once, on this thread.

@@ -269,6 +269,12 @@ struct VerifyMultiReport {
 /// are prefixed with the entry's label and delivered whole, one at a time (a mutex).
 VerifyMultiReport run_verify_devices(const ModelConfig& cfg, const Topology& topo,
                                      const std::vector<VerifyDeviceEntry>& devices, const VerifyOptions& options);
+/// One device on this thread, as verify runs on one GPU: the report run_verify_devices() gives of
+/// `device` alone, except that its progress lines are not prefixed with its label and an Error
+/// (opening the device, a bad rank, run_verify()'s) escapes to the caller instead of becoming the
+/// device's failure.
+VerifyMultiReport run_verify_device(const ModelConfig& cfg, const Topology& topo, const VerifyDeviceEntry& device,
+                                    const VerifyOptions& options);
 
 /// A device that runs everything on the host (host quantizer, host scheduler, host reference):
 /// for tests of the orchestration. `perturb` may alter a run (to test the FAIL paths). It reports
