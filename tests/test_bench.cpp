@@ -2,6 +2,7 @@
 // with a fake device that returns set timings (the CUDA device is exercised on a GPU only).
 
 #include <catch2/catch.hpp>
+#include <sstream>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -199,4 +200,28 @@ TEST_CASE("bench --json: the document of a report", "[bench][json]") {
   CHECK(r.at("status") == "unsupported");
   CHECK(r.at("reason") == "refused fp8_ds_mla_v4");
   CHECK_FALSE(r.contains("us_per_call"));
+}
+
+TEST_CASE("bench text: the device line, the ceilings and one line per layer type", "[bench]") {
+  const auto cfg = released("deepseek-v4.1-flash.json");
+  const auto topo = build_topology(cfg);
+  BenchOptions o;
+  o.batches = {8};
+  o.run.replays = 7;
+  FakeBenchDevice ok;
+  const auto ran = run_bench(cfg, topo, gpu("h200"), ok, o);
+  const cli::BenchGpuInfo g{1, "Fake H200", "9.0", 132, "sm90"};
+  std::ostringstream text;
+  cli::write_bench_text(text, "v41.json", g, ran, o.run);
+  const std::string t = text.str();
+  CHECK_THAT(t, Catch::StartsWith("mla-plan bench: v41.json on Fake H200 (sm90, 132 SMs), kv " + ran.kv_cache_dtype));
+  CHECK_THAT(t, Catch::Contains(", 7 replays\n"));
+  CHECK_THAT(t, Catch::Contains("ceilings: copy "));
+  CHECK_THAT(t, Catch::Contains("fake matmul"));
+  // The header, one line per row, and the legend line.
+  std::size_t lines = 0;
+  for (char c : t) lines += c == '\n' ? 1 : 0;
+  CHECK(lines >= ran.rows.size() + 3);
+  for (const auto& r : ran.rows) CHECK_THAT(t, Catch::Contains(std::string(to_string(r.shape.type))));
+  CHECK_THAT(t, Catch::Contains("\nus/call: scheduler (split_kv) + decode + combine (split_kv) in one CUDA graph"));
 }

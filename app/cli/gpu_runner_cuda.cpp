@@ -85,12 +85,6 @@ std::vector<int> listed_devices(const DeviceList& d, std::ostream& err) {
   return d.indices.empty() ? std::vector<int>{0} : d.indices;
 }
 
-std::string fixed(double v, int digits) {
-  char b[48];
-  std::snprintf(b, sizeof b, "%.*f", digits, v);
-  return b;
-}
-
 int verify_on_gpus(const VerifyCliOptions& opt, const ModelConfig& cfg, const Topology& topo, VerifyOptions& vo,
                    std::int64_t ranks, std::ostream& out, std::ostream& err) {
   const std::vector<int> indices = listed_devices(opt.device, err);
@@ -140,47 +134,11 @@ int bench_on_gpu(const BenchCliOptions& opt, const ModelConfig& cfg, const Topol
   bo.progress = [&err](const std::string& s) { err << s << "\n" << std::flush; };
   const BenchReport report = run_bench(cfg, topo, gpu.target, *device, bo);
 
+  const BenchGpuInfo info{gpu.info.index, gpu.info.name, gpu.target.cc.str(), gpu.info.sm_count, gpu.target.cc.sm()};
   if (opt.json) {
-    out << bench_json(opt.config, BenchGpuInfo{gpu.info.index, gpu.info.name, gpu.target.cc.str(), gpu.info.sm_count},
-                      report, bo.run);
+    out << bench_json(opt.config, info, report, bo.run);
   } else {
-    out << "mla-plan bench: " << printable(opt.config, kQuotedPathMaxBytes) << " on " << gpu.info.name << " ("
-        << gpu.target.cc.sm() << ", " << gpu.info.sm_count << " SMs), kv " << report.kv_cache_dtype
-        << (report.forced ? " (forced)" : "") << ", " << bo.run.replays << " replays\n";
-    for (const auto& r : report.rules) {
-      if (r.finding.severity == Severity::info) continue;
-      out << "  " << to_string(r.finding.severity) << " [" << r.finding.id << "]: " << printable(r.finding.message)
-          << "\n";
-    }
-    const auto& c = report.ceilings;
-    if (c.copy_gbps > 0) {
-      out << "ceilings: copy " << fixed(c.copy_gbps, 0) << " GB/s (" << c.copy_how << "); matmul "
-          << (c.matmul_tflops > 0 ? fixed(c.matmul_tflops, 1) + " TFLOP/s (" + c.matmul_how + ")" : c.matmul_how)
-          << "\n";
-    }
-    char line[512];
-    std::snprintf(line, sizeof line, "%-8s %6s %4s %5s %-9s %-13s %9s %9s %7s %7s %9s %8s\n", "type", "layers", "h_q",
-                  "b", "rows", "plan", "us/call", "decode us", "TFLOPS", "GB/s", "floor us", "of floor");
-    out << line;
-    for (const auto& r : report.rows) {
-      const auto& s = r.shape;
-      std::string rows = std::to_string(s.topk);
-      if (s.has_extra) rows += '+' + std::to_string(s.extra_topk);  // (not "+" + ...: GCC 12's -Wrestrict at -O3)
-      if (r.ran) {
-        std::snprintf(line, sizeof line, "%-8s %6lld %4d %5d %-9s %-13s %9.1f %9.1f %7.1f %7.0f %9.2f %7.1f%%\n",
-                      std::string(to_string(s.type)).c_str(), static_cast<long long>(s.num_layers), s.h_q, s.b,
-                      rows.c_str(), std::string(to_string(s.mode.mode)).c_str(), r.timing.us_per_call,
-                      r.timing.us_decode, r.tflops, r.gbps, r.floor_us, 100.0 * r.floor_fraction);
-      } else {
-        std::snprintf(line, sizeof line, "%-8s %6lld %4d %5d %-9s %-13s %9s  %s\n",
-                      std::string(to_string(s.type)).c_str(), static_cast<long long>(s.num_layers), s.h_q, s.b,
-                      rows.c_str(), "-", "-", r.reason.c_str());
-      }
-      out << line;
-    }
-    out << "us/call: scheduler (split_kv) + decode + combine (split_kv) in one CUDA graph, L2 flushed before each "
-           "replay, median; decode us: without the scheduler; floor: max(bytes / copy rate, FLOPs / matmul rate)"
-        << (c.matmul_tflops > 0 ? "" : " (bytes only: no matmul rate)") << "\n";
+    write_bench_text(out, opt.config, info, report, bo.run);
   }
   if (report.exit_code != 0) err << "mla-plan: error: " << report.exit_message << "\n";
   return report.exit_code;

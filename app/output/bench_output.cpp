@@ -2,9 +2,12 @@
 
 #include "output/bench_output.hpp"
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <vector>
 
+#include "mlaplan/base/text.hpp"
 #include "output/json_out.hpp"
 
 namespace mlaplan::cli {
@@ -73,6 +76,56 @@ std::string bench_json(const std::string& config, const BenchGpuInfo& gpu, const
   j["rows"] = std::move(rows);
   j["exit_code"] = report.exit_code;
   return dump_json(j);
+}
+
+namespace {
+
+std::string fixed(double v, int digits) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.*f", digits, v);
+  return b;
+}
+
+}  // namespace
+
+void write_bench_text(std::ostream& out, const std::string& config, const BenchGpuInfo& gpu, const BenchReport& report,
+                      const BenchRunOptions& run) {
+  out << "mla-plan bench: " << printable(config, kQuotedPathMaxBytes) << " on " << gpu.name << " (" << gpu.arch << ", "
+      << gpu.num_sms << " SMs), kv " << report.kv_cache_dtype << (report.forced ? " (forced)" : "") << ", "
+      << run.replays << " replays\n";
+  for (const auto& r : report.rules) {
+    if (r.finding.severity == Severity::info) continue;
+    out << "  " << to_string(r.finding.severity) << " [" << r.finding.id << "]: " << printable(r.finding.message)
+        << "\n";
+  }
+  const auto& c = report.ceilings;
+  if (c.copy_gbps > 0) {
+    out << "ceilings: copy " << fixed(c.copy_gbps, 0) << " GB/s (" << c.copy_how << "); matmul "
+        << (c.matmul_tflops > 0 ? fixed(c.matmul_tflops, 1) + " TFLOP/s (" + c.matmul_how + ")" : c.matmul_how) << "\n";
+  }
+  char line[512];
+  std::snprintf(line, sizeof line, "%-8s %6s %4s %5s %-9s %-13s %9s %9s %7s %7s %9s %8s\n", "type", "layers", "h_q",
+                "b", "rows", "plan", "us/call", "decode us", "TFLOPS", "GB/s", "floor us", "of floor");
+  out << line;
+  for (const auto& r : report.rows) {
+    const auto& s = r.shape;
+    std::string rows = std::to_string(s.topk);
+    if (s.has_extra) rows += '+' + std::to_string(s.extra_topk);  // (not "+" + ...: GCC 12's -Wrestrict at -O3)
+    if (r.ran) {
+      std::snprintf(line, sizeof line, "%-8s %6lld %4d %5d %-9s %-13s %9.1f %9.1f %7.1f %7.0f %9.2f %7.1f%%\n",
+                    std::string(to_string(s.type)).c_str(), static_cast<long long>(s.num_layers), s.h_q, s.b,
+                    rows.c_str(), std::string(to_string(s.mode.mode)).c_str(), r.timing.us_per_call, r.timing.us_decode,
+                    r.tflops, r.gbps, r.floor_us, 100.0 * r.floor_fraction);
+    } else {
+      std::snprintf(line, sizeof line, "%-8s %6lld %4d %5d %-9s %-13s %9s  %s\n",
+                    std::string(to_string(s.type)).c_str(), static_cast<long long>(s.num_layers), s.h_q, s.b,
+                    rows.c_str(), "-", "-", r.reason.c_str());
+    }
+    out << line;
+  }
+  out << "us/call: scheduler (split_kv) + decode + combine (split_kv) in one CUDA graph, L2 flushed before each "
+         "replay, median; decode us: without the scheduler; floor: max(bytes / copy rate, FLOPs / matmul rate)"
+      << (c.matmul_tflops > 0 ? "" : " (bytes only: no matmul rate)") << "\n";
 }
 
 }  // namespace mlaplan::cli
