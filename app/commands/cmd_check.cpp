@@ -32,8 +32,6 @@
 
 namespace mlaplan::cli {
 
-using ojson = nlohmann::ordered_json;
-
 namespace {
 const RealRange kGlobalBytesRange{0.0, CheckLimits::max_global_bytes_per_token, false, {}};
 }  // namespace

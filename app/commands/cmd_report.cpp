@@ -17,10 +17,9 @@
 #include "mlaplan/base/text.hpp"
 #include "output/output.hpp"
 #include "report/report.hpp"
+#include "output/json_out.hpp"
 
 namespace mlaplan::cli {
-
-using ojson = nlohmann::ordered_json;
 
 void setup_report(CLI::App& app, ReportOptions& opt) {
   CLI::App* sub = &app;  // created by the command table (cli.cpp) with its name and summary

@@ -14,8 +14,6 @@ namespace mlaplan::cli {
 
 namespace {
 
-using ojson = nlohmann::ordered_json;
-
 ojson row_json(const BenchRow& r) {
   const auto& s = r.shape;
   ojson j = {{"layer_type", std::string(to_string(s.type))},

@@ -16,8 +16,6 @@
 
 namespace mlaplan::cli {
 
-using ojson = nlohmann::ordered_json;
-
 /// What check prints of one file. The file's plan is dropped as soon as this is taken from it,
 /// and this as soon as it is printed: a run over thousands of large configs holds one plan at a
 /// time.

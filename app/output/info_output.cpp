@@ -13,8 +13,6 @@
 
 namespace mlaplan::cli {
 
-using ojson = nlohmann::ordered_json;
-
 void write_gpus(std::ostream& out, bool json) {
   if (json) {
     ojson j = json_document();

@@ -9,6 +9,9 @@
 
 namespace mlaplan::cli {
 
+/// The JSON value every --json writer builds: objects keep their keys in insertion order.
+using ojson = nlohmann::ordered_json;
+
 /// The "schema" of every --json document (defined in app/output/render_json.cpp, the JSON contract's
 /// one translation unit): "mla-plan/3" since a stage's vllm_kv lists only the groups it has layers
 /// in, each with its index, and group_count ("mla-plan/2": the plan's "capacity" became "fit"). The JSON

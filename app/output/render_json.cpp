@@ -12,35 +12,33 @@ namespace mlaplan::cli {
 
 const char* const kJsonSchema = "mla-plan/3";
 
-using json = nlohmann::ordered_json;
-
-json json_document() {
-  json j;
+ojson json_document() {
+  ojson j;
   j["schema"] = kJsonSchema;
   j["tool_version"] = kVersion;
   return j;
 }
 
 std::string json_document_head() {
-  const json head = json_document();
+  const ojson head = json_document();
   std::string o = "{\n";
   for (const auto& [key, value] : head.items()) {
-    o += "  " + dump_json_nested(json(key), 1) + ": " + dump_json_nested(value, 1) + ",\n";
+    o += "  " + dump_json_nested(ojson(key), 1) + ": " + dump_json_nested(value, 1) + ",\n";
   }
   return o;
 }
 
 /// {"prefix_cache", "host_offload", "groups"} of a fit, or null (app/output/render_kv_tiers.cpp).
-json kv_tiers_json(const Fit& f);
+ojson kv_tiers_json(const Fit& f);
 
 namespace {
 
-json opt_int(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
+ojson opt_int(const std::optional<std::int64_t>& v) { return v ? ojson(*v) : ojson(nullptr); }
 
-json model_json(const ModelConfig& c) {
-  json m;
+ojson model_json(const ModelConfig& c) {
+  ojson m;
   m["family"] = std::string(to_string(c.family));
-  m["model_type"] = c.model_type.empty() ? json(nullptr) : json(c.model_type);
+  m["model_type"] = c.model_type.empty() ? ojson(nullptr) : ojson(c.model_type);
   m["composite"] = c.composite;
   m["num_hidden_layers"] = c.num_hidden_layers;
   m["num_draft_layers"] = c.num_draft_layers;
@@ -49,26 +47,26 @@ json model_json(const ModelConfig& c) {
   m["head_dim"] = c.head_dim;
   m["qk_rope_head_dim"] = c.qk_rope_head_dim;
   if (c.family == Family::deepseek_v32) m["kv_lora_rank"] = c.kv_lora_rank;
-  m["sliding_window"] = c.sliding_window > 0 ? json(c.sliding_window) : json(nullptr);
+  m["sliding_window"] = c.sliding_window > 0 ? ojson(c.sliding_window) : ojson(nullptr);
   m["index_topk"] = c.index_topk;
   m["index_n_heads"] = c.index_n_heads;
   m["index_head_dim"] = c.index_head_dim;
   m["max_position_embeddings"] = c.max_position_embeddings;
-  m["dtype"] = c.dtype.empty() ? json(nullptr) : json(c.dtype);
+  m["dtype"] = c.dtype.empty() ? ojson(nullptr) : ojson(c.dtype);
   m["compress_ratios"] = c.compress_ratios;
   if (c.family == Family::deepseek_v41) {
     m["kv_source_layer_ids"] = c.kv_source_layer_ids;
     m["index_source_layer_ids"] = c.index_source_layer_ids;
     m["candidate_source_layer_id"] =
-        c.candidate_source_layer_id >= 0 ? json(c.candidate_source_layer_id) : json(nullptr);
+        c.candidate_source_layer_id >= 0 ? ojson(c.candidate_source_layer_id) : ojson(nullptr);
     m["candidate_topk_blocks"] = c.candidate_topk_blocks;
     m["candidate_block_size"] = c.candidate_block_size;
   }
   return m;
 }
 
-json layer_json(const Layer& l) {
-  json j;
+ojson layer_json(const Layer& l) {
+  ojson j;
   j["index"] = l.index;
   j["compress_ratio"] = l.compress_ratio;
   j["type"] = std::string(to_string(l.type));
@@ -86,10 +84,10 @@ json layer_json(const Layer& l) {
 
 }  // namespace
 
-json schedule_entry_json(const ScheduleEntry& e);
+ojson schedule_entry_json(const ScheduleEntry& e);
 
-json target_json(const Target& t) {
-  json j;
+ojson target_json(const Target& t) {
+  ojson j;
   j["name"] = t.id;
   j["display_name"] = t.name;
   j["compute_capability"] = t.cc.str();
@@ -105,9 +103,9 @@ json target_json(const Target& t) {
   return j;
 }
 
-json backend_json(const Layout& l) {
+ojson backend_json(const Layout& l) {
   const BackendInfo& b = backend_info(l.backend);
-  json j;
+  ojson j;
   j["id"] = std::string(b.key);
   j["vllm_name"] = std::string(backend_vllm_name(l.backend, l.family));
   j["variant"] = std::string(b.variant);
@@ -119,10 +117,10 @@ json backend_json(const Layout& l) {
   return j;
 }
 
-json kernel_shape_json(const KernelShape& s) {
-  json types = json::array();
+ojson kernel_shape_json(const KernelShape& s) {
+  ojson types = ojson::array();
   for (auto t : s.layer_types) types.push_back(std::string(to_string(t)));
-  json j;
+  ojson j;
   j["phase"] = s.phase;
   j["kernel"] = s.kernel;
   j["layer_types"] = std::move(types);
@@ -142,10 +140,10 @@ json kernel_shape_json(const KernelShape& s) {
   return j;
 }
 
-json bpt_json(const BytesPerToken& b) { return json(b.value()); }
+ojson bpt_json(const BytesPerToken& b) { return ojson(b.value()); }
 
-json layout_json(const Layout& l) {
-  json j;
+ojson layout_json(const Layout& l) {
+  ojson j;
   j["block_size"] = l.block_size;
   j["page_states"] = l.page_states;
   j["window_block_size"] = l.window_block_size;
@@ -154,9 +152,9 @@ json layout_json(const Layout& l) {
   j["in_flight_tokens"] = l.in_flight_tokens;
   j["num_speculative_tokens"] = l.num_speculative_tokens;
   j["include_draft_layers"] = l.include_draft_layers;
-  json caches = json::array();
+  ojson caches = ojson::array();
   for (const auto& o : l.objects) {
-    json c;
+    ojson c;
     c["layer"] = o.layer;
     c["kind"] = std::string(to_string(o.kind));
     c["scope"] = std::string(to_string(o.scope));
@@ -175,9 +173,9 @@ json layout_json(const Layout& l) {
     caches.push_back(std::move(c));
   }
   j["caches"] = std::move(caches);
-  json groups = json::array();
+  ojson groups = ojson::array();
   for (const auto& g : l.groups) {
-    json x;
+    ojson x;
     x["page_bytes"] = g.page_bytes;
     x["objects"] = g.objects;
     groups.push_back(std::move(x));
@@ -193,14 +191,14 @@ json layout_json(const Layout& l) {
   return j;
 }
 
-json parallel_json(const Parallelism& p) {
-  json j;
+ojson parallel_json(const Parallelism& p) {
+  ojson j;
   j["tensor_parallel_size"] = p.tensor_parallel_size;
   j["pipeline_parallel_size"] = p.pipeline_parallel_size;
   j["data_parallel_size"] = p.data_parallel_size;
   j["local_query_heads"] = p.local_query_heads;
   j["padded_query_heads"] = p.padded_query_heads;
-  json stages = json::array();
+  ojson stages = ojson::array();
   for (const auto& s : p.stages) {
     stages.push_back({{"index", s.index},
                       {"first_layer", s.first_layer},
@@ -213,16 +211,16 @@ json parallel_json(const Parallelism& p) {
   return j;
 }
 
-json part_bytes_json(const std::array<std::int64_t, kWeightPartCount>& parts) {
-  json j = json::object();
+ojson part_bytes_json(const std::array<std::int64_t, kWeightPartCount>& parts) {
+  ojson j = ojson::object();
   for (std::size_t i = 0; i < kWeightPartCount; ++i) {
     if (parts[i] != 0) j[std::string(to_string(static_cast<WeightPart>(i)))] = parts[i];
   }
   return j;
 }
 
-json budget_json(const Budget& b) {
-  json j;
+ojson budget_json(const Budget& b) {
+  ojson j;
   j["total_bytes"] = b.total_bytes;
   j["total_source"] = std::string(to_string(b.total_source));
   j["total_how"] = b.total_how;
@@ -230,7 +228,7 @@ json budget_json(const Budget& b) {
   j["gpu_memory_utilization_default"] = b.utilization_default;
   j["requested_bytes"] = b.requested_bytes;
   j["explicit_kv_cache_memory_bytes"] = b.explicit_kv_bytes;
-  json terms = json::array();
+  ojson terms = ojson::array();
   for (const auto& t : b.terms) {
     terms.push_back({{"id", t.id},
                      {"bytes", t.bytes},
@@ -244,8 +242,8 @@ json budget_json(const Budget& b) {
   return j;
 }
 
-json vllm_kv_json(const VllmKvConfig& kv) {
-  json j;
+ojson vllm_kv_json(const VllmKvConfig& kv) {
+  ojson j;
   j["planner"] = kVllmKvPlannerName;
   j["bytes_per_block"] = kv.bytes_per_block;
   j["blocks_per_request"] = kv.blocks_per_request;
@@ -255,9 +253,9 @@ json vllm_kv_json(const VllmKvConfig& kv) {
   // ones on every stage would make the document stages x groups long (4096 stages of 4,098
   // groups: 2.6 GB).
   j["group_count"] = kv.group_count();
-  json groups = json::array();
+  ojson groups = ojson::array();
   for (const auto& g : kv.groups) {
-    json specs = json::array();
+    ojson specs = ojson::array();
     for (auto i : g.specs) {
       const auto& s = kv.specs[i];
       specs.push_back({{"layer", s.layer}, {"what", s.what}, {"draft", s.draft}, {"page_bytes", s.page_bytes}});
@@ -272,14 +270,14 @@ json vllm_kv_json(const VllmKvConfig& kv) {
   return j;
 }
 
-json fit_json(const Fit& f) {
-  json j;
+ojson fit_json(const Fit& f) {
+  ojson j;
   j["engine"] = "vLLM " + std::string(kVllmVersion);
   j["fits"] = f.fits;
   j["decided"] = f.decided;
   j["no_backend"] = f.no_backend;
   j["refused"] = f.refused;
-  j["refusal"] = f.refused ? json(f.refusal) : json(nullptr);
+  j["refusal"] = f.refused ? ojson(f.refusal) : ojson(nullptr);
   j["verdict"] = f.verdict;
   j["suggestions"] = f.suggestions;
   const auto& pl = f.placement.layout;
@@ -292,7 +290,7 @@ json fit_json(const Fit& f) {
                  {"engram", std::string(to_string(pl.engram))},
                  {"draft_stages_loaded", pl.load_draft_stages},
                  {"async_scheduling", f.async_scheduling}};
-  json w;
+  ojson w;
   w["source"] = std::string(to_string(f.weights_source));
   w["how"] = f.weights_how;
   w["known"] = f.weights->known;
@@ -306,7 +304,7 @@ json fit_json(const Fit& f) {
   w["params"] = f.weights->main.params;
   w["active_params"] = f.weights->active_params;
   if (f.files) {
-    json mm = json::array();
+    ojson mm = ojson::array();
     for (const auto& m : f.files->mismatches) {
       mm.push_back({{"tensor", m.tensor}, {"what", m.what}, {"contract", m.contract}, {"files", m.files}});
     }
@@ -315,21 +313,21 @@ json fit_json(const Fit& f) {
     w["contract_bytes"] = f.files->contract_bytes;
   }
   if (const auto& ic = f.incomplete_checkpoint) {
-    json missing = json::array();
+    ojson missing = ojson::array();
     for (const auto& m : ic->missing) {
-      json e = {{"file", m.file}, {"why", m.why}};
+      ojson e = {{"file", m.file}, {"why", m.why}};
       if (m.tensors >= 0) e["tensors"] = m.tensors;
       missing.push_back(std::move(e));
     }
-    json c = {{"dir", ic->dir},
-              {"reason", ic->reason},
-              {"missing_count", ic->missing_count},
-              {"expected_files", ic->expected_files},
-              {"missing_tensors", ic->missing_tensors},
-              {"missing", std::move(missing)},
-              {"files", ic->files},
-              {"files_tensors", ic->files_tensors},
-              {"files_bytes", ic->files_bytes}};
+    ojson c = {{"dir", ic->dir},
+               {"reason", ic->reason},
+               {"missing_count", ic->missing_count},
+               {"expected_files", ic->expected_files},
+               {"missing_tensors", ic->missing_tensors},
+               {"missing", std::move(missing)},
+               {"files", ic->files},
+               {"files_tensors", ic->files_tensors},
+               {"files_bytes", ic->files_bytes}};
     if (ic->index_total_size) c["index_total_size"] = *ic->index_total_size;
     c["contract_exact_main_bytes"] = ic->contract_exact_main_bytes;
     w["incomplete_checkpoint"] = std::move(c);
@@ -341,7 +339,7 @@ json fit_json(const Fit& f) {
   j["host_bytes"] = f.placement.host_bytes;
   j["local_query_heads"] = f.placement.local_query_heads;
   j["padded_query_heads"] = f.placement.padded_query_heads;
-  json stages = json::array();
+  ojson stages = ojson::array();
   for (const auto& st : f.stages) {
     const auto& rw = st.weights;
     stages.push_back({{"stage", rw.stage},
@@ -378,8 +376,8 @@ json fit_json(const Fit& f) {
   return j;
 }
 
-json finding_json(const Finding& f) {
-  json j;
+ojson finding_json(const Finding& f) {
+  ojson j;
   j["id"] = f.id;
   j["severity"] = std::string(to_string(f.severity));
   j["message"] = f.message;
@@ -388,13 +386,13 @@ json finding_json(const Finding& f) {
   return j;
 }
 
-std::string dump_json(const json& j) {
-  return json_printable(j.dump(2, ' ', false, json::error_handler_t::replace)) + "\n";
+std::string dump_json(const ojson& j) {
+  return json_printable(j.dump(2, ' ', false, ojson::error_handler_t::replace)) + "\n";
 }
 
-std::string dump_json_nested(const json& j, int depth) {
+std::string dump_json_nested(const ojson& j, int depth) {
   // JSON strings hold no raw newline, so every newline of the dump is one between lines.
-  const std::string text = json_printable(j.dump(2, ' ', false, json::error_handler_t::replace));
+  const std::string text = json_printable(j.dump(2, ' ', false, ojson::error_handler_t::replace));
   const std::string indent(static_cast<std::size_t>(2 * depth), ' ');
   std::string o;
   o.reserve(text.size() + text.size() / 8);
@@ -405,25 +403,25 @@ std::string dump_json_nested(const json& j, int depth) {
   return o;
 }
 
-json findings_json(const std::vector<Finding>& findings) {
-  json arr = json::array();
+ojson findings_json(const std::vector<Finding>& findings) {
+  ojson arr = ojson::array();
   for (const auto& f : findings) arr.push_back(finding_json(f));
   return arr;
 }
 
 std::string render_plan_json(const PlanResult& r) {
-  json j = json_document();
+  ojson j = json_document();
   j["config"] = r.config.source;
   j["model"] = model_json(r.config);
-  json layers = json::array();
+  ojson layers = ojson::array();
   for (const auto& l : r.topology.layers) layers.push_back(layer_json(l));
   j["layers"] = std::move(layers);
-  json types = json::array();
+  ojson types = ojson::array();
   for (auto t : r.topology.types_present) types.push_back(std::string(to_string(t)));
   j["layer_types"] = std::move(types);
-  json runs = json::array();
+  ojson runs = ojson::array();
   for (const auto& run : r.topology.runs) {
-    json x;
+    ojson x;
     x["first"] = run.first;
     x["last"] = run.last;
     x["type"] = std::string(to_string(run.type));
@@ -438,7 +436,7 @@ std::string render_plan_json(const PlanResult& r) {
     j["kv_cache_dtype"] = std::string(to_string(r.layout->kv_cache_dtype));
     j["backend"] = backend_json(*r.layout);
     j["layout"] = layout_json(*r.layout);
-    json shapes = json::array();
+    ojson shapes = ojson::array();
     for (const auto& s : r.kernel_shapes) shapes.push_back(kernel_shape_json(s));
     j["kernel_shapes"] = std::move(shapes);
     j["parallel"] = parallel_json(r.layout->parallel);
@@ -472,7 +470,7 @@ std::string render_plan_json(const PlanResult& r) {
   // The sparse indexer's transient prefill workspace (docs/prefill.md); null where the fit has no
   // KV cache to compare it with or the model has no indexer.
   if (const auto& p = r.prefill) {
-    json indexer_layers = json::array();
+    ojson indexer_layers = ojson::array();
     for (const auto& l : p->shape.layers) {
       indexer_layers.push_back({{"first_layer", l.layer},
                                 {"layers", l.layers},
@@ -506,7 +504,7 @@ std::string render_plan_json(const PlanResult& r) {
   // --decode-context-parallel-size > 1: the KV cache per rank next to plain TP and DP attention.
   if (r.fit && r.fit->context_parallel) {
     const ContextParallelFit& cp = *r.fit->context_parallel;
-    json options = json::array();
+    ojson options = ojson::array();
     for (const auto& x : cp.options) {
       options.push_back({{"label", x.label},
                          {"tensor_parallel_size", x.tensor_parallel_size},
@@ -530,10 +528,10 @@ std::string render_plan_json(const PlanResult& r) {
   } else {
     j["context_parallel"] = nullptr;
   }
-  json schedules = json::array();
+  ojson schedules = ojson::array();
   for (const auto& s : r.schedules) {
     ScheduleEntry e{std::string(to_string(s.type)), s.input, s.plan};
-    json x = schedule_entry_json(e);
+    ojson x = schedule_entry_json(e);
     x["num_layers"] = s.num_layers;
     x["topk"] = s.topk;
     x["page_block_size"] = s.page_block_size;
@@ -548,7 +546,7 @@ std::string render_plan_json(const PlanResult& r) {
   j["schedules"] = std::move(schedules);
   j["findings"] = findings_json(r.findings);
   j["exit_code"] = r.exit_code;
-  json warnings = json::array();
+  ojson warnings = ojson::array();
   for (const auto& f : r.findings) {
     if (f.severity == Severity::warning) warnings.push_back(f.message);
   }
@@ -560,10 +558,10 @@ std::string render_plan_json(const PlanResult& r) {
 
 namespace mlaplan::cli {
 
-json schedule_entry_json(const ScheduleEntry& e) {
+ojson schedule_entry_json(const ScheduleEntry& e) {
   const auto& p = e.plan;
-  json j;
-  j["layer_type"] = e.layer_type.empty() ? json(nullptr) : json(e.layer_type);
+  ojson j;
+  j["layer_type"] = e.layer_type.empty() ? ojson(nullptr) : ojson(e.layer_type);
   j["kernel"] = std::string(to_string(p.kernel));
   j["num_sm_parts"] = p.params.num_sm_parts;
   j["fixed_overhead"] = p.params.fixed_overhead;
@@ -577,7 +575,7 @@ json schedule_entry_json(const ScheduleEntry& e) {
   j["records"] = p.records;
   j["num_splits"] = p.num_splits;
   j["blocks"] = p.blocks;
-  json splits = json::array();
+  ojson splits = ojson::array();
   for (std::size_t i = 0; i + 1 < p.num_splits.size(); ++i) splits.push_back(p.num_splits[i + 1] - p.num_splits[i]);
   j["splits_per_request"] = std::move(splits);
   j["idle_partitions"] = p.idle_partitions;
@@ -591,8 +589,8 @@ json schedule_entry_json(const ScheduleEntry& e) {
 }
 
 std::string render_schedules_json(const std::vector<ScheduleEntry>& entries) {
-  json j = json_document();
-  json arr = json::array();
+  ojson j = json_document();
+  ojson arr = ojson::array();
   for (const auto& e : entries) arr.push_back(schedule_entry_json(e));
   j["schedules"] = std::move(arr);
   return dump_json(j);

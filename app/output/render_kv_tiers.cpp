@@ -127,7 +127,6 @@ std::string render_kv_tiers_text(const PlanResult& r, bool details) {
 }
 
 nlohmann::ordered_json kv_tiers_json(const Fit& f) {
-  using ojson = nlohmann::ordered_json;  // (not `json`: render_json.cpp declares one here, seen in a unity build)
   if (!f.prefix_cache || !f.host_offload) return nullptr;
   const PrefixCachePlan& pc = *f.prefix_cache;
   const HostOffloadPlan& ho = *f.host_offload;

@@ -14,8 +14,6 @@ namespace mlaplan::cli {
 
 namespace {
 
-using ojson = nlohmann::ordered_json;
-
 std::string sci(double v) { return format_scientific(v, 2); }
 
 std::string mode_name(const std::optional<DecodeMode>& m) { return m ? std::string(to_string(*m)) : std::string(); }

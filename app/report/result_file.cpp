@@ -10,10 +10,9 @@
 #include "mlaplan/base/input_file.hpp"
 #include "mlaplan/base/text.hpp"
 #include "report/report.hpp"
+#include "output/json_out.hpp"
 
 namespace mlaplan::cli {
-
-using ojson = nlohmann::ordered_json;
 
 namespace {
 
