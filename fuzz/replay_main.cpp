@@ -7,14 +7,14 @@
 // failure too, naming the input and the count; the most any input made is printed. A fuzz target
 // runs millions of inputs under AddressSanitizer, whose allocator is most of its cost: a change
 // that multiplies the allocations of one input divides the target's executions per second (the
-// budgets in fuzz/CMakeLists.txt, docs/fuzzing.md). Counted in builds without a sanitizer only
-// (where the sanitizer's own operator new stays in place, the budget is not checked).
+// budgets in fuzz/CMakeLists.txt, docs/fuzzing.md). Counted by the unit tests' operator new
+// (tests/heap_counter.hpp), in builds without a sanitizer only (where the sanitizer's own
+// operator new stays in place, the budget is not checked).
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <new>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -22,35 +22,9 @@
 #include <system_error>
 #include <vector>
 
+#include "heap_counter.hpp"
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
-
-#if defined(__SANITIZE_ADDRESS__)
-#define MLAPLAN_REPLAY_COUNTS_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define MLAPLAN_REPLAY_COUNTS_ALLOCATIONS 0
-#endif
-#endif
-#ifndef MLAPLAN_REPLAY_COUNTS_ALLOCATIONS
-#define MLAPLAN_REPLAY_COUNTS_ALLOCATIONS 1
-#endif
-
-namespace {
-std::uint64_t g_allocations = 0;  // operator new calls so far (this program has one thread)
-}  // namespace
-
-#if MLAPLAN_REPLAY_COUNTS_ALLOCATIONS
-void* operator new(std::size_t n) {
-  ++g_allocations;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) { return ::operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-#endif
 
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
@@ -95,15 +69,15 @@ int main(int argc, char** argv) {
     }
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::fprintf(stderr, "replay: %s (%zu bytes)\n", f.c_str(), bytes.size());
-    const std::uint64_t before = g_allocations;
+    const heap_counter::Scope scope;
     (void)LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
-    const std::uint64_t made = g_allocations - before;
+    const std::uint64_t made = scope.totals().allocations;
     if (made > most) {
       most = made;
       most_file = f.string();
     }
   }
-  if (MLAPLAN_REPLAY_COUNTS_ALLOCATIONS) {
+  if (heap_counter::counting()) {
     std::printf("replay: at most %llu heap allocations for one input (%s)\n", static_cast<unsigned long long>(most),
                 most_file.c_str());
     if (max_allocations > 0 && most > max_allocations) {

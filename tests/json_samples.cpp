@@ -169,7 +169,8 @@ void bench_one(const std::string& name, const std::string& config, const std::st
   const auto topo = build_topology(cfg);
   const Target t = gpu(target);
   const BenchReport r = run_bench(cfg, topo, t, device, options);
-  write(name, cli::bench_json(config, cli::BenchGpuInfo{0, "Fake " + t.name, t.cc.str(), t.num_sms}, r, options.run));
+  write(name, cli::bench_json(config, cli::BenchGpuInfo{0, "Fake " + t.name, t.cc.str(), t.num_sms, t.cc.sm()}, r,
+                              options.run));
 }
 
 void bench_samples() {

@@ -178,7 +178,7 @@ TEST_CASE("bench --json: the document of a report", "[bench][json]") {
   const auto refused = run_bench(cfg, topo, gpu("h200"), dev, o);
   FakeBenchDevice ok;
   const auto ran = run_bench(cfg, topo, gpu("h200"), ok, o);
-  const cli::BenchGpuInfo g{1, "Fake H200", "9.0", 132};
+  const cli::BenchGpuInfo g{1, "Fake H200", "9.0", 132, "sm90"};
   const auto j = nlohmann::ordered_json::parse(cli::bench_json("v41.json", g, ran, o.run));
   CHECK(j.begin().key() == "schema");
   CHECK(j.at("schema") == "mla-plan/3");
