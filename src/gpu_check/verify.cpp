@@ -634,6 +634,22 @@ VerifyOptions verify_rank_options(const ModelConfig& cfg, const VerifyOptions& o
   return o;
 }
 
+namespace {
+
+/// Opens `device` and runs verify on it with `options` (the rank's, for a rank) into `r`: its
+/// report, exit code and message. What opening it or run_verify() throws escapes.
+void verify_on(const ModelConfig& cfg, const Topology& topo, const VerifyDeviceEntry& device,
+               const VerifyOptions& options, VerifyDeviceReport& r) {
+  if (!device.open) throw_internal("verify: " + r.label + " has no way to open it");
+  std::unique_ptr<VerifyDevice> opened = device.open();
+  if (!opened) throw_internal("verify: " + r.label + " opened as nothing");
+  r.report = run_verify(cfg, topo, device.target, *opened, options);
+  r.exit_code = r.report.exit_code;
+  r.exit_message = r.report.exit_message;
+}
+
+}  // namespace
+
 VerifyMultiReport run_verify_device(const ModelConfig& cfg, const Topology& topo, const VerifyDeviceEntry& device,
                                     const VerifyOptions& options) {
   VerifyDeviceReport d;
@@ -641,18 +657,13 @@ VerifyMultiReport run_verify_device(const ModelConfig& cfg, const Topology& topo
   d.name = device.name;
   d.label = device.label.empty() ? "device " + std::to_string(device.index) : device.label;
   const auto t0 = std::chrono::steady_clock::now();
-  if (!device.open) throw_internal("verify: " + d.label + " has no way to open it");
-  std::unique_ptr<VerifyDevice> opened = device.open();
-  if (!opened) throw_internal("verify: " + d.label + " opened as nothing");
   if (device.rank) {
     d.rank = verify_rank(options, *device.rank);
-    d.report = run_verify(cfg, topo, device.target, *opened, verify_rank_options(cfg, options, *device.rank));
+    verify_on(cfg, topo, device, verify_rank_options(cfg, options, *device.rank), d);
   } else {
-    d.report = run_verify(cfg, topo, device.target, *opened, options);
+    verify_on(cfg, topo, device, options, d);
   }
   d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  d.exit_code = d.report.exit_code;
-  d.exit_message = d.report.exit_message;
   VerifyMultiReport multi;
   multi.exit_code = d.exit_code;
   multi.exit_message = d.exit_message;
@@ -701,12 +712,7 @@ VerifyMultiReport run_verify_devices(const ModelConfig& cfg, const Topology& top
       r.exit_message = what;
     };
     try {
-      if (!devices[i].open) throw_internal("verify: " + r.label + " has no way to open it");
-      std::unique_ptr<VerifyDevice> device = devices[i].open();
-      if (!device) throw_internal("verify: " + r.label + " opened as nothing");
-      r.report = run_verify(cfg, topo, devices[i].target, *device, per_device[i]);
-      r.exit_code = r.report.exit_code;
-      r.exit_message = r.report.exit_message;
+      verify_on(cfg, topo, devices[i], per_device[i], r);
     } catch (const Error& e) {
       fail(exit_code(e.kind()), e.what());
     } catch (const std::exception& e) {
