@@ -381,9 +381,7 @@ Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& t
                    Strictness strictness) {
   const LayoutResolution resolution = resolve_layout_options(cfg, topo, target, options);
   if (strictness == Strictness::strict) throw_on_error(resolution.checks);
-  for (const auto& c : resolution.checks) {
-    if (c.finding.severity == Severity::error && c.kind == ErrorKind::usage) throw Error(c.kind, c.finding.message);
-  }
+  throw_first_usage_error(resolution.checks);
   return plan_layout(cfg, topo, target, resolution);
 }
 

@@ -406,9 +406,7 @@ VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Targ
   LayoutOptions base = options.layout;
   base.kv_cache_dtype = "auto";
   report.rules = evaluate_rules(cfg, topo, target, RuleOptions{options.dtype, base});
-  for (const auto& r : report.rules) {
-    if (r.finding.severity == Severity::error && r.kind == ErrorKind::usage) throw_usage(r.finding.message);
-  }
+  throw_first_usage_error(report.rules);
   // Rules that do not depend on the kv dtype make every cell unsupported.
   std::string config_reason;
   for (const auto& r : report.rules) {

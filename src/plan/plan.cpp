@@ -553,9 +553,7 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   // The request is resolved once: the rules' resolution is what the layout, the placement, the
   // budget and the fit are built from. A usage error stops the plan here and nowhere else.
   RulesVerdict verdict = judge_request(config, topology, p.target, RuleOptions{req.dtype, layout_options});
-  for (const auto& rr : verdict.results) {
-    if (rr.finding.severity == Severity::error && rr.kind == ErrorKind::usage) throw_usage(rr.finding.message);
-  }
+  throw_first_usage_error(verdict.results);
   p.rules = std::move(verdict.results);
   p.kernel_shapes = std::move(verdict.shapes);
   p.findings = config.findings;

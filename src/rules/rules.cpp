@@ -924,9 +924,7 @@ int rules_exit_code(const std::vector<RuleResult>& results) {
 
 void check_layout_flags(const ModelConfig& cfg, const Topology& topo, const LayoutOptions& options) {
   // The flag checks do not look at the target: any one will do.
-  for (const auto& c : resolve_layout_options(cfg, topo, resolve_target(TargetRequest{}), options).checks) {
-    if (c.finding.severity == Severity::error && c.kind == ErrorKind::usage) throw Error(c.kind, c.finding.message);
-  }
+  throw_first_usage_error(resolve_layout_options(cfg, topo, resolve_target(TargetRequest{}), options).checks);
 }
 
 }  // namespace mlaplan

@@ -103,5 +103,13 @@ struct LayoutCheck {
 
 /// Throws Error(kind, message) for the first error-severity check; does nothing otherwise.
 void throw_on_error(const std::vector<LayoutCheck>& checks);
+/// Throws Error(usage) for the first usage error among `checks` (LayoutCheck or RuleResult: a
+/// finding and the kind it carries); does nothing otherwise.
+template <class Checks>
+void throw_first_usage_error(const Checks& checks) {
+  for (const auto& c : checks) {
+    if (c.finding.severity == Severity::error && c.kind == ErrorKind::usage) throw_usage(c.finding.message);
+  }
+}
 
 }  // namespace mlaplan
