@@ -27,7 +27,8 @@ namespace {
 constexpr const char* kDescription =
     "mla-plan: plans and validates attention layouts for DeepSeek's sparse-MLA models\n"
     "(V4.1, V4.0, V3.2): layer topology, KV-cache layouts and FlashMLA decode schedules.\n"
-    "`mla-plan CONFIG` is `mla-plan plan CONFIG`. Exit codes: 0 ok, 1 usage, 2 invalid config,\n"
+    "`mla-plan CONFIG` is `mla-plan plan CONFIG`; `mla-plan vllm serve MODEL [vLLM flags]` plans what that\n"
+    "vLLM command starts. Exit codes: 0 ok, 1 usage, 2 invalid config,\n"
     "3 unsupported on the target, 4 does not fit, 5 GPU verification failed, 6 no usable GPU,\n"
     "7 output could not be written, 70 internal error (docs/cli.md).";
 
@@ -146,6 +147,29 @@ int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCl
                std::ostream& err) {
   // `mla-plan CONFIG ...` means `mla-plan plan CONFIG ...`.
   std::vector<std::string> args = raw_args;
+  // `mla-plan vllm serve MODEL [vLLM flags]` is plan with the flags vLLM's parser reads.
+  if (!args.empty() && args.front() == "vllm") {
+    if (args.size() < 2 || args[1] != "serve") {
+      err << "mla-plan: error: mla-plan vllm: only `vllm serve MODEL [vLLM flags]` is understood"
+          << (args.size() >= 2 ? ", not " + printable(mlaplan::quoted(args[1])) : std::string()) << "\n";
+      return exit_code(ErrorKind::usage);
+    }
+    CLI::App* plan = app.get_subcommand("plan");
+    OwnFlags own;
+    own.is_flag = [plan](std::string_view name) {
+      return name.rfind("-", 0) == 0 && plan->get_option_no_throw(std::string(name)) != nullptr;
+    };
+    own.takes_value = [plan](std::string_view name) {
+      const CLI::Option* o = plan->get_option_no_throw(std::string(name));
+      return o != nullptr && o->get_type_size() != 0;
+    };
+    for (const CLI::Option* o : plan->get_options()) {
+      for (const auto& n : o->get_lnames()) own.names.push_back("--" + n);
+    }
+    p.vllm = translate_vllm_serve(std::vector<std::string>(args.begin() + 2, args.end()), own);
+    args = p.vllm->plan_args;
+    args.insert(args.begin(), "plan");
+  }
   const bool implicit_plan = !args.empty() && !is_subcommand(app, args.front()) && args.front() != "--help" &&
                              args.front() != "-h" && args.front() != "--version";
   if (implicit_plan && names_no_file(args.front())) {
@@ -187,6 +211,7 @@ int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCl
   // The flag values each subcommand checks before it opens a file.
   const std::size_t i = parsed_command(app);
   const CommandRow& row = command_table()[i];
+  if (p.vllm && row.name == "plan") static_cast<PlanOptions*>(p.options[i].get())->vllm = p.vllm;
   if (row.check != nullptr) row.check(p.options[i].get());
   p.command = &row;
   return kParsed;
@@ -237,6 +262,7 @@ const ParsedCli& CommandLine::parse(const std::vector<std::string>& args, std::o
   parsed_.command = nullptr;
   parsed_.exit_code = 0;
   parsed_.typed_flags.clear();
+  parsed_.vllm.reset();
   const int code = guarded(out, err, parsed_.typed_flags, [&] {
     const auto table = command_table();
     if (app_) {

@@ -80,6 +80,8 @@ struct ParsedCli {
   std::vector<std::shared_ptr<void>> options;
   /// The flags as typed, for the messages of the run (as_typed(), flag_values.hpp).
   std::vector<TypedFlag> typed_flags;
+  /// `mla-plan vllm serve ...`: what the vLLM command line became (given to plan's options).
+  std::optional<VllmServeInput> vllm;
 
   /// Whether the command to run is `name`.
   bool is(std::string_view name) const { return command != nullptr && command->name == name; }

@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "cli/vllm_args.hpp"
 #include "flags/flags.hpp"
 #include "mlaplan/model/config.hpp"
 #include "mlaplan/cache/decode.hpp"
 #include "mlaplan/cache/layout.hpp"
 #include "mlaplan/plan/plan.hpp"
+#include "mlaplan/plan/search.hpp"
 #include "mlaplan/rules/rules.hpp"
 #include "mlaplan/cache/scheduler.hpp"
 #include "mlaplan/hardware/target.hpp"
@@ -43,9 +45,23 @@ struct PlanOptions {
   LayoutFlags layout;
   FitFlags fit;
   BatchFlags batch;
+  LayoutGiven layout_given;           ///< the parallel-layout flags given (bind_layout_given())
+  std::optional<std::string> gpus;    ///< --gpus N | NxGPU: search the layouts of N GPUs
+  std::string objective = "concurrency";  ///< --objective concurrency | context | gpus
+  std::optional<std::int64_t> min_concurrency;  ///< --min-concurrency (plan: what auto and context serve)
+  /// `mla-plan vllm serve ...`: the vLLM command line these options were read from (vllm_args.hpp).
+  std::optional<VllmServeInput> vllm;
   /// The library's request of these flags (Error(usage) for a pair that excludes each other).
   PlanRequest request() const;
+  /// What to answer beyond the one layout: the search (with --gpus, or without a layout flag:
+  /// one node), --max-model-len auto. Sets `request`'s target from --gpus NxGPU.
+  PlanQuestion question(PlanRequest& request) const;
 };
+/// --gpus N | NxGPU ("8", "8xh200", "16 x b200"): the count and the GPU preset when named.
+std::pair<std::int64_t, std::optional<std::string>> parse_gpus_value(std::string_view text);
+/// Binds --gpus, --objective and (unless `with_min_concurrency` is false: check binds it as a
+/// guard) --min-concurrency to `opt`.
+void bind_search_flags(CLI::App& sub, PlanOptions& opt, bool with_min_concurrency = true);
 void setup_plan(CLI::App& app, PlanOptions& opt);
 int run_plan(const PlanOptions& opt, std::ostream& out, std::ostream& err);
 

@@ -4,7 +4,11 @@
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "mlaplan/base/error.hpp"
+#include "mlaplan/base/limits.hpp"
 #include "mlaplan/base/text.hpp"
+#include "mlaplan/hardware/target.hpp"
+#include "mlaplan/plan/search.hpp"
+#include "mlaplan/rules/rules.hpp"
 
 namespace mlaplan::cli {
 
@@ -25,6 +29,79 @@ void setup_plan(CLI::App& app, PlanOptions& opt) {
   bind_layout_flags(*sub, opt.layout);
   bind_fit_flags(*sub, opt.fit);
   bind_batch_flags(*sub, opt.batch);
+  bind_search_flags(*sub, opt);
+  bind_layout_given(*sub, opt.layout_given);
+}
+
+std::pair<std::int64_t, std::optional<std::string>> parse_gpus_value(std::string_view text) {
+  const std::string allowed = "N (1.." + std::to_string(LayoutLimits::max_parallel_size) +
+                              ") or NxGPU with a preset of `mla-plan gpus` (8xh200)";
+  std::string_view count = text;
+  std::optional<std::string> gpu;
+  const auto x = text.find_first_of("xX");
+  if (x != std::string_view::npos) {
+    count = text.substr(0, x);
+    std::string_view g = text.substr(x + 1);
+    while (!count.empty() && count.back() == ' ') count.remove_suffix(1);
+    while (!g.empty() && g.front() == ' ') g.remove_prefix(1);
+    if (g.empty()) throw_usage("--gpus: " + quoted(text) + " names no GPU after 'x'; allowed " + allowed);
+    gpu = std::string(find_gpu_preset(g).id);
+  }
+  const std::int64_t n = parse_int_value("--gpus", count, IntRange{1, LayoutLimits::max_parallel_size, allowed});
+  return {n, gpu};
+}
+
+void bind_search_flags(CLI::App& sub, PlanOptions& opt, bool with_min_concurrency) {
+  sub.add_option("--gpus", opt.gpus,
+                 "search every layout vLLM can start on at most N GPUs (N, or NxGPU: 8xh200) and plan the best; "
+                 "without a layout flag the search covers one node of the target GPU")
+      ->group("Search");
+  sub.add_option("--objective", opt.objective,
+                 "concurrency | context | gpus: what the search ranks by (the most requests of max_model_len, "
+                 "the longest context at --min-concurrency, the fewest GPUs; default concurrency)")
+      ->check(one_of({"concurrency", "context", "gpus"}))
+      ->group("Search");
+  if (with_min_concurrency) {
+    add_int_option(sub, "--min-concurrency", opt.min_concurrency,
+                   "requests at once that --max-model-len auto and --objective context must serve (default 1)",
+                   IntRange{1, BatchLimits::max_requests, {}})
+        ->group("Search");
+  }
+}
+
+PlanQuestion PlanOptions::question(PlanRequest& r) const {
+  PlanQuestion q;
+  q.max_model_len_auto = layout.max_model_len_auto;
+  q.min_concurrency = min_concurrency.value_or(r.guards.min_concurrency.value_or(1));
+  if (gpus || !layout_given.any()) {
+    SearchOptions so;
+    so.objective = parse_search_objective(objective);
+    so.min_concurrency = q.min_concurrency;
+    so.fixed.kv_cache_dtype = layout.options.kv_cache_dtype != "auto";
+    if (gpus) {
+      const auto [n, gpu] = parse_gpus_value(*gpus);
+      if (gpu) {
+        if (r.target.gpu && *r.target.gpu != *gpu && std::string(find_gpu_preset(*r.target.gpu).id) != *gpu) {
+          throw_usage("--gpus " + *gpus + " names " + *gpu + " but --gpu is " + *r.target.gpu + "; give the GPU once");
+        }
+        r.target.gpu = gpu;
+      }
+      so.gpus = n;
+      q.search_why = "--gpus " + *gpus;
+    } else {
+      const Target t = resolve_target(r.target);
+      so.gpus = gpus_per_node(t);
+      q.search_why = "no layout flag: one node";
+    }
+    // A layout flag given with --gpus fixes that dimension.
+    so.fixed.tensor_parallel = layout_given.tensor_parallel;
+    so.fixed.pipeline_parallel = layout_given.pipeline_parallel;
+    so.fixed.data_parallel = layout_given.data_parallel;
+    so.fixed.expert_parallel = layout_given.expert_parallel;
+    so.fixed.engram = layout_given.engram;
+    q.search = so;
+  }
+  return q;
 }
 
 PlanRequest PlanOptions::request() const {
@@ -41,7 +118,45 @@ PlanRequest PlanOptions::request() const {
   return r;
 }
 
-PlanResult compute_plan(const PlanOptions& opt) { return make_plan(opt.config, opt.request()); }
+namespace {
+
+/// --speculative-config's method against the config's own drafter: mla-plan plans that drafter.
+void check_spec_method(const ModelConfig& cfg, const std::string& method) {
+  const DraftMethod m = draft_method(cfg);
+  const bool ok = (m == DraftMethod::mtp && (method == "mtp" || method == "deepseek_mtp")) ||
+                  (m == DraftMethod::dspark && method == "dspark");
+  if (ok) return;
+  throw_usage("--speculative-config: method " + mlaplan::quoted(method) + " is not the config's own drafter (" +
+              std::string(to_string(m)) +
+              (m == DraftMethod::none ? ": the config has no draft layers"
+                                      : "; mla-plan plans it: give \"method\": \"" + std::string(to_string(m)) + "\"") +
+              "); a separate draft model is not modelled");
+}
+
+}  // namespace
+
+PlanResult compute_plan(const PlanOptions& opt) {
+  PlanRequest r = opt.request();
+  const PlanQuestion q = opt.question(r);
+  ModelConfig cfg = load_config(opt.config);
+  if (opt.vllm && opt.vllm->spec_method) check_spec_method(cfg, *opt.vllm->spec_method);
+  PlanResult p = answer_question(cfg, r, q);
+  if (opt.vllm) {
+    if (!opt.vllm->ignored.empty()) {
+      std::string list;
+      for (const auto& f : opt.vllm->ignored) list += (list.empty() ? "" : ", ") + f;
+      p.findings.push_back(Finding{"vllm.ignored", Severity::info,
+                                   "vllm serve: accepted and ignored (they change nothing mla-plan computes): " + list,
+                                   "", ""});
+    }
+    for (const auto& f : opt.vllm->not_modelled) {
+      p.findings.push_back(Finding{"vllm.not_modelled", Severity::warning,
+                                   "vllm serve: " + f + "; mla-plan does not model it: the numbers are without it",
+                                   "", ""});
+    }
+  }
+  return p;
+}
 
 int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   PlanOptions opt = options;

@@ -95,6 +95,63 @@ std::int64_t parse_int_value(std::string_view flag, std::string_view text, const
   return v;
 }
 
+std::int64_t parse_size_value(std::string_view flag, std::string_view text, const IntRange& range) {
+  // vLLM's human_readable_int (vllm/utils/argparse_utils.py): the value stripped of spaces, then
+  // DIGITS[.DIGITS] with one suffix: k m g t decimal (1e3 ...: int(float(number) * 1e3)), K M G T
+  // binary (2^10 ...: whole numbers only); anything else is a plain integer.
+  std::string_view v = text;
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  const std::string allowed = range.text() + " (a size may end in k, m, g, t: 10^3.. or K, M, G, T: 2^10..)";
+  if (v.size() >= 2) {
+    const char suffix = v.back();
+    const std::string_view number = v.substr(0, v.size() - 1);
+    const std::string_view decimal_suffixes = "kmgt", binary_suffixes = "KMGT";
+    const auto d = decimal_suffixes.find(suffix), b = binary_suffixes.find(suffix);
+    if (d != std::string_view::npos || b != std::string_view::npos) {
+      // DIGITS or DIGITS.DIGITS
+      const auto dot = number.find('.');
+      const std::string_view whole = number.substr(0, dot);
+      const std::string_view frac = dot == std::string_view::npos ? std::string_view() : number.substr(dot + 1);
+      const auto digits = [](std::string_view x) {
+        return !x.empty() && std::all_of(x.begin(), x.end(), [](char c) { return c >= '0' && c <= '9'; });
+      };
+      if (digits(whole) && (dot == std::string_view::npos || digits(frac))) {
+        if (b != std::string_view::npos && dot != std::string_view::npos) {
+          throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + ": decimals are not allowed with the binary suffix " +
+                      std::string(1, suffix) + " (vLLM refuses it); did you mean " + std::string(number) +
+                      static_cast<char>(suffix - 'A' + 'a') + "?");
+        }
+        long double value = 0;
+        if (d != std::string_view::npos) {
+          double n = 0;
+          const auto r = std::from_chars(number.data(), number.data() + number.size(), n, std::chars_format::fixed);
+          if (r.ec != std::errc() && r.ec != std::errc::result_out_of_range) {
+            throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is not a size; allowed " + allowed);
+          }
+          // Python's int(float(number) * 1e3): a double product, truncated toward zero.
+          const double mult = d == 0 ? 1e3 : d == 1 ? 1e6 : d == 2 ? 1e9 : 1e12;
+          value = std::trunc(static_cast<long double>(n * mult));
+        } else {
+          std::int64_t n = 0;
+          const auto r = std::from_chars(whole.data(), whole.data() + whole.size(), n, 10);
+          value = r.ec == std::errc() ? static_cast<long double>(n) * static_cast<long double>(std::int64_t{1} << (10 * (b + 1)))
+                                      : std::numeric_limits<long double>::infinity();
+        }
+        if (!(value >= static_cast<long double>(range.lo) && value <= static_cast<long double>(range.hi))) {
+          throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is out of range; allowed " + allowed);
+        }
+        return static_cast<std::int64_t>(value);
+      }
+    }
+  }
+  if (!decimal_integer_syntax(v)) {
+    throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is not a decimal integer or size; allowed " +
+                allowed);
+  }
+  return parse_int_value(flag, v, range);
+}
+
 std::uint64_t parse_uint64_value(std::string_view flag, std::string_view text) {
   const std::string allowed = "0.." + std::to_string(std::numeric_limits<std::uint64_t>::max());
   if (!decimal_integer_syntax(text)) {
@@ -335,6 +392,19 @@ CLI::Option* add_int_option(CLI::App& sub, const std::string& names, std::option
   return add_converted(sub, names, help, "INT", [&into, range](const std::string& flag, const std::string& v) {
     into = parse_int_value(flag, v, range);
   });
+}
+
+CLI::Option* add_size_option(CLI::App& sub, const std::string& names, std::optional<std::int64_t>& into,
+                             const std::string& help, IntRange range, bool* auto_value) {
+  return add_converted(sub, names, help, auto_value ? "SIZE|auto" : "SIZE",
+                       [&into, range, auto_value](const std::string& flag, const std::string& v) {
+                         if (auto_value && (v == "auto" || v == "-1")) {  // vLLM: -1 is auto as well
+                           *auto_value = true;
+                           into.reset();
+                           return;
+                         }
+                         into = parse_size_value(flag, v, range);
+                       });
 }
 
 CLI::Option* add_int_option(CLI::App& sub, const std::string& names, int& into, const std::string& help,

@@ -57,6 +57,10 @@ struct RealRange {
 
 /// The whole of `text` as a decimal integer in `range`, or Error(usage) naming `flag`.
 std::int64_t parse_int_value(std::string_view flag, std::string_view text, const IntRange& range);
+/// `text` as vLLM's human_readable_int reads it, in `range`: a decimal integer, or DIGITS[.DIGITS]
+/// with k, m, g, t (10^3, 10^6, 10^9, 10^12: "128k" = 128000, "1.5k" = 1500) or whole DIGITS with
+/// K, M, G, T (2^10 ...: "128K" = 131072); spaces around it are ignored. Error(usage) naming `flag`.
+std::int64_t parse_size_value(std::string_view flag, std::string_view text, const IntRange& range);
 /// The whole of `text` as a decimal integer in 0..2^64-1 (--seed), or Error(usage) naming `flag`.
 std::uint64_t parse_uint64_value(std::string_view flag, std::string_view text);
 /// The whole of `text` as a decimal number in `range`, or Error(usage) naming `flag`.
@@ -115,6 +119,10 @@ CLI::Option* add_int_option(CLI::App& sub, const std::string& names, std::int64_
                             IntRange range);
 CLI::Option* add_int_option(CLI::App& sub, const std::string& names, std::optional<std::int64_t>& into,
                             const std::string& help, IntRange range);
+/// An integer flag in vLLM's size syntax (parse_size_value()); with `auto_value`, "auto" (and
+/// vLLM's -1) sets *auto_value and leaves `into` empty.
+CLI::Option* add_size_option(CLI::App& sub, const std::string& names, std::optional<std::int64_t>& into,
+                             const std::string& help, IntRange range, bool* auto_value = nullptr);
 CLI::Option* add_int_option(CLI::App& sub, const std::string& names, int& into, const std::string& help,
                             IntRange range);
 CLI::Option* add_seed_option(CLI::App& sub, const std::string& names, std::uint64_t& into, const std::string& help);

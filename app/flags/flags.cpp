@@ -64,13 +64,15 @@ void bind_layout_flags(CLI::App& sub, LayoutFlags& f, bool with_kv_dtype) {
                  "tokens per page of the global caches (default: the backend's for the arch)",
                  IntRange{1, LayoutLimits::max_block_size, {}})
       ->group("Layout");
-  add_int_option(
+  add_size_option(
       sub, "--max-model-len", f.options.max_model_len,
-      "longest request (default: the config's max_position_embeddings)",
+      "longest request, in vLLM's syntax (32768, 128k = 128000, 128K = 131072); auto: the longest that fits and "
+      "serves --min-concurrency requests (default: the config's max_position_embeddings)",
       IntRange{1, ConfigLimits::max_positions,
-               "1..the config's max_position_embeddings, at most " + std::to_string(ConfigLimits::max_positions)})
+               "1..the config's max_position_embeddings, at most " + std::to_string(ConfigLimits::max_positions)},
+      &f.max_model_len_auto)
       ->group("Layout");
-  add_int_option(sub, "--max-num-batched-tokens", f.options.in_flight_tokens,
+  add_size_option(sub, "--max-num-batched-tokens", f.options.in_flight_tokens,
                  "tokens one request may schedule in a step; sizes the window pages (default: vLLM's)",
                  IntRange{1, LayoutLimits::max_in_flight_tokens, {}})
       ->group("Layout");
@@ -95,6 +97,21 @@ void bind_layout_flags(CLI::App& sub, LayoutFlags& f, bool with_kv_dtype) {
       ->group("Parallelism");
 }
 
+void bind_layout_given(CLI::App& sub, LayoutGiven& given) {
+  sub.parse_complete_callback([&sub, &given] {
+    const auto count = [&sub](const char* name) {
+      const CLI::Option* o = sub.get_option_no_throw(name);
+      return o != nullptr && o->count() > 0;
+    };
+    given.tensor_parallel = count("--tensor-parallel-size");
+    given.pipeline_parallel = count("--pipeline-parallel-size");
+    given.data_parallel = count("--data-parallel-size");
+    given.context_parallel = count("--decode-context-parallel-size");
+    given.expert_parallel = count("--enable-expert-parallel");
+    given.engram = count("--engram");
+  });
+}
+
 BudgetOptions FitFlags::resolved_budget() const {
   BudgetOptions b = budget;
   if (kv_budget_gib) {
@@ -117,12 +134,14 @@ DeployOptions FitFlags::resolved_deploy() const {
   DeployOptions d = deploy;
   d.async_scheduling = !no_async_scheduling;
   d.read_checkpoint_files = !no_checkpoint_files;
+  d.prefix_caching = !no_prefix_caching;
   return d;
 }
 
 void FitFlags::apply_to(LayoutOptions& layout) const {
   layout.enable_expert_parallel = enable_expert_parallel;
   layout.engram = engram == "offload" ? EngramPlacement::offload : EngramPlacement::gpu;
+  layout.language_model_only = language_model_only;
 }
 
 void bind_fit_flags(CLI::App& sub, FitFlags& f) {
@@ -130,7 +149,7 @@ void bind_fit_flags(CLI::App& sub, FitFlags& f) {
                   "fraction of each GPU's total memory vLLM may use (default 0.92, vLLM 0.30's)",
                   RealRange{0.0, 1.0, true, {}})
       ->group("Fit");
-  add_int_option(sub, "--kv-cache-memory-bytes", f.budget.kv_cache_memory_bytes,
+  add_size_option(sub, "--kv-cache-memory-bytes", f.budget.kv_cache_memory_bytes,
                  "the KV cache per GPU itself, bytes: no budget is computed (vLLM's flag)",
                  IntRange{1, std::int64_t{1} << 50, {}})
       ->group("Fit");
@@ -186,6 +205,21 @@ void bind_fit_flags(CLI::App& sub, FitFlags& f) {
                  "fp32 scores one row tile holds, MiB (default 512, vLLM's VLLM_SPARSE_INDEXER_MAX_LOGITS_MB)",
                  IntRange{1, std::int64_t{1} << 20, {}})
       ->group("Prefill");
+  sub.add_flag("--no-enable-prefix-caching", f.no_prefix_caching,
+               "vLLM without prefix caching: the same KV memory, no prefix-cache tier (vLLM's flag)")
+      ->group("Fit");
+  sub.add_flag("--language-model-only", f.language_model_only,
+               "serve text only: vLLM does not load the vision tower (vLLM's flag)")
+      ->group("Fit");
+  sub.add_option("--revision", f.revision,
+                 "the branch, tag or commit of a Hugging Face repo id MODEL in the local cache (vLLM's flag; default main)")
+      ->group("Model");
+  sub.add_option("--download-dir", f.download_dir,
+                 "the Hugging Face cache to look in instead of HF_HUB_CACHE / HF_HOME's (vLLM's flag)")
+      ->group("Model");
+  sub.add_option("--hf-overrides", f.hf_overrides,
+                 "a JSON object merged into config.json before it is read (vLLM's flag)")
+      ->group("Model");
   sub.add_flag("--no-checkpoint-files", f.no_checkpoint_files,
                "derive the weights from config.json even when the directory has safetensors files")
       ->group("Fit");

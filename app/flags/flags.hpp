@@ -39,9 +39,23 @@ struct LayoutFlags {
   LayoutOptions options;
   bool no_draft_layers = false;
   std::string fused_attention = "auto";  ///< --dsv4-fused-attention auto | true | false
+  bool max_model_len_auto = false;       ///< --max-model-len auto: the longest that fits
   LayoutOptions resolved(std::int64_t spec_tokens) const;
 };
 void bind_layout_flags(CLI::App& sub, LayoutFlags& f, bool with_kv_dtype = true);
+
+/// Which parallel-layout flags were given (--tp, --pp, --dp, --dcp, --enable-expert-parallel,
+/// --engram). Without any, plan, check and report answer for the layouts of one node (the
+/// search); with --gpus, a given one fixes its dimension of the search.
+struct LayoutGiven {
+  bool tensor_parallel = false, pipeline_parallel = false, data_parallel = false, context_parallel = false,
+       expert_parallel = false, engram = false;
+  bool any() const {
+    return tensor_parallel || pipeline_parallel || data_parallel || context_parallel || expert_parallel || engram;
+  }
+};
+/// Fills `given` once `sub` is parsed.
+void bind_layout_given(CLI::App& sub, LayoutGiven& given);
 
 /// The fit flags: vLLM's budget (--gpu-memory-utilization, --kv-cache-memory-bytes, each term's
 /// override, --enforce-eager) and deployment (--enable-expert-parallel, --engram, --max-num-seqs,
@@ -54,6 +68,11 @@ struct FitFlags {
   std::string engram = "gpu";           ///< --engram (a parallel-layout flag)
   bool no_async_scheduling = false;
   bool no_checkpoint_files = false;
+  bool no_prefix_caching = false;    ///< --no-enable-prefix-caching (vLLM's)
+  bool language_model_only = false;  ///< --language-model-only (vLLM's)
+  /// Where the model comes from (vLLM's flags): --revision of a Hugging Face repo id, the cache
+  /// --download-dir, --hf-overrides (a JSON object merged into config.json).
+  std::optional<std::string> revision, download_dir, hf_overrides;
   std::string indexer_tiling = "rows";                                   ///< --indexer-tiling rows | none
   std::int64_t indexer_logits_budget_mib = kVllmIndexerLogitsBudgetMib;  ///< --indexer-logits-budget-mib
   PrefillOptions resolved_prefill() const;

@@ -280,6 +280,16 @@ ojson fit_json(const Fit& f) {
   j["refusal"] = f.refused ? ojson(f.refusal) : ojson(nullptr);
   j["verdict"] = f.verdict;
   j["suggestions"] = f.suggestions;
+  j["suggestion_flags"] = f.suggestion_flags;
+  j["weights_exceed_gpu"] = f.weights_exceed_gpu;
+  if (const auto& m = f.margin) {
+    j["margin"] = {{"spare_bytes", m->spare_bytes},
+                   {"estimated_bytes", m->estimated_bytes},
+                   {"uncertainty_bytes", m->uncertainty_bytes},
+                   {"borderline", m->borderline}};
+  } else {
+    j["margin"] = nullptr;
+  }
   const auto& pl = f.placement.layout;
   j["layout"] = {{"tensor_parallel_size", pl.tensor_parallel_size},
                  {"data_parallel_size", pl.data_parallel_size},
@@ -409,6 +419,11 @@ ojson findings_json(const std::vector<Finding>& findings) {
   return arr;
 }
 
+ojson search_json(const PlanResult& r);       // render_search.cpp
+ojson launch_json(const PlanResult& r);       // render_search.cpp
+ojson sweep_json(const PlanResult& r);        // render_search.cpp
+ojson sensitivity_json(const PlanResult& r);  // render_search.cpp
+
 std::string render_plan_json(const PlanResult& r) {
   ojson j = json_document();
   j["config"] = r.config.source;
@@ -450,6 +465,13 @@ std::string render_plan_json(const PlanResult& r) {
                                           {"source", std::string(pub->source)}};
     }
   }
+  j["search"] = search_json(r);
+  j["launch"] = launch_json(r);
+  j["max_model_len_auto"] = r.auto_max_model_len ? ojson({{"max_model_len", *r.auto_max_model_len},
+                                                          {"min_concurrency", r.auto_min_concurrency}})
+                                                 : ojson(nullptr);
+  j["context_sweep"] = sweep_json(r);
+  j["sensitivity"] = sensitivity_json(r);
   j["batch"] = {{"context_lens", r.batch.context_lens},
                 {"spec_tokens", r.batch.spec_tokens},
                 {"decode_tokens", r.batch.positions.size()},

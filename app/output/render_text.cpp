@@ -76,6 +76,9 @@ std::string render_schedule_summary(const ScheduleEntry& e, bool show_records);
 std::string render_layout_text(const PlanResult& r);
 std::string render_backend_text(const PlanResult& r);
 std::string render_fit_text(const PlanResult& r);
+std::string render_search_text(const PlanResult& r);
+std::string render_launch_text(const PlanResult& r);
+std::string render_sweep_text(const PlanResult& r, bool details);
 std::string render_kv_tiers_text(const PlanResult& r, bool details);
 std::string render_cache_summary(const PlanResult& r);
 std::string render_decode_summary(const PlanResult& r);
@@ -99,7 +102,10 @@ std::string render_plan_text(const PlanResult& r, bool show_records, bool detail
   o << ", index_topk " << c.index_topk << ", max positions " << format_grouped(c.max_position_embeddings);
   if (!c.dtype.empty()) o << ", dtype " << printable(c.dtype, kQuotedMaxBytes);
   o << "\n";
+  o << render_search_text(r);
   o << render_fit_text(r);
+  o << render_launch_text(r);
+  o << render_sweep_text(r, details);
   o << render_prefill_text(r, details);
   o << render_context_parallel_text(r, details);
   o << render_kv_tiers_text(r, details);
@@ -541,8 +547,15 @@ std::string render_fit_text(const PlanResult& r) {
                              " of them fit at once; fit.decode_batch)")
           << "\n";
       }
+    } else if (f.weights_exceed_gpu) {
+      o << "  " << printable(f.error_message) << "\n";
     } else {
       o << "  vLLM raises: " << printable(f.vllm.error_message) << "\n";
+    }
+    if (const auto& m = f.margin) {
+      o << "  margin: " << format_gib(m->spare_bytes) << " to spare on the limiting GPU beside "
+        << format_gib(m->estimated_bytes) << " of estimated terms, uncertain by about " << format_gib(m->uncertainty_bytes)
+        << (m->borderline ? ": BORDERLINE (fit.borderline)" : "") << "\n";
     }
     for (const auto& s : f.suggestions) o << "  would fit: " << printable(s) << "\n";
   } else {

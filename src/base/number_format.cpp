@@ -29,6 +29,8 @@ std::string format_fixed(double v, int digits) {
 
 std::string format_general(double v) { return chars(v, std::chars_format::general, 6); }
 
+std::string format_shortest(double v) { return chars(v); }
+
 std::string format_scientific(double v, int digits) {
   if (digits < 0 || digits > 17) throw_internal("format_scientific: digits " + std::to_string(digits));
   return chars(v, std::chars_format::scientific, digits);

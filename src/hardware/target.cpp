@@ -295,6 +295,14 @@ std::string_view to_string(TargetSource s) {
   return "?";
 }
 
+std::int64_t gpus_per_node(const Target& target) {
+  if (target.source == TargetSource::preset) {
+    if (target.id == "gb200") return 4;
+    if (target.id == "gb10" || target.id == "rtx5090") return 1;
+  }
+  return 8;
+}
+
 const GpuPreset& find_gpu_preset(std::string_view id) {
   const std::string key = lower_dashed(id);
   for (const auto& p : kPresets) {

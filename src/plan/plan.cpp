@@ -106,6 +106,16 @@ std::int64_t stage_layers(const RankWeights& rw, const Layout& L, const ModelCon
   return n;
 }
 
+/// The margin's stated uncertainty (docs/fit.md, "The margin"): an estimated budget term may be off
+/// by half of itself (real logs put the activation and non-torch terms 1-3 GiB away from the
+/// estimate at 4-16K batched tokens), and a GPU total that is the vendor's figure by 5% of the
+/// requested memory (runtime totals fall 1-8% below the vendor's: ../shared/docs/gpu-memory.md).
+constexpr long double kEstimateUncertainty = 0.5L;
+constexpr long double kTotalUncertainty = 0.05L;
+/// A weight part derived from config.json on an uncertain rule (docs/weights.md: a tensor's shape
+/// or dtype read from a related checkpoint) by a tenth of itself.
+constexpr long double kWeightPartUncertainty = 0.1L;
+
 struct FitCore {
   Placement placement;
   std::vector<StageFit> stages;
@@ -169,25 +179,35 @@ FitCore fit_core(const ModelConfig& cfg, const Layout& L, const WeightsReport& w
   return c;
 }
 
-std::string layout_flags(const ParallelLayout& pl) {
-  std::string s = "--tp " + std::to_string(pl.tensor_parallel_size);
-  if (pl.data_parallel_size > 1) s += " --dp " + std::to_string(pl.data_parallel_size);
-  if (pl.pipeline_parallel_size > 1) s += " --pp " + std::to_string(pl.pipeline_parallel_size);
-  if (pl.enable_expert_parallel) s += " --enable-expert-parallel";
+std::vector<std::string> layout_flag_args(const ParallelLayout& pl) {
+  std::vector<std::string> a = {"--tp", std::to_string(pl.tensor_parallel_size)};
+  if (pl.data_parallel_size > 1) a.insert(a.end(), {"--dp", std::to_string(pl.data_parallel_size)});
+  if (pl.pipeline_parallel_size > 1) a.insert(a.end(), {"--pp", std::to_string(pl.pipeline_parallel_size)});
+  if (pl.enable_expert_parallel) a.emplace_back("--enable-expert-parallel");
+  if (pl.engram == EngramPlacement::offload) a.insert(a.end(), {"--engram", "offload"});
+  return a;
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string s;
+  for (const auto& w : words) s += (s.empty() ? "" : " ") + w;
   return s;
 }
 
 /// What would fit instead, when the request does not.
+/// What would fit instead, when the request does not: the words, and each one's flags in `flags`.
 std::vector<std::string> suggestions(const ModelConfig& cfg, const Layout& L, const WeightsReport& weights,
                                      const std::vector<ShardKind>& kinds, const ParallelLayout& given,
                                      const std::vector<VllmKvConfig>& kvs, const FitCore& core, const PlanRequest& req,
-                                     const std::string& how, TermSource wsrc) {
+                                     const std::string& how, TermSource wsrc,
+                                     std::vector<std::vector<std::string>>& flags) {
   std::vector<std::string> out;
   // 1. The largest max_model_len this budget holds.
   if (core.placement.ok() && core.vllm.estimated_max_model_len > 0 &&
       core.vllm.estimated_max_model_len < L.max_model_len) {
     out.push_back("--max-model-len " + std::to_string(core.vllm.estimated_max_model_len) +
                   " (the longest vLLM would accept on this layout)");
+    flags.push_back({"--max-model-len", std::to_string(core.vllm.estimated_max_model_len)});
   }
   // 2. The gpu_memory_utilization that would hold one request of max_model_len.
   if (core.placement.ok() && !req.budget.kv_cache_memory_bytes) {
@@ -201,6 +221,7 @@ std::vector<std::string> suggestions(const ModelConfig& cfg, const Layout& L, co
     if (up <= 1.0 && up > lim.budget.gpu_memory_utilization) {
       out.push_back("--gpu-memory-utilization " + format_fixed(up, 2) + " (needs " +
                     format_gib(static_cast<std::int64_t>(need)) + " of " + format_gib(lim.budget.total_bytes) + ")");
+      flags.push_back({"--gpu-memory-utilization", format_fixed(up, 2)});
     }
   }
   // 3. The fewest GPUs of this kind that hold it at this max_model_len (expert parallel on,
@@ -250,8 +271,9 @@ std::vector<std::string> suggestions(const ModelConfig& cfg, const Layout& L, co
       }
     }
     if (best) {
-      out.push_back(layout_flags(*best) + " (" + std::to_string(best->gpus()) + " GPUs: the fewest " + L.target.id +
-                    " that hold it, " + format_fixed(best_conc, 2) + "x concurrency)");
+      out.push_back(joined(layout_flag_args(*best)) + " (" + std::to_string(best->gpus()) + " GPUs: the fewest " +
+                    L.target.id + " that hold it, " + format_fixed(best_conc, 2) + "x concurrency)");
+      flags.push_back(layout_flag_args(*best));
       break;
     }
   }
@@ -519,6 +541,24 @@ const GuardEntry kGuards[] = {
                       {}});
        }
      }},
+    {"--require-margin-gib", [](const PlanGuards& g) { return g.margin_gib.has_value(); },
+     [](Plan& p, const PlanGuards& g, const GuardFail& fail) {
+       if (!p.fit) return;
+       const Fit& f = *p.fit;
+       const std::string flag = "--require-margin-gib " + format_general(*g.margin_gib);
+       if (!f.margin) {
+         fail(Finding{"guard.margin", Severity::error, flag + " cannot be checked: " + f.verdict, {}, {}});
+       } else if (static_cast<double>(f.margin->spare_bytes) < *g.margin_gib * 1073741824.0) {
+         fail(Finding{"guard.margin",
+                      Severity::error,
+                      flag + ": the fit has " + format_gib(f.margin->spare_bytes) +
+                          " to spare on the limiting GPU (its estimated terms sum to " +
+                          format_gib(f.margin->estimated_bytes) + ", uncertain by about " +
+                          format_gib(f.margin->uncertainty_bytes) + ")",
+                      {},
+                      "a smaller --max-model-len, or more GPUs"});
+       }
+     }},
 };
 
 }  // namespace
@@ -596,6 +636,14 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
                 "--weights-gib"});
   }
   for (const auto& f : p.fit->placement.findings) p.findings.push_back(f);
+  if (const auto& m = p.fit->margin; m && m->borderline) {
+    p.findings.push_back(Finding{
+        "fit.borderline", Severity::warning,
+        "borderline fit: " + format_gib(m->spare_bytes) + " to spare on the limiting GPU, less than the " +
+            format_gib(m->uncertainty_bytes) + " its estimated terms (" + format_gib(m->estimated_bytes) +
+            ") may be off by; vLLM may refuse to start",
+        "", "measure the terms (--activation-gib, --non-torch-gib, --cudagraph-gib from a start-up log), or leave more room"});
+  }
   if (!p.fit->stages.empty()) {  // every stage's budget says the same of its options
     for (const auto& f : p.fit->stages.front().budget.findings) p.findings.push_back(f);
   }
@@ -653,6 +701,7 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
     if (!f.no_backend) f.verdict = "refused: " + refusal;
     f.error_message = f.verdict;
     f.suggestions.clear();
+    f.suggestion_flags.clear();
   }
 
   p.batch =
@@ -725,7 +774,8 @@ const Placement& PlacementMemo::place(const ModelConfig& cfg, const WeightsRepor
     return p.tensor_parallel_size == layout.tensor_parallel_size && p.data_parallel_size == layout.data_parallel_size &&
            p.pipeline_parallel_size == layout.pipeline_parallel_size &&
            p.enable_expert_parallel == layout.enable_expert_parallel &&
-           p.load_draft_stages == layout.load_draft_stages && p.engram == layout.engram;
+           p.load_draft_stages == layout.load_draft_stages && p.engram == layout.engram &&
+           p.language_model_only == layout.language_model_only;
   };
   for (const auto& [p, placed] : placed_) {
     if (same(p)) return placed;
@@ -782,6 +832,46 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   f.decided = weights.known || req.budget.weights_gib.has_value();
   f.fits = f.decided && core.fits;
   f.error_message = core.error_message;
+  // The weights of the fullest GPU alone beyond its memory: vLLM never gets to the KV cache.
+  if (core.placement.ok() && !core.stages.empty() && !req.budget.kv_cache_memory_bytes) {
+    const Budget& b0 = core.stages.front().budget;
+    const std::int64_t w = core.placement.max_rank_bytes;
+    if (w > b0.total_bytes && b0.total_bytes > 0) {
+      f.weights_exceed_gpu = true;
+      f.error_message = "weights need " + format_gib(w) + " per GPU, " +
+                        format_fixed(static_cast<double>(w) / static_cast<double>(b0.total_bytes), 1) + " x the " +
+                        format_gib(b0.total_bytes) + " of " + L.target.id +
+                        "; vLLM fails while loading the weights (CUDA out of memory)";
+    }
+  }
+  if (f.decided && core.fits && !core.stages.empty()) {
+    // The margin, on the limiting stage's GPUs (fit_margin(): docs/fit.md, "The margin").
+    const Budget& b = core.stages[static_cast<std::size_t>(core.vllm.limiting_stage)].budget;
+    FitMargin m;
+    m.spare_bytes = core.vllm.available_bytes - core.vllm.needed_bytes;
+    long double uncertain = 0;
+    const RankWeights& rank = core.stages[static_cast<std::size_t>(core.vllm.limiting_stage)].weights;
+    for (const auto& t : b.terms) {
+      if (t.source != TermSource::estimated) continue;
+      m.estimated_bytes = checked_add(m.estimated_bytes, t.bytes, "estimated terms");
+      if (t.id != "weights") {
+        uncertain += kEstimateUncertainty * static_cast<long double>(t.bytes);
+        continue;
+      }
+      // The weights: only their estimated parts on this GPU are uncertain.
+      for (std::size_t i = 0; i < rank.part_bytes.size(); ++i) {
+        if (weights.main_parts[i].estimated || weights.draft_parts[i].estimated) {
+          uncertain += kWeightPartUncertainty * static_cast<long double>(rank.part_bytes[i]);
+        }
+      }
+    }
+    if (b.total_source == TermSource::estimated && !b.explicit_kv_bytes) {
+      uncertain += kTotalUncertainty * static_cast<long double>(b.requested_bytes);
+    }
+    m.uncertainty_bytes = static_cast<std::int64_t>(uncertain);
+    m.borderline = m.spare_bytes < m.uncertainty_bytes;
+    f.margin = m;
+  }
   if (!f.decided) {
     f.verdict = "not decided: the weights are not all known (" + weights.reason +
                 "); pass the model directory with its safetensors files, or --weights-gib";
@@ -798,11 +888,11 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
     f.verdict = "does not fit: " + f.error_message;
   }
   if (f.decided && !f.fits && req.suggestions) {
-    f.suggestions = suggestions(cfg, L, weights, kinds, pl, kvs, core, req, weights_how, wsrc);
+    f.suggestions = suggestions(cfg, L, weights, kinds, pl, kvs, core, req, weights_how, wsrc, f.suggestion_flags);
   }
   // The tiers beyond the GPU's working set: the prefix cache and the host offload tier
   // (kv_tiers.hpp), over the same groups.
-  if (!kvs.empty() && kvs.front().group_count() > 0) {
+  if (!kvs.empty() && kvs.front().group_count() > 0 && req.deploy.prefix_caching) {
     PrefixCacheOptions po;
     po.speculative = f.speculative;
     po.num_speculative_tokens = L.num_speculative_tokens;
@@ -812,6 +902,8 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
     if (f.decided && core.vllm.num_blocks > 0 && f.prefix_cache->cached_blocks_per_prompt > 0) {
       f.prefix_prompts_cached = core.vllm.num_blocks / f.prefix_cache->cached_blocks_per_prompt;
     }
+  }
+  if (!kvs.empty() && kvs.front().group_count() > 0) {
     f.host_offload = plan_host_offload(kvs, pl.tensor_parallel_size, req.deploy.kv_offloading_size_gib);
   }
   if (dcp > 1) {

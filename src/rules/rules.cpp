@@ -309,6 +309,7 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
   r.parallel.decode_context_parallel_size = o.decode_context_parallel_size;
   r.parallel.enable_expert_parallel = o.enable_expert_parallel;
   r.parallel.engram = o.engram;
+  r.parallel.language_model_only = o.language_model_only;
   // vLLM loads the draft stages only with a speculative config.
   r.parallel.load_draft_stages = o.num_speculative_tokens > 0 && o.include_draft_layers && cfg.num_draft_layers > 0;
   r.spec = o.num_speculative_tokens;

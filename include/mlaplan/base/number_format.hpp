@@ -12,6 +12,9 @@ namespace mlaplan {
 std::string format_fixed(double v, int digits);
 /// printf("%g", v) as in the "C" locale: "0.9", "1e+30", "79.5".
 std::string format_general(double v);
+/// The shortest text that reads back as exactly `v` (std::to_chars without a precision):
+/// "0.9", "100", "1e+30". For values that go back on a command line.
+std::string format_shortest(double v);
 /// printf("%.*e", digits, v) as in the "C" locale: "1.20e-04". digits 0..17.
 std::string format_scientific(double v, int digits);
 /// An integer with thousands separators: "1,048,576", "-12,345" (Python's f"{n:,}").

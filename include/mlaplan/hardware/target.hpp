@@ -157,4 +157,11 @@ Target detected_target(std::string name, ComputeCapability cc, std::int64_t num_
 std::int64_t gib_to_bytes(double gib, std::string_view flag, double max_gib = TargetLimits::max_memory_gib,
                           bool allow_zero = false);
 
+/// The GPUs one node of `target` holds, for the search of `mla-plan CONFIG` without a layout: 8
+/// for the data-centre boards (HGX / DGX: H100, H200, B200, B300, A100 ...) and the 8-GPU
+/// servers of L40S and RTX PRO 6000, 4 for a GB200 compute tray (two Grace-Blackwell
+/// superchips), 1 for GB10 (DGX Spark) and the GeForce RTX 5090 (a desktop card); 8 for a
+/// custom or detected target.
+std::int64_t gpus_per_node(const Target& target);
+
 }  // namespace mlaplan

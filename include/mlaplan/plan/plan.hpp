@@ -30,6 +30,9 @@
 
 namespace mlaplan {
 
+struct LaunchCommand;  // launch.hpp
+struct SearchResult;   // search.hpp
+
 /// Where the weights came from.
 enum class WeightsSource {
   config,  ///< derived from config.json (weights.hpp)
@@ -69,6 +72,9 @@ struct DeployOptions {
   /// --kv-offloading-size: GiB of host memory for the native KV offloading connector, over the
   /// engine's workers (vLLM's flag); none: no host tier.
   std::optional<double> kv_offloading_size_gib;
+  /// Prefix caching (vLLM's default on; --no-enable-prefix-caching): off, the plan has no prefix
+  /// cache tier (the KV memory is the same).
+  bool prefix_caching = true;
 };
 
 /// What `check` asserts of a plan (CI guards). A failed guard is an error finding and exit 4.
@@ -86,6 +92,8 @@ struct PlanGuards {
   std::optional<std::int64_t> prompt_len;
   /// --prefix-hit-prompt-len N: a prompt of N tokens can hit the prefix cache (guard.prefix_hit).
   std::optional<std::int64_t> prefix_hit_prompt_len;
+  /// --require-margin-gib X: the fit's spare memory is at least X GiB (guard.margin).
+  std::optional<double> margin_gib;
   /// --min-offload-tokens N: the host tier of --kv-offloading-size holds N tokens of history and
   /// vLLM starts the connector (guard.offload_tokens).
   std::optional<std::int64_t> min_offload_tokens;
@@ -172,6 +180,16 @@ struct ContextParallelFit {
   std::vector<KvParallelOption> options;  ///< plain TP, TP x DCP (the plan's), DP attention
 };
 
+/// How far a fit is from not fitting (docs/fit.md, "The margin"): the KV memory beyond one
+/// request of max_model_len on the limiting GPU, beside the estimated terms of its budget and
+/// their stated uncertainty.
+struct FitMargin {
+  std::int64_t spare_bytes = 0;        ///< available KV bytes minus one request's (vLLM's check)
+  std::int64_t estimated_bytes = 0;    ///< the budget terms that are estimates, summed
+  std::int64_t uncertainty_bytes = 0;  ///< what those estimates may be off by (fit_margin())
+  bool borderline = false;             ///< spare_bytes < uncertainty_bytes
+};
+
 /// The fit answer.
 struct Fit {
   WeightsSource weights_source = WeightsSource::config;
@@ -208,6 +226,11 @@ struct Fit {
   /// GPU) why the given KV cache and the rest exceed the GPU's memory.
   std::string error_message;
   std::vector<std::string> suggestions;                ///< when !fits: what would fit instead
+  /// The suggestions as flags (argv form, mla-plan's and vLLM's names alike), one per suggestion.
+  std::vector<std::vector<std::string>> suggestion_flags;
+  std::optional<FitMargin> margin;  ///< with a decided fit that fits
+  /// The weights of the largest GPU alone exceed its memory: vLLM fails while loading them.
+  bool weights_exceed_gpu = false;
   std::optional<ContextParallelFit> context_parallel;  ///< with --decode-context-parallel-size > 1
   /// Prefix caching over the groups (kv_tiers.hpp); absent when the layout has no KV-cache group.
   std::optional<PrefixCachePlan> prefix_cache;
@@ -256,6 +279,29 @@ struct Plan {
   std::vector<KernelShape> kernel_shapes;  ///< every kernel instantiation the engine launches
   std::vector<RuleResult> rules;           ///< backend rules on the target
   std::vector<Finding> findings;           ///< config, rules, placement, budget, guards
+  /// The `vllm serve` command of this plan (launch.hpp); set by answer_question() (search.hpp).
+  std::shared_ptr<const LaunchCommand> launch;
+  /// The layout search this plan is the answer of (search.hpp); null when the layout was given.
+  std::shared_ptr<const SearchResult> search;
+  std::string search_why;  ///< why the layouts were searched: "--gpus 8", "no layout flag: one node of 8 x h200"
+  /// --max-model-len auto: the longest that served the requests asked for (absent otherwise).
+  std::optional<std::int64_t> auto_max_model_len;
+  std::int64_t auto_min_concurrency = 0;  ///< the requests at once it was asked to serve
+  /// Concurrency against max_model_len on this layout (answer_question()).
+  struct ContextPoint {
+    std::int64_t max_model_len = 0;
+    bool fits = false;
+    double total_concurrency = 0.0;
+  };
+  std::vector<ContextPoint> context_sweep;
+  /// A flag whose other value changes the concurrency by more than 10% (answer_question()).
+  struct Sensitivity {
+    std::vector<std::string> flags;  ///< the flag and its other value, argv form
+    bool fits = false;
+    double total_concurrency = 0.0;
+    double change = 0.0;  ///< relative to the plan's total concurrency (0.25: 25% more)
+  };
+  std::vector<Sensitivity> sensitivity;
   int exit_code = 0;         ///< 0, 2 (an incomplete checkpoint), 3 (unsupported) or 4 (does not fit / a guard failed)
   std::string exit_message;  ///< the error line for a non-zero exit_code
 };

@@ -66,6 +66,8 @@ struct ParallelLayout {
   /// Draft (MTP / DSpark) stages are loaded (vLLM loads them only with a speculative config).
   bool load_draft_stages = false;
   EngramPlacement engram = EngramPlacement::gpu;  ///< --engram
+  /// --language-model-only (vLLM's): the vision tower is not loaded (no modality is served).
+  bool language_model_only = false;
   std::int64_t local_query_heads = 0;             ///< num_attention_heads / TP; 0 until resolved
   /// The backend's kernel head count (FlashMLA 64 / 128, FlashInfer 8..128); 0: none.
   std::int64_t padded_query_heads = 0;
@@ -92,6 +94,7 @@ struct LayoutOptions {
   std::int64_t data_parallel_size = 1;
   bool enable_expert_parallel = false;            ///< --enable-expert-parallel
   EngramPlacement engram = EngramPlacement::gpu;  ///< --engram gpu | offload
+  bool language_model_only = false;               ///< --language-model-only: no vision tower
 };
 
 /// One check result: a finding plus the exit-code kind it carries when its severity is error

@@ -248,6 +248,11 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
     const TensorGroup& g = weights.groups[gi];
     if (g.draft && !layout.load_draft_stages) continue;
     const std::int64_t total = g.total_bytes();
+    if (layout.language_model_only && g.part == WeightPart::vision) {
+      // --language-model-only: vLLM serves no modality, so the vision tower is never built.
+      pl.skipped_bytes = checked_add(pl.skipped_bytes, total, "skipped bytes");
+      continue;
+    }
     if (g.draft && (g.part == WeightPart::embedding || g.part == WeightPart::head)) {
       // The MTP layer's own embedding / head copy (V3.2): replaced by the target's.
       pl.shared_bytes = checked_add(pl.shared_bytes, total, "shared draft bytes");
@@ -309,6 +314,9 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
            ? " (expert parallel: " + std::to_string(pl.stages.front().experts_per_rank) + " experts per rank)"
            : " (tensor-sharded experts)");
   if (pl.host_bytes > 0) summary += "; " + format_gib(pl.host_bytes, 3) + " of Engram tables offloaded to host memory";
+  if (pl.skipped_bytes > 0) {
+    summary += "; the vision tower (" + format_gib(pl.skipped_bytes, 3) + ") is not loaded (--language-model-only)";
+  }
   if (pl.shared_bytes > 0) {
     summary += "; the draft's own embedding / head copies (" + format_gib(pl.shared_bytes, 3) + ") share the target's";
   }

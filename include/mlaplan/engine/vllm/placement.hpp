@@ -51,6 +51,8 @@ struct Placement {
   std::int64_t limiting_stage = 0;  ///< the stage holding it
   /// Whole-model sums by kind (draft stages included when loaded), before any division.
   std::int64_t replicated_bytes = 0, tensor_bytes = 0, expert_bytes = 0, host_bytes = 0;
+  /// What is not loaded at all: the vision tower with --language-model-only.
+  std::int64_t skipped_bytes = 0;
   /// Draft stages' own copies of the embedding / head (V3.2's MTP layer stores them): vLLM's MTP
   /// proposer replaces them with the target's, so they are on no GPU (and in none of the sums above).
   std::int64_t shared_bytes = 0;
