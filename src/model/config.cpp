@@ -1035,16 +1035,70 @@ ModelConfig parse_config(std::string_view text, const std::string& source) {
   return cfg;
 }
 
-ModelConfig load_config(const std::string& path) {
+ModelConfig load_config(const std::string& path) { return load_config(path, ModelSourceOptions{}); }
+
+namespace {
+
+/// The hf_* fields of `cfg` from a snapshot found through the cache.
+void set_hf_fields(ModelConfig& cfg, const HfSnapshot& snap) {
+  cfg.hf_repo_id = snap.repo_id;
+  cfg.hf_revision = snap.revision;
+  cfg.hf_commit = snap.commit;
+}
+
+/// A snapshot directory named as such (models--ORG--NAME/snapshots/<commit>): its repo id and commit.
+void set_hf_fields_of_snapshot(ModelConfig& cfg, const std::string& dir) {
+  std::filesystem::path p(dir);
+  if (!p.has_filename()) p = p.parent_path();
+  const std::filesystem::path parent = p.parent_path();
+  if (parent.filename() != "snapshots") return;
+  const std::string id = hf_repo_id_of_dir(parent.parent_path().string());
+  if (id.empty()) return;
+  cfg.hf_repo_id = id;
+  cfg.hf_commit = p.filename().string();
+}
+
+bool ends_with(std::string_view s, std::string_view tail) {
+  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+}
+
+}  // namespace
+
+ModelConfig load_config(const std::string& path, const ModelSourceOptions& opts) {
+  namespace fs = std::filesystem;
   if (path.empty()) throw_config("no config given: pass a config.json or a directory holding one");
+  if (opts.revision) check_hf_revision(*opts.revision);
   std::error_code ec;
   std::string file = path;
   std::string dir;
-  if (std::filesystem::is_directory(path, ec)) {
-    dir = resolve_model_dir(path);  // a Hugging Face cache repository resolves through refs/main
-    file = (std::filesystem::path(dir) / "config.json").string();
+  std::optional<HfSnapshot> snap;
+  const bool on_disk =
+      path.find('\0') != std::string::npos || fs::symlink_status(path, ec).type() != fs::file_type::not_found;
+  if (!on_disk && looks_like_repo_id(path) && !ends_with(path, ".json")) {
+    // Not a path: a repo id, found in the local Hugging Face cache (never downloaded).
+    snap = resolve_hf_repo(path, opts.revision, opts.env ? *opts.env : hf_env_from_process(), opts.download_dir);
+    dir = snap->snapshot_dir;
+  } else if (fs::is_directory(path, ec)) {
+    if (opts.revision) {
+      // Only a cache repository has revisions: models--ORG--NAME, or a directory holding refs/.
+      const bool cache_repo = !hf_repo_id_of_dir(path).empty() || fs::is_directory(fs::path(path) / "refs", ec);
+      if (!cache_repo) {
+        throw_usage("--revision applies to a Hugging Face repo id or cache directory (models--ORG--NAME); " +
+                    mlaplan::quoted(path, kQuotedPathMaxBytes) + " is neither");
+      }
+      snap = resolve_hf_repo_dir(path, opts.revision);
+      dir = snap->snapshot_dir;
+    } else {
+      dir = resolve_model_dir(path);  // a Hugging Face cache repository resolves through refs/main
+    }
+  } else if (opts.revision && on_disk) {
+    throw_usage("--revision applies to a Hugging Face repo id or cache directory (models--ORG--NAME); " +
+                mlaplan::quoted(path, kQuotedPathMaxBytes) + " is not a directory");
+  }
+  if (!dir.empty()) {
+    file = (fs::path(dir) / "config.json").string();
     // Absent: not even a dangling link. Anything else there is read_input_file's to judge.
-    if (std::filesystem::symlink_status(file, ec).type() == std::filesystem::file_type::not_found) {
+    if (fs::symlink_status(file, ec).type() == fs::file_type::not_found) {
       throw_config("directory " + mlaplan::quoted(path, kQuotedPathMaxBytes) + " holds no config.json");
     }
   }
@@ -1052,6 +1106,16 @@ ModelConfig load_config(const std::string& path) {
   ModelConfig cfg = parse_config(text, file);
   cfg.source = path;
   cfg.model_dir = dir;
+  if (snap) {
+    set_hf_fields(cfg, *snap);
+  } else if (!dir.empty() && dir != path) {
+    // A cache repository resolved through refs/main.
+    cfg.hf_repo_id = hf_repo_id_of_dir(path);
+    cfg.hf_revision = "main";
+    cfg.hf_commit = fs::path(dir).filename().string();
+  } else if (!dir.empty()) {
+    set_hf_fields_of_snapshot(cfg, dir);
+  }
   return cfg;
 }
 

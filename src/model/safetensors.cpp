@@ -22,6 +22,7 @@
 #include "mlaplan/base/limits.hpp"
 #include "mlaplan/base/number_format.hpp"
 #include "mlaplan/base/text.hpp"
+#include "mlaplan/model/hf_cache.hpp"
 
 namespace mlaplan {
 
@@ -1230,25 +1231,7 @@ std::string resolve_model_dir(const std::string& path) {
                  "snapshot directory, " +
                  qpath(join(path, "snapshots/REV")));
   }
-  InputFileRules rules{"", CheckpointLimits::max_ref_bytes, "CheckpointLimits::max_ref_bytes",
-                       "refs/main holds one commit hash"};
-  std::string ref = read_input_file(ref_path, rules);
-  while (!ref.empty() && (ref.back() == '\n' || ref.back() == '\r')) ref.pop_back();
-  const std::string where = qpath(ref_path) + ": ";
-  if (ref.empty()) throw_config(where + "the file is empty; expected a commit hash");
-  if (static_cast<std::int64_t>(ref.size()) > CheckpointLimits::max_ref_hex_digits) {
-    throw_config(where + "the ref " + mlaplan::quoted(ref) + " is " + std::to_string(ref.size()) +
-                 " bytes; a commit hash is at most " + std::to_string(CheckpointLimits::max_ref_hex_digits) +
-                 " hex digits (CheckpointLimits::max_ref_hex_digits)");
-  }
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    const char c = ref[i];
-    const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-    if (!hex) {
-      throw_config(where + "the ref " + mlaplan::quoted(ref) + " is not a commit hash (byte " + std::to_string(i) +
-                   " is " + mlaplan::quoted(std::string_view(&ref[i], 1)) + "; expected hex digits only)");
-    }
-  }
+  const std::string ref = read_hf_ref(ref_path, "main");
   const std::string snapshot = join(path, "snapshots/" + ref);
   require_directory(snapshot, "Hugging Face cache " + qpath(path) + ": refs/main names snapshot " +
                                   mlaplan::quoted(ref) + ", but " + qpath(snapshot) + " cannot be read: ");

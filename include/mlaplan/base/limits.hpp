@@ -105,6 +105,10 @@ struct CheckpointLimits {
   static constexpr std::int64_t max_ref_bytes = 256;
   /// Hex digits of a commit hash in refs/main (SHA-1 has 40, SHA-256 64).
   static constexpr std::int64_t max_ref_hex_digits = 64;
+  /// A --revision (a branch, a tag, refs/pr/N or a commit hash) looked up as refs/<revision>.
+  static constexpr std::int64_t max_revision_bytes = 256;
+  /// Files of a cache repository's refs/ looked at to list the refs that exist (an error message).
+  static constexpr std::int64_t max_refs_walked = 1000;
   /// JSON nesting of a header or an index (both are 3 levels deep), scanned before parsing.
   static constexpr int max_nesting_depth = 64;
   /// Shard files of one checkpoint (DeepSeek-V3 has 163).

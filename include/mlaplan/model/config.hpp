@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mlaplan/base/limits.hpp"  // ConfigLimits: beyond them a config is rejected (docs/robustness.md)
+#include "mlaplan/model/hf_cache.hpp"
 
 namespace mlaplan {
 
@@ -86,6 +87,11 @@ struct ModelConfig {
   /// The model directory read (a Hugging Face cache repository resolved through refs/main); ""
   /// when a config file was given. Its safetensors headers, when present, give the weights.
   std::string model_dir;
+  /// Set when the config was found through the Hugging Face cache (a repo id, a cache repository
+  /// models--ORG--NAME or one of its snapshots); "" otherwise.
+  std::string hf_repo_id;   ///< "ORG/NAME" ("" for a cache directory not named models--ORG--NAME)
+  std::string hf_revision;  ///< the revision asked for ("main" by default; "" for a snapshot named)
+  std::string hf_commit;    ///< the snapshot's commit (snapshots/<commit>)
   Family family = Family::deepseek_v41;
   std::string model_type;    ///< top-level model_type as written ("" if inferred)
   bool composite = false;    ///< V4.1 with the attention fields under text_config
@@ -141,9 +147,27 @@ std::int64_t draft_layer_count(std::int64_t num_hidden_layers, std::int64_t num_
 /// dspark_block_size, such as V4-Flash-0731) rather than MTP stages; draft_method() of rules.hpp.
 bool dspark_drafts(const ModelConfig& cfg);
 
+/// Where load_config() looks for a model that is not a path on disk.
+struct ModelSourceOptions {
+  /// --revision: a branch, tag, pr/N or commit hash of a repo id or a cache repository (refs/<revision>).
+  std::optional<std::string> revision;
+  /// vLLM's --download-dir: the Hugging Face hub cache to search instead of the environment's.
+  std::optional<std::string> download_dir;
+  /// The environment that places the cache; unset: hf_env_from_process().
+  std::optional<HfEnv> env;
+};
+
 /// Reads CONFIG (a config.json or a directory holding one). Throws Error(invalid_config) with a
-/// message naming the file, the JSON path, the bad value and the rule.
+/// message naming the file, the JSON path, the bad value and the rule. load_config(path, {}).
 ModelConfig load_config(const std::string& path);
+
+/// Reads CONFIG: a path that exists is read as by load_config(path) (with opts.revision, a cache
+/// repository models--ORG--NAME resolves through refs/<revision> instead of refs/main; any other
+/// path with a revision is Error(usage)); a path that does not exist and reads as a repo id
+/// ORG/NAME (looks_like_repo_id(), not ending in ".json") is resolved through the local Hugging
+/// Face cache (resolve_hf_repo(); nothing is downloaded) and its snapshot read. The hf_* fields
+/// of the result say what was resolved.
+ModelConfig load_config(const std::string& path, const ModelSourceOptions& opts);
 
 /// Parses config text already in memory. `source` names it in messages.
 ModelConfig parse_config(std::string_view text, const std::string& source);
