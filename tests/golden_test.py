@@ -30,7 +30,9 @@ ALL = [V41, V4, V32]
 
 # (name, extension, arguments); "{out}" stands for the report file the case writes.
 CASES = [
-    # The README's first command: its first screen.
+    # The README's first command: its first screen (the search of one node, the best layout's plan).
+    ("plan-v41-flash", "txt", [V41]),
+    ("plan-v41-flash", "json", [V41, "--json"]),
     ("plan-v41-flash-tp8", "txt", [V41, "--tp", "8"]),
     ("plan-v41-flash-tp8", "json", [V41, "--tp", "8", "--json"]),
     ("plan-v41-flash-tp8", "md", [V41, "--tp", "8", "--format", "markdown"]),
@@ -59,7 +61,7 @@ CASES = [
     ("report-v32-tp8", "html", ["report", V32, "--tp", "8", "-o", "{out}"]),
 ]
 
-README_CASE = "plan-v41-flash-tp8.txt"
+README_CASE = "plan-v41-flash.txt"
 README_MARK = "The first screen"
 
 

@@ -171,7 +171,7 @@ TEST_CASE("batch fit: --context-lens, speculative tokens, DP engines, the defaul
 
 TEST_CASE("batch fit: nothing is claimed where the cache is not known", "[cli][batch-fit]") {
   // Does not fit at all (one H200): exit 4 for the fit, no batch finding.
-  const Run one = run({kV41, "--batch", "65536", "--context-len", "100000", "--json"});
+  const Run one = run({kV41, "--tp", "1", "--batch", "65536", "--context-len", "100000", "--json"});
   CHECK(one.code == 4);
   const auto j = nlohmann::json::parse(one.out);
   CHECK(findings(j, "fit.decode_batch").empty());
@@ -207,12 +207,14 @@ TEST_CASE("batch fit: check warns, and fails with --require-batch-fits", "[cli][
       "--batch 358 or fewer, shorter requests, or a larger KV cache (more GPUs, --gpu-memory-utilization)";
   const Run warn = run({"check", kV41, "--tp", "8", "--batch", "400", "--context-len", "100000"});
   CHECK(warn.code == 0);
-  CHECK(warn.out == "PASS " + kV41 + "  [deepseek_v41 on h200, fp8_ds_mla]\n  warning [fit.decode_batch]: " + message +
+  CHECK(warn.out == "PASS " + kV41 +
+                        "  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 28.78x\n  warning [fit.decode_batch]: " + message +
                         "\n    fix: " + fix + "\n1 of 1 configs passed\n");
   const Run guard =
       run({"check", kV41, "--tp", "8", "--batch", "400", "--context-len", "100000", "--require-batch-fits"});
   CHECK(guard.code == 4);
-  CHECK(guard.out == "FAIL " + kV41 + " (exit 4)  [deepseek_v41 on h200, fp8_ds_mla]\n  error [guard.decode_batch]: " +
+  CHECK(guard.out == "FAIL " + kV41 +
+                         " (exit 4)  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 28.78x\n  error [guard.decode_batch]: " +
                          message + "\n    fix: " + fix + "\n0 of 1 configs passed\n");
   // A batch that fits passes the guard.
   CHECK(run({"check", kV41, "--tp", "8", "--batch", "358", "--context-len", "100000", "--require-batch-fits"}).code ==

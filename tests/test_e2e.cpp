@@ -55,9 +55,9 @@ TEST_CASE("e2e: every bundled config plans, and its JSON parses back", "[e2e]") 
     if (!c.layout.empty()) {
       // On one H200 (the default) the bundled checkpoint does not fit: exit 4, vLLM's message and
       // what would fit.
-      auto one = run({cfg(c.file)});
+      auto one = run({cfg(c.file), "--tp", "1"});
       CHECK(one.code == 4);
-      CHECK_THAT(one.err, Catch::StartsWith("mla-plan: error: No available memory for the cache blocks."));
+      CHECK_THAT(one.err, Catch::StartsWith("mla-plan: error: weights need "));
       CHECK_THAT(one.err, Catch::Contains(" Would fit: --tp "));
       CHECK_THAT(one.out, Catch::Contains("fit: DOES NOT FIT on 1 x h200"));
     }
@@ -246,7 +246,10 @@ TEST_CASE("e2e: the same inputs give byte-identical output, run after run, under
     cmds.push_back({"report", cfg(c), "--tp", tp, "-o", (dir / (c + ".html")).string()});
   }
   // And one that does not: the message and its suggestion are as stable.
-  cmds.push_back({"plan", cfg("deepseek-v4.1-flash.json")});
+  cmds.push_back({"plan", cfg("deepseek-v4.1-flash.json"), "--tp", "1"});
+  // The search of one node and the vllm serve command line, as stable.
+  cmds.push_back({"plan", cfg("deepseek-v4.1-flash.json"), "--json"});
+  cmds.push_back({"vllm", "serve", cfg("deepseek-v4.1-flash.json"), "-tp", "8", "--max-model-len", "128k"});
   cmds.push_back(
       {"schedule", "--kernel", "sm90-sparse", "--num-sms", "132", "--h-q", "64", "--lengths", "1,900,70000"});
   cmds.push_back({"formats", "--json"});
@@ -267,7 +270,7 @@ TEST_CASE("e2e: the same inputs give byte-identical output, run after run, under
   for (const auto& args : cmds) {
     INFO(args.front() << " " << (args.size() > 1 ? args[1] : std::string()));
     const Result first = once(args, envs[0]);
-    const bool one_gpu = args.size() == 2 && args[0] == "plan";  // the layout that does not fit
+    const bool one_gpu = args.size() == 4 && args[0] == "plan" && args[3] == "1";  // the layout that does not fit
     CHECK(first.run.code == (one_gpu ? 4 : 0));
     for (std::size_t e = 1; e < envs.size(); ++e) {
       const Result again = once(args, envs[e]);

@@ -55,26 +55,51 @@ std::int64_t kv_bytes(const nlohmann::json& j) {
 }  // namespace
 
 TEST_CASE("fit CLI: V4.1-Flash does not fit on one H200 and says what would", "[cli][fit]") {
-  const Run r = run({kV41});
+  const Run r = run({kV41, "--tp", "1"});
   CHECK(r.code == 4);
-  CHECK_THAT(r.err, Catch::StartsWith("mla-plan: error: No available memory for the cache blocks. Try increasing "
-                                      "`gpu_memory_utilization` when initializing the engine"));
-  // The fewest H200s that hold it: four, with expert parallelism (it does fit there, below).
+  // The weights alone exceed the GPU: said once, not as vLLM's KV-cache message.
+  CHECK_THAT(r.err,
+             Catch::StartsWith("mla-plan: error: weights need 467.53 GiB per GPU, 3.34 x the 139.80 GiB of h200; "
+                               "vLLM fails while loading the weights (CUDA out of memory)"));
   CHECK_THAT(r.err, Catch::Contains(" Would fit: --tp 4 --enable-expert-parallel (4 GPUs: the fewest h200 that hold "
                                     "it, 1.97x concurrency)."));
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK_THAT(r.out, Catch::Contains("fit: DOES NOT FIT on 1 x h200 (TP 1 x DP 1 x PP 1, expert parallel off)"));
-  CHECK_THAT(r.out, Catch::Contains("  vLLM raises: No available memory for the cache blocks."));
+  CHECK_THAT(r.out, Catch::Contains("\n  weights need 467.53 GiB per GPU, 3.34 x the 139.80 GiB of h200"));
   CHECK_THAT(r.out, Catch::Contains("  would fit: --tp 4 --enable-expert-parallel"));
+  CHECK(r.out.find("No available memory") == std::string::npos);
   // The suggestion holds: that layout fits, with the concurrency it named.
   const Run four = run({kV41, "--tp", "4", "--enable-expert-parallel"});
   CHECK(four.code == 0);
   CHECK_THAT(four.out, Catch::Contains("Maximum concurrency for 1,048,576 tokens per request: 1.97x"));
-  // report and check answer the same.
-  const Run check = run({"check", kV41});
+  // check answers the same for that layout.
+  const Run check = run({"check", kV41, "--tp", "1"});
   CHECK(check.code == 4);
-  CHECK_THAT(check.out, Catch::Contains("error [fit.does_not_fit]: does not fit: No available memory for the cache "
-                                        "blocks."));
+  CHECK_THAT(check.out, Catch::Contains("error [fit.does_not_fit]: does not fit: weights need 467.53 GiB per GPU"));
+}
+
+TEST_CASE("fit CLI: without a layout flag the layouts of one node are searched and the best planned", "[cli][fit]") {
+  const Run r = run({kV41});
+  REQUIRE(r.code == 0);
+  CHECK(r.err.empty());
+  CHECK_THAT(r.out, Catch::Contains("\nsearch: 8 x h200 (no layout flag: one node), ranked by concurrency: "));
+  CHECK_THAT(r.out, Catch::Contains("\n  best: TP 1 x DP 8, Engram offload (8 GPUs): 287.04x"));
+  CHECK_THAT(r.out, Catch::Contains("\nfit: FITS on 8 x h200 (TP 1 x DP 8 x PP 1, expert parallel off)"));
+  CHECK_THAT(r.out,
+             Catch::Contains("\nlaunch: VLLM_PLE_CPU_OFFLOAD=1 vllm serve " + kV41 + " --data-parallel-size 8\n"));
+  // The plan of the best is the plan of that layout given by hand, number for number.
+  const Run hand = run({kV41, "--dp", "8", "--engram", "offload", "--json"});
+  const Run searched = run({kV41, "--json"});
+  REQUIRE(hand.code == 0);
+  REQUIRE(searched.code == 0);
+  auto a = nlohmann::json::parse(hand.out), b = nlohmann::json::parse(searched.out);
+  CHECK(a.at("fit") == b.at("fit"));
+  CHECK(a.at("layout") == b.at("layout"));
+  CHECK(b.at("search").at("ranked").at(0).at("total_concurrency") == a.at("fit").at("total_concurrency"));
+  // check without a layout flag judges the recommended layout and says which.
+  const Run check = run({"check", kV41});
+  CHECK(check.code == 0);
+  CHECK_THAT(check.out, Catch::Contains("TP 1 x DP 8, Engram offload (recommended for one node)] 287.04x"));
 }
 
 TEST_CASE("fit CLI: V4.1-Flash at TP 8, the text", "[cli][fit]") {
@@ -472,6 +497,7 @@ TEST_CASE("check: an invalid config is never hidden behind another file's exit 3
   for (const auto& files : {std::vector<std::string>{kV41, bad}, std::vector<std::string>{bad, kV41}}) {
     std::vector<std::string> args{"check"};
     args.insert(args.end(), files.begin(), files.end());
+    args.insert(args.end(), {"--tp", "1"});
     const Run r = run(args);
     CHECK(r.code == 2);
     CHECK_THAT(r.out, Catch::Contains("FAIL " + bad + " (exit 2)") && Catch::Contains(" (exit 4)"));
@@ -479,18 +505,19 @@ TEST_CASE("check: an invalid config is never hidden behind another file's exit 3
 }
 
 TEST_CASE("fit CLI: the error that decides exit 4 is a finding in text, JSON and the report", "[cli][fit][report]") {
-  const Run text = run({kV4});
+  const Run text = run({kV4, "--tp", "1"});
   CHECK(text.code == 4);
-  CHECK_THAT(text.out, Catch::Contains("\nfindings:\n  error [fit.does_not_fit]: does not fit: No available memory"));
+  CHECK_THAT(text.out, Catch::Contains("\nfindings:\n  error [fit.does_not_fit]: does not fit: weights need 145.30 GiB "
+                                       "per GPU, 1.04 x the 139.80 GiB of h200"));
   CHECK_THAT(text.out, Catch::Contains("    fix: --tp 1 --dp 2 --enable-expert-parallel (2 GPUs"));
-  const Run js = run({kV4, "--json"});
+  const Run js = run({kV4, "--tp", "1", "--json"});
   CHECK(js.code == 4);
   const auto j = nlohmann::json::parse(js.out);
   bool found = false;
   for (const auto& f : j.at("findings")) found |= f.at("id") == "fit.does_not_fit" && f.at("severity") == "error";
   CHECK(found);
   testing_files::TempDir dir;
-  const Run rep = run({"report", kV4, "-o", dir / "r.svg"});
+  const Run rep = run({"report", kV4, "--tp", "1", "-o", dir / "r.svg"});
   CHECK(rep.code == 4);
   std::ifstream in(dir / "r.svg");
   std::stringstream svg;
@@ -498,7 +525,7 @@ TEST_CASE("fit CLI: the error that decides exit 4 is a finding in text, JSON and
   CHECK(svg.str().find("No errors or warnings") == std::string::npos);
   CHECK_THAT(svg.str(), Catch::Contains("fit.does_not_fit"));
   // check lists it once per file.
-  const Run c = run({"check", kV4});
+  const Run c = run({"check", kV4, "--tp", "1"});
   CHECK(c.code == 4);
   const std::string id = "[fit.does_not_fit]";
   const auto first = c.out.find(id);

@@ -195,7 +195,7 @@ TEST_CASE("prefill: check guards", "[prefill][cli][guards]") {
   }
   {
     // One GPU does not hold V4.1-Flash: the guard cannot be checked, and fails.
-    const Run r = run({"check", kV41, "--require-prefill-fits"});
+    const Run r = run({"check", kV41, "--tp", "1", "--require-prefill-fits"});
     CHECK(r.code == 4);
     CHECK(r.out.find("--require-prefill-fits cannot be checked") != std::string::npos);
   }

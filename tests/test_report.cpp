@@ -295,6 +295,7 @@ mlaplan::cli::PlanResult plan_of(const std::string& config) {
   mlaplan::cli::PlanOptions opt;
   opt.config = cfg(config);
   opt.layout.options.tensor_parallel_size = fitting_tp(config);
+  opt.layout_given.tensor_parallel = true;  // as --tp: this layout, not the search of one node
   return mlaplan::cli::compute_plan(opt);
 }
 

@@ -161,10 +161,14 @@ int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCl
     };
     own.takes_value = [plan](std::string_view name) {
       const CLI::Option* o = plan->get_option_no_throw(std::string(name));
-      return o != nullptr && o->get_type_size() != 0;
+      return o != nullptr && o->get_items_expected_max() > 0;
     };
     for (const CLI::Option* o : plan->get_options()) {
-      for (const auto& n : o->get_lnames()) own.names.push_back("--" + n);
+      for (const auto& n : o->get_lnames()) {
+        const std::string name = "--" + n;
+        const auto vllm_names = vllm_flag_names();
+        if (std::find(vllm_names.begin(), vllm_names.end(), name) == vllm_names.end()) own.names.push_back(name);
+      }
     }
     p.vllm = translate_vllm_serve(std::vector<std::string>(args.begin() + 2, args.end()), own);
     args = p.vllm->plan_args;

@@ -45,9 +45,9 @@ struct PlanOptions {
   LayoutFlags layout;
   FitFlags fit;
   BatchFlags batch;
-  LayoutGiven layout_given;           ///< the parallel-layout flags given (bind_layout_given())
-  std::optional<std::string> gpus;    ///< --gpus N | NxGPU: search the layouts of N GPUs
-  std::string objective = "concurrency";  ///< --objective concurrency | context | gpus
+  LayoutGiven layout_given;                     ///< the parallel-layout flags given (bind_layout_given())
+  std::optional<std::string> gpus;              ///< --gpus N | NxGPU: search the layouts of N GPUs
+  std::string objective = "concurrency";        ///< --objective concurrency | context | gpus
   std::optional<std::int64_t> min_concurrency;  ///< --min-concurrency (plan: what auto and context serve)
   /// `mla-plan vllm serve ...`: the vLLM command line these options were read from (vllm_args.hpp).
   std::optional<VllmServeInput> vllm;

@@ -22,20 +22,20 @@ namespace {
 using json = nlohmann::json;
 
 enum class Kind {
-  map,            ///< a value, given to mla-plan's `target` flag as it is
-  map_bool,       ///< --x: `target` (if any); --no-x: `no_target` (if any)
-  ignore,         ///< a value that changes nothing the plan computes
-  ignore_bool,    ///< a switch (and its --no- form) that changes nothing the plan computes
-  ignore_multi,   ///< one or more values (nargs "+") that change nothing the plan computes
-  unmodelled,     ///< a value that changes memory in a way mla-plan does not model (`target`: its default)
+  map,           ///< a value, given to mla-plan's `target` flag as it is
+  map_bool,      ///< --x: `target` (if any); --no-x: `no_target` (if any)
+  ignore,        ///< a value that changes nothing the plan computes
+  ignore_bool,   ///< a switch (and its --no- form) that changes nothing the plan computes
+  ignore_multi,  ///< one or more values (nargs "+") that change nothing the plan computes
+  unmodelled,    ///< a value that changes memory in a way mla-plan does not model (`target`: its default)
   unmodelled_bool,
   unmodelled_multi,
-  speculative,    ///< --speculative-config JSON
-  compilation,    ///< --compilation-config JSON
-  attention,      ///< --attention-config JSON
-  kv_transfer,    ///< --kv-transfer-config JSON
-  hf_overrides,   ///< --hf-overrides JSON
-  refused,        ///< a flag the modelled vLLM release refuses, or one mla-plan cannot follow
+  speculative,   ///< --speculative-config JSON
+  compilation,   ///< --compilation-config JSON
+  attention,     ///< --attention-config JSON
+  kv_transfer,   ///< --kv-transfer-config JSON
+  hf_overrides,  ///< --hf-overrides JSON
+  refused,       ///< a flag the modelled vLLM release refuses, or one mla-plan cannot follow
 };
 
 struct Flag {
@@ -258,13 +258,12 @@ std::vector<std::string> prefix_matches(const std::string& name) {
 json dotted_value(const std::string& text) {
   try {
     return json::parse(text);
-  } catch (const json::exception&) {
-  }
+  } catch (const json::exception&) {}
   try {
-    return parse_size_value("value", text, IntRange{std::numeric_limits<std::int64_t>::min() / 2,
-                                                    std::numeric_limits<std::int64_t>::max() / 2, {}});
-  } catch (const Error&) {
-  }
+    return parse_size_value(
+        "value", text,
+        IntRange{std::numeric_limits<std::int64_t>::min() / 2, std::numeric_limits<std::int64_t>::max() / 2, {}});
+  } catch (const Error&) {}
   return text;
 }
 
@@ -297,7 +296,9 @@ class Translator {
     for (std::size_t i = 0; i < args.size(); ++i) {
       std::string word = args[i];
       if (word.empty() || word[0] != '-' || word == "-") {
-        if (model) throw_usage("vllm serve: a second MODEL " + mlaplan::quoted(word) + " (MODEL is " + mlaplan::quoted(*model) + ")");
+        if (model)
+          throw_usage("vllm serve: a second MODEL " + mlaplan::quoted(word) + " (MODEL is " + mlaplan::quoted(*model) +
+                      ")");
         model = word;
         continue;
       }
@@ -323,9 +324,9 @@ class Translator {
         std::string base = word.substr(0, dot);
         bool neg = false;
         const Flag* f = find_flag(base, neg);
-        if (f == nullptr || !(f->kind == Kind::speculative || f->kind == Kind::compilation ||
-                              f->kind == Kind::attention || f->kind == Kind::kv_transfer ||
-                              f->kind == Kind::hf_overrides || f->kind == Kind::ignore)) {
+        if (f == nullptr ||
+            !(f->kind == Kind::speculative || f->kind == Kind::compilation || f->kind == Kind::attention ||
+              f->kind == Kind::kv_transfer || f->kind == Kind::hf_overrides || f->kind == Kind::ignore)) {
           unknown(word);
         }
         std::string key = word.substr(dot + 1);
@@ -417,7 +418,8 @@ class Translator {
           if (inline_value) {
             (void)value(word);
           } else {
-            if (i + 1 >= args.size() || args[i + 1].rfind("-", 0) == 0) throw_usage("vllm serve: " + word + " needs a value");
+            if (i + 1 >= args.size() || args[i + 1].rfind("-", 0) == 0)
+              throw_usage("vllm serve: " + word + " needs a value");
             while (i + 1 < args.size() && args[i + 1].rfind("-", 0) != 0) ++i;
           }
           ignored(word);
@@ -443,7 +445,8 @@ class Translator {
           if (inline_value) {
             vals = value(word);
           } else {
-            if (i + 1 >= args.size() || args[i + 1].rfind("-", 0) == 0) throw_usage("vllm serve: " + word + " needs a value");
+            if (i + 1 >= args.size() || args[i + 1].rfind("-", 0) == 0)
+              throw_usage("vllm serve: " + word + " needs a value");
             while (i + 1 < args.size() && args[i + 1].rfind("-", 0) != 0) vals += (vals.empty() ? "" : " ") + args[++i];
           }
           not_modelled(word + " " + vals, std::string(f->why));
@@ -460,14 +463,19 @@ class Translator {
             break;
           }
           json_values[canonical] = parse_object(word, v);
+          raw_json_[canonical] = v;
           break;
         }
         case Kind::refused: throw_usage("vllm serve: " + word + ": " + std::string(f->why));
       }
     }
-    if (!model) throw_usage("vllm serve: no MODEL (a model directory, a config.json or a Hugging Face repo id ORG/NAME)");
+    if (!model)
+      throw_usage("vllm serve: no MODEL (a model directory, a config.json or a Hugging Face repo id ORG/NAME)");
     // Dotted keys are appended by vLLM after the command line: they replace a full JSON value.
-    for (auto& [flag, obj] : dotted_) json_values[flag] = obj;
+    for (auto& [flag, obj] : dotted_) {
+      json_values[flag] = obj;
+      raw_json_.erase(flag);
+    }
     for (const auto& [flag, obj] : json_values) apply_json(flag, obj);
     in_.plan_args.push_back(*model);
     for (const auto& [flag, values] : mapped_) {
@@ -536,7 +544,8 @@ class Translator {
   void apply_json(const std::string& flag, const json& j) {
     if (flag == "--speculative-config") {
       if (j.contains("method") && !j["method"].is_null()) {
-        if (!j["method"].is_string()) throw_usage(flag + ": method " + mlaplan::quoted(j["method"].dump()) + " is not a string");
+        if (!j["method"].is_string())
+          throw_usage(flag + ": method " + mlaplan::quoted(j["method"].dump()) + " is not a string");
         in_.spec_method = j["method"].get<std::string>();
       }
       if (j.contains("model") && !j["model"].is_null()) {
@@ -558,14 +567,17 @@ class Translator {
           if (!v.is_string()) throw_usage(flag + ": cudagraph_mode " + mlaplan::quoted(v.dump()) + " is not a string");
           std::string mode = v.get<std::string>();
           for (auto& c : mode) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-          const std::vector<std::string> modes = {"NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"};
+          const std::vector<std::string> modes = {"NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY",
+                                                  "FULL_AND_PIECEWISE"};
           if (std::find(modes.begin(), modes.end(), mode) == modes.end()) {
             throw_usage(flag + ": cudagraph_mode " + mlaplan::quoted(v.get<std::string>()) +
                         " is not a mode; allowed NONE, PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE" +
                         did_you_mean_suffix(mode, modes));
           }
           if (mode == "NONE") {
-            set("--cudagraph-gib", {"0"});
+            // No CUDA graphs: the memory --enforce-eager plans (vLLM's enforce_eager sets this mode).
+            switches_["--enforce-eager"] = "--enforce-eager";
+            ignored(flag + ".cudagraph_mode NONE (planned as --enforce-eager: no CUDA-graph pool)");
           } else if (mode != "FULL_AND_PIECEWISE") {
             not_modelled(flag + " cudagraph_mode " + mode, "the CUDA-graph pool (estimated for FULL_AND_PIECEWISE)");
           }
@@ -583,7 +595,8 @@ class Translator {
           if (v.get<std::string>() != "auto") set("--attention-backend", {v.get<std::string>()});
         } else if (key == "dsv4_fused_attention") {
           if (v.is_null()) continue;
-          if (!v.is_boolean()) throw_usage(flag + ": dsv4_fused_attention " + mlaplan::quoted(v.dump()) + " is not true or false");
+          if (!v.is_boolean())
+            throw_usage(flag + ": dsv4_fused_attention " + mlaplan::quoted(v.dump()) + " is not true or false");
           set("--dsv4-fused-attention", {v.get<bool>() ? "true" : "false"});
         } else {
           ignored(flag + "." + key);
@@ -607,7 +620,8 @@ class Translator {
         not_modelled(flag + " " + j.dump(), "the host tier (mla-plan reads cpu_bytes_to_use)");
       }
     } else if (flag == "--hf-overrides") {
-      if (!j.empty()) set("--hf-overrides", {j.dump()});
+      // As given (the launch command repeats it), or the dotted keys' object.
+      if (!j.empty()) set("--hf-overrides", {raw_json_.count(flag) ? raw_json_[flag] : j.dump()});
     }
   }
 
@@ -616,6 +630,7 @@ class Translator {
   std::map<std::string, std::vector<std::string>> mapped_;
   std::map<std::string, std::string> switches_;
   std::map<std::string, json> dotted_;
+  std::map<std::string, std::string> raw_json_;  ///< a JSON flag's value as typed (not dotted)
   std::vector<std::string> own_args_;
 };
 

@@ -18,6 +18,8 @@
 #include "output/check_output.hpp"
 #include "output/json_out.hpp"
 #include "mlaplan/base/error.hpp"
+#include "mlaplan/plan/launch.hpp"
+#include "mlaplan/plan/search.hpp"
 #include "mlaplan/base/input_file.hpp"
 #include "mlaplan/base/json_locate.hpp"
 #include "mlaplan/base/limits.hpp"
@@ -89,6 +91,12 @@ void setup_check(CLI::App& app, CheckOptions& opt) {
       ->group("Parallelism");
   bind_fit_flags(*sub, opt.plan.fit);
   bind_batch_flags(*sub, opt.plan.batch);
+  add_real_option(*sub, "--require-margin-gib", opt.guards.margin_gib,
+                  "fail (exit 4) when the fit has less than this many GiB to spare on its limiting GPU (fit.margin)",
+                  RealRange{0.0, TargetLimits::max_memory_gib, false, "GiB"})
+      ->group("Guards");
+  bind_search_flags(*sub, opt.plan, /*with_min_concurrency=*/false);
+  bind_layout_given(*sub, opt.plan.layout_given);
 }
 
 namespace {
@@ -179,7 +187,21 @@ CheckFileResult check_one(const std::string& path, const CheckOptions& opt, Plan
   fr.path = path;
   plan_opt.config = path;
   try {
-    const PlanResult plan = make_plan(path, check_request(opt, plan_opt));
+    PlanResult plan;
+    const bool recommend =
+        !opt.matrix &&
+        (plan_opt.gpus || (!plan_opt.layout_given.any() && opt.tp_sizes.empty() && opt.dp_sizes.empty()));
+    if (recommend) {
+      // No layout flag: the layout the search of one node recommends (or of --gpus).
+      PlanRequest req = check_request(opt, plan_opt);
+      PlanQuestion q = plan_opt.question(req);
+      q.extras = false;
+      plan = answer_question(load_config(path), req, q);
+    } else {
+      plan = make_plan(path, check_request(opt, plan_opt));
+    }
+    fr.recommended = recommend && plan.search && !plan.search->ranked.empty();
+    if (plan.launch) fr.launch = plan.launch->argv;
     fr.code = plan.exit_code;
     fr.config_file = plan.config.file;
     for (const auto& f : plan.findings) {
@@ -191,6 +213,13 @@ CheckFileResult check_one(const std::string& path, const CheckOptions& opt, Plan
       fr.family = std::string(to_string(plan.config.family));
       fr.target = plan.target.id;
       fr.kv_cache_dtype = std::string(to_string(plan.layout->kv_cache_dtype));
+      const auto& pl = plan.layout->parallel;
+      fr.layout =
+          "TP " + std::to_string(pl.tensor_parallel_size) +
+          (pl.data_parallel_size > 1 ? " x DP " + std::to_string(pl.data_parallel_size) : "") +
+          (pl.pipeline_parallel_size > 1 ? " x PP " + std::to_string(pl.pipeline_parallel_size) : "") +
+          (pl.decode_context_parallel_size > 1 ? " x DCP " + std::to_string(pl.decode_context_parallel_size) : "") +
+          (pl.enable_expert_parallel ? ", EP" : "") + (pl.engram == EngramPlacement::offload ? ", Engram offload" : "");
       fr.global_rows = plan.layout->accounting.global_rows.value();
       fr.global_pages = plan.layout->accounting.global_pages.value();
       if (plan.fit) fr.fit = fit_answer(*plan.fit);

@@ -73,7 +73,13 @@ PlanQuestion PlanOptions::question(PlanRequest& r) const {
   PlanQuestion q;
   q.max_model_len_auto = layout.max_model_len_auto;
   q.min_concurrency = min_concurrency.value_or(r.guards.min_concurrency.value_or(1));
-  if (gpus || !layout_given.any()) {
+  // A layout is given by a flag, or (options made in code) by a value other than the default.
+  const LayoutOptions& lo = layout.options;
+  const bool layout_set = layout_given.any() || lo.tensor_parallel_size != 1 || lo.pipeline_parallel_size != 1 ||
+                          lo.data_parallel_size != 1 || lo.decode_context_parallel_size != 1 ||
+                          fit.enable_expert_parallel || fit.engram != "gpu";
+  // A vllm serve command line is one layout, as vLLM starts it: no search unless --gpus asks.
+  if (gpus || (!layout_set && !vllm)) {
     SearchOptions so;
     so.objective = parse_search_objective(objective);
     so.min_concurrency = q.min_concurrency;
@@ -94,11 +100,11 @@ PlanQuestion PlanOptions::question(PlanRequest& r) const {
       q.search_why = "no layout flag: one node";
     }
     // A layout flag given with --gpus fixes that dimension.
-    so.fixed.tensor_parallel = layout_given.tensor_parallel;
-    so.fixed.pipeline_parallel = layout_given.pipeline_parallel;
-    so.fixed.data_parallel = layout_given.data_parallel;
-    so.fixed.expert_parallel = layout_given.expert_parallel;
-    so.fixed.engram = layout_given.engram;
+    so.fixed.tensor_parallel = layout_given.tensor_parallel || lo.tensor_parallel_size != 1;
+    so.fixed.pipeline_parallel = layout_given.pipeline_parallel || lo.pipeline_parallel_size != 1;
+    so.fixed.data_parallel = layout_given.data_parallel || lo.data_parallel_size != 1;
+    so.fixed.expert_parallel = layout_given.expert_parallel || fit.enable_expert_parallel;
+    so.fixed.engram = layout_given.engram || fit.engram != "gpu";
     q.search = so;
   }
   return q;
@@ -138,7 +144,11 @@ void check_spec_method(const ModelConfig& cfg, const std::string& method) {
 PlanResult compute_plan(const PlanOptions& opt) {
   PlanRequest r = opt.request();
   const PlanQuestion q = opt.question(r);
-  ModelConfig cfg = load_config(opt.config);
+  ModelSourceOptions source;
+  source.revision = opt.fit.revision;
+  source.download_dir = opt.fit.download_dir;
+  source.hf_overrides = opt.fit.hf_overrides;
+  ModelConfig cfg = load_config(opt.config, source);
   if (opt.vllm && opt.vllm->spec_method) check_spec_method(cfg, *opt.vllm->spec_method);
   PlanResult p = answer_question(cfg, r, q);
   if (opt.vllm) {
@@ -151,8 +161,8 @@ PlanResult compute_plan(const PlanOptions& opt) {
     }
     for (const auto& f : opt.vllm->not_modelled) {
       p.findings.push_back(Finding{"vllm.not_modelled", Severity::warning,
-                                   "vllm serve: " + f + "; mla-plan does not model it: the numbers are without it",
-                                   "", ""});
+                                   "vllm serve: " + f + "; mla-plan does not model it: the numbers are without it", "",
+                                   ""});
     }
   }
   return p;

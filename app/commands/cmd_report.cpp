@@ -34,6 +34,8 @@ void setup_report(CLI::App& app, ReportOptions& opt) {
   bind_layout_flags(*sub, opt.plan.layout);
   bind_fit_flags(*sub, opt.plan.fit);
   bind_batch_flags(*sub, opt.plan.batch);
+  bind_search_flags(*sub, opt.plan);
+  bind_layout_given(*sub, opt.plan.layout_given);
 }
 
 namespace {

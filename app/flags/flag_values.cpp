@@ -118,8 +118,9 @@ std::int64_t parse_size_value(std::string_view flag, std::string_view text, cons
       };
       if (digits(whole) && (dot == std::string_view::npos || digits(frac))) {
         if (b != std::string_view::npos && dot != std::string_view::npos) {
-          throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + ": decimals are not allowed with the binary suffix " +
-                      std::string(1, suffix) + " (vLLM refuses it); did you mean " + std::string(number) +
+          throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) +
+                      ": decimals are not allowed with the binary suffix " + std::string(1, suffix) +
+                      " (vLLM refuses it); did you mean " + std::string(number) +
                       static_cast<char>(suffix - 'A' + 'a') + "?");
         }
         long double value = 0;
@@ -135,8 +136,9 @@ std::int64_t parse_size_value(std::string_view flag, std::string_view text, cons
         } else {
           std::int64_t n = 0;
           const auto r = std::from_chars(whole.data(), whole.data() + whole.size(), n, 10);
-          value = r.ec == std::errc() ? static_cast<long double>(n) * static_cast<long double>(std::int64_t{1} << (10 * (b + 1)))
-                                      : std::numeric_limits<long double>::infinity();
+          value = r.ec == std::errc()
+                      ? static_cast<long double>(n) * static_cast<long double>(std::int64_t{1} << (10 * (b + 1)))
+                      : std::numeric_limits<long double>::infinity();
         }
         if (!(value >= static_cast<long double>(range.lo) && value <= static_cast<long double>(range.hi))) {
           throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is out of range; allowed " + allowed);

@@ -73,8 +73,8 @@ void bind_layout_flags(CLI::App& sub, LayoutFlags& f, bool with_kv_dtype) {
       &f.max_model_len_auto)
       ->group("Layout");
   add_size_option(sub, "--max-num-batched-tokens", f.options.in_flight_tokens,
-                 "tokens one request may schedule in a step; sizes the window pages (default: vLLM's)",
-                 IntRange{1, LayoutLimits::max_in_flight_tokens, {}})
+                  "tokens one request may schedule in a step; sizes the window pages (default: vLLM's)",
+                  IntRange{1, LayoutLimits::max_in_flight_tokens, {}})
       ->group("Layout");
   sub.add_flag("--no-draft-layers", f.no_draft_layers, "plan without the draft (MTP / DSpark) layers' caches")
       ->group("Layout");
@@ -150,8 +150,8 @@ void bind_fit_flags(CLI::App& sub, FitFlags& f) {
                   RealRange{0.0, 1.0, true, {}})
       ->group("Fit");
   add_size_option(sub, "--kv-cache-memory-bytes", f.budget.kv_cache_memory_bytes,
-                 "the KV cache per GPU itself, bytes: no budget is computed (vLLM's flag)",
-                 IntRange{1, std::int64_t{1} << 50, {}})
+                  "the KV cache per GPU itself, bytes: no budget is computed (vLLM's flag)",
+                  IntRange{1, std::int64_t{1} << 50, {}})
       ->group("Fit");
   add_real_option(sub, "--kv-budget-gib", f.kv_budget_gib, "--kv-cache-memory-bytes in GiB", kMemoryGib)->group("Fit");
   add_real_option(sub, "--weights-gib", f.budget.weights_gib,
@@ -211,8 +211,9 @@ void bind_fit_flags(CLI::App& sub, FitFlags& f) {
   sub.add_flag("--language-model-only", f.language_model_only,
                "serve text only: vLLM does not load the vision tower (vLLM's flag)")
       ->group("Fit");
-  sub.add_option("--revision", f.revision,
-                 "the branch, tag or commit of a Hugging Face repo id MODEL in the local cache (vLLM's flag; default main)")
+  sub.add_option(
+         "--revision", f.revision,
+         "the branch, tag or commit of a Hugging Face repo id MODEL in the local cache (vLLM's flag; default main)")
       ->group("Model");
   sub.add_option("--download-dir", f.download_dir,
                  "the Hugging Face cache to look in instead of HF_HUB_CACHE / HF_HOME's (vLLM's flag)")

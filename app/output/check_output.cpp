@@ -3,6 +3,8 @@
 
 #include "output/check_output.hpp"
 
+#include "mlaplan/base/number_format.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <ostream>
@@ -45,6 +47,7 @@ ojson file_json(const CheckFileResult& r) {
     f["family"] = r.family;
     f["target"] = r.target;
     f["kv_cache_dtype"] = r.kv_cache_dtype;
+    f["layout"] = {{"label", r.layout}, {"recommended", r.recommended}, {"launch", r.launch}};
     f["global_bytes_per_token"] = {{"rows", r.global_rows}, {"pages", r.global_pages}};
     if (!r.fit.empty()) f["fit"] = r.fit;
     if (r.concurrency) {
@@ -131,7 +134,8 @@ void CheckPrinter::file(const CheckFileResult& r) {
     if (r.code != 0) out_ << " (exit " << r.code << ")";
     if (r.planned) {
       out_ << "  [" << printable(r.family) << " on " << printable(r.target) << ", " << printable(r.kv_cache_dtype)
-           << "]";
+           << ", " << printable(r.layout) << (r.recommended ? " (recommended for one node)" : "") << "]";
+      if (r.concurrency) out_ << " " << format_fixed(*r.concurrency, 2) << "x";
     }
     out_ << "\n";
     for (const auto& f : r.findings) {

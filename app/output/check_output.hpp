@@ -27,8 +27,13 @@ struct CheckFileResult {
   std::string family;
   std::string target;
   std::string kv_cache_dtype;
-  double global_rows = 0;   ///< global bytes per token, DeepSeek's accounting
-  double global_pages = 0;  ///< the same, the engine's
+  /// The layout judged: "TP 8", "TP 1 x DP 8, Engram offload"; with `recommended`, the layout the
+  /// search of one node chose (check without a layout flag judges the recommended layout).
+  std::string layout;
+  bool recommended = false;
+  std::vector<std::string> launch;  ///< the `vllm serve` argv of the plan judged
+  double global_rows = 0;           ///< global bytes per token, DeepSeek's accounting
+  double global_pages = 0;          ///< the same, the engine's
   /// The fit's answer, with a layout: "fits", "does_not_fit", "not_decided" (the weights not all
   /// known) or "refused" (vLLM refuses the configuration: exit 3). The numbers below are given
   /// only with an answer on memory (fits or does_not_fit).

@@ -467,9 +467,10 @@ std::string render_plan_json(const PlanResult& r) {
   }
   j["search"] = search_json(r);
   j["launch"] = launch_json(r);
-  j["max_model_len_auto"] = r.auto_max_model_len ? ojson({{"max_model_len", *r.auto_max_model_len},
-                                                          {"min_concurrency", r.auto_min_concurrency}})
-                                                 : ojson(nullptr);
+  j["max_model_len_auto"] =
+      r.auto_max_model_len
+          ? ojson({{"max_model_len", *r.auto_max_model_len}, {"min_concurrency", r.auto_min_concurrency}})
+          : ojson(nullptr);
   j["context_sweep"] = sweep_json(r);
   j["sensitivity"] = sensitivity_json(r);
   j["batch"] = {{"context_lens", r.batch.context_lens},

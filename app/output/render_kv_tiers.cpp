@@ -49,6 +49,7 @@ std::string render_kv_tiers_text(const PlanResult& r, bool details) {
   o.imbue(std::locale::classic());
   o << "\nkv tiers (vLLM " << kVllmVersion << "'s prefix cache and native KV offloading connector):\n";
   // Prefix cache: the hit rule and what one cached prompt keeps.
+  if (!f.prefix_caching) o << "  prefix cache: OFF (--no-enable-prefix-caching); with it on:\n";
   o << "  prefix cache: hits in multiples of " << format_grouped(rule.scheduler_block_size)
     << " tokens; the shortest prompt that hits is " << format_grouped(rule.min_hit_prompt_len) << " tokens";
   if (rule.eagle_drop_tokens > 0)
@@ -154,7 +155,8 @@ nlohmann::ordered_json kv_tiers_json(const Fit& f) {
   }
   auto opt = [](const auto& v) -> ojson { return v ? ojson(*v) : ojson(nullptr); };
   ojson j;
-  j["prefix_cache"] = {{"scheduler_block_size", pc.rule.scheduler_block_size},
+  j["prefix_cache"] = {{"enabled", f.prefix_caching},
+                       {"scheduler_block_size", pc.rule.scheduler_block_size},
                        {"hash_block_size", pc.rule.hash_block_size},
                        {"speculative", pc.speculative},
                        {"eagle_drop_tokens", pc.rule.eagle_drop_tokens},

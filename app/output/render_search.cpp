@@ -24,8 +24,8 @@ std::string words(const std::vector<std::string>& argv) {
 }
 
 std::string candidate_line(const SearchCandidate& c, SearchObjective o) {
-  std::string s = c.label() + " (" + std::to_string(c.gpus) + " GPU" + (c.gpus == 1 ? "" : "s") + "): " +
-                  format_fixed(c.total_concurrency, 2) + "x";
+  std::string s = c.label() + " (" + std::to_string(c.gpus) + " GPU" + (c.gpus == 1 ? "" : "s") +
+                  "): " + format_fixed(c.total_concurrency, 2) + "x";
   if (o == SearchObjective::context) s += " at max_model_len " + format_grouped(c.max_model_len);
   s += ", weights " + format_gib(c.weights_bytes_per_gpu) + " per GPU";
   return s;
@@ -80,6 +80,9 @@ std::string render_launch_text(const PlanResult& r) {
     o << "  mla-plan's assumptions beyond vLLM's flags: " << printable(words(c.mla_plan_flags)) << "\n";
   }
   for (const auto& n : c.notes) o << "  note: " << printable(n) << "\n";
+  for (const auto& f : r.findings) {
+    if (f.id == "vllm.ignored" || f.id == "vllm.not_modelled") o << "  " << printable(f.message) << "\n";
+  }
   if (r.fit) {
     for (std::size_t i = 0; i < r.fit->suggestion_flags.size(); ++i) {
       o << "  would fit: mla-plan " << printable(words(r.fit->suggestion_flags[i])) << " ...\n";
@@ -95,8 +98,9 @@ std::string render_sweep_text(const PlanResult& r, bool details) {
     o << "\nmax_model_len auto: " << format_grouped(*r.auto_max_model_len) << " tokens, the longest that serves "
       << r.auto_min_concurrency << " request" << (r.auto_min_concurrency == 1 ? "" : "s") << " at once\n";
   }
+  if (!r.sensitivity.empty()) o << "\nsensitivity (one flag changed, where the concurrency moves by more than 10%):\n";
   for (const auto& s : r.sensitivity) {
-    o << "  sensitive: with " << printable(words(s.flags)) << " "
+    o << "  with " << printable(words(s.flags)) << ": "
       << (s.fits ? format_fixed(s.total_concurrency, 2) + "x" : std::string("it does not fit")) << " ("
       << (s.change >= 0 ? "+" : "") << format_fixed(s.change * 100.0, 0) << "%)\n";
   }
@@ -134,8 +138,8 @@ ojson launch_json(const PlanResult& r) {
   const LaunchCommand& c = *r.launch;
   ojson flags = ojson::array();
   for (const auto& f : c.flags) flags.push_back({{"name", f.name}, {"values", f.values}});
-  return {{"env", c.env},           {"argv", c.argv},   {"flags", std::move(flags)},
-          {"mla_plan_flags", c.mla_plan_flags}, {"notes", c.notes}, {"command", c.text()}};
+  return {{"env", c.env},     {"argv", c.argv},     {"flags", std::move(flags)}, {"mla_plan_flags", c.mla_plan_flags},
+          {"notes", c.notes}, {"command", c.text()}};
 }
 
 ojson sweep_json(const PlanResult& r) {
@@ -149,7 +153,8 @@ ojson sweep_json(const PlanResult& r) {
 ojson sensitivity_json(const PlanResult& r) {
   ojson a = ojson::array();
   for (const auto& s : r.sensitivity) {
-    a.push_back({{"flags", s.flags}, {"fits", s.fits}, {"total_concurrency", s.total_concurrency}, {"change", s.change}});
+    a.push_back(
+        {{"flags", s.flags}, {"fits", s.fits}, {"total_concurrency", s.total_concurrency}, {"change", s.change}});
   }
   return a;
 }

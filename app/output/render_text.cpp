@@ -104,11 +104,11 @@ std::string render_plan_text(const PlanResult& r, bool show_records, bool detail
   o << "\n";
   o << render_search_text(r);
   o << render_fit_text(r);
-  o << render_launch_text(r);
-  o << render_sweep_text(r, details);
   o << render_prefill_text(r, details);
   o << render_context_parallel_text(r, details);
   o << render_kv_tiers_text(r, details);
+  o << render_launch_text(r);
+  o << render_sweep_text(r, details);
   o << "\n";
 
   o << "layer types (one decode plan each):\n";
@@ -554,8 +554,8 @@ std::string render_fit_text(const PlanResult& r) {
     }
     if (const auto& m = f.margin) {
       o << "  margin: " << format_gib(m->spare_bytes) << " to spare on the limiting GPU beside "
-        << format_gib(m->estimated_bytes) << " of estimated terms, uncertain by about " << format_gib(m->uncertainty_bytes)
-        << (m->borderline ? ": BORDERLINE (fit.borderline)" : "") << "\n";
+        << format_gib(m->estimated_bytes) << " of estimated terms, uncertain by about "
+        << format_gib(m->uncertainty_bytes) << (m->borderline ? ": BORDERLINE (fit.borderline)" : "") << "\n";
     }
     for (const auto& s : f.suggestions) o << "  would fit: " << printable(s) << "\n";
   } else {

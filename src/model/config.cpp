@@ -990,7 +990,22 @@ const InputFileRules& config_file_rules() {
   return rules;
 }
 
-ModelConfig parse_config(std::string_view text, const std::string& source) {
+namespace {
+
+void merge_overrides(json& into, const json& over) {
+  for (auto it = over.begin(); it != over.end(); ++it) {
+    if (it.value().is_object() && into.contains(it.key()) && into[it.key()].is_object()) {
+      merge_overrides(into[it.key()], it.value());
+    } else {
+      into[it.key()] = it.value();
+    }
+  }
+}
+
+}  // namespace
+
+ModelConfig parse_config(std::string_view text, const std::string& source,
+                         const std::optional<std::string>& hf_overrides) {
   ModelConfig cfg;
   cfg.source = source;
   cfg.file = source;
@@ -1021,6 +1036,21 @@ ModelConfig parse_config(std::string_view text, const std::string& source) {
   if (!top.is_object()) {
     throw_config(where + ": the top level is " + describe(top) + "; expected a JSON object (a model config.json)");
   }
+  std::vector<std::string> overridden;
+  if (hf_overrides) {
+    json over;
+    try {
+      over = json::parse(*hf_overrides);
+    } catch (const json::exception&) {
+      throw_usage("--hf-overrides: " + mlaplan::quoted(*hf_overrides) + " is not JSON; allowed: a JSON object");
+    }
+    if (!over.is_object()) {
+      throw_usage("--hf-overrides: " + mlaplan::quoted(*hf_overrides) + " is " + describe(over) +
+                  "; allowed: a JSON object");
+    }
+    merge_overrides(top, over);
+    for (auto it = over.begin(); it != over.end(); ++it) overridden.push_back(it.key());
+  }
   const json* section = nullptr;
   std::string prefix;
   cfg.family = detect_family(top, cfg, section, prefix);
@@ -1032,6 +1062,12 @@ ModelConfig parse_config(std::string_view text, const std::string& source) {
     case Family::deepseek_v32: read_v32(s, top, cfg); break;
   }
   read_checkpoint_fields(s, top, cfg);
+  if (!overridden.empty()) {
+    std::string keys;
+    for (const auto& k : overridden) keys += (keys.empty() ? "" : ", ") + printable(k, 80);
+    cfg.findings.push_back(Finding{"config.hf_overrides", Severity::info,
+                                   "--hf-overrides replaced " + keys + " of " + where + " before it was read", "", ""});
+  }
   return cfg;
 }
 
@@ -1103,8 +1139,10 @@ ModelConfig load_config(const std::string& path, const ModelSourceOptions& opts)
     }
   }
   const std::string text = read_input_file(file, config_file_rules());
-  ModelConfig cfg = parse_config(text, file);
+  ModelConfig cfg = parse_config(text, file, opts.hf_overrides);
   cfg.source = path;
+  cfg.download_dir = opts.download_dir;
+  cfg.hf_overrides = opts.hf_overrides;
   cfg.model_dir = dir;
   if (snap) {
     set_hf_fields(cfg, *snap);

@@ -71,7 +71,8 @@ std::string LaunchCommand::text() const {
 }
 
 std::string launch_model(const ModelConfig& config) {
-  return config.source;  // HF-REPO: the repo id once the cache resolution records it
+  // A repo id as given (or found from a cache directory): vLLM resolves it through the same cache.
+  return config.hf_repo_id.empty() ? config.source : config.hf_repo_id;
 }
 
 LaunchCommand vllm_launch_command(const ModelConfig& cfg, const Plan& plan, const PlanRequest& req) {
@@ -125,8 +126,8 @@ LaunchCommand vllm_launch_command(const ModelConfig& cfg, const Plan& plan, cons
   if (k > 0) {
     const DraftMethod m = draft_method(cfg);
     if (m != DraftMethod::none) {
-      b.flag("--speculative-config", "{\"method\": " + json_string(to_string(m)) +
-                                         ", \"num_speculative_tokens\": " + num(k) + "}");
+      b.flag("--speculative-config",
+             "{\"method\": " + json_string(to_string(m)) + ", \"num_speculative_tokens\": " + num(k) + "}");
     } else {
       b.own("--spec-tokens", num(k));
       c.notes.push_back("--spec-tokens " + num(k) +
@@ -162,18 +163,14 @@ LaunchCommand vllm_launch_command(const ModelConfig& cfg, const Plan& plan, cons
 
   // What describes the machine and the estimates, not the engine: mla-plan's own flags.
   const TargetRequest& t = req.target;
-  if (t.gpu) {
-    b.own("--gpu", *t.gpu);
-  } else if (!t.arch && plan.target.source == TargetSource::preset) {
-    b.own("--gpu", plan.target.id);
-  }
+  if (t.gpu) b.own("--gpu", *t.gpu);  // the default (h200) needs none
   if (t.arch) b.own("--arch", *t.arch);
   if (t.num_sms) b.own("--num-sms", num(*t.num_sms));
   if (t.memory_gib) b.own("--gpu-memory-gib", real(*t.memory_gib));
   const std::pair<const char*, const std::optional<double>*> terms[] = {
-      {"--weights-gib", &req.budget.weights_gib},     {"--load-overhead-gib", &req.budget.load_overhead_gib},
+      {"--weights-gib", &req.budget.weights_gib},       {"--load-overhead-gib", &req.budget.load_overhead_gib},
       {"--activation-gib", &req.budget.activation_gib}, {"--non-torch-gib", &req.budget.non_torch_gib},
-      {"--cudagraph-gib", &req.budget.cudagraph_gib}, {"--reserved-gib", &req.budget.reserved_gib}};
+      {"--cudagraph-gib", &req.budget.cudagraph_gib},   {"--reserved-gib", &req.budget.reserved_gib}};
   for (const auto& [name, value] : terms) {
     if (*value) b.own(name, real(**value));
   }
@@ -192,7 +189,10 @@ LaunchCommand vllm_launch_command(const ModelConfig& cfg, const Plan& plan, cons
   }
 
   const std::string model = launch_model(cfg);
-  if (cfg.model_dir.empty()) {
+  if (!cfg.hf_revision.empty() && cfg.hf_revision != "main") b.flag("--revision", cfg.hf_revision);
+  if (cfg.download_dir) b.flag("--download-dir", *cfg.download_dir);
+  if (cfg.hf_overrides) b.flag("--hf-overrides", *cfg.hf_overrides);
+  if (cfg.hf_repo_id.empty() && cfg.model_dir.empty()) {
     c.notes.push_back("MODEL: mla-plan read the config file " + cfg.source +
                       "; vLLM takes the model directory or its Hugging Face repo id in its place");
   }

@@ -637,19 +637,21 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   }
   for (const auto& f : p.fit->placement.findings) p.findings.push_back(f);
   if (const auto& m = p.fit->margin; m && m->borderline) {
-    p.findings.push_back(Finding{
-        "fit.borderline", Severity::warning,
-        "borderline fit: " + format_gib(m->spare_bytes) + " to spare on the limiting GPU, less than the " +
-            format_gib(m->uncertainty_bytes) + " its estimated terms (" + format_gib(m->estimated_bytes) +
-            ") may be off by; vLLM may refuse to start",
-        "", "measure the terms (--activation-gib, --non-torch-gib, --cudagraph-gib from a start-up log), or leave more room"});
+    p.findings.push_back(Finding{"fit.borderline", Severity::warning,
+                                 "borderline fit: " + format_gib(m->spare_bytes) +
+                                     " to spare on the limiting GPU, less than the " +
+                                     format_gib(m->uncertainty_bytes) + " its estimated terms (" +
+                                     format_gib(m->estimated_bytes) + ") may be off by; vLLM may refuse to start",
+                                 "",
+                                 "measure the terms (--activation-gib, --non-torch-gib, --cudagraph-gib from a "
+                                 "start-up log), or leave more room"});
   }
   if (!p.fit->stages.empty()) {  // every stage's budget says the same of its options
     for (const auto& f : p.fit->stages.front().budget.findings) p.findings.push_back(f);
   }
   // vLLM refuses to start on these (KVCacheCoordinator.__init__, the offloading connector's config).
   std::vector<Finding> tier_refusals;
-  if (const auto& pc = p.fit->prefix_cache) {
+  if (const auto& pc = p.fit->prefix_cache; pc && p.fit->prefix_caching) {
     for (const auto& m : pc->refusals) {
       tier_refusals.push_back(Finding{
           "prefix_cache.refused", Severity::error, "vLLM refuses to start: " + m, "",
@@ -839,7 +841,7 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
     if (w > b0.total_bytes && b0.total_bytes > 0) {
       f.weights_exceed_gpu = true;
       f.error_message = "weights need " + format_gib(w) + " per GPU, " +
-                        format_fixed(static_cast<double>(w) / static_cast<double>(b0.total_bytes), 1) + " x the " +
+                        format_fixed(static_cast<double>(w) / static_cast<double>(b0.total_bytes), 2) + " x the " +
                         format_gib(b0.total_bytes) + " of " + L.target.id +
                         "; vLLM fails while loading the weights (CUDA out of memory)";
     }
@@ -892,14 +894,15 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   }
   // The tiers beyond the GPU's working set: the prefix cache and the host offload tier
   // (kv_tiers.hpp), over the same groups.
-  if (!kvs.empty() && kvs.front().group_count() > 0 && req.deploy.prefix_caching) {
+  f.prefix_caching = req.deploy.prefix_caching;
+  if (!kvs.empty() && kvs.front().group_count() > 0) {
     PrefixCacheOptions po;
     po.speculative = f.speculative;
     po.num_speculative_tokens = L.num_speculative_tokens;
     po.multi_module_draft = f.speculative && multi_module_mtp(cfg, L.num_speculative_tokens);
     po.retention_interval = req.deploy.prefix_cache_retention_interval;
     f.prefix_cache = plan_prefix_cache(kvs, po);
-    if (f.decided && core.vllm.num_blocks > 0 && f.prefix_cache->cached_blocks_per_prompt > 0) {
+    if (f.prefix_caching && f.decided && core.vllm.num_blocks > 0 && f.prefix_cache->cached_blocks_per_prompt > 0) {
       f.prefix_prompts_cached = core.vllm.num_blocks / f.prefix_cache->cached_blocks_per_prompt;
     }
   }

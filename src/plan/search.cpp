@@ -171,9 +171,9 @@ SearchResult search_layouts(const ModelConfig& cfg, const Topology& topo, const 
     }
     for (const std::int64_t pp : pps) {
       if (tp * pp > opt.gpus) continue;
-      const std::vector<std::int64_t> dps =
-          opt.fixed.data_parallel ? std::vector<std::int64_t>{given.data_parallel_size}
-                                  : sizes_up_to(opt.gpus / (tp * pp), every_dp);
+      const std::vector<std::int64_t> dps = opt.fixed.data_parallel
+                                                ? std::vector<std::int64_t>{given.data_parallel_size}
+                                                : sizes_up_to(opt.gpus / (tp * pp), every_dp);
       for (const std::int64_t dp : dps) {
         if (tp * pp * dp > opt.gpus) continue;
         std::vector<bool> eps = {given.enable_expert_parallel};
@@ -236,10 +236,12 @@ SearchResult search_layouts(const ModelConfig& cfg, const Topology& topo, const 
       {[](const SearchCandidate& c) { return "--kv-cache-dtype " + c.kv_cache_dtype; }},
       {[](const SearchCandidate& c) { return "PP " + std::to_string(c.pipeline_parallel_size); }},
       {[](const SearchCandidate& c) {
-         return std::string(c.engram == EngramPlacement::offload ? "Engram in host memory" : "Engram on the GPU");
-       }},
+        return std::string(c.engram == EngramPlacement::offload ? "Engram in host memory" : "Engram on the GPU");
+      }},
       {[](const SearchCandidate& c) { return "TP " + std::to_string(c.tensor_parallel_size); }},
-      {[](const SearchCandidate& c) { return std::string(c.expert_parallel ? "expert parallel" : "no expert parallel"); }},
+      {[](const SearchCandidate& c) {
+        return std::string(c.expert_parallel ? "expert parallel" : "no expert parallel");
+      }},
   };
   for (const auto& d : dims) {
     std::map<std::string, std::vector<const SearchCandidate*>> by;
@@ -257,9 +259,11 @@ SearchResult search_layouts(const ModelConfig& cfg, const Topology& topo, const 
       if (std::any_of(members.begin(), members.end(), [](auto* c) { return c->fits; })) continue;
       const SearchCandidate* rep = members.front();
       for (const auto* c : members) {
-        if (c->gpus > rep->gpus || (c->gpus == rep->gpus && c->weights_bytes_per_gpu < rep->weights_bytes_per_gpu)) rep = c;
+        if (c->gpus > rep->gpus || (c->gpus == rep->gpus && c->weights_bytes_per_gpu < rep->weights_bytes_per_gpu))
+          rep = c;
       }
-      out.rejected.push_back(RejectedFamily{v, static_cast<std::int64_t>(members.size()), rep->label() + ": " + rep->reason});
+      out.rejected.push_back(
+          RejectedFamily{v, static_cast<std::int64_t>(members.size()), rep->label() + ": " + rep->reason});
       left.erase(std::remove_if(left.begin(), left.end(), [&](const SearchCandidate* c) { return d.value(*c) == v; }),
                  left.end());
     }
@@ -289,7 +293,8 @@ std::optional<Plan::Sensitivity> sensitivity_of(const ModelConfig& cfg, const To
   req.schedules = false;
   c.request = std::move(req);
   judge(cfg, topo, c);
-  if (c.exit_code == exit_code(ErrorKind::unsupported) || c.exit_code == exit_code(ErrorKind::usage)) return std::nullopt;
+  if (c.exit_code == exit_code(ErrorKind::unsupported) || c.exit_code == exit_code(ErrorKind::usage))
+    return std::nullopt;
   Plan::Sensitivity s;
   s.flags = std::move(flags);
   s.fits = c.fits;
@@ -365,7 +370,8 @@ Plan answer_question(const ModelConfig& cfg, const PlanRequest& request, const P
     std::vector<std::int64_t> lens;
     for (std::int64_t l = 4096; l < cfg.max_position_embeddings; l *= 2) lens.push_back(l);
     lens.push_back(cfg.max_position_embeddings);
-    if (std::find(lens.begin(), lens.end(), p.layout->max_model_len) == lens.end()) lens.push_back(p.layout->max_model_len);
+    if (std::find(lens.begin(), lens.end(), p.layout->max_model_len) == lens.end())
+      lens.push_back(p.layout->max_model_len);
     std::sort(lens.begin(), lens.end());
     for (const std::int64_t l : lens) {
       SearchCandidate c;
@@ -394,7 +400,8 @@ Plan answer_question(const ModelConfig& cfg, const PlanRequest& request, const P
         PlanRequest r = chosen;
         r.layout.max_model_len = L.max_model_len;
         r.deploy.async_scheduling = !chosen.deploy.async_scheduling;
-        const std::vector<std::string> f = {chosen.deploy.async_scheduling ? "--no-async-scheduling" : "--async-scheduling"};
+        const std::vector<std::string> f = {chosen.deploy.async_scheduling ? "--no-async-scheduling"
+                                                                           : "--async-scheduling"};
         if (auto s = sensitivity_of(cfg, topo, r, f, base)) p.sensitivity.push_back(*s);
       }
       for (const std::int64_t n : {std::int64_t{64}, std::int64_t{256}, std::int64_t{1024}}) {
@@ -403,7 +410,8 @@ Plan answer_question(const ModelConfig& cfg, const PlanRequest& request, const P
         PlanRequest r = chosen;
         r.layout.max_model_len = L.max_model_len;
         r.deploy.max_num_seqs = n;
-        if (auto s = sensitivity_of(cfg, topo, r, {"--max-num-seqs", std::to_string(n)}, base)) p.sensitivity.push_back(*s);
+        if (auto s = sensitivity_of(cfg, topo, r, {"--max-num-seqs", std::to_string(n)}, base))
+          p.sensitivity.push_back(*s);
       }
       for (const std::string d : {"fp8_ds_mla", "nvfp4_ds_mla"}) {
         if (to_string(L.kv_cache_dtype) == d) continue;

@@ -92,6 +92,8 @@ struct ModelConfig {
   std::string hf_repo_id;   ///< "ORG/NAME" ("" for a cache directory not named models--ORG--NAME)
   std::string hf_revision;  ///< the revision asked for ("main" by default; "" for a snapshot named)
   std::string hf_commit;    ///< the snapshot's commit (snapshots/<commit>)
+  /// The model-source options it was read with (ModelSourceOptions): the launch command repeats them.
+  std::optional<std::string> download_dir, hf_overrides;
   Family family = Family::deepseek_v41;
   std::string model_type;    ///< top-level model_type as written ("" if inferred)
   bool composite = false;    ///< V4.1 with the attention fields under text_config
@@ -155,6 +157,9 @@ struct ModelSourceOptions {
   std::optional<std::string> download_dir;
   /// The environment that places the cache; unset: hf_env_from_process().
   std::optional<HfEnv> env;
+  /// vLLM's --hf-overrides: a JSON object merged into config.json before it is read (objects
+  /// merge key by key, any other value replaces).
+  std::optional<std::string> hf_overrides;
 };
 
 /// Reads CONFIG (a config.json or a directory holding one). Throws Error(invalid_config) with a
@@ -169,8 +174,11 @@ ModelConfig load_config(const std::string& path);
 /// of the result say what was resolved.
 ModelConfig load_config(const std::string& path, const ModelSourceOptions& opts);
 
-/// Parses config text already in memory. `source` names it in messages.
-ModelConfig parse_config(std::string_view text, const std::string& source);
+/// Parses config text already in memory. `source` names it in messages. `hf_overrides` (a JSON
+/// object) is merged over it first; a value that is not a JSON object is Error(usage) naming
+/// --hf-overrides.
+ModelConfig parse_config(std::string_view text, const std::string& source,
+                         const std::optional<std::string>& hf_overrides = std::nullopt);
 
 struct InputFileRules;
 /// How load_config() reads a config.json (read_input_file(): at most ConfigLimits::max_file_bytes).

@@ -24,8 +24,8 @@ std::vector<std::string> flags_argv(const std::vector<CommandFlag>& flags);
 
 /// The command that launches a plan.
 struct LaunchCommand {
-  std::vector<std::string> env;   ///< "VAR=value" assignments the command needs, before it
-  std::vector<std::string> argv;  ///< "vllm", "serve", MODEL, flags...
+  std::vector<std::string> env;    ///< "VAR=value" assignments the command needs, before it
+  std::vector<std::string> argv;   ///< "vllm", "serve", MODEL, flags...
   std::vector<CommandFlag> flags;  ///< the flags of argv after MODEL, as data
   /// mla-plan flags (argv form) that give the rest of the plan's assumptions: the GPU, the
   /// overridden estimates, the decode batch. `mla-plan vllm serve ARGV... MLA_PLAN_FLAGS...`

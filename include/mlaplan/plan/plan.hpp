@@ -225,7 +225,7 @@ struct Fit {
   /// When !fits: vLLM's error, or (--kv-cache-memory-bytes, which vLLM does not check against the
   /// GPU) why the given KV cache and the rest exceed the GPU's memory.
   std::string error_message;
-  std::vector<std::string> suggestions;                ///< when !fits: what would fit instead
+  std::vector<std::string> suggestions;  ///< when !fits: what would fit instead
   /// The suggestions as flags (argv form, mla-plan's and vLLM's names alike), one per suggestion.
   std::vector<std::vector<std::string>> suggestion_flags;
   std::optional<FitMargin> margin;  ///< with a decided fit that fits
@@ -233,7 +233,9 @@ struct Fit {
   bool weights_exceed_gpu = false;
   std::optional<ContextParallelFit> context_parallel;  ///< with --decode-context-parallel-size > 1
   /// Prefix caching over the groups (kv_tiers.hpp); absent when the layout has no KV-cache group.
+  /// With prefix caching off (--no-enable-prefix-caching) it is still computed, and unused.
   std::optional<PrefixCachePlan> prefix_cache;
+  bool prefix_caching = true;  ///< vLLM runs the prefix cache (DeployOptions::prefix_caching)
   /// Finished prompts of max_model_len the GPU prefix cache holds at once (num_blocks over the
   /// blocks one keeps cached); absent where the fit does not say how many blocks there are.
   std::optional<std::int64_t> prefix_prompts_cached;

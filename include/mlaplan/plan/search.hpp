@@ -57,8 +57,8 @@ struct SearchCandidate {
   double total_concurrency = 0.0;  ///< all DP engines
   std::int64_t max_model_len = 0;  ///< the plan's (the context objective: the longest that serves min_concurrency)
   std::int64_t weights_bytes_per_gpu = 0;
-  std::string reason;  ///< why it does not fit or is refused ("" when it fits)
-  std::string label() const;  ///< "TP 4 x DP 2, EP, Engram offload, fp8_ds_mla"
+  std::string reason;          ///< why it does not fit or is refused ("" when it fits)
+  std::string label() const;   ///< "TP 4 x DP 2, EP, Engram offload, fp8_ds_mla"
   std::string family() const;  ///< label() without the DP and PP sizes: what a rejected family is
 };
 
@@ -71,7 +71,7 @@ struct RejectedFamily {
 
 struct SearchResult {
   SearchOptions options;
-  std::string target;            ///< the GPU preset (or custom target) searched
+  std::string target;                   ///< the GPU preset (or custom target) searched
   std::vector<SearchCandidate> ranked;  ///< layouts that fit, best first
   std::vector<RejectedFamily> rejected;
   std::int64_t planned = 0;  ///< layouts planned

@@ -68,7 +68,7 @@ struct ParallelLayout {
   EngramPlacement engram = EngramPlacement::gpu;  ///< --engram
   /// --language-model-only (vLLM's): the vision tower is not loaded (no modality is served).
   bool language_model_only = false;
-  std::int64_t local_query_heads = 0;             ///< num_attention_heads / TP; 0 until resolved
+  std::int64_t local_query_heads = 0;  ///< num_attention_heads / TP; 0 until resolved
   /// The backend's kernel head count (FlashMLA 64 / 128, FlashInfer 8..128); 0: none.
   std::int64_t padded_query_heads = 0;
   std::int64_t gpus() const;                  ///< TP x DP x PP (checked)
