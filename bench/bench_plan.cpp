@@ -13,6 +13,7 @@
 #include "mlaplan/cache/layout.hpp"
 #include "mlaplan/engine/vllm/placement.hpp"
 #include "mlaplan/plan/plan.hpp"
+#include "mlaplan/plan/search.hpp"
 #include "mlaplan/hardware/target.hpp"
 #include "mlaplan/model/topology.hpp"
 #include "mlaplan/engine/vllm/vllm_kv.hpp"
@@ -140,7 +141,28 @@ void BM_weights(benchmark::State& state) {
 
 }  // namespace
 
+/// The layout search of `mla-plan CONFIG --gpus N` on a bundled config (docs/launch.md, "Speed"):
+/// range(0) the config (0 V4.1-Flash, 1 V4-Flash, 2 V3.2), range(1) the GPUs. Reads config.json
+/// once; each iteration searches (the checkpoint's weights from config.json included) and plans
+/// the best, as answer_question() does without the sweep.
+void BM_search(benchmark::State& state) {
+  static const char* const kConfigs[] = {"deepseek-v4.1-flash.json", "deepseek-v4-flash.json", "deepseek-v3.2.json"};
+  const mlaplan::ModelConfig cfg =
+      mlaplan::load_config(std::string(MLAPLAN_SOURCE_DIR) + "/configs/" + kConfigs[state.range(0)]);
+  mlaplan::PlanQuestion q;
+  mlaplan::SearchOptions so;
+  so.gpus = state.range(1);
+  q.search = so;
+  q.extras = false;
+  for (auto _ : state) {
+    auto p = mlaplan::answer_question(cfg, mlaplan::PlanRequest{}, q);
+    benchmark::DoNotOptimize(p);
+  }
+  state.SetLabel(std::string(kConfigs[state.range(0)]) + ", " + std::to_string(state.range(1)) + " GPUs");
+}
+
 BENCHMARK(BM_matrix_cell)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_search)->ArgsProduct({{0, 1, 2}, {8, 64}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_matrix_cell_shared_placement)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_plan_layout)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_vllm_kv_configs)->Unit(benchmark::kMillisecond);

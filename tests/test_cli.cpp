@@ -639,12 +639,12 @@ TEST_CASE("check --matrix", "[cli][check]") {
 
   auto text = run({"check", cfg("deepseek-v4-flash.json"), "--matrix", "--tp", "1,8"});
   CHECK(text.code == 0);
-  CHECK_THAT(text.out,
-             Catch::Contains("  gpu            kv dtype         TP   DP  backend                                    "
-                             "result\n"));
-  CHECK_THAT(text.out,
-             Catch::Contains("  h200           fp8_ds_mla        8    1  FLASHMLA_SPARSE_DSV4                       "
-                             "yes fits: 10.29x requests of 1048576 tokens, weights 19.24 GiB per GPU\n"));
+  CHECK_THAT(text.out, Catch::Contains(
+                           "  gpu            kv dtype         TP   DP GPUs  backend                                    "
+                           "result\n"));
+  CHECK_THAT(text.out, Catch::Contains(
+                           "  h200           fp8_ds_mla        8    1    8  FLASHMLA_SPARSE_DSV4                       "
+                           "yes fits: 10.29x requests of 1048576 tokens, weights 19.24 GiB per GPU\n"));
   CHECK_THAT(text.out, !Catch::Contains("nvfp4_ds_mla"));  // V4.0 has no nvfp4 cells
   // Cells name their reason by number; the legend below the table holds each reason once.
   const std::string h200_tp1 =
@@ -655,7 +655,7 @@ TEST_CASE("check --matrix", "[cli][check]") {
   std::vector<std::string> legend;
   bool in_legend = false;
   for (const auto& line : lines) {
-    if (line.rfind("  h200           fp8_ds_mla        1    1  FLASHMLA_SPARSE_DSV4 ", 0) == 0) {
+    if (line.rfind("  h200           fp8_ds_mla        1    1    1  FLASHMLA_SPARSE_DSV4 ", 0) == 0) {
       const auto at = line.find("no  [");
       REQUIRE(at != std::string::npos);
       h200_ref = line.substr(at + 4);
@@ -675,10 +675,11 @@ TEST_CASE("check --matrix", "[cli][check]") {
   std::size_t count = 0;
   for (auto p = text.out.find(a100); p != std::string::npos; p = text.out.find(a100, p + 1)) ++count;
   CHECK(count == 1);
-  CHECK_THAT(text.out, Catch::Contains("  a100           fp8_ds_mla        8    1  -  "));
-  CHECK_THAT(text.out,
-             Catch::Contains("  rtx-pro-6000   fp8_ds_mla        8    1  FLASHINFER_MLA_SPARSE_DSV4 (SM120 class)   "));
-  CHECK_THAT(text.out, Catch::Contains("  b200           fp8_ds_mla        8    1  FLASHMLA_SPARSE_DSV4 "));
+  CHECK_THAT(text.out, Catch::Contains("  a100           fp8_ds_mla        8    1    8  -  "));
+  CHECK_THAT(
+      text.out,
+      Catch::Contains("  rtx-pro-6000   fp8_ds_mla        8    1    8  FLASHINFER_MLA_SPARSE_DSV4 (SM120 class)   "));
+  CHECK_THAT(text.out, Catch::Contains("  b200           fp8_ds_mla        8    1    8  FLASHMLA_SPARSE_DSV4 "));
   auto several_tp = run({"check", cfg("deepseek-v4.1-flash.json"), "--tensor-parallel-size", "1,2"});
   CHECK(several_tp.code == 1);
 }

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -361,4 +362,37 @@ TEST_CASE("launch: MODEL as a repo id in the local Hugging Face cache", "[launch
   const Run missing = run({"vllm", "serve", "deepseek-ai/Not-There", "--download-dir", hub});
   CHECK(missing.code == 2);
   CHECK_THAT(missing.err, Catch::Contains("is not in the Hugging Face cache") && Catch::Contains("hf download"));
+}
+
+TEST_CASE("launch: check --matrix takes a GPU list, the kv dtype and a GPU-count column", "[launch][matrix]") {
+  const Run r = run({"check", kV41, "--matrix", "--tp", "4,8", "--dp", "1,2", "--gpu", "h200,b200", "--kv-cache-dtype",
+                     "fp8_ds_mla", "--enable-expert-parallel", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = json::parse(r.out);
+  const auto& cells = j.at("files").at(0).at("matrix");
+  REQUIRE(cells.size() == 8);  // 2 GPUs x 1 dtype x 4 layouts
+  for (const auto& c : cells) {
+    CHECK((c.at("gpu") == "h200" || c.at("gpu") == "b200"));
+    CHECK(c.at("kv_cache_dtype") == "fp8_ds_mla");
+    CHECK(c.at("gpus") == c.at("tensor_parallel_size").get<int>() * c.at("data_parallel_size").get<int>());
+    CHECK(c.at("enable_expert_parallel") == true);
+  }
+  const Run bad = run({"check", kV41, "--matrix", "--gpu", "h200,h900"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Catch::Contains("h900"));
+}
+
+TEST_CASE("launch: the report draws what overshoots the GPU and the context sweep", "[launch][report]") {
+  testing_files::TempDir dir;
+  const Run over = run({"report", kV41, "--tp", "1", "-o", dir / "over.svg"});
+  CHECK(over.code == 4);
+  std::ifstream in(dir / "over.svg");
+  const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_THAT(svg, Catch::Contains("class=\"overshoot\"") && Catch::Contains("past the GPU"));
+  const Run fits = run({"report", kV41, "--tp", "8", "-o", dir / "fits.svg"});
+  CHECK(fits.code == 0);
+  std::ifstream in2(dir / "fits.svg");
+  const std::string svg2((std::istreambuf_iterator<char>(in2)), std::istreambuf_iterator<char>());
+  CHECK(svg2.find("class=\"overshoot\"") == std::string::npos);
+  CHECK_THAT(svg2, Catch::Contains("sweep-point") && Catch::Contains("data-max-model-len=\"1048576\""));
 }

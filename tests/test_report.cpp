@@ -1022,9 +1022,9 @@ TEST_CASE("check --format markdown: a table of files", "[report]") {
              Catch::Contains("| `nope.json` | **FAIL** | 2 | **error** `config.invalid`: cannot read 'nope.json'"));
   auto m = run({"check", cfg("deepseek-v4-flash.json"), "--matrix", "--tp", "1,8", "--format", "markdown"});
   CHECK(m.code == 0);
-  CHECK_THAT(m.out,
-             Catch::Contains("  h200           fp8_ds_mla        8    1  FLASHMLA_SPARSE_DSV4                       "
-                             "yes fits: 10.29x requests of 1048576 tokens"));
+  CHECK_THAT(m.out, Catch::Contains(
+                        "  h200           fp8_ds_mla        8    1    8  FLASHMLA_SPARSE_DSV4                       "
+                        "yes fits: 10.29x requests of 1048576 tokens"));
   CHECK_THAT(m.out, Catch::Contains("\n  reasons:\n  [1] does not fit: "));
   CHECK_THAT(m.out, Catch::StartsWith("```text\n"));
   CHECK_THAT(m.out, Catch::EndsWith("```\n"));

@@ -300,7 +300,14 @@ int matrix_of(const MatrixInput& in, const CheckOptions& opt,
   const ModelConfig& cfg = *in.config;
   std::vector<MatrixLayout> matrix_layouts;
   for (const auto& [tp, dp] : layouts) matrix_layouts.push_back(MatrixLayout{tp, dp});
-  const ConfigMatrix m = plan_matrix(cfg, check_request(opt, opt.plan), matrix_layouts);
+  // --gpu h200,b200 and --kv-cache-dtype narrow the matrix; the other layout flags apply to every cell.
+  MatrixScope scope;
+  if (opt.plan.target.gpu) scope.gpus = split_list_value("--gpu", *opt.plan.target.gpu);
+  if (opt.plan.layout.options.kv_cache_dtype != "auto")
+    scope.kv_cache_dtypes = {opt.plan.layout.options.kv_cache_dtype};
+  PlanRequest base = check_request(opt, opt.plan);
+  base.target = TargetRequest{};
+  const ConfigMatrix m = plan_matrix(cfg, base, matrix_layouts, scope);
   print_config_matrix(path, cfg.family, m, opt.plan.fit.enable_expert_parallel, out, json);
   return m.exit_code;
 }

@@ -74,11 +74,11 @@ int backend_column_width() {
 /// The line of one matrix cell (without its newline): `result` is the fit of a supported cell,
 /// or "[N]", the number of its reason in the legend below the table.
 std::string matrix_line(std::string_view gpu, const std::string& dtype, std::int64_t tp, std::int64_t dp,
-                        const std::string& backend, bool supported, const std::string& result) {
+                        std::int64_t gpus, const std::string& backend, bool supported, const std::string& result) {
   char line[512];
-  std::snprintf(line, sizeof line, "  %-14s %-14s %4lld %4lld  %-*s  %s ", std::string(gpu).c_str(), dtype.c_str(),
-                static_cast<long long>(tp), static_cast<long long>(dp), backend_column_width(),
-                backend.empty() ? "-" : backend.c_str(), supported ? "yes" : "no ");
+  std::snprintf(line, sizeof line, "  %-14s %-14s %4lld %4lld %4lld  %-*s  %s ", std::string(gpu).c_str(),
+                dtype.c_str(), static_cast<long long>(tp), static_cast<long long>(dp), static_cast<long long>(gpus),
+                backend_column_width(), backend.empty() ? "-" : backend.c_str(), supported ? "yes" : "no ");
   return line + printable(result);
 }
 
@@ -173,7 +173,7 @@ void print_config_matrix(const std::string& path, Family family, const ConfigMat
   std::string table;
   if (!json) {
     char line[512];
-    std::snprintf(line, sizeof line, "  %-14s %-14s %4s %4s  %-*s  %s\n", "gpu", "kv dtype", "TP", "DP",
+    std::snprintf(line, sizeof line, "  %-14s %-14s %4s %4s %4s  %-*s  %s\n", "gpu", "kv dtype", "TP", "DP", "GPUs",
                   backend_column_width(), "backend", "result");
     table = printable(path) + "\n" + line;
   }
@@ -185,6 +185,7 @@ void print_config_matrix(const std::string& path, Family family, const ConfigMat
                        {"kv_cache_dtype", c.kv_cache_dtype},
                        {"tensor_parallel_size", c.tensor_parallel_size},
                        {"data_parallel_size", c.data_parallel_size},
+                       {"gpus", c.gpus},
                        {"enable_expert_parallel", enable_expert_parallel},
                        {"backend", c.backend ? ojson(std::string(backend_info(*c.backend).key)) : ojson(nullptr)},
                        {"supported", c.supported},
@@ -194,7 +195,7 @@ void print_config_matrix(const std::string& path, Family family, const ConfigMat
                        {"reason", c.supported ? "" : c.result},
                        {"reason_id", reason_id ? ojson(*reason_id) : ojson(nullptr)}});
     } else {
-      table += matrix_line(c.gpu, c.kv_cache_dtype, c.tensor_parallel_size, c.data_parallel_size,
+      table += matrix_line(c.gpu, c.kv_cache_dtype, c.tensor_parallel_size, c.data_parallel_size, c.gpus,
                            c.backend ? backend_title(*c.backend, family) : std::string(), c.supported,
                            reason_id ? "[" + std::to_string(*reason_id + 1) + "]" : c.result) +
                "\n";

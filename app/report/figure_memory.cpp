@@ -171,10 +171,6 @@ Figure memory_picture(const PlanResult& r) {
       cap.add(text_at(kBarX - 10, y + 15,
                       fit.stages.size() > 1 ? "stage " + std::to_string(st.weights.stage) + " GPU" : "each GPU", 12.5,
                       "end"));
-      Element frame = svg::rect(kBarX, y, kBarW, 22);
-      frame.set("fill", "#ffffff").set("stroke", fit.fits ? std::string(kGrid) : std::string(kErrorColour));
-      frame.set("stroke-width", fit.fits ? 1 : 2);
-      cap.add(std::move(frame));
       struct Seg {
         std::string name;
         std::int64_t bytes;
@@ -185,11 +181,21 @@ Figure memory_picture(const PlanResult& r) {
       std::vector<Seg> segs{{"weights", weights, kFills[0]},
                             {"start-up overheads", overheads, kFills[1]},
                             {"KV cache", std::max<std::int64_t>(0, b.available_bytes), kFills[3]}};
+      // What does not fit is drawn past the GPU's memory, not clamped to it: the bar's scale is
+      // the larger of the GPU and what it would have to hold.
+      double need = 0;
+      for (const auto& sg : segs) need += static_cast<double>(std::max<std::int64_t>(0, sg.bytes));
+      const double scale = std::max(total, need);
+      const double frame_w = kBarW * total / scale;
+      Element frame = svg::rect(kBarX, y, frame_w, 22);
+      frame.set("fill", "#ffffff").set("stroke", fit.fits ? std::string(kGrid) : std::string(kErrorColour));
+      frame.set("stroke-width", fit.fits ? 1 : 2);
+      cap.add(std::move(frame));
       double x = kBarX;
       std::vector<std::string> unlabelled;
       for (const auto& sg : segs) {
         if (sg.bytes <= 0) continue;
-        const double w = std::min(kBarW - (x - kBarX), kBarW * static_cast<double>(sg.bytes) / total);
+        const double w = kBarW * static_cast<double>(sg.bytes) / scale;
         if (w <= 0) break;
         Element seg = filled_rect(x, y, w, 22, sg.fill);
         seg.set("class", "segment " + sg.name);
@@ -205,6 +211,15 @@ Figure memory_picture(const PlanResult& r) {
         x += w;
       }
       cap.add(text_at(kBarX + kBarW + 8, y + 15, fmt_bytes(total), 12.5, "start", kInk, true));
+      if (need > total) {
+        // The GPU's edge inside the bar, and by how much the rest overshoots it.
+        Element edge = svg::rect(kBarX + frame_w - 1, y - 4, 2, 30);
+        edge.set("fill", std::string(kErrorColour)).set("class", "overshoot");
+        edge.set("data-overshoot", static_cast<std::int64_t>(need - total));
+        edge.tooltip("GPU memory ends here; the rest overshoots it by " + fmt_bytes(need - total));
+        cap.add(std::move(edge));
+        unlabelled.push_back("past the GPU's " + fmt_bytes(total) + " by " + fmt_bytes(need - total));
+      }
       std::string tip = "total " + fmt_bytes(total) + " (" + std::string(to_string(b.total_source)) + "), requested " +
                         fmt_bytes(static_cast<double>(b.requested_bytes)) + " at " +
                         format_fixed(b.gpu_memory_utilization, 2);
@@ -236,6 +251,31 @@ Figure memory_picture(const PlanResult& r) {
       }
     }
     y += 6;
+  }
+
+  // (d) max_model_len against concurrency on this layout (the plan's context sweep)
+  if (!r.context_sweep.empty()) {
+    g.add(text_at(kMargin, y + 12, "max_model_len against concurrency on this layout (all DP engines)", 13.5, "start",
+                  kInk, true));
+    y += 22;
+    double top = 0;
+    for (const auto& p : r.context_sweep) top = std::max(top, p.total_concurrency);
+    for (const auto& p : r.context_sweep) {
+      Element row = svg::group("sweep-point");
+      row.set("data-max-model-len", p.max_model_len).set("data-fits", p.fits ? "true" : "false");
+      row.set("data-concurrency", format_fixed(p.total_concurrency, 2));
+      row.add(text_at(kBarX - 10, y + 12, format_grouped(p.max_model_len), 11.5, "end"));
+      // Log scale: 1x at the left edge, the largest at the right (fewer than 1 request: no bar).
+      const double w =
+          p.fits && p.total_concurrency > 1 && top > 1 ? kBarW * std::log(p.total_concurrency) / std::log(top) : 0.0;
+      if (w > 0) row.add(filled_rect(kBarX, y + 2, w, 12, "#55a868"));
+      row.add(text_at(kBarX + w + 6, y + 12,
+                      p.fits ? format_fixed(p.total_concurrency, 2) + "x" : std::string("does not fit"), 11, "start",
+                      p.fits ? std::string(kInk) : std::string(kErrorColour)));
+      g.add(std::move(row));
+      y += 16;
+    }
+    y += 8;
   }
   f.height = y;
   return f;

@@ -12,6 +12,21 @@
 namespace mlaplan {
 
 ConfigMatrix plan_matrix(const ModelConfig& cfg, const PlanRequest& base, const std::vector<MatrixLayout>& layouts) {
+  return plan_matrix(cfg, base, layouts, MatrixScope{});
+}
+
+ConfigMatrix plan_matrix(const ModelConfig& cfg, const PlanRequest& base, const std::vector<MatrixLayout>& layouts,
+                         const MatrixScope& scope) {
+  std::vector<std::string> gpus;
+  for (const auto& g : scope.gpus) gpus.emplace_back(find_gpu_preset(g).id);
+  if (gpus.empty()) {
+    for (const auto& g : gpu_presets()) gpus.emplace_back(g.id);
+  }
+  std::vector<std::string> dtypes = scope.kv_cache_dtypes;
+  if (dtypes.empty()) {
+    dtypes.emplace_back("fp8_ds_mla");
+    if (cfg.family == Family::deepseek_v41) dtypes.emplace_back("nvfp4_ds_mla");
+  }
   ConfigMatrix m;
   // The topology depends on the config alone: built once for every cell (an error in it is each
   // cell's result, as when every cell built its own).
@@ -29,20 +44,20 @@ ConfigMatrix plan_matrix(const ModelConfig& cfg, const PlanRequest& base, const 
   } catch (const Error& e) {
     topology_error = e;
   }
-  for (const auto& g : gpu_presets()) {
-    for (const std::string dtype : {"fp8_ds_mla", "nvfp4_ds_mla"}) {
-      if (dtype == "nvfp4_ds_mla" && cfg.family != Family::deepseek_v41) continue;
+  for (const auto& g : gpus) {
+    for (const std::string& dtype : dtypes) {
       for (const auto& l : layouts) {
         MatrixCell c;
-        c.gpu = std::string(g.id);
+        c.gpu = g;
         c.kv_cache_dtype = dtype;
         c.tensor_parallel_size = l.tensor_parallel_size;
         c.data_parallel_size = l.data_parallel_size;
+        c.gpus = l.tensor_parallel_size * l.data_parallel_size * base.layout.pipeline_parallel_size;
         try {
           if (topology_error) throw *topology_error;
           PlanRequest req = base;
           req.target = TargetRequest{};
-          req.target.gpu = std::string(g.id);
+          req.target.gpu = g;
           req.resolved_target.reset();
           req.layout.kv_cache_dtype = dtype;
           req.layout.tensor_parallel_size = l.tensor_parallel_size;

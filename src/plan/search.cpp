@@ -364,6 +364,45 @@ Plan answer_question(const ModelConfig& cfg, const PlanRequest& request, const P
       if (p.exit_message.empty()) p.exit_message = p.findings.back().message;
     }
   }
+  // A layout named by hand that does not fit: the best layout of as many GPUs, when one fits
+  // (the fewest-GPUs suggestion of plan_fit() keeps the named layout's other choices).
+  if (!q.search && p.exit_code == exit_code(ErrorKind::does_not_fit) && p.fit && p.fit->decided && !p.fit->fits &&
+      !p.fit->refused && p.layout) {
+    SearchOptions so;
+    so.gpus = p.layout->parallel.gpus();
+    so.fixed.kv_cache_dtype = request.layout.kv_cache_dtype != "auto";
+    const SearchResult same = search_layouts(cfg, topo, request, so);
+    if (!same.ranked.empty()) {
+      const SearchCandidate& best = same.ranked.front();
+      std::vector<std::string> flags = {"--tp", std::to_string(best.tensor_parallel_size)};
+      if (best.data_parallel_size > 1) flags.insert(flags.end(), {"--dp", std::to_string(best.data_parallel_size)});
+      if (best.pipeline_parallel_size > 1) {
+        flags.insert(flags.end(), {"--pp", std::to_string(best.pipeline_parallel_size)});
+      }
+      if (best.expert_parallel) flags.emplace_back("--enable-expert-parallel");
+      if (best.engram == EngramPlacement::offload) flags.insert(flags.end(), {"--engram", "offload"});
+      if (best.kv_cache_dtype != request.layout.kv_cache_dtype) {
+        flags.insert(flags.end(), {"--kv-cache-dtype", best.kv_cache_dtype});
+      }
+      std::string words;
+      for (const auto& w : flags) words += (words.empty() ? "" : " ") + w;
+      const std::string text = words + " (" + std::to_string(best.gpus) + " GPUs: the best layout of " +
+                               std::to_string(so.gpus) + " " + same.target + ", " +
+                               format_fixed(best.total_concurrency, 2) + "x concurrency)";
+      p.fit->suggestions.push_back(text);
+      p.fit->suggestion_flags.push_back(flags);
+      for (auto& f : p.findings) {
+        if (f.id == "fit.does_not_fit") f.fix += (f.fix.empty() ? "" : "; or ") + text;
+      }
+      const auto would = p.exit_message.find(" Would fit: ");
+      if (would != std::string::npos && !p.exit_message.empty() && p.exit_message.back() == '.') {
+        p.exit_message.pop_back();
+        p.exit_message += "; or " + text + ".";
+      } else if (would == std::string::npos) {
+        p.exit_message += " Would fit: " + text + ".";
+      }
+    }
+  }
   p.launch = std::make_shared<const LaunchCommand>(vllm_launch_command(p.config, p, chosen));
   if (q.extras && p.layout && p.fit && p.fit->decided && p.exit_code != exit_code(ErrorKind::unsupported)) {
     // The context sweep: powers of two from 4K to the config's limit, and the plan's own length.

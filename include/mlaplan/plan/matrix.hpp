@@ -29,6 +29,7 @@ struct MatrixCell {
   std::string kv_cache_dtype;  ///< fp8_ds_mla, or nvfp4_ds_mla (V4.1 only)
   std::int64_t tensor_parallel_size = 1;
   std::int64_t data_parallel_size = 1;
+  std::int64_t gpus = 1;             ///< TP x DP x PP: the GPUs the cell's layout takes
   std::optional<BackendId> backend;  ///< the backend vLLM runs; none when it refuses every one or planning failed
   bool supported = false;            ///< planned with exit 0 and a decided fit
   int exit_code = 0;                 ///< the plan's, or the error's
@@ -52,5 +53,17 @@ struct ConfigMatrix {
 /// dtype, TP and DP, and plans without guards or suggestions. Throws nothing for a cell: an
 /// error is that cell's result.
 ConfigMatrix plan_matrix(const ModelConfig& config, const PlanRequest& base, const std::vector<MatrixLayout>& layouts);
+
+/// What a matrix covers beyond its layouts: the GPU presets (empty: every preset, in
+/// gpu_presets() order) and the kv-cache dtypes (empty: the ones the family's FlashMLA backends
+/// store).
+struct MatrixScope {
+  std::vector<std::string> gpus;
+  std::vector<std::string> kv_cache_dtypes;
+};
+/// plan_matrix() over `scope` (check --matrix --gpu h200,b200 --kv-cache-dtype fp8_ds_mla).
+/// Error(usage) for a GPU that is not a preset.
+ConfigMatrix plan_matrix(const ModelConfig& config, const PlanRequest& base, const std::vector<MatrixLayout>& layouts,
+                         const MatrixScope& scope);
 
 }  // namespace mlaplan
