@@ -396,3 +396,29 @@ TEST_CASE("launch: the report draws what overshoots the GPU and the context swee
   CHECK(svg2.find("class=\"overshoot\"") == std::string::npos);
   CHECK_THAT(svg2, Catch::Contains("sweep-point") && Catch::Contains("data-max-model-len=\"1048576\""));
 }
+
+TEST_CASE("launch: vllm serve reads what vLLM reads from the environment", "[launch][vllm-serve]") {
+  mlaplan::cli::OwnFlags own;
+  own.is_flag = [](std::string_view n) { return n == "--engram" || n == "--gpu"; };
+  own.takes_value = [](std::string_view) { return true; };
+  const auto env = [](const char* value) {
+    return [value](const char* name) -> const char* {
+      return std::string_view(name) == "VLLM_PLE_CPU_OFFLOAD" ? value : nullptr;
+    };
+  };
+  own.getenv = env("1");
+  auto in = mlaplan::cli::translate_vllm_serve({kV41, "-tp", "8"}, own);
+  CHECK(in.plan_args == std::vector<std::string>{kV41, "--tensor-parallel-size", "8", "--engram", "offload"});
+  CHECK(in.from_environment == std::vector<std::string>{"VLLM_PLE_CPU_OFFLOAD=1 (--engram offload)"});
+  own.getenv = env("False");
+  in = mlaplan::cli::translate_vllm_serve({kV41}, own);
+  CHECK(in.plan_args == std::vector<std::string>{kV41, "--engram", "gpu"});
+  // A flag given wins over the environment.
+  own.getenv = env("1");
+  in = mlaplan::cli::translate_vllm_serve({kV41, "--engram", "gpu"}, own);
+  CHECK(in.plan_args == std::vector<std::string>{kV41, "--engram", "gpu"});
+  CHECK(in.from_environment.empty());
+  own.getenv = env("maybe");
+  CHECK_THROWS_WITH(mlaplan::cli::translate_vllm_serve({kV41}, own),
+                    Catch::Contains("VLLM_PLE_CPU_OFFLOAD: 'maybe' is not a boolean"));
+}

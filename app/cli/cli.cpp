@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <locale>
@@ -155,6 +156,13 @@ int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCl
       return exit_code(ErrorKind::usage);
     }
     CLI::App* plan = app.get_subcommand("plan");
+    if (std::any_of(args.begin() + 2, args.end(), [](const std::string& a) { return a == "-h" || a == "--help"; })) {
+      out << "Usage: mla-plan vllm serve MODEL [vLLM flags] [mla-plan plan flags]\n"
+             "Plans what `vllm serve MODEL ...` starts: vLLM's flags as vLLM reads them (docs/launch.md lists what "
+             "each becomes),\nmixed with the flags of mla-plan plan below.\n\n"
+          << plan->help();
+      return 0;
+    }
     OwnFlags own;
     own.is_flag = [plan](std::string_view name) {
       return name.rfind("-", 0) == 0 && plan->get_option_no_throw(std::string(name)) != nullptr;
@@ -163,6 +171,7 @@ int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCl
       const CLI::Option* o = plan->get_option_no_throw(std::string(name));
       return o != nullptr && o->get_items_expected_max() > 0;
     };
+    own.getenv = [](const char* name) { return std::getenv(name); };
     for (const CLI::Option* o : plan->get_options()) {
       for (const auto& n : o->get_lnames()) {
         const std::string name = "--" + n;

@@ -65,6 +65,9 @@ void bind_search_flags(CLI::App& sub, PlanOptions& opt, bool with_min_concurrenc
 void setup_plan(CLI::App& app, PlanOptions& opt);
 int run_plan(const PlanOptions& opt, std::ostream& out, std::ostream& err);
 
+/// Where the plan flags say the model comes from (--revision, --download-dir, --hf-overrides).
+ModelSourceOptions model_source(const PlanOptions& opt);
+
 /// Computes the plan of one config. Throws mlaplan::Error for unreadable / invalid configs and
 /// bad flag values; backend violations and capacity shortfalls are recorded in the result.
 PlanResult compute_plan(const PlanOptions& opt);

@@ -487,6 +487,7 @@ class Translator {
       if (!target.empty()) in_.plan_args.push_back(target);
     }
     in_.plan_args.insert(in_.plan_args.end(), own_args_.begin(), own_args_.end());
+    from_environment();
     return in_;
   }
 
@@ -526,6 +527,30 @@ class Translator {
   }
 
   void set(const std::string& flag, std::vector<std::string> values) { mapped_[flag] = std::move(values); }
+
+  /// What vLLM reads from the environment, where the command line does not say it.
+  void from_environment() {
+    if (!own_.getenv) return;
+    const auto given = [this](const std::string& flag) {
+      return std::find(own_args_.begin(), own_args_.end(), flag) != own_args_.end();
+    };
+    if (const char* v = own_.getenv("VLLM_PLE_CPU_OFFLOAD"); v != nullptr && *v != '\0' && !given("--engram")) {
+      std::string t = v;
+      for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (t != "1" && t != "true" && t != "0" && t != "false") {
+        throw_usage("VLLM_PLE_CPU_OFFLOAD: " + mlaplan::quoted(v) + " is not a boolean; allowed 1, true, 0, false");
+      }
+      const bool offload = t == "1" || t == "true";
+      in_.plan_args.insert(in_.plan_args.end(), {"--engram", offload ? "offload" : "gpu"});
+      in_.from_environment.push_back(std::string("VLLM_PLE_CPU_OFFLOAD=") + v + " (--engram " +
+                                     (offload ? "offload" : "gpu") + ")");
+    }
+    if (const char* v = own_.getenv("VLLM_SPARSE_INDEXER_MAX_LOGITS_MB");
+        v != nullptr && *v != '\0' && !given("--indexer-logits-budget-mib")) {
+      in_.plan_args.insert(in_.plan_args.end(), {"--indexer-logits-budget-mib", v});
+      in_.from_environment.push_back(std::string("VLLM_SPARSE_INDEXER_MAX_LOGITS_MB=") + v);
+    }
+  }
 
   void ignored(const std::string& word) {
     if (std::find(in_.ignored.begin(), in_.ignored.end(), word) == in_.ignored.end()) in_.ignored.push_back(word);

@@ -19,11 +19,12 @@ namespace mlaplan::cli {
 
 /// What a vLLM command line became.
 struct VllmServeInput {
-  std::vector<std::string> argv;           ///< the words after `vllm serve`, as given
-  std::vector<std::string> plan_args;      ///< `mla-plan plan` arguments: MODEL, then flags
-  std::vector<std::string> ignored;        ///< vLLM flags that change nothing the plan computes, as typed
-  std::vector<std::string> not_modelled;   ///< vLLM flags (with their values) that change memory unmodelled
-  std::optional<std::string> spec_method;  ///< --speculative-config's method, checked against the config
+  std::vector<std::string> argv;              ///< the words after `vllm serve`, as given
+  std::vector<std::string> plan_args;         ///< `mla-plan plan` arguments: MODEL, then flags
+  std::vector<std::string> ignored;           ///< vLLM flags that change nothing the plan computes, as typed
+  std::vector<std::string> not_modelled;      ///< vLLM flags (with their values) that change memory unmodelled
+  std::optional<std::string> spec_method;     ///< --speculative-config's method, checked against the config
+  std::vector<std::string> from_environment;  ///< the environment variables read ("VAR=value (--flag value)")
 };
 
 /// How mla-plan's own plan flags are recognised: whether `name` ("--gpu") is one, and whether it
@@ -32,9 +33,15 @@ struct OwnFlags {
   std::function<bool(std::string_view)> is_flag;
   std::function<bool(std::string_view)> takes_value;
   std::vector<std::string> names;  ///< for "did you mean"
+  /// The environment vLLM would read (VLLM_PLE_CPU_OFFLOAD, VLLM_SPARSE_INDEXER_MAX_LOGITS_MB);
+  /// unset: none is read.
+  std::function<const char*(const char*)> getenv;
 };
 
-/// Translates the words after `vllm serve`. Error(usage) for an unknown flag (with the nearest
+/// Translates the words after `vllm serve`. The environment variables vLLM reads for what it has
+/// no flag for become mla-plan's flags unless those are given: VLLM_PLE_CPU_OFFLOAD (1 / true:
+/// --engram offload, 0 / false: --engram gpu) and VLLM_SPARSE_INDEXER_MAX_LOGITS_MB
+/// (--indexer-logits-budget-mib). Error(usage) for an unknown flag (with the nearest
 /// vLLM or mla-plan flag), a flag without its value, a JSON value that is not JSON or not an
 /// object, a value vLLM refuses, no MODEL.
 VllmServeInput translate_vllm_serve(const std::vector<std::string>& args, const OwnFlags& own);

@@ -196,9 +196,9 @@ CheckFileResult check_one(const std::string& path, const CheckOptions& opt, Plan
       PlanRequest req = check_request(opt, plan_opt);
       PlanQuestion q = plan_opt.question(req);
       q.extras = false;
-      plan = answer_question(load_config(path), req, q);
+      plan = answer_question(load_config(path, model_source(plan_opt)), req, q);
     } else {
-      plan = make_plan(path, check_request(opt, plan_opt));
+      plan = make_plan(load_config(path, model_source(plan_opt)), check_request(opt, plan_opt));
     }
     fr.recommended = recommend && plan.search && !plan.search->ranked.empty();
     if (plan.launch) fr.launch = plan.launch->argv;
@@ -264,7 +264,7 @@ std::vector<MatrixInput> read_matrix_inputs(const CheckOptions& opt, std::int64_
   for (const auto& path : opt.configs) {
     MatrixInput in{path, std::nullopt, std::nullopt};
     try {
-      in.config = load_config(path);
+      in.config = load_config(path, model_source(opt.plan));
     } catch (const Error& e) {
       in.error = e;
     }

@@ -124,6 +124,14 @@ PlanRequest PlanOptions::request() const {
   return r;
 }
 
+ModelSourceOptions model_source(const PlanOptions& opt) {
+  ModelSourceOptions source;
+  source.revision = opt.fit.revision;
+  source.download_dir = opt.fit.download_dir;
+  source.hf_overrides = opt.fit.hf_overrides;
+  return source;
+}
+
 namespace {
 
 /// --speculative-config's method against the config's own drafter: mla-plan plans that drafter.
@@ -144,11 +152,7 @@ void check_spec_method(const ModelConfig& cfg, const std::string& method) {
 PlanResult compute_plan(const PlanOptions& opt) {
   PlanRequest r = opt.request();
   const PlanQuestion q = opt.question(r);
-  ModelSourceOptions source;
-  source.revision = opt.fit.revision;
-  source.download_dir = opt.fit.download_dir;
-  source.hf_overrides = opt.fit.hf_overrides;
-  ModelConfig cfg = load_config(opt.config, source);
+  ModelConfig cfg = load_config(opt.config, model_source(opt));
   if (opt.vllm && opt.vllm->spec_method) check_spec_method(cfg, *opt.vllm->spec_method);
   PlanResult p = answer_question(cfg, r, q);
   if (opt.vllm) {
@@ -158,6 +162,12 @@ PlanResult compute_plan(const PlanOptions& opt) {
       p.findings.push_back(Finding{"vllm.ignored", Severity::info,
                                    "vllm serve: accepted and ignored (they change nothing mla-plan computes): " + list,
                                    "", ""});
+    }
+    if (!opt.vllm->from_environment.empty()) {
+      std::string list;
+      for (const auto& e : opt.vllm->from_environment) list += (list.empty() ? "" : ", ") + e;
+      p.findings.push_back(Finding{"vllm.environment", Severity::info,
+                                   "vllm serve: read from the environment as vLLM reads it: " + list, "", ""});
     }
     for (const auto& f : opt.vllm->not_modelled) {
       p.findings.push_back(Finding{"vllm.not_modelled", Severity::warning,

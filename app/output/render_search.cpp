@@ -81,7 +81,9 @@ std::string render_launch_text(const PlanResult& r) {
   }
   for (const auto& n : c.notes) o << "  note: " << printable(n) << "\n";
   for (const auto& f : r.findings) {
-    if (f.id == "vllm.ignored" || f.id == "vllm.not_modelled") o << "  " << printable(f.message) << "\n";
+    if (f.id == "vllm.ignored" || f.id == "vllm.not_modelled" || f.id == "vllm.environment") {
+      o << "  " << printable(f.message) << "\n";
+    }
   }
   if (r.fit) {
     for (std::size_t i = 0; i < r.fit->suggestion_flags.size(); ++i) {

@@ -155,7 +155,7 @@ LaunchCommand vllm_launch_command(const ModelConfig& cfg, const Plan& plan, cons
   if (!cfg.checkpoint.engram_layer_ids.empty()) {
     const bool offload = pl.engram == EngramPlacement::offload;
     c.env.push_back(std::string("VLLM_PLE_CPU_OFFLOAD=") + (offload ? "1" : "0"));
-    if (offload) b.own("--engram", "offload");
+    b.own("--engram", offload ? "offload" : "gpu");  // mla-plan's assumption, whatever the environment says
     c.notes.push_back(std::string("Engram tables ") + (offload ? "in host memory" : "on the GPU") +
                       ": vLLM has no flag for it; it reads VLLM_PLE_CPU_OFFLOAD (which release first defaults it to "
                       "host memory is not known, so the command sets it)");
