@@ -103,6 +103,7 @@ PlanQuestion PlanOptions::question(PlanRequest& r) const {
     so.fixed.tensor_parallel = layout_given.tensor_parallel || lo.tensor_parallel_size != 1;
     so.fixed.pipeline_parallel = layout_given.pipeline_parallel || lo.pipeline_parallel_size != 1;
     so.fixed.data_parallel = layout_given.data_parallel || lo.data_parallel_size != 1;
+    so.fixed.context_parallel = layout_given.context_parallel || lo.decode_context_parallel_size != 1;
     so.fixed.expert_parallel = layout_given.expert_parallel || fit.enable_expert_parallel;
     so.fixed.engram = layout_given.engram || fit.engram != "gpu";
     q.search = so;

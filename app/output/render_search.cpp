@@ -37,6 +37,7 @@ ojson candidate_json(const SearchCandidate& c) {
           {"tensor_parallel_size", c.tensor_parallel_size},
           {"data_parallel_size", c.data_parallel_size},
           {"pipeline_parallel_size", c.pipeline_parallel_size},
+          {"decode_context_parallel_size", c.decode_context_parallel_size},
           {"enable_expert_parallel", c.expert_parallel},
           {"engram", std::string(to_string(c.engram))},
           {"kv_cache_dtype", c.kv_cache_dtype},

@@ -100,6 +100,7 @@ std::string SearchCandidate::label() const {
   std::string s = "TP " + std::to_string(tensor_parallel_size);
   if (data_parallel_size > 1) s += " x DP " + std::to_string(data_parallel_size);
   if (pipeline_parallel_size > 1) s += " x PP " + std::to_string(pipeline_parallel_size);
+  if (decode_context_parallel_size > 1) s += " x DCP " + std::to_string(decode_context_parallel_size);
   if (expert_parallel) s += ", EP";
   if (engram == EngramPlacement::offload) s += ", Engram offload";
   if (kv_cache_dtype != "auto") s += ", " + kv_cache_dtype;
@@ -178,44 +179,57 @@ SearchResult search_layouts(const ModelConfig& cfg, const Topology& topo, const 
         if (tp * pp * dp > opt.gpus) continue;
         std::vector<bool> eps = {given.enable_expert_parallel};
         if (!opt.fixed.expert_parallel) eps = tp * dp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
+        // Decode context parallel shards the full caches over ranks of the TP group: 1, and every
+        // power of two that divides TP (vLLM's rules refuse what the backend does not take).
+        std::vector<std::int64_t> dcps = {given.decode_context_parallel_size};
+        if (!opt.fixed.context_parallel) {
+          dcps = {1};
+          for (std::int64_t d = 2; d <= tp; d *= 2) {
+            if (tp % d == 0) dcps.push_back(d);
+          }
+        }
         for (const bool ep : eps) {
-          for (const EngramPlacement e : engrams) {
-            for (const std::string& dtype : dtypes) {
-              SearchCandidate c;
-              c.tensor_parallel_size = tp;
-              c.pipeline_parallel_size = pp;
-              c.data_parallel_size = dp;
-              c.expert_parallel = ep;
-              c.engram = e;
-              c.kv_cache_dtype = dtype;
-              c.gpus = tp * pp * dp;
-              PlanRequest& r = c.request;
-              r = base;
-              r.layout.tensor_parallel_size = tp;
-              r.layout.pipeline_parallel_size = pp;
-              r.layout.data_parallel_size = dp;
-              r.layout.enable_expert_parallel = ep;
-              r.layout.engram = e;
-              r.layout.kv_cache_dtype = dtype;
-              r.guards = PlanGuards{};
-              r.suggestions = false;
-              r.schedules = false;
-              const std::size_t i = e == EngramPlacement::gpu ? 0 : 1;
-              r.weights = sh.checkpoint.report;
-              r.weights_source = sh.checkpoint.source;
-              r.weights_how = sh.checkpoint.how;
-              r.incomplete_checkpoint = sh.checkpoint.incomplete;
-              r.shard_kinds = sh.kinds[i];
-              r.placements = sh.memo[i];
-              judge(cfg, topo, c);
-              if (opt.objective == SearchObjective::context && c.exit_code != exit_code(ErrorKind::unsupported)) {
-                if (const auto len = longest_context(cfg, topo, c.request, opt.min_concurrency)) {
-                  c.request.layout.max_model_len = *len;
-                  judge(cfg, topo, c);
+          for (const std::int64_t dcp : dcps) {
+            for (const EngramPlacement e : engrams) {
+              for (const std::string& dtype : dtypes) {
+                SearchCandidate c;
+                c.tensor_parallel_size = tp;
+                c.pipeline_parallel_size = pp;
+                c.data_parallel_size = dp;
+                c.decode_context_parallel_size = dcp;
+                c.expert_parallel = ep;
+                c.engram = e;
+                c.kv_cache_dtype = dtype;
+                c.gpus = tp * pp * dp;
+                PlanRequest& r = c.request;
+                r = base;
+                r.layout.tensor_parallel_size = tp;
+                r.layout.pipeline_parallel_size = pp;
+                r.layout.data_parallel_size = dp;
+                r.layout.decode_context_parallel_size = dcp;
+                r.layout.enable_expert_parallel = ep;
+                r.layout.engram = e;
+                r.layout.kv_cache_dtype = dtype;
+                r.guards = PlanGuards{};
+                r.suggestions = false;
+                r.schedules = false;
+                const std::size_t i = e == EngramPlacement::gpu ? 0 : 1;
+                r.weights = sh.checkpoint.report;
+                r.weights_source = sh.checkpoint.source;
+                r.weights_how = sh.checkpoint.how;
+                r.incomplete_checkpoint = sh.checkpoint.incomplete;
+                r.shard_kinds = sh.kinds[i];
+                r.placements = sh.memo[i];
+                judge(cfg, topo, c);
+                if (opt.objective == SearchObjective::context && c.exit_code != exit_code(ErrorKind::unsupported)) {
+                  if (const auto len = longest_context(cfg, topo, c.request, opt.min_concurrency)) {
+                    c.request.layout.max_model_len = *len;
+                    judge(cfg, topo, c);
+                  }
                 }
+                ++out.planned;
+                all.push_back(std::move(c));
               }
-              ++out.planned;
-              all.push_back(std::move(c));
             }
           }
         }
@@ -235,6 +249,7 @@ SearchResult search_layouts(const ModelConfig& cfg, const Topology& topo, const 
   const Dimension dims[] = {
       {[](const SearchCandidate& c) { return "--kv-cache-dtype " + c.kv_cache_dtype; }},
       {[](const SearchCandidate& c) { return "PP " + std::to_string(c.pipeline_parallel_size); }},
+      {[](const SearchCandidate& c) { return "DCP " + std::to_string(c.decode_context_parallel_size); }},
       {[](const SearchCandidate& c) {
         return std::string(c.engram == EngramPlacement::offload ? "Engram in host memory" : "Engram on the GPU");
       }},
@@ -378,6 +393,9 @@ Plan answer_question(const ModelConfig& cfg, const PlanRequest& request, const P
       if (best.data_parallel_size > 1) flags.insert(flags.end(), {"--dp", std::to_string(best.data_parallel_size)});
       if (best.pipeline_parallel_size > 1) {
         flags.insert(flags.end(), {"--pp", std::to_string(best.pipeline_parallel_size)});
+      }
+      if (best.decode_context_parallel_size > 1) {
+        flags.insert(flags.end(), {"--dcp", std::to_string(best.decode_context_parallel_size)});
       }
       if (best.expert_parallel) flags.emplace_back("--enable-expert-parallel");
       if (best.engram == EngramPlacement::offload) flags.insert(flags.end(), {"--engram", "offload"});

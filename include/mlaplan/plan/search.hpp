@@ -1,6 +1,7 @@
 #pragma once
 // The layout search (docs/launch.md, "From GPUs to a command"): every layout vLLM can start on at
-// most N GPUs of one kind (tensor x pipeline x data parallel, expert parallel on or off, V4.1's
+// most N GPUs of one kind (tensor x pipeline x data parallel, decode context parallel within the
+// tensor group, expert parallel on or off, V4.1's
 // Engram tables on the GPU or in host memory, the kv-cache dtypes the GPU's backend stores),
 // each planned as make_plan_on() plans it, ranked by what the deployer asks for. A layout the
 // search proposes is one whose own plan fits, with the same numbers.
@@ -29,6 +30,7 @@ struct SearchFixed {
   bool tensor_parallel = false;
   bool pipeline_parallel = false;
   bool data_parallel = false;
+  bool context_parallel = false;
   bool expert_parallel = false;
   bool engram = false;
   bool kv_cache_dtype = false;
@@ -48,6 +50,7 @@ struct SearchCandidate {
   std::int64_t tensor_parallel_size = 1;
   std::int64_t pipeline_parallel_size = 1;
   std::int64_t data_parallel_size = 1;
+  std::int64_t decode_context_parallel_size = 1;
   bool expert_parallel = false;
   EngramPlacement engram = EngramPlacement::gpu;
   std::string kv_cache_dtype;  ///< as requested of vLLM
