@@ -718,7 +718,7 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   p.batch_fit = fit_decode_batch(*p.fit, p.batch);
   if (p.batch_fit && !p.batch_fit->fits) p.findings.push_back(decode_batch_finding(p, *p.batch_fit, false));
   // The indexer's transient prefill peak against what the budget leaves of each GPU.
-  p.prefill = plan_prefill(config, topology, *p.fit, *p.layout, req);
+  if (!req.fit_only) p.prefill = plan_prefill(config, topology, *p.fit, *p.layout, req);
   if (p.prefill && !p.prefill->fits) p.findings.push_back(prefill_finding(*p.prefill, false));
   if (p.fit->context_parallel) {
     for (const auto& rr : p.rules) {
@@ -909,7 +909,7 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   if (!kvs.empty() && kvs.front().group_count() > 0) {
     f.host_offload = plan_host_offload(kvs, pl.tensor_parallel_size, req.deploy.kv_offloading_size_gib);
   }
-  if (dcp > 1) {
+  if (dcp > 1 && !req.fit_only) {
     // The same GPUs three ways: the KV cache replicated by plain TP, sharded by DCP, or split by
     // requests over DP attention engines (TP 1, experts over all of them).
     ContextParallelFit cp;

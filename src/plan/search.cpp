@@ -71,6 +71,10 @@ void judge(const ModelConfig& cfg, const Topology& topo, SearchCandidate& c) {
 bool serves(const ModelConfig& cfg, const Topology& topo, PlanRequest req, std::int64_t len,
             std::int64_t min_concurrency) {
   req.layout.max_model_len = len;
+  req.guards = PlanGuards{};
+  req.suggestions = false;
+  req.schedules = false;
+  req.fit_only = true;
   SearchCandidate c;
   c.request = std::move(req);
   judge(cfg, topo, c);
@@ -213,6 +217,7 @@ SearchResult search_layouts(const ModelConfig& cfg, const Topology& topo, const 
                 r.guards = PlanGuards{};
                 r.suggestions = false;
                 r.schedules = false;
+                r.fit_only = true;
                 const std::size_t i = e == EngramPlacement::gpu ? 0 : 1;
                 r.weights = sh.checkpoint.report;
                 r.weights_source = sh.checkpoint.source;
@@ -306,6 +311,7 @@ std::optional<Plan::Sensitivity> sensitivity_of(const ModelConfig& cfg, const To
   req.guards = PlanGuards{};
   req.suggestions = false;
   req.schedules = false;
+  req.fit_only = true;
   c.request = std::move(req);
   judge(cfg, topo, c);
   if (c.exit_code == exit_code(ErrorKind::unsupported) || c.exit_code == exit_code(ErrorKind::usage))
@@ -353,6 +359,7 @@ Plan answer_question(const ModelConfig& cfg, const PlanRequest& request, const P
     chosen.guards = request.guards;
     chosen.suggestions = request.suggestions;
     chosen.schedules = request.schedules;
+    chosen.fit_only = request.fit_only;
     searched = std::move(res);
   }
   std::optional<std::int64_t> auto_len;
@@ -423,6 +430,17 @@ Plan answer_question(const ModelConfig& cfg, const PlanRequest& request, const P
   }
   p.launch = std::make_shared<const LaunchCommand>(vllm_launch_command(p.config, p, chosen));
   if (q.extras && p.layout && p.fit && p.fit->decided && p.exit_code != exit_code(ErrorKind::unsupported)) {
+    // The plans below differ from `chosen` in max_model_len or a scheduler flag only: the
+    // checkpoint's weights are read once and the layout's placement is made once for all of them.
+    if (!chosen.weights) {
+      const PlanWeights w = load_plan_weights(cfg, chosen);
+      chosen.weights = w.report;
+      chosen.weights_source = w.source;
+      chosen.weights_how = w.how;
+      chosen.incomplete_checkpoint = w.incomplete;
+      chosen.shard_kinds = std::make_shared<const std::vector<ShardKind>>(shard_kinds(*w.report, chosen.layout.engram));
+      chosen.placements = std::make_shared<PlacementMemo>();
+    }
     // The context sweep: powers of two from 4K to the config's limit, and the plan's own length.
     std::vector<std::int64_t> lens;
     for (std::int64_t l = 4096; l < cfg.max_position_embeddings; l *= 2) lens.push_back(l);
@@ -437,6 +455,7 @@ Plan answer_question(const ModelConfig& cfg, const PlanRequest& request, const P
       c.request.guards = PlanGuards{};
       c.request.suggestions = false;
       c.request.schedules = false;
+      c.request.fit_only = true;
       judge(cfg, topo, c);
       p.context_sweep.push_back(Plan::ContextPoint{l, c.fits, c.fits ? c.total_concurrency : 0.0});
     }

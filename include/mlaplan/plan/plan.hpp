@@ -132,6 +132,9 @@ struct PlanRequest {
   std::optional<std::string> dtype;  ///< --dtype
   bool schedules = true;             ///< plan the decode tile schedules (check does not need them)
   bool suggestions = true;           ///< when it does not fit, search what would (check --matrix does not)
+  /// Only what decides the fit and the exit code (the layout search, the sweep): no prefill
+  /// workspace, no decode-context-parallel comparison. Without guards the exit code is the same.
+  bool fit_only = false;
   /// The checkpoint's weights when the caller has them already (check --matrix plans one config
   /// many times): used instead of reading them; `weights_source` / `weights_how` say where from.
   std::shared_ptr<const WeightsReport> weights;
