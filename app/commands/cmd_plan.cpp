@@ -84,6 +84,7 @@ PlanQuestion PlanOptions::question(PlanRequest& r) const {
     so.objective = parse_search_objective(objective);
     so.min_concurrency = q.min_concurrency;
     so.fixed.kv_cache_dtype = layout.options.kv_cache_dtype != "auto";
+    so.fixed.attention_backend = layout.options.attention_backend.has_value();
     if (gpus) {
       const auto [n, gpu] = parse_gpus_value(*gpus);
       if (gpu) {

@@ -41,6 +41,8 @@ ojson candidate_json(const SearchCandidate& c) {
           {"enable_expert_parallel", c.expert_parallel},
           {"engram", std::string(to_string(c.engram))},
           {"kv_cache_dtype", c.kv_cache_dtype},
+          {"attention_backend", c.attention_backend.empty() ? ojson(nullptr) : ojson(c.attention_backend)},
+          {"backend", c.backend},
           {"max_model_len", c.max_model_len},
           {"total_concurrency", c.total_concurrency},
           {"weights_bytes_per_gpu", c.weights_bytes_per_gpu}};

@@ -11,6 +11,7 @@
 #include "mlaplan/base/text.hpp"
 #include "mlaplan/engine/vllm/placement.hpp"
 #include "mlaplan/plan/launch.hpp"
+#include "mlaplan/rules/backends.hpp"
 #include "mlaplan/model/topology.hpp"
 #include "mlaplan/base/number_format.hpp"
 
@@ -46,7 +47,10 @@ void judge(const ModelConfig& cfg, const Topology& topo, SearchCandidate& c) {
       c.total_concurrency = p.fit->total_concurrency;
       c.weights_bytes_per_gpu = p.fit->placement.max_rank_bytes;
     }
-    if (p.layout) c.max_model_len = p.layout->max_model_len;
+    if (p.layout) {
+      c.max_model_len = p.layout->max_model_len;
+      c.backend = backend_title(p.layout->backend, cfg.family);
+    }
     if (!c.fits) {
       if (p.fit && p.fit->placement.ok() && p.exit_code == exit_code(ErrorKind::does_not_fit) &&
           !p.fit->weights_exceed_gpu && p.layout) {
@@ -108,6 +112,7 @@ std::string SearchCandidate::label() const {
   if (expert_parallel) s += ", EP";
   if (engram == EngramPlacement::offload) s += ", Engram offload";
   if (kv_cache_dtype != "auto") s += ", " + kv_cache_dtype;
+  if (!attention_backend.empty()) s += ", " + attention_backend;
   return s;
 }
 
@@ -165,6 +170,18 @@ SearchResult search_layouts(const ModelConfig& cfg, const Topology& topo, const 
   std::vector<std::string> dtypes = {given.kv_cache_dtype};
   if (!opt.fixed.kv_cache_dtype && cfg.family == Family::deepseek_v41) dtypes = {"auto", "nvfp4_ds_mla"};
   const bool every_dp = opt.objective == SearchObjective::gpus;
+  // The attention backends: vLLM's choice ("") and every other backend of the family that runs
+  // on the GPU's compute capability (vLLM's --attention-backend).
+  std::vector<std::string> backends = {given.attention_backend.value_or("")};
+  if (!opt.fixed.attention_backend && !given.attention_backend) {
+    const Target t = base.resolved_target ? *base.resolved_target : resolve_target(base.target);
+    for (const auto& b : backend_catalogue()) {
+      if (std::find(b.families.begin(), b.families.end(), cfg.family) == b.families.end()) continue;
+      if (std::find(b.cc_majors.begin(), b.cc_majors.end(), t.cc.major) == b.cc_majors.end()) continue;
+      const std::string name(backend_vllm_name(b.id, cfg.family));
+      if (std::find(backends.begin(), backends.end(), name) == backends.end()) backends.push_back(name);
+    }
+  }
 
   std::vector<SearchCandidate> all;
   for (const std::int64_t tp : tps) {
@@ -196,44 +213,52 @@ SearchResult search_layouts(const ModelConfig& cfg, const Topology& topo, const 
           for (const std::int64_t dcp : dcps) {
             for (const EngramPlacement e : engrams) {
               for (const std::string& dtype : dtypes) {
-                SearchCandidate c;
-                c.tensor_parallel_size = tp;
-                c.pipeline_parallel_size = pp;
-                c.data_parallel_size = dp;
-                c.decode_context_parallel_size = dcp;
-                c.expert_parallel = ep;
-                c.engram = e;
-                c.kv_cache_dtype = dtype;
-                c.gpus = tp * pp * dp;
-                PlanRequest& r = c.request;
-                r = base;
-                r.layout.tensor_parallel_size = tp;
-                r.layout.pipeline_parallel_size = pp;
-                r.layout.data_parallel_size = dp;
-                r.layout.decode_context_parallel_size = dcp;
-                r.layout.enable_expert_parallel = ep;
-                r.layout.engram = e;
-                r.layout.kv_cache_dtype = dtype;
-                r.guards = PlanGuards{};
-                r.suggestions = false;
-                r.schedules = false;
-                r.fit_only = true;
-                const std::size_t i = e == EngramPlacement::gpu ? 0 : 1;
-                r.weights = sh.checkpoint.report;
-                r.weights_source = sh.checkpoint.source;
-                r.weights_how = sh.checkpoint.how;
-                r.incomplete_checkpoint = sh.checkpoint.incomplete;
-                r.shard_kinds = sh.kinds[i];
-                r.placements = sh.memo[i];
-                judge(cfg, topo, c);
-                if (opt.objective == SearchObjective::context && c.exit_code != exit_code(ErrorKind::unsupported)) {
-                  if (const auto len = longest_context(cfg, topo, c.request, opt.min_concurrency)) {
-                    c.request.layout.max_model_len = *len;
-                    judge(cfg, topo, c);
+                for (const std::string& backend : backends) {
+                  SearchCandidate c;
+                  c.tensor_parallel_size = tp;
+                  c.pipeline_parallel_size = pp;
+                  c.data_parallel_size = dp;
+                  c.decode_context_parallel_size = dcp;
+                  c.expert_parallel = ep;
+                  c.engram = e;
+                  c.kv_cache_dtype = dtype;
+                  c.attention_backend = backend;
+                  c.gpus = tp * pp * dp;
+                  PlanRequest& r = c.request;
+                  r = base;
+                  r.layout.tensor_parallel_size = tp;
+                  r.layout.pipeline_parallel_size = pp;
+                  r.layout.data_parallel_size = dp;
+                  r.layout.decode_context_parallel_size = dcp;
+                  r.layout.enable_expert_parallel = ep;
+                  r.layout.engram = e;
+                  r.layout.kv_cache_dtype = dtype;
+                  r.layout.attention_backend = backend.empty() ? std::nullopt : std::optional<std::string>(backend);
+                  r.guards = PlanGuards{};
+                  r.suggestions = false;
+                  r.schedules = false;
+                  r.fit_only = true;
+                  const std::size_t i = e == EngramPlacement::gpu ? 0 : 1;
+                  r.weights = sh.checkpoint.report;
+                  r.weights_source = sh.checkpoint.source;
+                  r.weights_how = sh.checkpoint.how;
+                  r.incomplete_checkpoint = sh.checkpoint.incomplete;
+                  r.shard_kinds = sh.kinds[i];
+                  r.placements = sh.memo[i];
+                  judge(cfg, topo, c);
+                  if (opt.objective == SearchObjective::context && c.exit_code != exit_code(ErrorKind::unsupported)) {
+                    if (const auto len = longest_context(cfg, topo, c.request, opt.min_concurrency)) {
+                      c.request.layout.max_model_len = *len;
+                      judge(cfg, topo, c);
+                    }
                   }
+                  ++out.planned;
+                  // A backend named that is the one vLLM chooses anyway plans the same layout again.
+                  const bool repeat = !backend.empty() && !all.empty() && all.back().attention_backend.empty() &&
+                                      c.backend == all.back().backend && c.exit_code == all.back().exit_code &&
+                                      c.total_concurrency == all.back().total_concurrency;
+                  if (!repeat) all.push_back(std::move(c));
                 }
-                ++out.planned;
-                all.push_back(std::move(c));
               }
             }
           }
@@ -253,6 +278,10 @@ SearchResult search_layouts(const ModelConfig& cfg, const Topology& topo, const 
   };
   const Dimension dims[] = {
       {[](const SearchCandidate& c) { return "--kv-cache-dtype " + c.kv_cache_dtype; }},
+      {[](const SearchCandidate& c) {
+        return c.attention_backend.empty() ? std::string("vLLM's backend")
+                                           : "--attention-backend " + c.attention_backend;
+      }},
       {[](const SearchCandidate& c) { return "PP " + std::to_string(c.pipeline_parallel_size); }},
       {[](const SearchCandidate& c) { return "DCP " + std::to_string(c.decode_context_parallel_size); }},
       {[](const SearchCandidate& c) {
@@ -409,6 +438,7 @@ Plan answer_question(const ModelConfig& cfg, const PlanRequest& request, const P
       if (best.kv_cache_dtype != request.layout.kv_cache_dtype) {
         flags.insert(flags.end(), {"--kv-cache-dtype", best.kv_cache_dtype});
       }
+      if (!best.attention_backend.empty()) flags.insert(flags.end(), {"--attention-backend", best.attention_backend});
       std::string words;
       for (const auto& w : flags) words += (words.empty() ? "" : " ") + w;
       const std::string text = words + " (" + std::to_string(best.gpus) + " GPUs: the best layout of " +

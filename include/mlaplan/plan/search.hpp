@@ -1,7 +1,7 @@
 #pragma once
 // The layout search (docs/launch.md, "From GPUs to a command"): every layout vLLM can start on at
 // most N GPUs of one kind (tensor x pipeline x data parallel, decode context parallel within the
-// tensor group, expert parallel on or off, V4.1's
+// tensor group, expert parallel on or off, every attention backend of the family on the GPU, V4.1's
 // Engram tables on the GPU or in host memory, the kv-cache dtypes the GPU's backend stores),
 // each planned as make_plan_on() plans it, ranked by what the deployer asks for. A layout the
 // search proposes is one whose own plan fits, with the same numbers.
@@ -34,6 +34,7 @@ struct SearchFixed {
   bool expert_parallel = false;
   bool engram = false;
   bool kv_cache_dtype = false;
+  bool attention_backend = false;
 };
 
 struct SearchOptions {
@@ -54,6 +55,9 @@ struct SearchCandidate {
   bool expert_parallel = false;
   EngramPlacement engram = EngramPlacement::gpu;
   std::string kv_cache_dtype;  ///< as requested of vLLM
+  /// --attention-backend asked of vLLM ("" its default); `backend` the one the plan runs.
+  std::string attention_backend;
+  std::string backend;
   std::int64_t gpus = 1;
   int exit_code = 0;
   bool fits = false;               ///< exit 0 with a decided fit
