@@ -706,16 +706,19 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
     f.suggestion_flags.clear();
   }
 
-  p.batch =
-      make_decode_batch(req.batch, p.layout->max_model_len,
-                        p.layout->max_model_len_default ? MaxModelLenSource::config_default : MaxModelLenSource::flag);
+  // A fit-only plan (a search candidate, a sweep point) has no decode batch: it is judged by its fit.
+  if (!req.fit_only) {
+    p.batch = make_decode_batch(
+        req.batch, p.layout->max_model_len,
+        p.layout->max_model_len_default ? MaxModelLenSource::config_default : MaxModelLenSource::flag);
+  }
   // FlashMLA's tile plans, where the backend runs FlashMLA (the fused path keeps them for its
   // split-KV fallback); FlashInfer's kernels plan their own work.
   const BackendId backend = p.layout->backend;
   const bool flashmla = backend_info(backend).tile_plans || backend == BackendId::flashmla_sparse_dsv41_fused;
   if (req.schedules && flashmla) p.schedules = plan_decode_schedules(config, topology, *p.layout, p.batch);
   // The batch against the KV cache, where the fit says how large the cache is.
-  p.batch_fit = fit_decode_batch(*p.fit, p.batch);
+  if (!req.fit_only) p.batch_fit = fit_decode_batch(*p.fit, p.batch);
   if (p.batch_fit && !p.batch_fit->fits) p.findings.push_back(decode_batch_finding(p, *p.batch_fit, false));
   // The indexer's transient prefill peak against what the budget leaves of each GPU.
   if (!req.fit_only) p.prefill = plan_prefill(config, topology, *p.fit, *p.layout, req);

@@ -132,8 +132,9 @@ struct PlanRequest {
   std::optional<std::string> dtype;  ///< --dtype
   bool schedules = true;             ///< plan the decode tile schedules (check does not need them)
   bool suggestions = true;           ///< when it does not fit, search what would (check --matrix does not)
-  /// Only what decides the fit and the exit code (the layout search, the sweep): no prefill
-  /// workspace, no decode-context-parallel comparison. Without guards the exit code is the same.
+  /// Only what decides the fit and the exit code (the layout search, the sweep): no decode batch,
+  /// no prefill workspace, no decode-context-parallel comparison. Without guards the exit code is
+  /// the same, but for a batch the plan's own make_decode_batch() would refuse (exit 1).
   bool fit_only = false;
   /// The checkpoint's weights when the caller has them already (check --matrix plans one config
   /// many times): used instead of reading them; `weights_source` / `weights_how` say where from.
