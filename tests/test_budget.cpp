@@ -64,21 +64,42 @@ TEST_CASE("budget: requested is ceil(runtime total x 0.92) and every term is nam
   CHECK(b.term("reserved") == nullptr);
 }
 
-TEST_CASE("budget: a preset without a runtime figure says its total is the vendor's", "[budget]") {
+TEST_CASE("budget: every preset's total is the runtime's, an upper bound where only nvidia-smi's is known",
+          "[budget]") {
   const auto cfg = load_config(src("configs/deepseek-v4-flash.json"));
-  const Target h100 = resolve_target(TargetRequest{std::string("h100"), {}, {}, {}});
-  const Budget b = plan_budget(cfg, h100, shape_of(0), BudgetOptions{});
-  CHECK(b.total_bytes == (80LL << 30));
-  CHECK(b.total_source == TermSource::estimated);
-  CHECK_THAT(b.total_how, Catch::Contains("vendor"));
+  for (const auto& p : gpu_presets()) {
+    INFO(p.id);
+    const Target t = resolve_target(TargetRequest{std::string(p.id), {}, {}, {}});
+    const Budget b = plan_budget(cfg, t, shape_of(0), BudgetOptions{});
+    CHECK(b.total_bytes == p.runtime_memory_bytes);
+    CHECK(b.total_bytes < (p.memory_gib << 30));
+    CHECK(b.total_how == p.runtime_memory_source);
+    const bool bound = is_upper_bound(p.runtime_basis);
+    CHECK(b.total_upper_bound == bound);
+    CHECK(b.total_source ==
+          (bound || p.runtime_basis == MemoryBasis::fixture ? TermSource::estimated : TermSource::measured));
+    bool said = false;
+    for (const auto& f : b.findings) said = said || f.id == "budget.memory_upper_bound";
+    CHECK(said == bound);
+  }
+  // The H800: only nvidia-smi's 81,559 MiB is known; the finding names --gpu-memory-gib.
+  const Target h800 = resolve_target(TargetRequest{std::string("h800"), {}, {}, {}});
+  const Budget b = plan_budget(cfg, h800, shape_of(0), BudgetOptions{});
+  CHECK(b.total_bytes == (81'559LL << 20));
+  REQUIRE(b.findings.size() == 2);
+  CHECK(b.findings[0].id == "budget.memory_upper_bound");
+  CHECK_THAT(b.findings[0].message, Catch::Contains("nvidia-smi's total 79.65 GiB"));
+  CHECK_THAT(b.findings[0].fix, Catch::Contains("--gpu-memory-gib"));
   // weights of 0 are never silent
-  REQUIRE(b.findings.size() == 1);
-  CHECK(b.findings[0].id == "budget.weights_unknown");
-  const Target given = resolve_target(TargetRequest{std::string("h200"), {}, {}, 100.0});
+  CHECK(b.findings[1].id == "budget.weights_unknown");
+  // The user's figure is given, and no longer a bound.
+  const Target given = resolve_target(TargetRequest{std::string("h800"), {}, {}, 79.2});
+  CHECK_FALSE(given.memory_upper_bound());
   const Budget g = plan_budget(cfg, given, shape_of(1), BudgetOptions{});
-  CHECK(g.total_bytes == (100LL << 30));
+  CHECK(g.total_bytes == std::llround(79.2 * kGiB));
   CHECK(g.total_source == TermSource::given);
   CHECK(g.total_how == "--gpu-memory-gib");
+  CHECK_FALSE(g.total_upper_bound);
 }
 
 TEST_CASE("budget: a total the user passes is given, never estimated", "[budget]") {

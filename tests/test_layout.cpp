@@ -110,22 +110,42 @@ void require_error(F&& f, ErrorKind kind, const std::string& message) {
 // =============================================================== targets
 
 TEST_CASE("GPU presets: ids, figures and the default", "[target]") {
-  const std::vector<std::string> ids = {"h100",  "h200", "h800", "h20",          "b200",    "b300",
-                                        "gb200", "a100", "l40s", "rtx-pro-6000", "rtx5090", "gb10"};
-  REQUIRE(gpu_presets().size() == ids.size());
-  for (std::size_t i = 0; i < ids.size(); ++i) CHECK(gpu_presets()[i].id == ids[i]);
-
+  // Every GPU people serve these models on, with its runtime total (what cudaMemGetInfo reports,
+  // docs/gpu-memory sources in src/hardware/target.cpp) and what that figure is.
   struct Fig {
     const char* id;
     int major, minor;
     std::int64_t sms, gib;
+    std::int64_t runtime;
+    MemoryBasis basis;
   };
-  const Fig figs[] = {{"h100", 9, 0, 132, 80},     {"h200", 9, 0, 132, 141},
-                      {"h800", 9, 0, 132, 80},     {"h20", 9, 0, 78, 96},
-                      {"b200", 10, 0, 148, 180},   {"b300", 10, 3, 148, 288},
-                      {"gb200", 10, 0, 148, 186},  {"a100", 8, 0, 108, 80},
-                      {"l40s", 8, 9, 142, 48},     {"rtx-pro-6000", 12, 0, 188, 96},
-                      {"rtx5090", 12, 0, 170, 32}, {"gb10", 12, 1, 48, 128}};
+  using B = MemoryBasis;
+  const Fig figs[] = {
+      {"h100", 9, 0, 132, 80, 81'082LL << 20, B::runtime_mib_floor},
+      {"h100-pcie", 9, 0, 114, 80, 81'008LL << 20, B::runtime_mib_floor},
+      {"h100-nvl", 9, 0, 132, 94, 99'861'594'112, B::runtime_bytes},
+      {"h200", 9, 0, 132, 141, 150'109'880'320, B::runtime_bytes},
+      {"h200-nvl", 9, 0, 132, 141, 150'109'880'320, B::runtime_bytes},
+      {"h20", 9, 0, 78, 96, 97'285LL << 20, B::runtime_mib_floor},
+      {"h20-3e", 9, 0, 78, 141, 150'109'880'320, B::runtime_bytes},
+      {"h800", 9, 0, 132, 80, 81'559LL << 20, B::nvidia_smi},
+      {"a100", 8, 0, 108, 80, 84'987'740'160, B::runtime_bytes},
+      {"a100-pcie", 8, 0, 108, 80, 84'974'239'744, B::runtime_bytes},
+      {"l20", 8, 9, 92, 48, 47'803'596'800, B::runtime_bytes},
+      {"l40s", 8, 9, 142, 48, 47'803'596'800, B::runtime_bytes},
+      {"rtx4090", 8, 9, 128, 24, 25'254'407'700, B::runtime_gib},   // 23.52 GiB
+      {"rtx5090", 12, 0, 170, 32, 33'672'543'601, B::runtime_gib},  // 31.36 GiB
+      {"rtx-pro-6000", 12, 0, 188, 96, 97'250LL << 20, B::runtime_mib_floor},
+      {"b200", 10, 0, 148, 180, 182'631LL << 20, B::runtime_mib_floor},
+      {"b300", 10, 3, 148, 288, 287'429'948'867, B::runtime_gib},   // 267.69 GiB
+      {"gb200", 10, 0, 148, 186, 197'901'355'581, B::runtime_gib},  // 184.31 GiB
+      {"gb300", 10, 3, 148, 288, 296'889'614'336, B::runtime_gib},  // 276.50 GiB
+      {"gh200", 9, 0, 132, 96, 101'468'602'368, B::runtime_bytes},
+      {"gh200-144", 9, 0, 132, 144, 153'008'209'920, B::fixture},
+      {"gb10", 12, 1, 48, 128, 130'663'006'208, B::runtime_bytes},
+  };
+  REQUIRE(gpu_presets().size() == std::size(figs));
+  for (std::size_t i = 0; i < std::size(figs); ++i) CHECK(gpu_presets()[i].id == figs[i].id);
   for (const auto& f : figs) {
     INFO(f.id);
     const Target t = gpu(f.id);
@@ -133,6 +153,10 @@ TEST_CASE("GPU presets: ids, figures and the default", "[target]") {
     CHECK(t.cc == ComputeCapability{f.major, f.minor});
     CHECK(t.num_sms == f.sms);
     CHECK(t.memory_bytes == f.gib * kGiB);
+    CHECK(t.runtime_memory_bytes == f.runtime);
+    CHECK(t.runtime_basis == f.basis);
+    CHECK(t.memory_upper_bound() == (f.basis == B::nvidia_smi));
+    CHECK_FALSE(t.runtime_memory_source.empty());
     CHECK(t.source == TargetSource::preset);
     CHECK_FALSE(t.default_used);
     CHECK(t.overridden_fields().empty());
@@ -153,9 +177,9 @@ TEST_CASE("GPU ids are matched loosely, unknown ids get a suggestion", "[target]
   CHECK(find_gpu_preset("RTX_PRO_6000").id == "rtx-pro-6000");
   CHECK(find_gpu_preset("rtx pro 6000").id == "rtx-pro-6000");
   const std::string known =
-      " Known ids: h100, h200, h800, h20, b200, b300, gb200, a100, l40s, rtx-pro-6000, rtx5090, gb10 (or describe "
-      "the "
-      "GPU with --arch, --num-sms and --gpu-memory-gib)";
+      " Known ids: h100, h100-pcie, h100-nvl, h200, h200-nvl, h20, h20-3e, h800, a100, a100-pcie, l20, l40s, rtx4090, "
+      "rtx5090, rtx-pro-6000, b200, b300, gb200, gb300, gh200, gh200-144, gb10 (or describe the GPU with --arch, "
+      "--num-sms and --gpu-memory-gib)";
   // h100, h200, h800 and b300 are all one edit away: too many to choose from.
   require_error([] { find_gpu_preset("h300"); }, ErrorKind::usage, "--gpu: unknown GPU 'h300'." + known);
   require_error([] { find_gpu_preset("h2000"); }, ErrorKind::usage,
@@ -163,7 +187,7 @@ TEST_CASE("GPU ids are matched loosely, unknown ids get a suggestion", "[target]
   require_error([] { find_gpu_preset("b30"); }, ErrorKind::usage,
                 "--gpu: unknown GPU 'b30'; did you mean 'b300'?" + known);
   require_error([] { find_gpu_preset("rtx"); }, ErrorKind::usage,
-                "--gpu: unknown GPU 'rtx'; did you mean 'rtx5090' or 'rtx-pro-6000'?" + known);
+                "--gpu: unknown GPU 'rtx'; did you mean 'rtx4090', 'rtx5090' or 'rtx-pro-6000'?" + known);
   require_error([] { find_gpu_preset("h200-sxm"); }, ErrorKind::usage,
                 "--gpu: unknown GPU 'h200-sxm'; did you mean 'h200'?" + known);
   require_error([] { find_gpu_preset("rtx-5090"); }, ErrorKind::usage,
@@ -226,7 +250,10 @@ TEST_CASE("resolve_target: custom --arch, overrides, bad values", "[target]") {
     const Target t = resolve_target(r);
     CHECK(t.num_sms == 78);
     CHECK(t.memory_bytes == gpu("h200").memory_bytes);
-    CHECK(t.note == "memory 141 GiB taken from the h200 preset (--arch without --gpu)");
+    CHECK(t.runtime_memory_bytes == gpu("h200").runtime_memory_bytes);
+    CHECK(t.note ==
+          "memory 141 GiB taken from the h200 preset (--arch without --gpu); in a pass-through VM the runtime reports "
+          "139.72 GiB (--gpu-memory-gib 139.72)");
   }
   {
     TargetRequest r;
@@ -249,7 +276,8 @@ TEST_CASE("resolve_target: custom --arch, overrides, bad values", "[target]") {
       },
       ErrorKind::usage,
       "--arch sm86 without --gpu needs --num-sms and --gpu-memory-gib: no preset has compute capability 8.6 "
-      "(presets: h100, h200, h800, h20, b200, b300, gb200, a100, l40s, rtx-pro-6000, rtx5090, gb10)");
+      "(presets: h100, h100-pcie, h100-nvl, h200, h200-nvl, h20, h20-3e, h800, a100, a100-pcie, l20, l40s, rtx4090, "
+      "rtx5090, rtx-pro-6000, b200, b300, gb200, gb300, gh200, gh200-144, gb10)");
   {
     TargetRequest r;
     r.gpu = "h100";
@@ -371,7 +399,7 @@ TEST_CASE("block sizes, windows, in-flight defaults, head padding, PP partition"
   // vLLM's server default: 8192 on >= 70 GiB GPUs other than A100, else 2048.
   for (const auto& p : gpu_presets()) {
     INFO(p.id);
-    const bool big = p.memory_gib >= 70 && p.id != "a100";
+    const bool big = p.memory_gib >= 70 && std::string(p.id).find("a100") == std::string::npos;
     CHECK(default_in_flight_tokens(gpu(std::string(p.id))) == (big ? 8192 : 2048));
   }
 

@@ -40,16 +40,26 @@ TEST_CASE("targets: the family of every preset", "[target]") {
   };
   const Case cases[] = {
       {"h100", ArchFamily::hopper},
+      {"h100-pcie", ArchFamily::hopper},
+      {"h100-nvl", ArchFamily::hopper},
       {"h200", ArchFamily::hopper},
-      {"h800", ArchFamily::hopper},
+      {"h200-nvl", ArchFamily::hopper},
       {"h20", ArchFamily::hopper},
+      {"h20-3e", ArchFamily::hopper},
+      {"h800", ArchFamily::hopper},
+      {"a100", ArchFamily::ampere},
+      {"a100-pcie", ArchFamily::ampere},
+      {"l20", ArchFamily::ada},
+      {"l40s", ArchFamily::ada},
+      {"rtx4090", ArchFamily::ada},
+      {"rtx5090", ArchFamily::blackwell_rtx},
+      {"rtx-pro-6000", ArchFamily::blackwell_rtx},
       {"b200", ArchFamily::blackwell_datacentre},
       {"b300", ArchFamily::blackwell_datacentre},
       {"gb200", ArchFamily::blackwell_datacentre},
-      {"a100", ArchFamily::ampere},
-      {"l40s", ArchFamily::ada},
-      {"rtx-pro-6000", ArchFamily::blackwell_rtx},
-      {"rtx5090", ArchFamily::blackwell_rtx},
+      {"gb300", ArchFamily::blackwell_datacentre},
+      {"gh200", ArchFamily::hopper},
+      {"gh200-144", ArchFamily::hopper},
       {"gb10", ArchFamily::blackwell_gb10},
   };
   REQUIRE(gpu_presets().size() == std::size(cases));
@@ -158,7 +168,10 @@ TEST_CASE("targets: the gb10 preset (NVIDIA GB10, DGX Spark) by --gpu", "[target
   CHECK(p.memory_gib == 128);
   CHECK(p.unified_memory);
   CHECK(p.reference_for_arch);
-  CHECK(p.runtime_memory_bytes == 0);  // the total CUDA reports depends on the host: not a preset figure
+  // CUDA reports the system's MemTotal (121.69 GiB on DGX OS); the note says what vLLM does with it.
+  CHECK(p.runtime_memory_bytes == 130'663'006'208);
+  CHECK(p.runtime_basis == MemoryBasis::runtime_bytes);
+  CHECK(std::string(p.memory_note).find("refuses to start") != std::string::npos);
   CHECK(find_gpu_preset("GB10").id == "gb10");
 
   const Target t = gpu("gb10");
@@ -169,12 +182,10 @@ TEST_CASE("targets: the gb10 preset (NVIDIA GB10, DGX Spark) by --gpu", "[target
   CHECK(t.num_sms == 48);
   CHECK(t.memory_bytes == 128 * kGiB);
   CHECK(t.unified_memory);
-  CHECK(t.runtime_memory_bytes == 0);
+  CHECK(t.runtime_memory_bytes == 130'663'006'208);
   CHECK(t.overridden_fields().empty());
-  // The note says the memory is shared and how to give the real figure.
-  CHECK(t.note ==
-        "128 GB LPDDR5X shared with the CPU: the OS and host processes use part of it and the CUDA runtime reports "
-        "less than 128 GiB; pass --gpu-memory-gib with your figure");
+  CHECK(t.note == "128 GB LPDDR5X shared with the CPU");
+  CHECK(t.memory_note == p.memory_note);
 
   // The user's own figure: memory overridden, still unified.
   TargetRequest r;
@@ -200,11 +211,10 @@ TEST_CASE("targets: --arch sm121 alone resolves from the gb10 preset", "[target]
     CHECK(t.num_sms == 48);
     CHECK(t.memory_bytes == 128 * kGiB);
     CHECK(t.unified_memory);
-    CHECK(t.runtime_memory_bytes == 0);
+    CHECK(t.runtime_memory_bytes == 130'663'006'208);
     CHECK(t.note ==
           "num_sms 48 and memory 128 GiB taken from the gb10 preset (--arch without --gpu); 128 GB LPDDR5X shared "
-          "with the CPU: the OS and host processes use part of it and the CUDA runtime reports less than 128 GiB; "
-          "pass --gpu-memory-gib with your figure");
+          "with the CPU");
   }
   // With the user's memory figure only the SMs are filled in.
   TargetRequest r;
@@ -258,24 +268,24 @@ TEST_CASE("targets: mla-plan gpus prints the family and the unified-memory mark"
   const auto text = testing_cli::run({"gpus"});
   REQUIRE(text.code == 0);
   CHECK(text.err.empty());
-  CHECK_THAT(text.out,
-             Catch::StartsWith("id             name                               arch   family               "
-                               "  SMs      memory  note\n"));
-  CHECK_THAT(text.out,
-             Catch::Contains("\nh200 *         NVIDIA H200 SXM                    sm90   Hopper               "
-                             "  132   141 GiB    \n"));
-  CHECK_THAT(text.out,
-             Catch::Contains("\nb200           NVIDIA B200                        sm100  Blackwell datacentre "
-                             "  148   180 GiB    180 GB usable of 192 GB nominal HBM3e\n"));
-  CHECK_THAT(text.out,
-             Catch::Contains("\ngb10           NVIDIA GB10 (DGX Spark)            sm121  Blackwell GB10       "
-                             "   48   128 GiB u  128 GB LPDDR5X shared with the CPU: "));
-  CHECK_THAT(text.out, Catch::Contains("\n* the default target. u unified memory, shared with the CPU: less than the "
-                                       "figure is there for the GPU.\n"));
+  CHECK_THAT(text.out, Catch::StartsWith("id             name                                   arch   family      "
+                                         "           SMs   nominal     runtime  note\n"));
+  CHECK_THAT(text.out, Catch::Contains("\nh200 *         NVIDIA H200 SXM 141GB                  sm90   Hopper      "
+                                       "           132   141 GB    139.80 GiB  in a pass-through VM"));
+  CHECK_THAT(text.out, Catch::Contains("\nb200           NVIDIA B200 180GB                      sm100  Blackwell "
+                                       "datacentre   148   180 GB    178.35 GiB  180 GB usable of 192 GB nominal "
+                                       "HBM3e\n"));
+  CHECK_THAT(text.out, Catch::Contains("\ngb10           NVIDIA GB10 (DGX Spark)                sm121  Blackwell "
+                                       "GB10          48   128 GB u  121.69 GiB  128 GB LPDDR5X shared with the "
+                                       "CPU; unified memory: "));
+  // nvidia-smi's figure only: marked as an upper bound.
+  CHECK_THAT(text.out, Catch::Contains("\nh800           NVIDIA H800 80GB                       sm90   Hopper      "
+                                       "           132    80 GB    <79.65 GiB  \n"));
+  CHECK_THAT(text.out, Catch::Contains("\n* the default target. u unified memory, shared with the CPU. runtime: "));
   // Every preset on one line, the marks only where they belong.
   std::size_t lines = 0, unified = 0;
   for (std::size_t at = 0; (at = text.out.find('\n', at)) != std::string::npos; ++at) ++lines;
-  for (std::size_t at = 0; (at = text.out.find(" GiB u  ", at)) != std::string::npos; ++at) ++unified;
+  for (std::size_t at = 0; (at = text.out.find(" GB u  ", at)) != std::string::npos; ++at) ++unified;
   CHECK(lines == 1 + gpu_presets().size() + 2);
   CHECK(unified == 1);
 
@@ -291,6 +301,10 @@ TEST_CASE("targets: mla-plan gpus prints the family and the unified-memory mark"
     CHECK(gpus[i].at("family") == to_string(p.family));
     CHECK(gpus[i].at("family_title") == arch_family_title(p.family));
     CHECK(gpus[i].at("unified_memory") == p.unified_memory);
+    CHECK(gpus[i].at("runtime_memory_bytes") == p.runtime_memory_bytes);
+    CHECK(gpus[i].at("runtime_memory_basis") == to_string(p.runtime_basis));
+    CHECK(gpus[i].at("runtime_memory_upper_bound") == is_upper_bound(p.runtime_basis));
+    CHECK(gpus[i].at("runtime_memory_source") == p.runtime_memory_source);
   }
   CHECK(gpus.back().at("id") == "gb10");
   CHECK(gpus.back().at("arch") == "sm121");

@@ -26,6 +26,11 @@ void write_gpus(std::ostream& out, bool json) {
                      {"family_title", arch_family_title(g.family)},
                      {"num_sms", g.num_sms},
                      {"memory_bytes", g.memory_bytes()},
+                     {"runtime_memory_bytes", g.runtime_memory_bytes},
+                     {"runtime_memory_basis", to_string(g.runtime_basis)},
+                     {"runtime_memory_upper_bound", is_upper_bound(g.runtime_basis)},
+                     {"runtime_memory_source", g.runtime_memory_source},
+                     {"memory_note", g.memory_note},
                      {"unified_memory", g.unified_memory},
                      {"default", g.id == kDefaultGpuId},
                      {"note", g.note}});
@@ -34,19 +39,28 @@ void write_gpus(std::ostream& out, bool json) {
     out << dump_json(j);
     return;
   }
-  char line[512];
-  std::snprintf(line, sizeof line, "%-14s %-34s %-6s %-20s %5s %11s  %s\n", "id", "name", "arch", "family", "SMs",
-                "memory", "note");
+  char line[768];
+  std::snprintf(line, sizeof line, "%-14s %-38s %-6s %-20s %5s %9s %11s  %s\n", "id", "name", "arch", "family", "SMs",
+                "nominal", "runtime", "note");
   out << line;
   for (const auto& g : gpu_presets()) {
     const std::string id = std::string(g.id) + (g.id == kDefaultGpuId ? " *" : "");
-    std::snprintf(line, sizeof line, "%-14s %-34s %-6s %-20s %5lld %5lld GiB %-1s  %s\n", id.c_str(),
+    const char* mark = is_upper_bound(g.runtime_basis) ? "<" : g.runtime_basis == MemoryBasis::fixture ? "?" : " ";
+    char runtime[32];
+    std::snprintf(runtime, sizeof runtime, "%s%.2f GiB", mark,
+                  static_cast<double>(g.runtime_memory_bytes) / static_cast<double>(std::int64_t{1} << 30));
+    std::string note(g.note);
+    if (!g.memory_note.empty()) note += std::string(note.empty() ? "" : "; ") + std::string(g.memory_note);
+    std::snprintf(line, sizeof line, "%-14s %-38s %-6s %-20s %5lld %5lld GB %-1s %11s  %s\n", id.c_str(),
                   std::string(g.name).c_str(), g.cc.sm().c_str(), std::string(arch_family_title(g.family)).c_str(),
                   static_cast<long long>(g.num_sms), static_cast<long long>(g.memory_gib), g.unified_memory ? "u" : "",
-                  std::string(g.note).c_str());
+                  runtime, note.c_str());
     out << line;
   }
-  out << "* the default target. u unified memory, shared with the CPU: less than the figure is there for the GPU.\n"
+  out << "* the default target. u unified memory, shared with the CPU. runtime: the total the CUDA runtime reports "
+         "(cudaMemGetInfo), which vLLM's --gpu-memory-utilization multiplies; the smallest seen for the part "
+         "(--json gives each figure's source). < only nvidia-smi's total is known: an upper bound. ? from a test "
+         "fixture, not confirmed on a device.\n"
          "Describe another GPU, or give your figures, with --arch, --num-sms and --gpu-memory-gib.\n";
 }
 

@@ -56,7 +56,23 @@ constexpr ArchFamily arch_family_of(const ComputeCapability& cc) {
   return ArchFamily::other;
 }
 
-/// One GPU preset. Memory is the vendor's nominal figure read as GiB (see memory_bytes()).
+/// What a preset's runtime memory figure is (docs/layout-accounting.md, "Targets"; the figures
+/// and their sources: the preset table in src/hardware/target.cpp).
+enum class MemoryBasis {
+  runtime_bytes,      ///< exact bytes cudaMemGetInfo / deviceQuery / torch reported
+  runtime_mib_floor,  ///< torch's total_memory "MB" (bytes / 2^20, floored): exact to 1 MiB
+  runtime_gib,        ///< GiB to two decimals as vLLM and PyTorch print it: exact to 0.005 GiB
+  fixture,            ///< exact bytes from a test fixture that copies a host, not confirmed on a device
+  nvidia_smi,         ///< only nvidia-smi's total is known: the runtime reports less (an upper bound)
+  vendor,             ///< only the vendor's figure is known (an upper bound)
+};
+/// "runtime_bytes", "runtime_mib_floor", "runtime_gib", "fixture", "nvidia_smi", "vendor"
+std::string_view to_string(MemoryBasis b);
+/// The figure is above what the CUDA runtime reports (nvidia-smi's or the vendor's total).
+constexpr bool is_upper_bound(MemoryBasis b) { return b == MemoryBasis::nvidia_smi || b == MemoryBasis::vendor; }
+
+/// One GPU preset: the vendor's nominal memory (memory_gib) and the total the CUDA runtime
+/// reports (runtime_memory_bytes), which is what vLLM's gpu_memory_utilization multiplies.
 struct GpuPreset {
   std::string_view id;    ///< --gpu value: "h200"
   std::string_view name;  ///< for people: "NVIDIA H200 SXM"
@@ -70,9 +86,13 @@ struct GpuPreset {
   bool reference_for_arch;  ///< fills num_sms / memory for `--arch` given without `--gpu`
   std::string_view note;    ///< variants, unconfirmed figures; "" if none
   /// The total the CUDA runtime reports (cudaMemGetInfo, torch's total_memory), which vLLM's
-  /// gpu_memory_utilization multiplies; 0 where no device of this kind was measured.
+  /// gpu_memory_utilization multiplies: the smallest figure seen for the part (drivers, VMs and
+  /// images differ by up to 0.5 GiB); with an upper-bound basis, the figure that bounds it.
   std::int64_t runtime_memory_bytes;
-  std::string_view runtime_memory_source;  ///< where that figure was measured; "" when 0
+  std::string_view runtime_memory_source;  ///< where that figure was read, with the spread seen
+  MemoryBasis runtime_basis;
+  /// Where this GPU's memory works differently (unified memory, what vLLM does with it); "" if not.
+  std::string_view memory_note;
 
   std::int64_t memory_bytes() const { return memory_gib << 30; }
 };
@@ -112,10 +132,15 @@ struct Target {
   /// Memory shared with the CPU (GB10): a preset's mark; custom targets take the mark of their
   /// capability's reference preset, detected devices that of their family (blackwell_gb10).
   bool unified_memory = false;
-  /// What the CUDA runtime reports as the total (the preset's measured figure, or the detected
-  /// device's); 0 when unknown (a custom target, a preset not measured, --gpu-memory-gib given).
+  /// What the CUDA runtime reports as the total (the preset's figure, or the detected device's);
+  /// 0 when --gpu-memory-gib was given (the user's total is memory_bytes).
   std::int64_t runtime_memory_bytes = 0;
   std::string runtime_memory_source;
+  MemoryBasis runtime_basis = MemoryBasis::runtime_bytes;
+  std::string memory_note;  ///< the preset's memory_note
+  /// The total the budget uses is above what the runtime reports (a preset with only nvidia-smi's
+  /// or the vendor's figure, not overridden): a fit is an upper bound.
+  bool memory_upper_bound() const { return !memory_given && runtime_memory_bytes > 0 && is_upper_bound(runtime_basis); }
   TargetSource source = TargetSource::preset;
   bool default_used = false;     ///< neither --gpu nor --arch was given: the default (H200) was used
   bool arch_overridden = false;  ///< --arch changed a preset's compute capability

@@ -101,23 +101,31 @@ Budget plan_budget(const ModelConfig& cfg, const Target& target, const BudgetSha
   Budget b;
   // ---- the total and what vLLM requests of it ----
   if (target.memory_given || target.memory_overridden || target.runtime_memory_bytes <= 0) {
+    // The user's figure (--gpu-memory-gib) stands for the total, whatever the preset says.
     b.total_bytes = target.memory_bytes;
-    if (target.memory_given || target.memory_overridden) {
-      b.total_source = TermSource::given;
-      b.total_how = "--gpu-memory-gib";
-    } else if (target.source == TargetSource::detected) {
-      b.total_source = TermSource::measured;
-      b.total_how = "read from the device";
-    } else {
-      b.total_source = TermSource::estimated;
-      b.total_how =
-          "the vendor's figure read as GiB; the CUDA runtime reports less (an H200's 141 GB is 139.80 GiB "
-          "there): pass --gpu-memory-gib with what cudaMemGetInfo reports";
-    }
+    b.total_source = TermSource::given;
+    b.total_how = "--gpu-memory-gib";
   } else {
     b.total_bytes = target.runtime_memory_bytes;
-    b.total_source = TermSource::measured;
     b.total_how = target.runtime_memory_source;
+    switch (target.runtime_basis) {
+      case MemoryBasis::runtime_bytes:
+      case MemoryBasis::runtime_mib_floor:
+      case MemoryBasis::runtime_gib: b.total_source = TermSource::measured; break;
+      case MemoryBasis::fixture:
+      case MemoryBasis::nvidia_smi:
+      case MemoryBasis::vendor: b.total_source = TermSource::estimated; break;
+    }
+    if (target.memory_upper_bound()) {
+      b.total_upper_bound = true;
+      b.findings.push_back(
+          Finding{"budget.memory_upper_bound", Severity::warning,
+                  "the CUDA runtime's total for " + target.id + " is not known: " +
+                      std::string(target.runtime_basis == MemoryBasis::nvidia_smi ? "nvidia-smi's" : "the vendor's") +
+                      " total " + format_gib(b.total_bytes) +
+                      " stands in, and the runtime reports less; the KV cache and the fit are upper bounds",
+                  "", "pass --gpu-memory-gib with the total torch.cuda.mem_get_info() reports on the GPU"});
+    }
   }
   if (o.gpu_memory_utilization) {
     const double u = *o.gpu_memory_utilization;

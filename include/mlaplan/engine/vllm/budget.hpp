@@ -78,7 +78,10 @@ std::int64_t default_max_num_seqs(const Target& target);
 struct Budget {
   std::int64_t total_bytes = 0;  ///< the GPU's memory as the CUDA runtime reports it
   TermSource total_source = TermSource::estimated;
-  std::string total_how;  ///< which figure: the runtime's (measured) or the vendor's
+  std::string total_how;  ///< which figure: the runtime's (measured, with its source) or the user's
+  /// The total is nvidia-smi's or the vendor's figure, above what the runtime reports: every number
+  /// that follows from it is an upper bound (a finding budget.memory_upper_bound says so).
+  bool total_upper_bound = false;
   double gpu_memory_utilization = kVllmGpuMemoryUtilization;
   bool utilization_default = true;
   std::int64_t requested_bytes = 0;  ///< ceil(total x utilization)
