@@ -154,7 +154,7 @@ const Flag kFlags[] = {
     // The scheduler (SchedulerConfig)
     {"--max-num-batched-tokens", Kind::map, "--max-num-batched-tokens"},
     {"--max-num-seqs", Kind::map, "--max-num-seqs"},
-    {"--async-scheduling", Kind::map_bool, {}, "--no-async-scheduling"},
+    {"--async-scheduling", Kind::map_bool, "--async-scheduling", "--no-async-scheduling"},
     {"--disable-hybrid-kv-cache-manager", Kind::unmodelled_bool, {}, {}, "the KV-cache groups (one spec per layer)"},
     {"--max-num-partial-prefills", Kind::ignore}, {"--max-long-partial-prefills", Kind::ignore},
     {"--long-prefill-token-threshold", Kind::ignore}, {"--scheduling-policy", Kind::ignore},

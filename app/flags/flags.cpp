@@ -132,7 +132,8 @@ PrefillOptions FitFlags::resolved_prefill() const {
 
 DeployOptions FitFlags::resolved_deploy() const {
   DeployOptions d = deploy;
-  d.async_scheduling = !no_async_scheduling;
+  if (no_async_scheduling) d.async_scheduling = false;
+  if (async_scheduling) d.async_scheduling = true;
   d.read_checkpoint_files = !no_checkpoint_files;
   d.prefix_caching = !no_prefix_caching;
   return d;
@@ -146,7 +147,7 @@ void FitFlags::apply_to(LayoutOptions& layout) const {
 
 void bind_fit_flags(CLI::App& sub, FitFlags& f) {
   add_real_option(sub, "--gpu-memory-utilization", f.budget.gpu_memory_utilization,
-                  "fraction of each GPU's total memory vLLM may use (default 0.92, vLLM 0.30's)",
+                  "fraction of each GPU's total memory vLLM may use (default: the release's, 0.92)",
                   RealRange{0.0, 1.0, true, {}})
       ->group("Fit");
   add_size_option(sub, "--kv-cache-memory-bytes", f.budget.kv_cache_memory_bytes,
@@ -176,15 +177,28 @@ void bind_fit_flags(CLI::App& sub, FitFlags& f) {
   sub.add_flag("--enable-expert-parallel", f.enable_expert_parallel,
                "experts over TP x DP ranks (vLLM's flag; EP = TP x DP)")
       ->group("Parallelism");
-  sub.add_option("--engram", f.engram, "gpu | offload: where V4.1's Engram tables live (default gpu)")
+  sub.add_option("--engram", f.engram,
+                 "gpu | offload: where V4.1's Engram tables live (default offload: vLLM's VLLM_PLE_CPU_OFFLOAD "
+                 "defaults to host memory in every release with V4.1)")
       ->check(one_of({"gpu", "offload"}))
       ->group("Fit");
   add_int_option(sub, "--max-num-seqs", f.deploy.max_num_seqs,
                  "requests per step; sizes the sampler's profile (default: vLLM's for the GPU)",
                  IntRange{1, BatchLimits::max_requests, {}})
       ->group("Fit");
-  sub.add_flag("--no-async-scheduling", f.no_async_scheduling,
-               "one batch in flight: halves the sliding-window reserve (vLLM 0.30 schedules asynchronously)")
+  auto* no_async = sub.add_flag("--no-async-scheduling", f.no_async_scheduling,
+                                "one batch in flight: halves the sliding-window reserve (default: the release's, on)")
+                       ->group("Fit");
+  sub.add_flag("--async-scheduling", f.async_scheduling, "async scheduling on (vLLM's default)")
+      ->excludes(no_async)
+      ->group("Fit");
+  sub.add_option(
+         "--vllm-version", f.deploy.vllm_version,
+         "the vLLM release whose rules apply: X.Y or X.Y.Z, one of " + vllm_release_list() + " (default: the newest)")
+      ->check([](const std::string& v) {
+        find_vllm_release(v);  // Error(usage) naming the value and the releases
+        return std::string();
+      })
       ->group("Fit");
   add_int_option(sub, "--prefix-cache-retention-interval", f.deploy.prefix_cache_retention_interval,
                  "tokens between the sliding-window checkpoints the prefix cache keeps; 0 only the replay "

@@ -65,8 +65,9 @@ struct FitFlags {
   DeployOptions deploy;
   std::optional<double> kv_budget_gib;  ///< --kv-budget-gib: --kv-cache-memory-bytes in GiB
   bool enable_expert_parallel = false;  ///< --enable-expert-parallel (a parallel-layout flag)
-  std::string engram = "gpu";           ///< --engram (a parallel-layout flag)
+  std::string engram = "offload";       ///< --engram (a parallel-layout flag; vLLM's default placement)
   bool no_async_scheduling = false;
+  bool async_scheduling = false;  ///< --async-scheduling
   bool no_checkpoint_files = false;
   bool no_prefix_caching = false;    ///< --no-enable-prefix-caching (vLLM's)
   bool language_model_only = false;  ///< --language-model-only (vLLM's)

@@ -244,7 +244,7 @@ ojson budget_json(const Budget& b) {
 
 ojson vllm_kv_json(const VllmKvConfig& kv) {
   ojson j;
-  j["planner"] = kVllmKvPlannerName;
+  j["planner"] = kVllmKvPlannerName;  // generation-specific title once the generations are merged
   j["bytes_per_block"] = kv.bytes_per_block;
   j["blocks_per_request"] = kv.blocks_per_request;
   j["retained_tokens"] = kv.retained_tokens;
@@ -272,7 +272,35 @@ ojson vllm_kv_json(const VllmKvConfig& kv) {
 
 ojson fit_json(const Fit& f) {
   ojson j;
-  j["engine"] = "vLLM " + std::string(kVllmVersion);
+  j["engine"] = "vLLM " + std::string(f.release->version);
+  {
+    const VllmRelease& r = *f.release;
+    ojson v;
+    v["version"] = r.version;
+    v["released"] = r.released;
+    v["newest_modelled"] = &r == &newest_vllm_release();
+    v["default_gpu_memory_utilization"] = r.gpu_memory_utilization;
+    v["kv_planner"] = to_string(r.planner);
+    v["kv_planner_pinned"] = r.planner_pinned;
+    v["model_runner"] = f.model_runner_v2 ? "v2" : "v1";
+    v["async_scheduling"] = f.async_scheduling;
+    v["async_scheduling_default"] = f.async_default;
+    v["batches_in_flight"] = f.batches_in_flight;
+    v["cudagraph_profiling"] = r.cudagraph_profiling && !f.model_runner_v2;
+    v["sources"] = r.sources;
+    v["unpinned"] = r.unpinned;
+    if (f.other_generation) {
+      v["other_kv_planner"] = {{"kv_planner", to_string(r.planner == KvPlannerGeneration::packed_buckets
+                                                            ? KvPlannerGeneration::generic_packed
+                                                            : KvPlannerGeneration::packed_buckets)},
+                               {"gpu_kv_cache_tokens", f.other_generation->gpu_kv_cache_tokens},
+                               {"concurrency", f.other_generation->concurrency},
+                               {"log_line", f.other_generation->log_line}};
+    } else {
+      v["other_kv_planner"] = nullptr;
+    }
+    j["vllm"] = std::move(v);
+  }
   j["fits"] = f.fits;
   j["decided"] = f.decided;
   j["no_backend"] = f.no_backend;

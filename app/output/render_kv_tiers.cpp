@@ -47,7 +47,7 @@ std::string render_kv_tiers_text(const PlanResult& r, bool details) {
   const PrefixHitRule& rule = pc.rule;
   std::ostringstream o;
   o.imbue(std::locale::classic());
-  o << "\nkv tiers (vLLM " << kVllmVersion << "'s prefix cache and native KV offloading connector):\n";
+  o << "\nkv tiers (vLLM " << f.release->version << "'s prefix cache and native KV offloading connector):\n";
   // Prefix cache: the hit rule and what one cached prompt keeps.
   if (!f.prefix_caching) o << "  prefix cache: OFF (--no-enable-prefix-caching); with it on:\n";
   o << "  prefix cache: hits in multiples of " << format_grouped(rule.scheduler_block_size)

@@ -98,8 +98,8 @@ std::string render_plan_markdown(const PlanResult& r) {
     const auto& pl = f.placement.layout;
     o << "**Fit** on " << pl.gpus() << " x " << code(r.target.id) << " (TP " << pl.tensor_parallel_size << " x DP "
       << pl.data_parallel_size << " x PP " << pl.pipeline_parallel_size
-      << (pl.enable_expert_parallel ? ", expert parallel" : "") << ", vLLM " << kVllmVersion << "): " << md(f.verdict)
-      << "  \n";
+      << (pl.enable_expert_parallel ? ", expert parallel" : "") << ", vLLM " << f.release->version
+      << "): " << md(f.verdict) << "  \n";
     if (f.vllm.fits && !f.refused) o << code(f.vllm.log_line) << "  \n";
     for (const auto& sg : f.suggestions) o << "would fit: " << md(sg) << "  \n";
     o << "\n| per GPU | weights | start-up overheads | KV cache | of total |\n|---|---:|---:|---:|---:|\n";

@@ -17,6 +17,22 @@ namespace mlaplan::cli {
 
 namespace {
 
+/// "vLLM 0.31.0 (the newest modelled), KV planner ..., V2 model runner, async scheduling on (the
+/// release's default), 2 batches in flight"
+std::string release_line(const Fit& f) {
+  const VllmRelease& r = *f.release;
+  std::string s =
+      "vLLM " + std::string(r.version) +
+      (&r == &newest_vllm_release() ? " (the newest modelled; --vllm-version picks another)" : "") +
+      ", KV planner: " + std::string(kv_planner_title(r.planner)) +
+      (r.planner_pinned ? "" : " (not pinned to this release)") + ", " + (f.model_runner_v2 ? "V2" : "V1") +
+      " model runner, async scheduling " + (f.async_scheduling ? "on" : "off") +
+      (f.async_default ? " (the release's default)" : " (--async-scheduling flag)") + ", " +
+      std::to_string(f.batches_in_flight) + " batch" + (f.batches_in_flight == 1 ? "" : "es") + " in flight" +
+      (r.reserve_counts_batches ? "" : " (this planner reserves one batch of the window whatever the count)");
+  return s;
+}
+
 std::string join(const std::vector<std::int64_t>& v) {
   std::string s;
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -520,7 +536,7 @@ std::string render_fit_text(const PlanResult& r) {
     << " on " << pl.gpus() << " x " << r.target.id << " (TP " << pl.tensor_parallel_size << " x DP "
     << pl.data_parallel_size << " x PP " << pl.pipeline_parallel_size << ", expert parallel "
     << (pl.enable_expert_parallel ? "on, EP " + std::to_string(pl.expert_parallel_size()) : std::string("off"))
-    << "), as vLLM " << kVllmVersion << " computes it at start-up\n";
+    << "), as vLLM " << f.release->version << " computes it at start-up\n";
   if (f.refused && !f.placement.ok()) {
     for (const auto& x : f.placement.findings) {
       if (x.severity == Severity::error) o << "  rejected: " << printable(x.message) << "\n";
@@ -619,7 +635,9 @@ std::string render_fit_text(const PlanResult& r) {
       const std::string req = "requested (x " + format_fixed(b.gpu_memory_utilization, 2) + ")";
       std::snprintf(line, sizeof line, "    %-22s %11s  %-9s %s\n", req.c_str(), format_gib(b.requested_bytes).c_str(),
                     b.utilization_default ? "default" : "given",
-                    b.utilization_default ? "vLLM 0.30's --gpu-memory-utilization" : "--gpu-memory-utilization");
+                    b.utilization_default
+                        ? ("vLLM " + std::string(f.release->version) + "'s --gpu-memory-utilization").c_str()
+                        : "--gpu-memory-utilization");
       o << line;
       for (const auto& t : b.terms) {
         const std::string label = "- " + t.label;
@@ -637,8 +655,14 @@ std::string render_fit_text(const PlanResult& r) {
       << format_grouped(kv.blocks_per_request) << " blocks per request of " << format_grouped(L.max_model_len)
       << " tokens\n";
   }
-  o << "  (" << kVllmKvPlannerName << "; async scheduling " << (f.async_scheduling ? "on" : "off") << ", "
-    << L.in_flight_tokens << " batched tokens)\n";
+  o << "  (" << release_line(f) << "; " << L.in_flight_tokens << " batched tokens)\n";
+  if (f.other_generation) {
+    o << "  the KV planner of vLLM " << f.release->version << " is not pinned; under the "
+      << kv_planner_title(f.release->planner == KvPlannerGeneration::packed_buckets
+                              ? KvPlannerGeneration::generic_packed
+                              : KvPlannerGeneration::packed_buckets)
+      << " vLLM would print: " << printable(f.other_generation->log_line) << "\n";
+  }
   return o.str();
 }
 

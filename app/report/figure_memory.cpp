@@ -157,7 +157,8 @@ Figure memory_picture(const PlanResult& r) {
     g.add(text_at(kMargin, y + 12,
                   "Per GPU on " + std::to_string(pl.gpus()) + " x " + r.target.id + " (TP " +
                       std::to_string(pl.tensor_parallel_size) + " x DP " + std::to_string(pl.data_parallel_size) +
-                      " x PP " + std::to_string(pl.pipeline_parallel_size) + "), vLLM " + std::string(kVllmVersion),
+                      " x PP " + std::to_string(pl.pipeline_parallel_size) + "), vLLM " +
+                      std::string(fit.release->version),
                   13.5, "start", kInk, true));
     y += 24;
     static constexpr std::array<std::string_view, 4> kFills{"#4c72b0", "#c44e52", "#8172b2", "#55a868"};

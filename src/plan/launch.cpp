@@ -138,12 +138,16 @@ LaunchCommand vllm_launch_command(const ModelConfig& cfg, const Plan& plan, cons
   }
 
   // vLLM's memory budget.
-  if (req.budget.gpu_memory_utilization && *req.budget.gpu_memory_utilization != kVllmGpuMemoryUtilization) {
+  const VllmRelease& release =
+      req.deploy.vllm_version.empty() ? newest_vllm_release() : find_vllm_release(req.deploy.vllm_version);
+  if (req.budget.gpu_memory_utilization && *req.budget.gpu_memory_utilization != release.gpu_memory_utilization) {
     b.flag("--gpu-memory-utilization", real(*req.budget.gpu_memory_utilization));
   }
   if (req.budget.kv_cache_memory_bytes) b.flag("--kv-cache-memory-bytes", num(*req.budget.kv_cache_memory_bytes));
   if (req.budget.enforce_eager) b.flag("--enforce-eager");
-  if (!req.deploy.async_scheduling) b.flag("--no-async-scheduling");
+  if (req.deploy.async_scheduling && *req.deploy.async_scheduling != release.async_default) {
+    b.flag(*req.deploy.async_scheduling ? "--async-scheduling" : "--no-async-scheduling");
+  }
   if (req.deploy.prefix_cache_retention_interval != 0) {
     b.flag("--prefix-cache-retention-interval", num(req.deploy.prefix_cache_retention_interval));
   }
@@ -157,8 +161,8 @@ LaunchCommand vllm_launch_command(const ModelConfig& cfg, const Plan& plan, cons
     c.env.push_back(std::string("VLLM_PLE_CPU_OFFLOAD=") + (offload ? "1" : "0"));
     b.own("--engram", offload ? "offload" : "gpu");  // mla-plan's assumption, whatever the environment says
     c.notes.push_back(std::string("Engram tables ") + (offload ? "in host memory" : "on the GPU") +
-                      ": vLLM has no flag for it; it reads VLLM_PLE_CPU_OFFLOAD (which release first defaults it to "
-                      "host memory is not known, so the command sets it)");
+                      ": vLLM has no flag for it; it reads VLLM_PLE_CPU_OFFLOAD (host memory by default; the command "
+                      "sets it so that the placement does not depend on the image)");
   }
 
   // What describes the machine and the estimates, not the engine: mla-plan's own flags.

@@ -116,6 +116,18 @@ constexpr long double kTotalUncertainty = 0.05L;
 /// or dtype read from a related checkpoint) by a tenth of itself.
 constexpr long double kWeightPartUncertainty = 0.1L;
 
+/// The release of --vllm-version (the newest when not given).
+const VllmRelease& plan_release(const PlanRequest& req) {
+  return req.deploy.vllm_version.empty() ? newest_vllm_release() : find_vllm_release(req.deploy.vllm_version);
+}
+
+/// The V2 model runner: the release's default for DeepSeek's MoE models, or forced by DSpark
+/// speculation (which only the V2 runner runs).
+bool runs_v2(const ModelConfig& cfg, const Layout& L, const VllmRelease& release) {
+  const bool dspark = L.num_speculative_tokens > 0 && draft_method(cfg) == DraftMethod::dspark;
+  return release.model_runner_v2 || dspark;
+}
+
 struct FitCore {
   Placement placement;
   std::vector<StageFit> stages;
@@ -128,6 +140,8 @@ FitCore fit_core(const ModelConfig& cfg, const Layout& L, const WeightsReport& w
                  const std::vector<ShardKind>& kinds, const ParallelLayout& pl, const std::vector<VllmKvConfig>& kvs,
                  const PlanRequest& req, const std::string& weights_how, TermSource weights_source) {
   FitCore c;
+  const VllmRelease& release = plan_release(req);
+  const bool model_runner_v2 = runs_v2(cfg, L, release);
   const bool memo = req.placements && req.weights.get() == &weights && req.shard_kinds &&
                     req.shard_kinds->size() == weights.groups.size() && req.shard_kinds.get() == &kinds;
   c.placement = memo ? req.placements->place(cfg, weights, pl, kinds) : place_weights(cfg, weights, pl, kinds);
@@ -153,6 +167,10 @@ FitCore fit_core(const ModelConfig& cfg, const Layout& L, const WeightsReport& w
     sh.max_num_seqs = req.deploy.max_num_seqs.value_or(default_max_num_seqs(L.target));
     sh.num_speculative_tokens = L.num_speculative_tokens;
     sh.last_stage = s + 1 == nst;
+    sh.expert_parallel_size = pl.expert_parallel_size();
+    sh.max_model_len = L.max_model_len;
+    sh.release = &release;
+    sh.model_runner_v2 = model_runner_v2;
     sf.budget = plan_budget(cfg, L.target, sh, req.budget);
     sf.kv = kvs[static_cast<std::size_t>(s)];
     avail.push_back(sf.budget.available_bytes);
@@ -667,6 +685,11 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
                     ") at start-up (AssertionError: " + ho->refusal + ")",
                 "", "leave out --kv-offloading-size: vLLM's offloading connector does not take this model's groups"});
   }
+  if (!p.fit->release_refusal.empty()) {
+    tier_refusals.insert(tier_refusals.begin(),
+                         Finding{"engine.vllm_version", Severity::error, p.fit->release_refusal, "",
+                                 "--vllm-version 0.30.0 or later (" + vllm_release_list() + ")"});
+  }
   for (const auto& f : tier_refusals) p.findings.push_back(f);
 
   // The exit decision: backend rules, then the layout rules of placement, then vLLM's start-up
@@ -806,7 +829,24 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   Fit f;
   f.weights_source = source;
   f.weights_how = weights_how;
-  f.async_scheduling = req.deploy.async_scheduling;
+  const VllmRelease& release = plan_release(req);
+  f.release = &release;
+  f.model_runner_v2 = runs_v2(cfg, L, release);
+  f.async_default = !req.deploy.async_scheduling.has_value();
+  f.async_scheduling = req.deploy.async_scheduling.value_or(
+      release.async_default && !(release.async_off_with_pp && L.parallel.pipeline_parallel_size > 1));
+  {
+    // VllmConfig.max_concurrent_batches: 2 with async scheduling, 1 without; under pipeline
+    // parallelism the pipeline depth, plus one with async scheduling on the V2 runner.
+    const std::int64_t pp = L.parallel.pipeline_parallel_size;
+    f.batches_in_flight =
+        pp > 1 ? pp + (f.async_scheduling && f.model_runner_v2 ? 1 : 0) : (f.async_scheduling ? 2 : 1);
+  }
+  if (!release.supports_v41 && cfg.family == Family::deepseek_v41) {
+    f.release_refusal = "vLLM " + std::string(release.version) +
+                        " has no DeepSeek V4.1 model: its definitions are in vLLM 0.30.0 and later (the "
+                        "deepseekv41-flash-0909 image before it)";
+  }
   f.speculative = L.num_speculative_tokens > 0 && L.include_draft_layers && cfg.num_draft_layers > 0;
   // The layout's parallel layout, as the rules resolved it.
   const ParallelLayout& pl = L.parallel;
@@ -814,7 +854,8 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
 
   VllmKvOptions ko;
   ko.speculative_decoding = f.speculative;
-  ko.async_scheduling = req.deploy.async_scheduling;
+  ko.async_scheduling = f.async_scheduling;
+  ko.batches_in_flight = release.reserve_counts_batches ? f.batches_in_flight : 1;
   ko.max_num_batched_tokens = L.in_flight_tokens;
   // get_kv_cache_configs: every sliding-window spec retains max(0, num_prefill_lookahead_tokens - 1)
   // extra tokens, K - 1 for multi-module MTP and none for DSpark (extra_retained_tokens()).

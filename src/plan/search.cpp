@@ -505,9 +505,9 @@ Plan answer_question(const ModelConfig& cfg, const PlanRequest& request, const P
       {
         PlanRequest r = chosen;
         r.layout.max_model_len = L.max_model_len;
-        r.deploy.async_scheduling = !chosen.deploy.async_scheduling;
-        const std::vector<std::string> f = {chosen.deploy.async_scheduling ? "--no-async-scheduling"
-                                                                           : "--async-scheduling"};
+        const bool on = p.fit ? p.fit->async_scheduling : chosen.deploy.async_scheduling.value_or(true);
+        r.deploy.async_scheduling = !on;
+        const std::vector<std::string> f = {on ? "--no-async-scheduling" : "--async-scheduling"};
         if (auto s = sensitivity_of(cfg, topo, r, f, base)) p.sensitivity.push_back(*s);
       }
       for (const std::int64_t n : {std::int64_t{64}, std::int64_t{256}, std::int64_t{1024}}) {

@@ -21,6 +21,7 @@
 #include "mlaplan/cache/layout.hpp"
 #include "mlaplan/engine/vllm/placement.hpp"
 #include "mlaplan/engine/vllm/prefill.hpp"
+#include "mlaplan/engine/vllm/release.hpp"
 #include "mlaplan/rules/rules.hpp"
 #include "mlaplan/cache/scheduler.hpp"
 #include "mlaplan/hardware/target.hpp"
@@ -63,7 +64,10 @@ struct IncompleteCheckpoint {
 
 /// Deployment flags beyond the layout's (vLLM's names).
 struct DeployOptions {
-  bool async_scheduling = true;              ///< vLLM 0.30's default; --no-async-scheduling
+  /// --vllm-version: the release whose rules apply (release.hpp); empty: the newest modelled.
+  std::string vllm_version;
+  /// --async-scheduling / --no-async-scheduling; none: the release's default.
+  std::optional<bool> async_scheduling;
   std::optional<std::int64_t> max_num_seqs;  ///< --max-num-seqs (default: vLLM's for the GPU)
   bool read_checkpoint_files = true;         ///< use the directory's safetensors headers when present
   /// --prefix-cache-retention-interval: tokens between the sliding-window checkpoints the prefix
@@ -209,7 +213,20 @@ struct Fit {
   double total_concurrency = 0.0;    ///< vllm.concurrency x engines
   std::int64_t total_kv_tokens = 0;  ///< vllm.gpu_kv_cache_tokens x engines
   bool speculative = false;          ///< draft stages loaded, their caches registered
-  bool async_scheduling = true;      ///< as assumed (2 batches in flight)
+  /// The vLLM release whose rules the fit follows (--vllm-version, default the newest); never null.
+  const VllmRelease* release = &newest_vllm_release();
+  bool async_scheduling = true;  ///< as resolved: the flag, or the release's default
+  bool async_default = true;     ///< async_scheduling is the release's default, not a flag
+  /// The model runner: V2 where the release runs it for DeepSeek's MoE models or DSpark forces it.
+  bool model_runner_v2 = true;
+  /// Batches in flight (VllmConfig.max_concurrent_batches): 2 with async scheduling, 1 without;
+  /// under PP > 1 the pipeline depth, plus one with async scheduling on the V2 runner.
+  std::int64_t batches_in_flight = 2;
+  /// With a release whose planner generation is not pinned: vLLM's numbers under the other
+  /// generation, for the same budget.
+  std::optional<VllmKvNumbers> other_generation;
+  /// vLLM refuses the release for this model (V4.1 before 0.30.0): the message; "" otherwise.
+  std::string release_refusal;
   bool fits = false;
   /// false when the weights are not all known (a scheme not known, no files, no --weights-gib):
   /// then `fits` is false, the numbers count only the known tensors, and no exit code is set

@@ -18,7 +18,7 @@ namespace {
 using G = KvPlannerGeneration;
 
 // Columns: version, released, default utilization, CUDA-graph profiling, async default, async off
-// with PP, planner, planner pinned, reserve counts batches, merged KV line, loading line says
+// with PP, V2 model runner for DeepSeek's MoE models, planner, planner pinned, reserve counts batches, merged KV line, loading line says
 // "memory", V4.1, V4.1 mega attention default on SM100, V4.1 Triton SM90, sources, unpinned.
 constexpr std::string_view kSrc025 =
     "v0.25.0 start-up log (2 x RTX PRO 6000, V4-Flash TP 2): packed-bucket planner reproduced to the token, two "
@@ -33,31 +33,31 @@ constexpr std::string_view kSrc031 =
     "TRITON_MLA_SPARSE_DSV41 by name); flash_mla_mega_attn.py; triton_sparse.py; FlashInfer 0.7.0.post1 pin";
 
 constexpr std::array<VllmRelease, 9> kReleases{{
-    {"0.25.0", "early July 2026", 0.92, true, true, true, G::packed_buckets, true, false, false, false, false, false,
-     false, kSrc025, "the 0.92 default is quoted by downstream images, not read at the tag"},
-    {"0.25.1", "2026-07-13/15", 0.92, true, true, true, G::packed_buckets, true, false, false, false, false, false,
-     false, kSrc025, "two bug fixes on 0.25.0; everything carried over from 0.25.0"},
-    {"0.26.0", "by 2026-07-29", 0.92, true, true, true, G::packed_buckets, false, false, false, false, false, false,
-     false, kSrc025,
+    {"0.25.0", "early July 2026", 0.92, true, true, false, false, G::packed_buckets, true, false, false, true, false,
+     false, false, kSrc025, "the 0.92 default is quoted by downstream images, not read at the tag"},
+    {"0.25.1", "2026-07-13/15", 0.92, true, true, false, false, G::packed_buckets, true, false, false, true, false,
+     false, false, kSrc025, "two bug fixes on 0.25.0; everything carried over from 0.25.0"},
+    {"0.26.0", "by 2026-07-29", 0.92, true, true, false, false, G::packed_buckets, false, false, false, true, false,
+     false, false, kSrc025,
      "the KV planner generation is not pinned (0.25's assumed, 0.30's computed beside it); the two-line KV output "
      "carried over from 0.25"},
-    {"0.27.0", "by 2026-08-11", 0.92, true, true, true, G::packed_buckets, false, false, false, false, false, false,
-     false, kSrc025,
+    {"0.27.0", "by 2026-08-11", 0.92, true, true, false, false, G::packed_buckets, false, false, false, true, false,
+     false, false, kSrc025,
      "the KV planner generation is not pinned (0.25's assumed, 0.30's computed beside it); 0.92 quoted for 0.27.1"},
-    {"0.27.1", "by 2026-08-13", 0.92, true, true, true, G::packed_buckets, false, false, false, false, false, false,
-     false, kSrc025,
+    {"0.27.1", "by 2026-08-13", 0.92, true, true, false, false, G::packed_buckets, false, false, false, true, false,
+     false, false, kSrc025,
      "the KV planner generation is not pinned (0.25's assumed, 0.30's computed beside it); 0.92 quoted for 0.27.1"},
-    {"0.28.0", "by 2026-08-26", 0.92, true, true, true, G::packed_buckets, false, false, false, false, false, false,
-     false, kSrc025,
+    {"0.28.0", "by 2026-08-26", 0.92, true, true, false, false, G::packed_buckets, false, false, false, true, false,
+     false, false, kSrc025,
      "the KV planner generation is not pinned (0.25's assumed, 0.30's computed beside it; a 0.28.1rc1 build came "
      "close to 0.30's)"},
-    {"0.29.0", "by 2026-09-09", 0.92, true, true, true, G::generic_packed, false, true, true, true, false, false, false,
-     kSrc030,
-     "the KV planner generation is not pinned (0.30's assumed, 0.25's computed beside it); the one-line KV output "
-     "and the loading line carried back from 0.30"},
-    {"0.30.0", "2026-09-22", 0.92, true, true, true, G::generic_packed, true, true, true, true, true, false, false,
-     kSrc030, "whether the fused FlashMLA path is on by default on SM100 is not pinned"},
-    {"0.31.0", "2026-10-05", 0.92, true, true, true, G::generic_packed, true, true, true, true, true, true, true,
+    {"0.29.0", "by 2026-09-09", 0.92, true, true, false, true, G::generic_packed, false, true, true, true, false, false,
+     false, kSrc030,
+     "the KV planner generation is not pinned (0.30's assumed, 0.25's computed beside it); the one-line KV output, "
+     "the loading line and the V2 model runner default (vLLM PR #53183, in 0.29 or 0.30) carried back from 0.30"},
+    {"0.30.0", "2026-09-22", 0.92, true, true, false, true, G::generic_packed, true, true, true, true, true, false,
+     false, kSrc030, "whether the fused FlashMLA path is on by default on SM100 is not pinned"},
+    {"0.31.0", "2026-10-05", 0.92, true, true, false, true, G::generic_packed, true, true, true, true, true, true, true,
      kSrc031, "no KV planner or utilization change found after 0.30 (carried over)"},
 }};
 

@@ -342,8 +342,10 @@ std::vector<VllmKvConfig> vllm_kv_configs(const ModelConfig& cfg, const Topology
   std::vector<VllmKvConfig> outs(nst);
   // R: SlidingWindowSpec.extra_retained_tokens + the scheduler's in-flight tokens, max_num_batched_tokens
   // per batch and 2 batches in flight with async scheduling (max_concurrent_batches), 1 without.
+  const std::int64_t batches =
+      options.batches_in_flight > 0 ? options.batches_in_flight : (options.async_scheduling ? 2 : 1);
   const std::int64_t retained =
-      sat_add(options.extra_retained_tokens, sat_mul(options.async_scheduling ? 2 : 1, options.max_num_batched_tokens));
+      sat_add(options.extra_retained_tokens, sat_mul(batches, options.max_num_batched_tokens));
   // One global grouping (get_kv_cache_configs), projected onto every worker in one pass
   // (_project_kv_cache_groups_to_worker). An empty projected group keeps its block table: vLLM
   // keeps it in the worker's (and the scheduler's) group list, so a request still reserves its
@@ -378,7 +380,7 @@ std::vector<VllmKvConfig> vllm_kv_configs(const ModelConfig& cfg, const Topology
     out.max_model_len = layout.max_model_len;
     out.retained_tokens = retained;
     out.extra_retained_tokens = options.extra_retained_tokens;
-    out.batches_in_flight = options.async_scheduling ? 2 : 1;
+    out.batches_in_flight = batches;
     out.decode_context_parallel_size = std::max<std::int64_t>(options.decode_context_parallel_size, 1);
     out.all_groups = all_groups;
   }

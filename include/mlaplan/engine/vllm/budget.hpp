@@ -13,8 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "mlaplan/model/config.hpp"
+#include "mlaplan/engine/vllm/release.hpp"
 #include "mlaplan/hardware/target.hpp"
+#include "mlaplan/model/config.hpp"
 
 namespace mlaplan {
 
@@ -67,7 +68,12 @@ struct BudgetShape {
   std::int64_t max_num_batched_tokens = 8192;  ///< the profile run's tokens
   std::int64_t max_num_seqs = 1024;            ///< the sampler's dummy batch
   std::int64_t num_speculative_tokens = 0;
-  bool last_stage = true;  ///< holds the head (logits, sampler)
+  bool last_stage = true;                 ///< holds the head (logits, sampler)
+  std::int64_t expert_parallel_size = 1;  ///< EP (1: experts TP-sharded)
+  std::int64_t max_model_len = 0;         ///< sizes the V2-era indexer's logits buffer
+  /// The release whose rules apply (default utilization, CUDA-graph profiling); never null.
+  const VllmRelease* release = &newest_vllm_release();
+  bool model_runner_v2 = true;  ///< the V2 model runner: no CUDA-graph estimate taken before the KV cache
 };
 
 /// vLLM's default --max-num-seqs for its OpenAI server on this GPU: 1024 with at least 70 GiB
@@ -101,8 +107,21 @@ Budget plan_budget(const ModelConfig& cfg, const Target& target, const BudgetSha
                    const BudgetOptions& options);
 
 /// The activation peak of vLLM's profile run on one rank, estimated from the shapes (docs/fit.md
-/// "Activation peak"): hidden-state buffers, the attention projections of the local heads, the
-/// MoE dispatch workspaces of the tokens' top-k experts, and the sampler's logits on the last stage.
+/// "The terms, per release"): hidden-state buffers, the attention projections of the local heads,
+/// the MoE workspaces of the tokens' top-k experts (scaled per model runner), the sampler's logits
+/// on the last stage, and on the V2 runner the sparse indexer's [tokens, max_model_len] fp8 logits.
+struct ActivationParts {
+  std::int64_t shapes = 0;
+  std::int64_t sampler = 0;
+  std::int64_t indexer = 0;
+};
+ActivationParts estimate_activation(const ModelConfig& cfg, const BudgetShape& shape);
 std::int64_t estimate_activation_bytes(const ModelConfig& cfg, const BudgetShape& shape);
+/// Non-torch memory of the profile run: cuBLAS, collectives, DP x EP all-to-all buffers, Engram.
+std::int64_t estimate_non_torch_bytes(const ModelConfig& cfg, const BudgetShape& shape);
+/// The V1 runner's CUDA-graph estimate: per layer, a fixed part and a part per captured token.
+std::int64_t estimate_cudagraph_bytes(const ModelConfig& cfg, const BudgetShape& shape);
+/// vLLM's default largest CUDA-graph capture size for the shape (2 x max_num_seqs x (1 + K), <= 512).
+std::int64_t largest_capture_size(const BudgetShape& shape);
 
 }  // namespace mlaplan

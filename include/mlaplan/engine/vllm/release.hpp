@@ -40,8 +40,14 @@ struct VllmRelease {
   /// Async scheduling is on when not asked for (no speculative method outside the allowlist,
   /// pipeline parallelism 1).
   bool async_default;
-  /// Under pipeline parallelism the default turns async scheduling off (the V1 model runner).
+  /// Under pipeline parallelism the default turns async scheduling off (builds of 2025 did; no
+  /// modelled release does: vllm/config/vllm.py has no PP condition in the default).
   bool async_off_with_pp;
+  /// DeepSeek's MoE models run the V2 model runner (vllm/v1/worker/gpu/model_runner.py) by
+  /// default; before it they run the V1 runner unless DSpark speculation forces V2. The V2 runner
+  /// takes no CUDA-graph estimate off the KV budget (its graphs come out of the memory outside
+  /// gpu_memory_utilization), and with async scheduling keeps PP + 1 batches in flight.
+  bool model_runner_v2;
   KvPlannerGeneration planner;
   /// The planner generation was read from a log of this release; false: carried over from the
   /// nearest pinned release, and the other generation is computed beside it.

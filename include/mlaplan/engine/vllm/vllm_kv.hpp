@@ -67,6 +67,9 @@ struct VllmKvGroup {
 struct VllmKvOptions {
   bool speculative_decoding = false;  ///< draft layers register caches only with a speculative config
   bool async_scheduling = true;       ///< vLLM 0.30's default: 2 batches in flight
+  /// VllmConfig.max_concurrent_batches when the caller knows it (pipeline parallelism, the model
+  /// runner); 0: 2 with async scheduling, 1 without.
+  std::int64_t batches_in_flight = 0;
   std::int64_t max_num_batched_tokens = 8192;
   /// SlidingWindowSpec.extra_retained_tokens: extra_retained_tokens() of rules.hpp (K - 1 for
   /// multi-module MTP, 0 for DSpark and single-module MTP).
