@@ -244,7 +244,8 @@ ojson budget_json(const Budget& b) {
 
 ojson vllm_kv_json(const VllmKvConfig& kv) {
   ojson j;
-  j["planner"] = kVllmKvPlannerName;  // generation-specific title once the generations are merged
+  j["planner"] = vllm_kv_planner_name(kv.generation);
+  j["generation"] = to_string(kv.generation);
   j["bytes_per_block"] = kv.bytes_per_block;
   j["blocks_per_request"] = kv.blocks_per_request;
   j["retained_tokens"] = kv.retained_tokens;

@@ -547,7 +547,9 @@ std::string render_fit_text(const PlanResult& r) {
                     : "  (the numbers below count only the tensors whose storage is known)\n");
   } else if (f.placement.ok()) {
     if (f.vllm.fits) {
-      o << "  vLLM prints: " << f.vllm.log_line << "\n";
+      std::string lines = f.vllm.log_line;  // v0.25's two lines: one under the other
+      for (std::size_t at = 0; (at = lines.find('\n', at)) != std::string::npos; at += 15) lines.insert(at + 1, 14, ' ');
+      o << "  vLLM prints: " << lines << "\n";
       if (f.engines > 1) {
         o << "  " << f.engines << " DP engines, each its own KV cache: " << format_fixed(f.total_concurrency, 2)
           << "x requests of " << format_grouped(L.max_model_len) << " tokens, " << format_grouped(f.total_kv_tokens)

@@ -855,7 +855,9 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   VllmKvOptions ko;
   ko.speculative_decoding = f.speculative;
   ko.async_scheduling = f.async_scheduling;
-  ko.batches_in_flight = release.reserve_counts_batches ? f.batches_in_flight : 1;
+  ko.batches_in_flight = f.batches_in_flight;
+  // A release without V4.1 is refused (release_refusal); its numbers are what 0.30's planner needs.
+  ko.generation = f.release_refusal.empty() ? release.planner : VllmKvGeneration::generic_packed;
   ko.max_num_batched_tokens = L.in_flight_tokens;
   // get_kv_cache_configs: every sliding-window spec retains max(0, num_prefill_lookahead_tokens - 1)
   // extra tokens, K - 1 for multi-module MTP and none for DSpark (extra_retained_tokens()).
@@ -871,6 +873,19 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
   if (!given_kinds) own_kinds = shard_kinds(weights, pl.engram);
   const std::vector<ShardKind>& kinds = given_kinds ? *req.shard_kinds : own_kinds;
   FitCore core = fit_core(cfg, L, weights, kinds, pl, kvs, req, weights_how, wsrc);
+  if (!release.planner_pinned && f.release_refusal.empty() && !req.fit_only) {
+    // Not pinned to this release: the other generation's numbers for the same budget.
+    VllmKvOptions other = ko;
+    other.generation = ko.generation == VllmKvGeneration::packed_buckets ? VllmKvGeneration::generic_packed
+                                                                           : VllmKvGeneration::packed_buckets;
+    try {
+      std::vector<std::int64_t> avail;
+      for (const auto& st : core.stages) avail.push_back(st.budget.available_bytes);
+      if (!avail.empty()) f.other_generation = vllm_kv_numbers(vllm_kv_configs(cfg, topo, L, other), avail);
+    } catch (const Error&) {
+      // The other generation does not take this model (packed buckets refuse V4.1's rings).
+    }
+  }
   f.engines = pl.data_parallel_size;
   f.total_concurrency = core.vllm.concurrency * static_cast<double>(f.engines);
   f.total_kv_tokens = checked_mul(core.vllm.gpu_kv_cache_tokens, f.engines, "GPU KV cache size");

@@ -77,14 +77,6 @@ bool parse_part(std::string_view s, int& out) {
 
 }  // namespace
 
-std::string_view to_string(KvPlannerGeneration g) {
-  switch (g) {
-    case KvPlannerGeneration::packed_buckets: return "packed_buckets";
-    case KvPlannerGeneration::generic_packed: return "generic_packed";
-  }
-  return "?";
-}
-
 std::string_view kv_planner_title(KvPlannerGeneration g) {
   switch (g) {
     case KvPlannerGeneration::packed_buckets: return "packed buckets (kv_cache_utils.py, the v0.25 generation)";

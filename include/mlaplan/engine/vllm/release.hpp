@@ -12,19 +12,12 @@
 #include <string>
 #include <string_view>
 
+#include "mlaplan/engine/vllm/vllm_kv.hpp"
+
 namespace mlaplan {
 
-/// The KV planner generation (docs/fit.md section 4; vllm-versions notes section 6).
-enum class KvPlannerGeneration {
-  /// v0.25: vllm/v1/core/kv_cache_utils.py _get_kv_cache_config_packed (_bucket_layers_by_page_size):
-  /// sliding-window pages padded up to an MLA page, the window reserve R = max_num_batched_tokens
-  /// (async scheduling not counted), concurrency over the tuple count of group 0.
-  packed_buckets,
-  /// v0.30: vllm/v1/core/kv_cache_planning.py _get_packed_kv_cache_groups: no padding across
-  /// groups, R = extra_retained_tokens + batches in flight x max_num_batched_tokens.
-  generic_packed,
-};
-std::string_view to_string(KvPlannerGeneration g);  ///< "packed_buckets", "generic_packed"
+/// The KV planner generation (vllm_kv.hpp; docs/fit.md section 4).
+using KvPlannerGeneration = VllmKvGeneration;
 /// For people: "packed buckets (kv_cache_utils.py, v0.25)".
 std::string_view kv_planner_title(KvPlannerGeneration g);
 
