@@ -60,7 +60,15 @@ TEST_CASE("budget: requested is ceil(runtime total x 0.92) and every term is nam
   CHECK(b.term("weights")->bytes == (20LL << 30));
   CHECK(b.term("weights")->source == TermSource::derived);
   CHECK(b.term("activation_peak")->source == TermSource::estimated);
-  CHECK(b.term("cudagraph")->source == TermSource::estimated);
+  // The V2 model runner (the newest release's) takes no CUDA-graph estimate before the KV cache.
+  CHECK(b.term("cudagraph")->source == TermSource::derived);
+  CHECK(b.term("cudagraph")->bytes == 0);
+  CHECK_THAT(b.term("cudagraph")->how, Catch::Contains("V2 model runner"));
+  BudgetShape v1 = shape_of(20LL << 30);
+  v1.model_runner_v2 = false;
+  const Budget b1 = plan_budget(cfg, h200, v1, BudgetOptions{});
+  CHECK(b1.term("cudagraph")->source == TermSource::estimated);
+  CHECK(b1.term("cudagraph")->bytes > 0);
   CHECK(b.term("reserved") == nullptr);
 }
 
@@ -147,8 +155,10 @@ TEST_CASE("budget: every term has an override, --enforce-eager drops the graphs"
 
   BudgetOptions eager;
   eager.enforce_eager = true;
-  const Budget e = plan_budget(cfg, h200, shape_of(1LL << 30), eager);
-  const Budget d = plan_budget(cfg, h200, shape_of(1LL << 30), BudgetOptions{});
+  BudgetShape v1 = shape_of(1LL << 30);
+  v1.model_runner_v2 = false;  // the V1 runner takes the graphs' estimate off the budget
+  const Budget e = plan_budget(cfg, h200, v1, eager);
+  const Budget d = plan_budget(cfg, h200, v1, BudgetOptions{});
   CHECK(e.term("cudagraph")->bytes == 0);
   CHECK(d.term("cudagraph")->bytes > 0);
   CHECK(e.available_bytes - d.available_bytes == d.term("cudagraph")->bytes);
@@ -197,15 +207,57 @@ TEST_CASE("budget: the two V4-Flash TP4 load logs are the derived weights plus t
 TEST_CASE("budget: the activation estimate follows the shapes", "[budget]") {
   const auto cfg = load_config(src("configs/deepseek-v4-flash.json"));
   BudgetShape s = shape_of(0);
-  const std::int64_t base = estimate_activation_bytes(cfg, s);
-  // H 4096, 4 mHC streams, heads 64 x 512, q_lora 1024, 8 x 1024 output groups, top-6 of MI 2048,
-  // vocab 129,280: 8192 x (4 x 4096 x 6 + (1024 + 65536 + 8192) x 2 + 6 x (6144 + 4096) x 2)
-  // + 1024 x 129280 x 8.
-  const std::int64_t expect =
-      8192LL * (4 * 4096 * 6 + (1024 + 65536 + 8192) * 2 + 6 * (6144 + 4096) * 2) + 1024LL * 129280 * 8;
-  CHECK(base == expect);
+  // H 4096, 4 mHC streams, heads 64 x 512, q_lora 1024, 8 x 1024 output groups, top-6 of MI 2048:
+  // 8192 x (4 x 4096 x 6 + (1024 + 65536 + 8192) x 2 + 6 x (6144 + 4096) x 2), scaled per model
+  // runner (V2 0.60, V1 1.45); the sampler's 1024 x 129,280 x 8; on the V2 runner the indexer's
+  // fp8 logits of 8192 x max_model_len.
+  const double raw = 8192.0 * (4 * 4096 * 6 + (1024 + 65536 + 8192) * 2 + 6 * (6144 + 4096) * 2);
+  const std::int64_t sampler = 1024LL * 129280 * 8;
+  ActivationParts p = estimate_activation(cfg, s);
+  CHECK(p.shapes == std::llround(raw * 0.60));
+  CHECK(p.sampler == sampler);
+  CHECK(p.indexer == 0);  // no max_model_len given
+  CHECK(estimate_activation_bytes(cfg, s) == p.shapes + p.sampler);
+  s.max_model_len = 262'144;
+  CHECK(estimate_activation(cfg, s).indexer == 8192LL * 262'144);
+  s.model_runner_v2 = false;
+  p = estimate_activation(cfg, s);
+  CHECK(p.shapes == std::llround(raw * 1.45));
+  CHECK(p.indexer == 0);  // the V1 runner tiles the indexer's logits (prefill.hpp)
   s.last_stage = false;
-  CHECK(estimate_activation_bytes(cfg, s) == expect - 1024LL * 129280 * 8);
+  CHECK(estimate_activation(cfg, s).sampler == 0);
   s.max_num_batched_tokens = 4096;
-  CHECK(estimate_activation_bytes(cfg, s) < expect / 2);
+  CHECK(estimate_activation(cfg, s).shapes <= p.shapes / 2 + 1);
+  // DP x EP: a rank's experts take every DP rank's tokens.
+  BudgetShape dp = shape_of(0);
+  dp.data_parallel_size = 8;
+  dp.expert_parallel_size = 8;
+  CHECK(estimate_activation(cfg, dp).shapes > estimate_activation(cfg, shape_of(0)).shapes * 3);
+}
+
+TEST_CASE("budget: non-torch memory and the V1 runner's CUDA-graph estimate follow the layout", "[budget]") {
+  const auto cfg = load_config(src("configs/deepseek-v4-flash.json"));
+  const auto v41 = load_config(src("configs/deepseek-v4.1-flash.json"));
+  BudgetShape s = shape_of(0);
+  CHECK(gib(estimate_non_torch_bytes(cfg, s)) == Approx(0.23).margin(1e-6));  // one GPU (a v0.26.0 B300 log)
+  s.tensor_parallel_size = 8;
+  CHECK(gib(estimate_non_torch_bytes(cfg, s)) == Approx(0.91).margin(1e-6));  // TP 8 (a 0.31 H100 log)
+  CHECK(gib(estimate_non_torch_bytes(v41, s)) == Approx(1.91).margin(1e-6));  // V4.1 on the same run
+  s.tensor_parallel_size = 1;
+  s.data_parallel_size = 8;
+  s.expert_parallel_size = 8;
+  s.max_num_batched_tokens = 16384;
+  CHECK(gib(estimate_non_torch_bytes(v41, s)) == Approx(6.11).margin(1e-6));  // DP 8 x EP 8 (the 0909 image)
+  // Largest capture size: 2 x max_num_seqs x (1 + K), at most 512 (the v0.25.0 log: 64 x 3 x 2 = 384).
+  BudgetShape g = shape_of(0);
+  g.max_num_seqs = 64;
+  g.num_speculative_tokens = 2;
+  CHECK(largest_capture_size(g) == 384);
+  g.layers = 44;
+  CHECK(gib(estimate_cudagraph_bytes(cfg, g)) == Approx(1.58).margin(0.01));  // printed 1.58
+  g.max_num_seqs = 4;
+  CHECK(largest_capture_size(g) == 24);
+  CHECK(gib(estimate_cudagraph_bytes(cfg, g)) == Approx(0.55).margin(0.01));  // printed 0.55 (v0.21.1rc1)
+  g.max_num_seqs = 1024;
+  CHECK(largest_capture_size(g) == 512);
 }

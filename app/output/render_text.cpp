@@ -548,7 +548,8 @@ std::string render_fit_text(const PlanResult& r) {
   } else if (f.placement.ok()) {
     if (f.vllm.fits) {
       std::string lines = f.vllm.log_line;  // v0.25's two lines: one under the other
-      for (std::size_t at = 0; (at = lines.find('\n', at)) != std::string::npos; at += 15) lines.insert(at + 1, 14, ' ');
+      for (std::size_t at = 0; (at = lines.find('\n', at)) != std::string::npos; at += 15)
+        lines.insert(at + 1, 14, ' ');
       o << "  vLLM prints: " << lines << "\n";
       if (f.engines > 1) {
         o << "  " << f.engines << " DP engines, each its own KV cache: " << format_fixed(f.total_concurrency, 2)

@@ -877,7 +877,7 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
     // Not pinned to this release: the other generation's numbers for the same budget.
     VllmKvOptions other = ko;
     other.generation = ko.generation == VllmKvGeneration::packed_buckets ? VllmKvGeneration::generic_packed
-                                                                           : VllmKvGeneration::packed_buckets;
+                                                                         : VllmKvGeneration::packed_buckets;
     try {
       std::vector<std::int64_t> avail;
       for (const auto& st : core.stages) avail.push_back(st.budget.available_bytes);
