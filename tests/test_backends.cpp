@@ -17,13 +17,16 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mlaplan/rules/backends.hpp"
 #include "mlaplan/model/config.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/cache/layout.hpp"
+#include "mlaplan/engine/vllm/release.hpp"
 #include "mlaplan/plan/plan.hpp"
+#include "mlaplan/plan/search.hpp"
 #include "mlaplan/rules/rules.hpp"
 #include "mlaplan/hardware/target.hpp"
 #include "mlaplan/model/topology.hpp"
@@ -1310,4 +1313,457 @@ TEST_CASE("kernel.head_padding: the idle share of a padded kernel", "[backends][
         "TP 4: 32 of 128 query heads per rank run in a 64-head kernel (32 idle, 1/2 of the "
         "attention math) on FLASHMLA_SPARSE");
   CHECK(v->finding.path == "/num_attention_heads");
+}
+
+// =================================================================== 7. vLLM 0.31's V4.1 backends
+// FLASHMLA_MEGA_ATTN_DSV41 (the SM100 default where it is available) and TRITON_MLA_SPARSE_DSV41
+// (opt-in, SM90). Facts: shared/docs/vllm-versions.md 7.2-7.4 and vLLM's
+// vllm/models/deepseek_v41/nvidia/{model,flash_mla_mega_attn,triton_sparse}.py.
+
+namespace {
+
+BackendReleaseRules rules31() {
+  BackendReleaseRules r;
+  r.v41_mega_attention_default = true;
+  r.v41_triton_sm90 = true;
+  r.version = "0.31.0";
+  return r;
+}
+BackendReleaseRules rules30() {
+  BackendReleaseRules r;
+  r.version = "0.30.0";
+  return r;
+}
+
+BackendChoice choose31(const ModelConfig& cfg, const std::string& g, std::optional<std::string> name = std::nullopt,
+                       std::int64_t tp = 1, const std::string& kv = "auto") {
+  return choose_backend(cfg, gpu(g), name, FusedAttention::auto_, kv, tp, rules31());
+}
+
+RuleOptions options31(std::optional<std::string> name, std::int64_t tp, const std::string& kv = "auto") {
+  RuleOptions o;
+  o.layout.attention_backend = std::move(name);
+  o.layout.tensor_parallel_size = tp;
+  o.layout.kv_cache_dtype = kv;
+  o.layout.release = rules31();
+  return o;
+}
+
+const char* kSevenNames =
+    "FLASHMLA_SPARSE_DSV41, FLASHMLA_SPARSE_DSV4, FLASHMLA_SPARSE, FLASHINFER_MLA_SPARSE_DSV41, "
+    "FLASHINFER_MLA_SPARSE_DSV4, FLASHINFER_MLA_SPARSE, FLASHINFER_MLA_SPARSE_SM120";
+
+}  // namespace
+
+TEST_CASE("vLLM 0.31: the catalogue entries of mega attention and the Triton backend", "[backends][v031]") {
+  const auto& mega = backend_info(BackendId::flashmla_mega_attn_dsv41);
+  CHECK(backend_title(mega.id) == "FLASHMLA_MEGA_ATTN_DSV41");
+  CHECK(mega.attention_class == "DeepseekV4MegaAttnAttention");
+  CHECK(mega.families == std::vector<Family>{Family::deepseek_v41});
+  CHECK(mega.cc_majors == std::vector<int>{10});
+  CHECK(mega.head_paddings == std::vector<std::int64_t>{64, 128});  // a FlashMLA subclass: padded
+  CHECK_FALSE(mega.tile_plans);  // one decode kernel, no scheduler metadata, no split-KV fallback
+  CHECK(mega.first_release == "0.31.0");
+  const auto& tri = backend_info(BackendId::triton_mla_sparse_dsv41);
+  CHECK(backend_title(tri.id) == "TRITON_MLA_SPARSE_DSV41");
+  CHECK(tri.attention_class == "DeepseekV41TritonSparseAttention");
+  CHECK(tri.cc_majors == std::vector<int>{9});
+  CHECK(tri.head_paddings == std::vector<std::int64_t>{8, 16});
+  CHECK(tri.exact_heads);
+  CHECK_FALSE(tri.tile_plans);  // its metadata builder asks for an empty tile plan
+  CHECK(tri.first_release == "0.31.0");
+  // Heads: mega attention pads like FlashMLA; Triton runs 8 or 16 as they are, nothing else.
+  CHECK(padded_heads(mega.id, 8) == 64);
+  CHECK(padded_heads(mega.id, 64) == 64);
+  CHECK(padded_heads(tri.id, 8) == 8);
+  CHECK(padded_heads(tri.id, 16) == 16);
+  CHECK_FALSE(padded_heads(tri.id, 4));
+  CHECK_FALSE(padded_heads(tri.id, 12));
+  CHECK_FALSE(padded_heads(tri.id, 32));
+  // Blocks: FlashMLA's (128 on SM100, 64 on SM90), V4.1's 32-token window pages.
+  const ComputeCapability sm90{9, 0}, sm100{10, 0};
+  using V = std::vector<std::int64_t>;
+  CHECK(backend_block_sizes(mega.id, Family::deepseek_v41, sm100) == V{128});
+  CHECK(backend_block_sizes(tri.id, Family::deepseek_v41, sm90) == V{64});
+  CHECK(backend_window_block(mega.id, Family::deepseek_v41) == 32);
+  CHECK(backend_window_block(tri.id, Family::deepseek_v41) == 32);
+  CHECK(fixed_page_states(mega.id, Family::deepseek_v41) == 0);
+  // Every name is a value; a release without the two does not take them.
+  const auto values = attention_backend_values();
+  CHECK(values.size() == 9);
+  CHECK(std::find(values.begin(), values.end(), "FLASHMLA_MEGA_ATTN_DSV41") != values.end());
+  CHECK(std::find(values.begin(), values.end(), "TRITON_MLA_SPARSE_DSV41") != values.end());
+  CHECK_FALSE(release_has_backend_name("FLASHMLA_MEGA_ATTN_DSV41", rules30()));
+  CHECK_FALSE(release_has_backend_name("TRITON_MLA_SPARSE_DSV41", {}));
+  CHECK(release_has_backend_name("FLASHMLA_MEGA_ATTN_DSV41", rules31()));
+  CHECK(release_has_backend_name("TRITON_MLA_SPARSE_DSV41", rules31()));
+  CHECK(release_has_backend_name("FLASHMLA_SPARSE_DSV41", {}));
+}
+
+TEST_CASE("vLLM 0.31: what every kv-cache dtype becomes on the two backends", "[backends][v031]") {
+  using K = KvCacheDtype;
+  // Mega attention: an unspecific value (auto, fp8; the other fp8 spellings are rewritten the
+  // same way) becomes its packed record nvfp4_ds_mla; fp8_ds_mla stays.
+  check_kv_table(BackendId::flashmla_mega_attn_dsv41, 10,
+                 {{"auto", K::nvfp4_ds_mla, ""},
+                  {"fp8", K::nvfp4_ds_mla, ""},
+                  {"fp8_e4m3", K::nvfp4_ds_mla, ""},
+                  {"fp8_e5m2", K::nvfp4_ds_mla, ""},
+                  {"fp8_ds_mla", K::fp8_ds_mla, ""},
+                  {"nvfp4_ds_mla", K::nvfp4_ds_mla, ""},
+                  {"bfloat16", std::nullopt, kFp8LayoutOnly}});
+  const char* tri = "TRITON_MLA_SPARSE_DSV41 requires fp8_ds_mla KV cache";
+  check_kv_table(BackendId::triton_mla_sparse_dsv41, 9,
+                 {{"auto", K::fp8_ds_mla, ""},
+                  {"fp8", K::fp8_ds_mla, ""},
+                  {"fp8_ds_mla", K::fp8_ds_mla, ""},
+                  {"fp8_e4m3", std::nullopt, tri},
+                  {"fp8_e5m2", std::nullopt, tri},
+                  {"nvfp4_ds_mla", std::nullopt, tri},
+                  {"bfloat16", std::nullopt, tri}});
+  // Through the rules: the refusal names the value and the backend.
+  const auto rs = eval(v41(), gpu("h200"), options31(std::string("TRITON_MLA_SPARSE_DSV41"), 8, "fp8_e4m3"));
+  const auto r = find(rs, "backend.kv_cache_dtype");
+  REQUIRE(r);
+  CHECK(r->finding.message ==
+        "TRITON_MLA_SPARSE_DSV41 requires fp8_ds_mla KV cache (--kv-cache-dtype fp8_e4m3 on TRITON_MLA_SPARSE_DSV41)");
+  CHECK(r->finding.fix == "use --kv-cache-dtype auto, fp8, fp8_ds_mla");
+}
+
+TEST_CASE("vLLM 0.31: mega attention is the SM100 default for V4.1 where it is available", "[backends][v031]") {
+  for (const auto g : {"b200", "gb200", "b300"}) {
+    for (const std::int64_t tp : {1, 2, 4, 8}) {
+      INFO(g << " TP " << tp);
+      const Target t = gpu(g);
+      const auto ch = choose31(v41(), g, std::nullopt, tp);
+      CHECK(ch.id == BackendId::flashmla_mega_attn_dsv41);
+      CHECK(ch.by_default);
+      CHECK(ch.refusal.empty());
+      CHECK(ch.mega_declined.empty());
+      CHECK(ch.how == "vLLM's default on " + t.cc.sm());
+      CHECK(mega_attention_declines(v41(), t.cc, tp).empty());
+      const auto rs = eval(v41(), t, options31(std::nullopt, tp));
+      CHECK(errors(rs) == 0);
+      const auto info = find(rs, "layout.kv_cache_dtype", Severity::info);
+      REQUIRE(info);
+      CHECK(info->finding.message == "--kv-cache-dtype auto resolves to nvfp4_ds_mla on FLASHMLA_MEGA_ATTN_DSV41");
+    }
+  }
+  const auto r = resolve(v41(), "b200", options31(std::nullopt, 8).layout).options;
+  CHECK(r.backend.id == BackendId::flashmla_mega_attn_dsv41);
+  CHECK(r.kv == KvCacheDtype::nvfp4_ds_mla);
+  CHECK(r.block == 128);
+  CHECK(r.window_block == 32);
+  CHECK(r.parallel.local_query_heads == 8);
+  CHECK(r.parallel.padded_query_heads == 64);
+  // --kv-cache-dtype fp8_ds_mla is specific: mega attention keeps it.
+  CHECK(resolve(v41(), "b200", options31(std::nullopt, 1, "fp8_ds_mla").layout).options.kv == KvCacheDtype::fp8_ds_mla);
+  // Elsewhere the 0.31 default is unchanged: FlashMLA on 9.x (Triton is opt-in only), the SM120
+  // class on 12.x; V4.0 and V3.2 keep theirs.
+  CHECK(choose31(v41(), "h200").id == BackendId::flashmla_sparse_dsv41);
+  CHECK(choose31(v41(), "h20", std::nullopt, 8).id == BackendId::flashmla_sparse_dsv41);
+  CHECK(choose31(v41(), "rtx-pro-6000").id == BackendId::flashinfer_mla_sparse_sm120);
+  CHECK(choose31(v40(), "b200").id == BackendId::flashmla_sparse_dsv4);
+  CHECK(choose31(v32(), "b200").id == BackendId::flashmla_sparse);
+  // The releases before 0.31 (the defaults, or the 0.30 rules): today's choice, the fused path.
+  for (const auto& rel : {BackendReleaseRules{}, rules30()}) {
+    const auto ch = choose_backend(v41(), gpu("b200"), std::nullopt, FusedAttention::auto_, "auto", 8, rel);
+    CHECK(ch.id == BackendId::flashmla_sparse_dsv41_fused);
+    CHECK(ch.mega_declined.empty());
+  }
+  CHECK(resolve(v41(), "b200").options.kv == KvCacheDtype::fp8_ds_mla);
+}
+
+TEST_CASE("vLLM 0.31: mega attention declines TP16 and the default falls back to FlashMLA", "[backends][v031]") {
+  const std::string why =
+      "TP16 on a 64-head model leaves 4 heads per rank and does not divide its 8 wo_a groups (o_groups); the kernel "
+      "needs 8 heads per wo_a group";
+  CHECK(mega_attention_declines(v41(), ComputeCapability{10, 0}, 16) == why);
+  CHECK(mega_attention_declines(v41(), ComputeCapability{9, 0}, 1) == "FlashMLA mega attention requires sm_10x GPUs.");
+  // 16 wo_a groups of 4 heads: no TP gives the kernel 8 heads per group.
+  const auto narrow = edited("deepseek-v4.1-flash.json", [](nlohmann::json& t) { t["o_groups"] = 16; });
+  CHECK(mega_attention_declines(narrow, ComputeCapability{10, 0}, 1) ==
+        "TP1 on a 64-head model leaves 64 heads per rank in 16 wo_a groups, 4 heads per group; the kernel needs 8");
+  CHECK(mega_attention_declines(narrow, ComputeCapability{10, 0}, 16) ==
+        "TP16 on a 64-head model leaves 4 heads per rank, not a multiple of 8");
+
+  // The default asks mega attention first; at TP16 it declines and vLLM runs split-KV FlashMLA
+  // (the 0.31 selector has no fused class), with the reason on the choice.
+  const auto ch = choose31(v41(), "b200", std::nullopt, 16);
+  CHECK(ch.id == BackendId::flashmla_sparse_dsv41);
+  CHECK(ch.by_default);
+  CHECK(ch.refusal.empty());
+  CHECK(ch.mega_declined == why);
+  CHECK(ch.how == "vLLM's default on sm100; FLASHMLA_MEGA_ATTN_DSV41 declined: " + why);
+  const auto rs = eval(v41(), gpu("b200"), options31(std::nullopt, 16));
+  CHECK_FALSE(find(rs, "backend.attention_backend"));
+  CHECK_FALSE(find(rs, "backend.query_heads"));
+  const auto info = find(rs, "layout.attention_backend", Severity::info);
+  REQUIRE(info);
+  CHECK_THAT(info->finding.message, Catch::StartsWith("attention backend FLASHMLA_SPARSE_DSV41 (vLLM's default on "
+                                                      "sm100; FLASHMLA_MEGA_ATTN_DSV41 declined: TP16 on a 64-head "
+                                                      "model leaves 4"));
+  const auto r = resolve(v41(), "b200", options31(std::nullopt, 16).layout).options;
+  CHECK(r.kv == KvCacheDtype::fp8_ds_mla);
+  CHECK(r.parallel.padded_query_heads == 64);
+  // nvfp4_ds_mla after the fallback: FlashMLA does not store it, and the fix says why mega
+  // attention (which does) is not there.
+  const auto nv = find(eval(v41(), gpu("b200"), options31(std::nullopt, 16, "nvfp4_ds_mla")), "backend.kv_cache_dtype");
+  REQUIRE(nv);
+  CHECK(nv->finding.fix ==
+        "use --kv-cache-dtype fp8_ds_mla (FLASHMLA_MEGA_ATTN_DSV41, which stores nvfp4_ds_mla, declined: " + why + ")");
+  // FlashMLA named under 0.31 on SM100: the split-KV class, with the pointer to mega attention.
+  const auto named = find(eval(v41(), gpu("b200"), options31(std::string("FLASHMLA_SPARSE_DSV41"), 8, "nvfp4_ds_mla")),
+                          "backend.kv_cache_dtype");
+  REQUIRE(named);
+  CHECK(named->finding.fix ==
+        "use --attention-backend FLASHMLA_MEGA_ATTN_DSV41 (it stores nvfp4_ds_mla), or --kv-cache-dtype fp8_ds_mla");
+}
+
+TEST_CASE("vLLM 0.31: FLASHMLA_MEGA_ATTN_DSV41 by name", "[backends][v031]") {
+  const auto b = choose31(v41(), "b200", std::string("flashmla_mega_attn_dsv41"), 4);
+  CHECK(b.id == BackendId::flashmla_mega_attn_dsv41);
+  CHECK_FALSE(b.by_default);
+  CHECK(b.refusal.empty());
+  CHECK(b.how == "--attention-backend FLASHMLA_MEGA_ATTN_DSV41 on sm100");
+  // Off SM100: vLLM's decline reason, as a refusal.
+  const auto h = choose31(v41(), "h200", std::string("FLASHMLA_MEGA_ATTN_DSV41"), 8);
+  CHECK(h.id == BackendId::flashmla_mega_attn_dsv41);
+  CHECK(h.refusal_id == "backend.arch");
+  CHECK(h.refusal == "FlashMLA mega attention requires sm_10x GPUs. Target h200 is sm90 (compute capability 9.0).");
+  CHECK(h.fix == "use a compute capability 10.x GPU (--gpu b200), or omit --attention-backend");
+  {
+    const auto rs = eval(v41(), gpu("h200"), options31(std::string("FLASHMLA_MEGA_ATTN_DSV41"), 8));
+    const auto r = find(rs, "backend.arch");
+    REQUIRE(r);
+    CHECK_THAT(r->finding.message, Catch::StartsWith("FlashMLA mega attention requires sm_10x GPUs."));
+    CHECK(rules_exit_code(rs) == 3);
+  }
+  // Named at TP16: the layer's own check raises.
+  const auto t16 = choose31(v41(), "b200", std::string("FLASHMLA_MEGA_ATTN_DSV41"), 16);
+  CHECK(t16.refusal_id == "backend.query_heads");
+  CHECK(t16.refusal ==
+        "mega attention needs the local head count (4) to be a multiple of 8. (TP16 on a 64-head model leaves 4 heads "
+        "per rank and does not divide its 8 wo_a groups (o_groups); the kernel needs 8 heads per wo_a group)");
+  CHECK(t16.fix ==
+        "use --tensor-parallel-size 1, 2, 4, 8, or omit --attention-backend (vLLM's default then runs "
+        "FLASHMLA_SPARSE_DSV41)");
+  // Not in the release: a usage error naming the release that added it.
+  require_usage_error(
+      [] {
+        choose_backend(v41(), gpu("b200"), std::string("FLASHMLA_MEGA_ATTN_DSV41"), FusedAttention::auto_, "auto", 1,
+                       rules30());
+      },
+      std::string("--attention-backend: FLASHMLA_MEGA_ATTN_DSV41 is new in vLLM 0.31.0; vLLM 0.30.0 does not have "
+                  "it; allowed: ") +
+          kSevenNames);
+  require_usage_error([] { choose(v41(), "b200", std::string("flashmla_mega_attn_dsv41")); },
+                      std::string("--attention-backend: FLASHMLA_MEGA_ATTN_DSV41 is new in vLLM 0.31.0; the vLLM "
+                                  "release modelled does not have it; allowed: ") +
+                          kSevenNames);
+  {
+    RuleOptions o;
+    o.layout.attention_backend = "FLASHMLA_MEGA_ATTN_DSV41";
+    const auto rs = eval(v41(), gpu("b200"), o);
+    const auto r = find(rs, "layout.attention_backend");
+    REQUIRE(r);
+    CHECK(r->kind == ErrorKind::usage);
+    CHECK(rules_exit_code(rs) == 1);
+  }
+  // V4.0 and V3.2 do not take it.
+  const auto v4 = choose31(v40(), "b200", std::string("FLASHMLA_MEGA_ATTN_DSV41"));
+  CHECK(v4.refusal_id == "backend.attention_backend");
+  CHECK(v4.refusal ==
+        "FLASHMLA_MEGA_ATTN_DSV41 is not a DeepSeek V4 attention backend; DeepSeek V4.0 runs on "
+        "FLASHMLA_SPARSE_DSV4 (sm90, sm100) or FLASHINFER_MLA_SPARSE_DSV4 (sm120)");
+  CHECK(choose31(v32(), "b200", std::string("FLASHMLA_MEGA_ATTN_DSV41")).refusal_id == "backend.attention_backend");
+}
+
+TEST_CASE("vLLM 0.31: TRITON_MLA_SPARSE_DSV41 opt-in on SM90", "[backends][v031]") {
+  // V4.1-Flash at TP8 (8 local heads) and TP4 (16): chosen, heads unpadded, fp8_ds_mla rows.
+  for (const std::int64_t tp : {8, 4}) {
+    INFO("TP " << tp);
+    const auto ch = choose31(v41(), "h200", std::string("TRITON_MLA_SPARSE_DSV41"), tp);
+    CHECK(ch.id == BackendId::triton_mla_sparse_dsv41);
+    CHECK_FALSE(ch.by_default);
+    CHECK(ch.refusal.empty());
+    CHECK(ch.how == "--attention-backend TRITON_MLA_SPARSE_DSV41 on sm90");
+    const auto o = options31(std::string("TRITON_MLA_SPARSE_DSV41"), tp);
+    const auto rs = eval(v41(), gpu("h200"), o);
+    CHECK(errors(rs) == 0);
+    CHECK_FALSE(find(rs, "kernel.head_padding", Severity::info));
+    const auto r = resolve(v41(), "h200", o.layout).options;
+    CHECK(r.parallel.local_query_heads == 64 / tp);
+    CHECK(r.parallel.padded_query_heads == 64 / tp);
+    CHECK(r.kv == KvCacheDtype::fp8_ds_mla);
+    CHECK(r.block == 64);
+    CHECK(r.window_block == 32);
+  }
+  // 32 local heads (TP2), 4 (TP16): vLLM's text, the TP sizes that work.
+  for (const std::int64_t tp : {2, 16}) {
+    INFO("TP " << tp);
+    const auto rs = eval(v41(), gpu("h200"), options31(std::string("TRITON_MLA_SPARSE_DSV41"), tp));
+    const auto r = find(rs, "backend.query_heads");
+    REQUIRE(r);
+    CHECK(r->finding.message == "TRITON_MLA_SPARSE_DSV41 requires 8 or 16 local heads (--tensor-parallel-size " +
+                                    std::to_string(tp) + " leaves " + std::to_string(64 / tp) +
+                                    " query heads per rank; TRITON_MLA_SPARSE_DSV41 runs 8, 16 heads unpadded)");
+    CHECK(r->finding.fix == "use --tensor-parallel-size 4, 8");
+    CHECK(rules_exit_code(rs) == 3);
+  }
+  // Capability exactly 9.0.
+  const auto b = choose31(v41(), "b200", std::string("TRITON_MLA_SPARSE_DSV41"), 8);
+  CHECK(b.refusal_id == "backend.arch");
+  CHECK(b.refusal == "TRITON_MLA_SPARSE_DSV41 requires SM90; target b200 is sm100 (compute capability 10.0)");
+  CHECK(b.fix == "use a compute capability 9.0 GPU (--gpu h200), or omit --attention-backend");
+  CHECK(choose31(v41(), "rtx-pro-6000", std::string("TRITON_MLA_SPARSE_DSV41"), 8).refusal_id == "backend.arch");
+  // Never the default, and not in a release before 0.31.
+  CHECK(choose31(v41(), "h200", std::nullopt, 8).id == BackendId::flashmla_sparse_dsv41);
+  require_usage_error(
+      [] {
+        choose_backend(v41(), gpu("h200"), std::string("TRITON_MLA_SPARSE_DSV41"), FusedAttention::auto_, "auto", 8,
+                       rules30());
+      },
+      std::string("--attention-backend: TRITON_MLA_SPARSE_DSV41 is new in vLLM 0.31.0; vLLM 0.30.0 does not have "
+                  "it; allowed: ") +
+          kSevenNames);
+  // V4.0 does not take it.
+  const auto v4 = choose31(v40(), "h200", std::string("TRITON_MLA_SPARSE_DSV41"), 8);
+  CHECK(v4.refusal_id == "backend.attention_backend");
+  CHECK_THAT(v4.refusal, Catch::StartsWith("TRITON_MLA_SPARSE_DSV41 is not a DeepSeek V4 attention backend"));
+}
+
+TEST_CASE("vLLM 0.31: the explicit names of the 0.31 selector", "[backends][v031]") {
+  // The FlashMLA names are the split-KV class on SM100 too: the selector has no fused class.
+  for (const std::string name : {"FLASHMLA_SPARSE", "FLASHMLA_SPARSE_DSV4", "FLASHMLA_SPARSE_DSV41"}) {
+    INFO(name);
+    const auto ch = choose31(v41(), "b200", name, 8);
+    CHECK(ch.id == BackendId::flashmla_sparse_dsv41);
+    CHECK(ch.refusal.empty());
+    CHECK(ch.mega_declined.empty());
+  }
+  for (const std::string name : {"FLASHINFER_MLA_SPARSE", "FLASHINFER_MLA_SPARSE_SM120"}) {
+    const auto ch = choose31(v41(), "b200", name, 8);
+    CHECK(ch.refusal_id == "backend.attention_backend");
+    CHECK(ch.refusal == name +
+                            " is not a DeepSeek V4.1 attention backend. Use FLASHINFER_MLA_SPARSE_DSV41 for DeepSeek "
+                            "V4.1 FlashInfer sparse MLA.");
+  }
+  CHECK(choose31(v41(), "b200", std::string("FLASHINFER_MLA_SPARSE_DSV41"), 8).id ==
+        BackendId::flashinfer_mla_sparse_dsv41);
+  CHECK(choose31(v41(), "rtx-pro-6000", std::string("FLASHINFER_MLA_SPARSE_DSV4"), 8).id ==
+        BackendId::flashinfer_mla_sparse_sm120);
+  // --dsv4-fused-attention changes nothing under this selector: an info says so.
+  const auto on = choose_backend(v41(), gpu("b200"), std::nullopt, FusedAttention::on, "auto", 8, rules31());
+  CHECK(on.id == BackendId::flashmla_mega_attn_dsv41);
+  CHECK(on.refusal.empty());
+  RuleOptions o = options31(std::nullopt, 8);
+  o.layout.fused_attention = FusedAttention::on;
+  const auto rs = eval(v41(), gpu("b200"), o);
+  CHECK(errors(rs) == 0);
+  const auto info = find(rs, "backend.fused_attention", Severity::info);
+  REQUIRE(info);
+  CHECK(info->finding.message ==
+        "--dsv4-fused-attention has no effect: the DeepSeek V4.1 selector of vLLM 0.31.0 has no fused FlashMLA class "
+        "(FLASHMLA_MEGA_ATTN_DSV41 runs the fused kernel)");
+  // An unknown name lists the nine names of 0.31.
+  require_usage_error(
+      [] {
+        choose_backend(v41(), gpu("h200"), std::string("TRITON_MLA"), FusedAttention::auto_, "auto", 8, rules31());
+      },
+      std::string("--attention-backend: 'TRITON_MLA' is not a sparse-MLA attention backend vLLM selects for "
+                  "DeepSeek; allowed: ") +
+          kSevenNames + ", FLASHMLA_MEGA_ATTN_DSV41, TRITON_MLA_SPARSE_DSV41; did you mean 'TRITON_MLA_SPARSE_DSV41'?");
+}
+
+TEST_CASE("vLLM 0.31: the plan of each backend", "[backends][v031][plan]") {
+  auto plan_of = [](const std::string& g, std::optional<std::string> backend, std::int64_t tp,
+                    const BackendReleaseRules& rel) {
+    PlanRequest r;
+    r.target.gpu = g;
+    r.layout.tensor_parallel_size = tp;
+    r.layout.attention_backend = std::move(backend);
+    r.layout.release = rel;
+    r.suggestions = false;
+    return make_plan(config_path("deepseek-v4.1-flash.json"), r);
+  };
+  // B200 TP8: mega attention stores nvfp4_ds_mla (528 B window rows, 288 B compressed rows), so
+  // more tokens fit than on 0.30's fused FlashMLA with 584 B rows; it takes no tile plans.
+  const Plan mega = plan_of("b200", std::nullopt, 8, rules31());
+  const Plan fused = plan_of("b200", std::nullopt, 8, rules30());
+  for (const Plan* p : {&mega, &fused}) {
+    REQUIRE(p->fit);
+    CHECK(p->exit_code == 0);
+  }
+  CHECK(mega.layout->backend == BackendId::flashmla_mega_attn_dsv41);
+  CHECK(mega.layout->kv_cache_dtype == KvCacheDtype::nvfp4_ds_mla);
+  CHECK(mega.schedules.empty());
+  CHECK(fused.layout->backend == BackendId::flashmla_sparse_dsv41_fused);
+  CHECK(fused.layout->kv_cache_dtype == KvCacheDtype::fp8_ds_mla);
+  CHECK(mega.fit->vllm.gpu_kv_cache_tokens > fused.fit->vllm.gpu_kv_cache_tokens);
+  // H200 TP8: Triton keeps FlashMLA's pages, so the KV cache is the same; no tile plans.
+  const Plan tri = plan_of("h200", std::string("TRITON_MLA_SPARSE_DSV41"), 8, rules31());
+  const Plan mla = plan_of("h200", std::nullopt, 8, rules31());
+  REQUIRE(tri.fit);
+  CHECK(tri.exit_code == 0);
+  CHECK(tri.layout->backend == BackendId::triton_mla_sparse_dsv41);
+  CHECK(tri.layout->parallel.padded_query_heads == 8);
+  CHECK(tri.schedules.empty());
+  CHECK_FALSE(mla.schedules.empty());
+  CHECK(tri.layout->accounting.global_pages.value() == mla.layout->accounting.global_pages.value());
+  CHECK(tri.fit->vllm.gpu_kv_cache_tokens == mla.fit->vllm.gpu_kv_cache_tokens);
+}
+
+TEST_CASE("vLLM 0.31: the release table and the catalogue agree on the new names", "[backends][v031]") {
+  auto number = [](std::string_view v) {
+    // "0.31.0" -> 31000: the modelled releases are all 0.x.y.
+    const auto a = v.find('.');
+    const auto b = v.find('.', a + 1);
+    return std::stoi(std::string(v.substr(a + 1, b - a - 1))) * 1000 + std::stoi(std::string(v.substr(b + 1)));
+  };
+  for (const auto& rel : vllm_releases()) {
+    const BackendReleaseRules rules = backend_release_rules(rel);
+    CHECK(rules.version == rel.version);
+    for (const auto& b : backend_catalogue()) {
+      INFO(rel.version << " " << b.vllm_name);
+      const bool since = b.first_release.empty() || number(rel.version) >= number(b.first_release);
+      CHECK(release_has_backend_name(b.vllm_name, rules) == since);
+    }
+  }
+  const BackendReleaseRules newest = backend_release_rules(newest_vllm_release());
+  CHECK(newest.v41_mega_attention_default);
+  CHECK(newest.v41_triton_sm90);
+}
+
+TEST_CASE("vLLM 0.31: the search tries the two backends only where the release has them", "[backends][v031][search]") {
+  const auto& m = testing_rules::v41();
+  auto searched = [&](const std::string& g, const BackendReleaseRules& rel) {
+    PlanRequest base;
+    base.target.gpu = g;
+    base.layout.tensor_parallel_size = 8;
+    base.layout.release = rel;
+    SearchOptions opt;
+    opt.gpus = 8;
+    opt.fixed = SearchFixed{true, true, true, true, true, true, true, false};
+    const SearchResult s = search_layouts(m.cfg, m.topo, base, opt);
+    std::vector<std::string> names;
+    for (const auto& c : s.ranked) names.push_back(c.attention_backend + "=" + c.backend);
+    return std::make_pair(s.planned, names);
+  };
+  using Names = std::vector<std::string>;
+  // H200: vLLM's choice and FLASHMLA_SPARSE_DSV41 (the same plan, left out); with 0.31 the
+  // Triton backend too.
+  const auto h30 = searched("h200", {});
+  CHECK(h30.first == 2);
+  CHECK(h30.second == Names{"=FLASHMLA_SPARSE_DSV41"});
+  const auto h31 = searched("h200", rules31());
+  CHECK(h31.first == 3);
+  CHECK(h31.second.size() == 2);
+  CHECK(std::find(h31.second.begin(), h31.second.end(), "TRITON_MLA_SPARSE_DSV41=TRITON_MLA_SPARSE_DSV41") !=
+        h31.second.end());
+  // B200: with 0.31 the default is mega attention, and naming it repeats it.
+  const auto b31 = searched("b200", rules31());
+  CHECK(std::find(b31.second.begin(), b31.second.end(), "=FLASHMLA_MEGA_ATTN_DSV41") != b31.second.end());
+  const auto b30 = searched("b200", {});
+  for (const auto& n : b30.second) CHECK(n.find("MEGA") == std::string::npos);
 }

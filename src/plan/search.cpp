@@ -171,7 +171,8 @@ SearchResult search_layouts(const ModelConfig& cfg, const Topology& topo, const 
   if (!opt.fixed.kv_cache_dtype && cfg.family == Family::deepseek_v41) dtypes = {"auto", "nvfp4_ds_mla"};
   const bool every_dp = opt.objective == SearchObjective::gpus;
   // The attention backends: vLLM's choice ("") and every other backend of the family that runs
-  // on the GPU's compute capability (vLLM's --attention-backend).
+  // on the GPU's compute capability (vLLM's --attention-backend) in the vLLM release of the
+  // request (given.release).
   std::vector<std::string> backends = {given.attention_backend.value_or("")};
   if (!opt.fixed.attention_backend && !given.attention_backend) {
     const Target t = base.resolved_target ? *base.resolved_target : resolve_target(base.target);
@@ -179,6 +180,7 @@ SearchResult search_layouts(const ModelConfig& cfg, const Topology& topo, const 
       if (std::find(b.families.begin(), b.families.end(), cfg.family) == b.families.end()) continue;
       if (std::find(b.cc_majors.begin(), b.cc_majors.end(), t.cc.major) == b.cc_majors.end()) continue;
       const std::string name(backend_vllm_name(b.id, cfg.family));
+      if (!release_has_backend_name(name, given.release)) continue;
       if (std::find(backends.begin(), backends.end(), name) == backends.end()) backends.push_back(name);
     }
   }

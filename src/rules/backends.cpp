@@ -30,13 +30,27 @@ constexpr std::string_view kFusedNeedsLayout =
     "dsv4_fused_attention=True is unsupported: needs the fp8_ds_mla or "
     "nvfp4_ds_mla KV cache layout";
 
+constexpr std::string_view kTritonNeedsDsMla = "TRITON_MLA_SPARSE_DSV41 requires fp8_ds_mla KV cache";
+constexpr std::string_view kFlashMlaHeads =
+    "DeepseekV4 FlashMLA does not support {n} heads (FP8 decode kernel requires h_q in {64, 128}).";
+
 constexpr std::array<std::string_view, 7> kKvValues{"auto",     "bfloat16",   "fp8",         "fp8_e4m3",
                                                     "fp8_e5m2", "fp8_ds_mla", "nvfp4_ds_mla"};
 
-constexpr std::array<std::string_view, 7> kBackendNames{
-    "FLASHMLA_SPARSE_DSV41",       "FLASHMLA_SPARSE_DSV4",       "FLASHMLA_SPARSE",
-    "FLASHINFER_MLA_SPARSE_DSV41", "FLASHINFER_MLA_SPARSE_DSV4", "FLASHINFER_MLA_SPARSE",
+constexpr std::string_view kMegaName = "FLASHMLA_MEGA_ATTN_DSV41";
+constexpr std::string_view kTritonName = "TRITON_MLA_SPARSE_DSV41";
+
+// Every name; the last two only where the release has them (release_has_backend_name).
+constexpr std::array<std::string_view, 9> kBackendNames{
+    "FLASHMLA_SPARSE_DSV41",
+    "FLASHMLA_SPARSE_DSV4",
+    "FLASHMLA_SPARSE",
+    "FLASHINFER_MLA_SPARSE_DSV41",
+    "FLASHINFER_MLA_SPARSE_DSV4",
+    "FLASHINFER_MLA_SPARSE",
     "FLASHINFER_MLA_SPARSE_SM120",
+    kMegaName,
+    kTritonName,
 };
 
 using K = KvCacheDtype;
@@ -62,7 +76,11 @@ std::vector<BackendInfo> make_catalogue() {
                   {64, 128},
                   "DeepseekV4 FlashMLA does not support {n} heads (FP8 decode kernel requires h_q in {64, 128}).",
                   "FlashMLA split-KV sparse decode, one tile-scheduler plan per layer type",
-                  true});
+                  true,
+
+                  false,
+
+                  ""});
   c.push_back(BackendInfo{
       BackendId::flashmla_sparse_dsv41_fused,
       "flashmla_sparse_dsv41_fused",
@@ -83,7 +101,11 @@ std::vector<BackendInfo> make_catalogue() {
       "DeepseekV4 FlashMLA does not support {n} heads (FP8 decode kernel requires h_q in {64, 128}).",
       "FlashMLA fused sparse decode (Q RoPE, attention, inverse RoPE, FP8 cast in one kernel; no tile plan while "
       "decode tokens >= dsv4_fused_decode_min_tokens, default 0)",
-      false});
+      false,
+
+      false,
+
+      ""});
   c.push_back(BackendInfo{
       BackendId::flashinfer_mla_sparse_dsv41,
       "flashinfer_mla_sparse_dsv41",
@@ -104,7 +126,11 @@ std::vector<BackendInfo> make_catalogue() {
       "DeepseekV4 FlashInfer MLA Sparse does not support {n} heads (sparse MLA kernel requires h_q in {8, 16, 32, 64, "
       "128}).",
       "FlashInfer TRTLLM-gen sparse MLA decode over plain rows",
-      false});
+      false,
+
+      false,
+
+      ""});
   c.push_back(BackendInfo{
       BackendId::flashinfer_mla_sparse_sm120,
       "flashinfer_mla_sparse_sm120",
@@ -125,7 +151,11 @@ std::vector<BackendInfo> make_catalogue() {
       "DeepseekV4 FlashInfer MLA Sparse does not support {n} heads (sparse MLA kernel requires h_q in {8, 16, 32, 64, "
       "128}).",
       "FlashInfer SM120 sparse MLA decode over fp8_ds_mla pages of 64 rows",
-      false});
+      false,
+
+      false,
+
+      ""});
   c.push_back(
       BackendInfo{BackendId::flashmla_sparse_dsv4,
                   "flashmla_sparse_dsv4",
@@ -145,7 +175,11 @@ std::vector<BackendInfo> make_catalogue() {
                   {64, 128},
                   "DeepseekV4 FlashMLA does not support {n} heads (FP8 decode kernel requires h_q in {64, 128}).",
                   "FlashMLA split-KV sparse decode, one tile-scheduler plan per layer type",
-                  true});
+                  true,
+
+                  false,
+
+                  ""});
   c.push_back(BackendInfo{BackendId::flashmla_sparse,
                           "flashmla_sparse",
                           "FLASHMLA_SPARSE",
@@ -164,7 +198,61 @@ std::vector<BackendInfo> make_catalogue() {
                           {64, 128},
                           "FlashMLA sparse does not support {n} heads (the decode kernel requires h_q in {64, 128}).",
                           "FlashMLA split-KV sparse decode over 656-byte rows, one tile-scheduler plan",
-                          true});
+                          true,
+
+                          false,
+
+                          ""});
+  // vLLM 0.31. Mega attention subclasses the FlashMLA class (its heads pad to 64 / 128, its blocks
+  // are FlashMLA's); an unspecific --kv-cache-dtype becomes its packed record, nvfp4_ds_mla
+  // (packed_kv_cache_dtype). Its decode takes no tile-scheduler metadata and has no fallback.
+  c.push_back(
+      BackendInfo{BackendId::flashmla_mega_attn_dsv41,
+                  "flashmla_mega_attn_dsv41",
+                  kMegaName,
+                  "",
+                  "DeepseekV4MegaAttnAttention",
+                  "vllm/models/deepseek_v41/nvidia/flash_mla_mega_attn.py",
+                  {Family::deepseek_v41},
+                  {10},
+                  {{"auto", K::nvfp4_ds_mla, {}, 0},
+                   {"fp8", K::nvfp4_ds_mla, {}, 0},
+                   {"fp8_e4m3", K::nvfp4_ds_mla, {}, 0},
+                   {"fp8_e5m2", K::nvfp4_ds_mla, {}, 0},
+                   {"fp8_ds_mla", K::fp8_ds_mla, {}, 0},
+                   {"nvfp4_ds_mla", K::nvfp4_ds_mla, {}, 0},
+                   {"bfloat16", std::nullopt, kFp8LayoutOnly, 0}},
+                  {64, 128},
+                  kFlashMlaHeads,
+                  "FlashMLA mega attention (Q RoPE, sparse attention, inverse RoPE and the FP8 cast for wo_a in "
+                  "one decode kernel; no tile-scheduler plan, no split-KV fallback)",
+                  false,
+                  false,
+                  "0.31.0"});
+  // Opt-in SM90 Triton backend: native 8 or 16 heads, FlashMLA's pages (its backend subclasses
+  // the V4.1 FlashMLA backend), an empty tile scheduler.
+  c.push_back(BackendInfo{BackendId::triton_mla_sparse_dsv41,
+                          "triton_mla_sparse_dsv41",
+                          kTritonName,
+                          "",
+                          "DeepseekV41TritonSparseAttention",
+                          "vllm/models/deepseek_v41/nvidia/triton_sparse.py",
+                          {Family::deepseek_v41},
+                          {9},
+                          {{"auto", K::fp8_ds_mla, {}, 0},
+                           {"fp8", K::fp8_ds_mla, {}, 0},
+                           {"fp8_ds_mla", K::fp8_ds_mla, {}, 0},
+                           {"fp8_e4m3", std::nullopt, kTritonNeedsDsMla, 0},
+                           {"fp8_e5m2", std::nullopt, kTritonNeedsDsMla, 0},
+                           {"nvfp4_ds_mla", std::nullopt, kTritonNeedsDsMla, 0},
+                           {"bfloat16", std::nullopt, kTritonNeedsDsMla, 0}},
+                          {8, 16},
+                          "TRITON_MLA_SPARSE_DSV41 requires 8 or 16 local heads",
+                          "Triton small-head sparse decode over fp8_ds_mla pages, heads unpadded (no tile-scheduler "
+                          "plan)",
+                          false,
+                          true,
+                          "0.31.0"});
   return c;
 }
 
@@ -213,6 +301,38 @@ std::string_view to_string(KvCacheDtype d) {
 }
 
 std::span<const BackendInfo> backend_catalogue() { return catalogue(); }
+
+bool release_has_backend_name(std::string_view name, const BackendReleaseRules& release) {
+  if (name == kMegaName) return release.v41_mega_attention_default;
+  if (name == kTritonName) return release.v41_triton_sm90;
+  return std::find(kBackendNames.begin(), kBackendNames.end(), name) != kBackendNames.end();
+}
+
+std::string mega_attention_declines(const ModelConfig& cfg, const ComputeCapability& cc,
+                                    std::int64_t tensor_parallel_size) {
+  // vllm/models/deepseek_v41/nvidia/flash_mla_mega_attn.py: is_flashmla_mega_attn_supported and
+  // DeepseekV4MegaAttnAttention.is_available_for, in their order.
+  if (cc.major != 10) return "FlashMLA mega attention requires sm_10x GPUs.";
+  const std::int64_t tp = std::max<std::int64_t>(tensor_parallel_size, 1);
+  const std::int64_t heads = cfg.num_attention_heads;
+  const std::int64_t groups = cfg.checkpoint.o_groups;
+  const std::int64_t g = kMegaAttentionGroupHeads;
+  const std::string on = "TP" + std::to_string(tp) + " on a " + std::to_string(heads) + "-head model";
+  if (heads % tp != 0) return on + ": TP does not divide the heads";
+  const std::int64_t local = heads / tp;
+  const std::string leaves = on + " leaves " + std::to_string(local) + " heads per rank";
+  if (groups <= 0 || groups % tp != 0) {
+    return leaves + " and does not divide its " + std::to_string(std::max<std::int64_t>(groups, 0)) +
+           " wo_a groups (o_groups); the kernel needs " + std::to_string(g) + " heads per wo_a group";
+  }
+  const std::int64_t local_groups = groups / tp;
+  if (local % g != 0) return leaves + ", not a multiple of " + std::to_string(g);
+  if (local / local_groups != g) {
+    return leaves + " in " + std::to_string(local_groups) + " wo_a groups, " + std::to_string(local / local_groups) +
+           " heads per group; the kernel needs " + std::to_string(g);
+  }
+  return {};
+}
 
 const BackendInfo& backend_info(BackendId id) {
   const auto i = static_cast<std::size_t>(id);
@@ -275,8 +395,9 @@ KvResolution resolve_kv_cache_dtype(BackendId backend, std::string_view value, i
 
 std::optional<std::int64_t> padded_heads(BackendId backend, std::int64_t local_heads) {
   if (local_heads < 1) return std::nullopt;
-  for (auto h : backend_info(backend).head_paddings) {
-    if (local_heads <= h) return h;
+  const auto& b = backend_info(backend);
+  for (auto h : b.head_paddings) {
+    if (b.exact_heads ? local_heads == h : local_heads <= h) return h;
   }
   return std::nullopt;
 }
@@ -293,6 +414,9 @@ std::vector<std::int64_t> backend_block_sizes(BackendId backend, Family family, 
       return {kSm120PageStates, 2 * kSm120PageStates};
     case BackendId::flashmla_sparse_dsv4: return {256};
     case BackendId::flashmla_sparse: return {64};
+    // Both subclass V4.1's FlashMLA backend and keep its get_supported_kernel_block_sizes.
+    case BackendId::flashmla_mega_attn_dsv41:
+    case BackendId::triton_mla_sparse_dsv41: return {cc.major == 9 ? 64 : 128};
   }
   return {64};
 }
@@ -312,18 +436,33 @@ std::int64_t backend_window_block(BackendId backend, Family family) {
 
 BackendChoice choose_backend(const ModelConfig& cfg, const Target& target,
                              const std::optional<std::string>& attention_backend, FusedAttention fused,
-                             std::string_view kv_cache_dtype) {
+                             std::string_view kv_cache_dtype, std::int64_t tensor_parallel_size,
+                             const BackendReleaseRules& release) {
   BackendChoice ch;
   const int major = target.cc.major;
   const std::string on = " on " + target.cc.sm();
+  // vLLM 0.31's V4.1 selector (vllm/models/deepseek_v41/nvidia/model.py _select_dsv4_attn_cls).
+  const bool selector31 = release.v41_mega_attention_default && cfg.family == Family::deepseek_v41;
   std::string name;
   if (attention_backend) {
     name = upper(*attention_backend);
-    if (std::find(kBackendNames.begin(), kBackendNames.end(), name) == kBackendNames.end()) {
-      const std::vector<std::string> all(kBackendNames.begin(), kBackendNames.end());
+    std::vector<std::string_view> known;
+    for (auto n : kBackendNames) {
+      if (release_has_backend_name(n, release)) known.push_back(n);
+    }
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      const std::string release_words =
+          release.version.empty() ? "the vLLM release modelled" : "vLLM " + std::string(release.version);
+      for (const auto& b : catalogue()) {
+        if (b.vllm_name == name && !b.first_release.empty()) {
+          throw_usage("--attention-backend: " + name + " is new in vLLM " + std::string(b.first_release) + "; " +
+                      release_words + " does not have it; allowed: " + join_names(known));
+        }
+      }
+      const std::vector<std::string> all(known.begin(), known.end());
       throw_usage("--attention-backend: " + quoted(*attention_backend) +
-                  " is not a sparse-MLA attention backend vLLM selects for DeepSeek; allowed: " +
-                  join_names(kBackendNames) + did_you_mean_suffix(*attention_backend, all));
+                  " is not a sparse-MLA attention backend vLLM selects for DeepSeek; allowed: " + join_names(known) +
+                  did_you_mean_suffix(*attention_backend, all));
     }
     ch.by_default = false;
   }
@@ -338,6 +477,7 @@ BackendChoice choose_backend(const ModelConfig& cfg, const Target& target,
   };
 
   const bool flashinfer_name = name == "FLASHINFER_MLA_SPARSE_DSV41" || name == "FLASHINFER_MLA_SPARSE_DSV4";
+  const bool new_name = name == kMegaName || name == kTritonName;
   BackendId id = flashmla_of(cfg.family);
   switch (cfg.family) {
     case Family::deepseek_v41:
@@ -349,15 +489,24 @@ BackendChoice choose_backend(const ModelConfig& cfg, const Target& target,
                           "V4.1 FlashInfer sparse MLA.",
                       "use --attention-backend FLASHINFER_MLA_SPARSE_DSV41");
       }
-      if (flashinfer_name || (!attention_backend && major == 12)) {
+      if (name == kMegaName) {
+        id = BackendId::flashmla_mega_attn_dsv41;
+      } else if (name == kTritonName) {
+        id = BackendId::triton_mla_sparse_dsv41;
+      } else if (flashinfer_name || (!attention_backend && major == 12)) {
         id = major == 12 ? BackendId::flashinfer_mla_sparse_sm120 : BackendId::flashinfer_mla_sparse_dsv41;
+      } else if (selector31 && !attention_backend && major == 10) {
+        // Mega attention is the SM100 default where it is available; a topology it declines
+        // falls through to FlashMLA.
+        ch.mega_declined = mega_attention_declines(cfg, target.cc, tensor_parallel_size);
+        id = ch.mega_declined.empty() ? BackendId::flashmla_mega_attn_dsv41 : BackendId::flashmla_sparse_dsv41;
       } else {
         id = BackendId::flashmla_sparse_dsv41;
       }
       break;
     case Family::deepseek_v4:
       if (name == "FLASHINFER_MLA_SPARSE" || name == "FLASHINFER_MLA_SPARSE_SM120" ||
-          name == "FLASHINFER_MLA_SPARSE_DSV41" || name == "FLASHMLA_SPARSE_DSV41") {
+          name == "FLASHINFER_MLA_SPARSE_DSV41" || name == "FLASHMLA_SPARSE_DSV41" || new_name) {
         return refuse(major == 12 ? BackendId::flashinfer_mla_sparse_sm120 : BackendId::flashmla_sparse_dsv4,
                       "backend.attention_backend",
                       name +
@@ -389,6 +538,18 @@ BackendChoice choose_backend(const ModelConfig& cfg, const Target& target,
   }
 
   const auto& info = backend_info(id);
+  if (id == BackendId::triton_mla_sparse_dsv41 && !(major == 9 && target.cc.minor == 0)) {
+    // DeepseekV41TritonSparseAttention.validate_config: capability exactly 9.0.
+    return refuse(id, "backend.arch",
+                  "TRITON_MLA_SPARSE_DSV41 requires SM90; target " + target.id + " is " + arch_words(target),
+                  "use a compute capability 9.0 GPU (--gpu h200), or omit --attention-backend");
+  }
+  if (id == BackendId::flashmla_mega_attn_dsv41 && major != 10) {
+    return refuse(
+        id, "backend.arch",
+        "FlashMLA mega attention requires sm_10x GPUs. Target " + target.id + " is " + arch_words(target) + ".",
+        "use a compute capability 10.x GPU (--gpu b200), or omit --attention-backend");
+  }
   if (std::find(info.cc_majors.begin(), info.cc_majors.end(), major) == info.cc_majors.end()) {
     std::string msg;
     std::string fix;
@@ -416,9 +577,41 @@ BackendChoice choose_backend(const ModelConfig& cfg, const Target& target,
     }
     return refuse(id, "backend.arch", msg, fix);
   }
+  if (id == BackendId::flashmla_mega_attn_dsv41 && attention_backend) {
+    // Named, the class is built without asking is_available_for; its __init__ raises on the
+    // heads. A TP that does not divide the heads is backend.tensor_parallel's.
+    const std::int64_t tp = std::max<std::int64_t>(tensor_parallel_size, 1);
+    const std::string why = mega_attention_declines(cfg, target.cc, tp);
+    if (!why.empty() && cfg.num_attention_heads % tp == 0) {
+      const std::int64_t local = cfg.num_attention_heads / tp;
+      const std::string g = std::to_string(kMegaAttentionGroupHeads);
+      const std::string text = local % kMegaAttentionGroupHeads != 0
+                                   ? "mega attention needs the local head count (" + std::to_string(local) +
+                                         ") to be a multiple of " + g + "."
+                                   : "mega attention needs " + g + " heads per wo_a group.";
+      std::vector<std::int64_t> ok;
+      for (std::int64_t t = 1; t <= cfg.num_attention_heads; ++t) {
+        if (mega_attention_declines(cfg, target.cc, t).empty()) ok.push_back(t);
+      }
+      std::string tps;
+      for (auto t : ok) tps += (tps.empty() ? "" : ", ") + std::to_string(t);
+      return refuse(id, "backend.query_heads", text + " (" + why + ")",
+                    (ok.empty() ? std::string() : "use --tensor-parallel-size " + tps + ", or ") +
+                        "omit --attention-backend (vLLM's default then runs FLASHMLA_SPARSE_DSV41)");
+    }
+  }
 
-  // The fused FlashMLA path (V4.1 on SM100): attention_config.dsv4_fused_attention, None = auto.
-  if (id == BackendId::flashmla_sparse_dsv41 && fused != FusedAttention::off) {
+  if (selector31) {
+    // The 0.31 selector has no fused FlashMLA class: FlashMLA is the split-KV class, and mega
+    // attention is the fused kernel.
+    if (fused != FusedAttention::auto_) {
+      ch.fused_off_reason =
+          "--dsv4-fused-attention has no effect: the DeepSeek V4.1 selector of " +
+          (release.version.empty() ? std::string("this vLLM release") : "vLLM " + std::string(release.version)) +
+          " has no fused FlashMLA class (" + std::string(kMegaName) + " runs the fused kernel)";
+    }
+  } else if (id == BackendId::flashmla_sparse_dsv41 && fused != FusedAttention::off) {
+    // The fused FlashMLA path (V4.1 on SM100): attention_config.dsv4_fused_attention, None = auto.
     std::string reason;
     if (major != 10) {
       reason = "the fused sparse kernel is built for SM100 only; target " + target.id + " is " + target.cc.sm();
@@ -447,6 +640,7 @@ BackendChoice choose_backend(const ModelConfig& cfg, const Target& target,
   ch.how = asked + (id == BackendId::flashmla_sparse_dsv41_fused && fused == FusedAttention::auto_
                         ? ", fused because attention_config.dsv4_fused_attention is unset and the kernel has the shape"
                         : "");
+  if (!ch.mega_declined.empty()) ch.how += "; " + std::string(kMegaName) + " declined: " + ch.mega_declined;
   return ch;
 }
 

@@ -208,7 +208,8 @@ std::string accepted_kv_values(BackendId b, int cc_major) {
 
 bool is_flashmla(BackendId b) {
   return b == BackendId::flashmla_sparse_dsv41 || b == BackendId::flashmla_sparse_dsv41_fused ||
-         b == BackendId::flashmla_sparse_dsv4 || b == BackendId::flashmla_sparse;
+         b == BackendId::flashmla_sparse_dsv4 || b == BackendId::flashmla_sparse ||
+         b == BackendId::flashmla_mega_attn_dsv41;
 }
 
 }  // namespace
@@ -293,7 +294,8 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
   }
   if (r.usable) {
     try {
-      r.backend = choose_backend(cfg, target, o.attention_backend, o.fused_attention, kv_value);
+      r.backend = choose_backend(cfg, target, o.attention_backend, o.fused_attention, kv_value, o.tensor_parallel_size,
+                                 o.release);
     } catch (const Error& e) {
       checks.push_back(usage_check("layout.attention_backend", e.what()));
       r.usable = false;
@@ -340,7 +342,8 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
                                                                 r.backend.how +
                                                                 "): " + std::string(backend_info(b).decode_path)));
   }
-  if (!r.backend.fused_off_reason.empty() && o.fused_attention == FusedAttention::auto_ && cc.major == 10) {
+  if (!r.backend.fused_off_reason.empty() &&
+      ((o.fused_attention == FusedAttention::auto_ && cc.major == 10) || o.release.v41_mega_attention_default)) {
     checks.push_back(info_check("backend.fused_attention", r.backend.fused_off_reason));
   }
 
@@ -372,6 +375,14 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
     if (kv_value == "nvfp4_ds_mla" && cfg.family == Family::deepseek_v41 && is_flashmla(b) && cc.major != 10) {
       msg = "nvfp4_ds_mla needs SM100 (FlashMLA V4.1 fp8/fp4 sparse decode); " + tgt;
       fix = "use --kv-cache-dtype fp8_ds_mla, or a compute capability 10.x GPU (--gpu b200)";
+    } else if (kv_value == "nvfp4_ds_mla" && b == BackendId::flashmla_sparse_dsv41 &&
+               o.release.v41_mega_attention_default) {
+      // vLLM 0.31: mega attention is the layer that stores nvfp4_ds_mla.
+      fix = r.backend.mega_declined.empty()
+                ? "use --attention-backend FLASHMLA_MEGA_ATTN_DSV41 (it stores nvfp4_ds_mla), or --kv-cache-dtype "
+                  "fp8_ds_mla"
+                : "use --kv-cache-dtype fp8_ds_mla (FLASHMLA_MEGA_ATTN_DSV41, which stores nvfp4_ds_mla, declined: " +
+                      r.backend.mega_declined + ")";
     } else if (kv_value == "nvfp4_ds_mla" && b == BackendId::flashmla_sparse_dsv41) {
       // Unset, the flag only helps where the fused path has the model's shape; when it is off for
       // another reason (heads per o_group) say that instead.
@@ -448,6 +459,20 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
                        "DP attention (--data-parallel-size) keeps all " + std::to_string(heads) + " heads on each rank",
                        p + "/num_attention_heads"));
       }
+    } else if (backend_info(b).exact_heads) {
+      // The kernel runs the local heads as they are: only its head counts, no padding.
+      const auto& pads = backend_info(b).head_paddings;
+      std::vector<std::int64_t> tps;
+      for (std::int64_t t = 1; t <= heads && t <= P; ++t) {
+        if (heads % t == 0 && std::find(pads.begin(), pads.end(), heads / t) != pads.end()) tps.push_back(t);
+      }
+      checks.push_back(unsupported_check("backend.query_heads",
+                                         std::string(backend_info(b).head_refusal) + " (--tensor-parallel-size " +
+                                             std::to_string(r.parallel.tensor_parallel_size) + " leaves " +
+                                             std::to_string(r.parallel.local_query_heads) + " query heads per rank; " +
+                                             b_title + " runs " + join(pads) + " heads unpadded)",
+                                         tps.empty() ? std::string{} : "use --tensor-parallel-size " + join(tps),
+                                         p + "/num_attention_heads"));
     } else {
       const auto& pads = backend_info(b).head_paddings;
       std::int64_t min_tp = 0;
@@ -668,6 +693,12 @@ void judge(KernelShape& s, BackendId b, const ModelConfig& cfg, const Target& ta
     case BackendId::flashinfer_mla_sparse_dsv41:
       s.note = "FlashInfer >= 0.6.14 has sparse MLA for h_q 8, 16, 32, 64 and 128";
       return;
+    case BackendId::flashmla_mega_attn_dsv41:
+      // Its availability (8 heads per local wo_a group) is decided with the choice.
+      return;
+    case BackendId::triton_mla_sparse_dsv41:
+      s.note = "Triton kernels compiled for the shape at start-up (BLOCK_H 16)";
+      return;
     case BackendId::flashinfer_mla_sparse_sm120:
       if (s.page_rows != kSm120PageStates) {
         s.status = ShapeStatus::missing;
@@ -708,6 +739,8 @@ std::vector<KernelShape> kernel_shapes(const ModelConfig& cfg, const Topology& t
       case BackendId::flashmla_sparse_dsv41_fused: return "FlashMLA fused sparse sm100";
       case BackendId::flashinfer_mla_sparse_dsv41: return "FlashInfer TRTLLM-gen sparse MLA";
       case BackendId::flashinfer_mla_sparse_sm120: return "FlashInfer SM120 DSV4 sparse MLA";
+      case BackendId::flashmla_mega_attn_dsv41: return "FlashMLA mega attention sm100";
+      case BackendId::triton_mla_sparse_dsv41: return "Triton small-head sparse sm90";
     }
     return "?";
   }();
@@ -880,6 +913,17 @@ RulesVerdict judge_request(const ModelConfig& cfg, const Topology& topo, const T
   const LayoutResolution& resolution = verdict.resolution;
   const bool usable = resolution.options.usable;
   for (const auto& c : resolution.checks) out.push_back(RuleResult{c.finding, c.kind});
+  if (usable && resolution.options.backend.id == BackendId::triton_mla_sparse_dsv41) {
+    // The Triton backend's validate_config says these in its own words.
+    for (auto& x : out) {
+      if (x.finding.severity != Severity::error) continue;
+      if (x.finding.id == "backend.head_size") {
+        x.finding.message += " (TRITON_MLA_SPARSE_DSV41 requires 512D heads and 64D RoPE)";
+      } else if (x.finding.id == "backend.model_dtype") {
+        x.finding.message += " (TRITON_MLA_SPARSE_DSV41 requires BF16 queries)";
+      }
+    }
+  }
 
   // Kernel shapes: a missing one is an error; an unknown one a warning. Only where no other rule
   // failed (a refused backend, a head size or width the backend cannot take says so already).

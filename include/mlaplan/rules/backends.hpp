@@ -26,8 +26,10 @@ enum class BackendId {
   flashinfer_mla_sparse_sm120,  ///< FLASHINFER_MLA_SPARSE_DSV41 / _DSV4 on SM12x: the SM120 class (V4, V4.1)
   flashmla_sparse_dsv4,         ///< FLASHMLA_SPARSE_DSV4 (V4.0)
   flashmla_sparse,              ///< FLASHMLA_SPARSE, vLLM's older FlashMLA sparse backend (V3.2)
+  flashmla_mega_attn_dsv41,     ///< FLASHMLA_MEGA_ATTN_DSV41, FlashMLA's mega-attention kernel (V4.1, SM100; vLLM 0.31)
+  triton_mla_sparse_dsv41,      ///< TRITON_MLA_SPARSE_DSV41, opt-in native-head Triton (V4.1, SM90; vLLM 0.31)
 };
-inline constexpr std::size_t kBackendCount = 6;
+inline constexpr std::size_t kBackendCount = 8;
 
 /// The kv-cache layout a backend stores after resolving --kv-cache-dtype.
 enum class KvCacheDtype {
@@ -62,6 +64,12 @@ struct BackendInfo {
   std::string_view head_refusal;            ///< vLLM's text for more local heads than the largest ("{n}": heads)
   std::string_view decode_path;             ///< for people: what runs a decode step
   bool tile_plans = false;                  ///< decode runs FlashMLA's split-KV kernel with tile-scheduler plans
+  /// The kernel runs exactly the head_paddings counts, unpadded: other local head counts are
+  /// refused (head_refusal) instead of padded up.
+  bool exact_heads = false;
+  /// The first modelled vLLM release whose selector takes the name ("" for every modelled one);
+  /// BackendReleaseRules says whether the release in use has it.
+  std::string_view first_release;
 };
 
 /// The catalogue, in BackendId order.
@@ -105,8 +113,32 @@ std::int64_t fixed_page_states(BackendId backend, Family family);
 /// Window-cache tokens per page: V4.1 32 (the SM120 class: 64), V4.0 64, V3.2 0 (no window).
 std::int64_t backend_window_block(BackendId backend, Family family);
 
-/// The --attention-backend values vLLM takes for `family` (with the ones it refuses for it).
+/// Every --attention-backend value mla-plan knows (with the ones vLLM refuses for a family, and
+/// the ones only some releases have: BackendReleaseRules).
 std::span<const std::string_view> attention_backend_values();
+
+/// The facts of the vLLM release in use that change the backend choice (engine/vllm/release.hpp's
+/// VllmRelease carries them; the rules take this copy so they need no engine header). The
+/// defaults are the releases before 0.31: no FLASHMLA_MEGA_ATTN_DSV41, no TRITON_MLA_SPARSE_DSV41.
+struct BackendReleaseRules {
+  /// vLLM 0.31's V4.1 selector: FLASHMLA_MEGA_ATTN_DSV41 is a name and the SM100 default where
+  /// it is available (else split-KV FlashMLA; the selector has no fused FlashMLA class).
+  bool v41_mega_attention_default = false;
+  /// TRITON_MLA_SPARSE_DSV41 (SM90, 8 or 16 local heads, opt-in) is a name.
+  bool v41_triton_sm90 = false;
+  std::string_view version;  ///< "0.31.0", for messages only ("" when not known)
+};
+/// Whether `release` has the --attention-backend value `name` (upper case).
+bool release_has_backend_name(std::string_view name, const BackendReleaseRules& release);
+
+/// Why FLASHMLA_MEGA_ATTN_DSV41 declines the model at `tensor_parallel_size` on `cc` (its
+/// is_available_for: compute capability 10.x; heads and o_groups divisible by TP; local heads a
+/// multiple of 8 and exactly 8 per local wo_a group), "" when it is available: "TP16 on a
+/// 64-head model leaves 4 heads per rank, ...".
+std::string mega_attention_declines(const ModelConfig& cfg, const ComputeCapability& cc,
+                                    std::int64_t tensor_parallel_size);
+/// The kernel's heads per wo_a group (vLLM's WV_GROUP_SIZE).
+inline constexpr std::int64_t kMegaAttentionGroupHeads = 8;
 
 /// How the backend was chosen.
 struct BackendChoice {
@@ -122,6 +154,9 @@ struct BackendChoice {
   /// The fused FlashMLA path was asked for or resolved (attention_config.dsv4_fused_attention):
   /// the reason it is off when it is ("" when on or not applicable).
   std::string fused_off_reason;
+  /// vLLM 0.31's default asked FLASHMLA_MEGA_ATTN_DSV41 first and it declined: why
+  /// (mega_attention_declines()); "" otherwise.
+  std::string mega_declined;
 };
 
 /// --dsv4-fused-attention: vLLM's attention_config.dsv4_fused_attention (None: auto).
@@ -130,10 +165,14 @@ enum class FusedAttention { auto_, on, off };
 /// vLLM's choice (vllm/models/deepseek_v4_1/nvidia/model.py _select_dsv4_attn_cls, and the V4.0 / V3.2
 /// backends' capability checks): the SM120 class on 12.x by default, FlashMLA elsewhere, fused on
 /// SM100 when attention_config.dsv4_fused_attention allows it and the kernel has the model's
-/// shape (8 heads per o_group, a FlashMLA kv layout). `attention_backend` is vLLM's spelling
-/// (case-insensitive); an unknown value is Error(usage) listing the values and the nearest.
+/// shape (8 heads per o_group, a FlashMLA kv layout). With `release`'s 0.31 selector, V4.1 on
+/// 10.x defaults to FLASHMLA_MEGA_ATTN_DSV41 where it is available at `tensor_parallel_size`,
+/// else to split-KV FlashMLA. `attention_backend` is vLLM's spelling (case-insensitive); an
+/// unknown value, or one `release` does not have, is Error(usage) listing the values and the
+/// nearest.
 BackendChoice choose_backend(const ModelConfig& cfg, const Target& target,
                              const std::optional<std::string>& attention_backend, FusedAttention fused,
-                             std::string_view kv_cache_dtype);
+                             std::string_view kv_cache_dtype, std::int64_t tensor_parallel_size = 1,
+                             const BackendReleaseRules& release = {});
 
 }  // namespace mlaplan

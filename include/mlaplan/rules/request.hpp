@@ -95,6 +95,9 @@ struct LayoutOptions {
   bool enable_expert_parallel = false;            ///< --enable-expert-parallel
   EngramPlacement engram = EngramPlacement::gpu;  ///< --engram gpu | offload
   bool language_model_only = false;               ///< --language-model-only: no vision tower
+  /// The vLLM release's backend facts (engine/vllm/release.hpp gives them per release); the
+  /// default is the releases before 0.31.
+  BackendReleaseRules release;
 };
 
 /// One check result: a finding plus the exit-code kind it carries when its severity is error

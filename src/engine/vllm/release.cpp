@@ -90,6 +90,14 @@ std::span<const VllmRelease> vllm_releases() { return kReleases; }
 
 const VllmRelease& newest_vllm_release() { return kReleases.back(); }
 
+BackendReleaseRules backend_release_rules(const VllmRelease& release) {
+  BackendReleaseRules r;
+  r.v41_mega_attention_default = release.v41_mega_attention_default;
+  r.v41_triton_sm90 = release.v41_triton_sm90;
+  r.version = release.version;
+  return r;
+}
+
 std::string vllm_release_list() {
   std::string s;
   for (const auto& r : kReleases) {

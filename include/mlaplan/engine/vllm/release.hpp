@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "mlaplan/engine/vllm/vllm_kv.hpp"
+#include "mlaplan/rules/backends.hpp"
 
 namespace mlaplan {
 
@@ -71,6 +72,9 @@ std::span<const VllmRelease> vllm_releases();
 const VllmRelease& newest_vllm_release();
 /// "0.25.0, 0.25.1, 0.26.0, ..."
 std::string vllm_release_list();
+
+/// The release's facts the backend choice reads (choose_backend, LayoutOptions::release).
+BackendReleaseRules backend_release_rules(const VllmRelease& release);
 
 /// --vllm-version: "0.30", "0.30.0", "v0.30.0", "0.27" (the newest patch of 0.27 modelled).
 /// Error(usage) naming --vllm-version, the value and the modelled releases otherwise.
