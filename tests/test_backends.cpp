@@ -871,6 +871,7 @@ TEST_CASE("fit: the GPU KV cache follows the backend's rows on B200", "[backends
     r.layout.tensor_parallel_size = 8;
     r.layout.attention_backend = std::move(backend);
     r.layout.kv_cache_dtype = kv;
+    r.deploy.vllm_version = "0.30.0";  // 0.30's default on B200: fused FlashMLA
     r.schedules = false;
     r.suggestions = false;
     return make_plan(config_path("deepseek-v4.1-flash.json"), r);
@@ -1683,7 +1684,7 @@ TEST_CASE("vLLM 0.31: the plan of each backend", "[backends][v031][plan]") {
     r.target.gpu = g;
     r.layout.tensor_parallel_size = tp;
     r.layout.attention_backend = std::move(backend);
-    r.layout.release = rel;
+    r.deploy.vllm_version = rel.v41_mega_attention_default ? "0.31.0" : "0.30.0";  // the plan's release
     r.suggestions = false;
     return make_plan(config_path("deepseek-v4.1-flash.json"), r);
   };
@@ -1741,7 +1742,7 @@ TEST_CASE("vLLM 0.31: the search tries the two backends only where the release h
     PlanRequest base;
     base.target.gpu = g;
     base.layout.tensor_parallel_size = 8;
-    base.layout.release = rel;
+    base.deploy.vllm_version = rel.v41_mega_attention_default ? "0.31.0" : "0.30.0";
     SearchOptions opt;
     opt.gpus = 8;
     opt.fixed = SearchFixed{true, true, true, true, true, true, true, false};

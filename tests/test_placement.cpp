@@ -314,6 +314,8 @@ TEST_CASE("placement: V4.1 Engram on the GPU or offloaded", "[placement]") {
   for (std::int64_t tp : {1, 2, 8}) {
     INFO("TP " << tp);
     ParallelLayout l = layout(tp);
+    CHECK(l.engram == EngramPlacement::offload);  // vLLM's default (VLLM_PLE_CPU_OFFLOAD)
+    l.engram = EngramPlacement::gpu;
     const Placement gpu = place_weights(cfg, w, l);
     l.engram = EngramPlacement::offload;
     const Placement off = place_weights(cfg, w, l);
@@ -330,6 +332,43 @@ TEST_CASE("placement: V4.1 Engram on the GPU or offloaded", "[placement]") {
     if (tp == 1) CHECK(diff == engram);
     CHECK(gpu.replicated_bytes + gpu.tensor_bytes + gpu.expert_bytes == w.main.bytes);
     CHECK(off.replicated_bytes + off.tensor_bytes + off.expert_bytes + off.host_bytes == w.main.bytes);
+  }
+}
+
+TEST_CASE("placement: vLLM's MXFP4 MoE kernels pad a GPU's share of V4.1's experts to 128", "[placement]") {
+  // V4.1-Flash: moe_intermediate_size 2304, 384 routed FP4 experts over 40 layers (268.95 GiB).
+  const ModelConfig cfg = load_config(src("configs/deepseek-v4.1-flash.json"));
+  const WeightsReport w = compute_weights(cfg, WeightsOptions{false});
+  const double experts = static_cast<double>(w.part(WeightPart::routed_experts).bytes);
+  struct Case {
+    std::int64_t tp;
+    double padded_over_share;  // round_up(2304 / TP, 128) / (2304 / TP)
+  };
+  for (const Case c : {Case{1, 1.0}, Case{2, 1.0}, Case{4, 640.0 / 576.0}, Case{8, 384.0 / 288.0}}) {
+    INFO("TP " << c.tp);
+    ParallelLayout l = layout(c.tp, 1, 1, false);  // experts tensor-sharded
+    const Placement p = place_weights(cfg, w, l);
+    REQUIRE(p.ok());
+    const RankWeights& r = p.stages[0];
+    const double share = experts / static_cast<double>(c.tp);
+    CHECK(static_cast<double>(r.part_bytes[static_cast<std::size_t>(WeightPart::routed_experts)]) ==
+          Approx(share * c.padded_over_share).epsilon(1e-6));
+    CHECK(static_cast<double>(r.expert_padding_bytes) == Approx(share * (c.padded_over_share - 1.0)).margin(64));
+    bool said = false;
+    for (const auto& f : p.findings) said = said || f.id == "placement.moe_padding";
+    CHECK(said == (c.padded_over_share > 1.0));
+    // With expert parallelism every GPU holds whole experts: no padding.
+    l.enable_expert_parallel = true;
+    CHECK(place_weights(cfg, w, l).stages[0].expert_padding_bytes == 0);
+  }
+  // TP 4: 67.24 GiB of experts per GPU become 74.71 GiB (the ~7.5 GiB a real TP 4 log shows beyond the checkpoint).
+  const Placement tp4 = place_weights(cfg, w, layout(4, 1, 1, false));
+  CHECK(static_cast<double>(tp4.stages[0].expert_padding_bytes) / (1 << 30) == Approx(7.47).margin(0.01));
+  // V4-Flash's 2048 divides into multiples of 128 at TP 1..16: never padded.
+  const ModelConfig v4 = load_config(src("configs/deepseek-v4-flash.json"));
+  const WeightsReport w4 = compute_weights(v4, WeightsOptions{false});
+  for (std::int64_t tp : {2, 4, 8}) {
+    CHECK(place_weights(v4, w4, layout(tp, 1, 1, false)).stages[0].expert_padding_bytes == 0);
   }
 }
 

@@ -274,6 +274,7 @@ ojson vllm_kv_json(const VllmKvConfig& kv) {
 ojson fit_json(const Fit& f) {
   ojson j;
   j["engine"] = "vLLM " + std::string(f.release->version);
+  // The release and what it decided (release.hpp); "vllm" holds the numbers vLLM prints.
   {
     const VllmRelease& r = *f.release;
     ojson v;
@@ -300,7 +301,7 @@ ojson fit_json(const Fit& f) {
     } else {
       v["other_kv_planner"] = nullptr;
     }
-    j["vllm"] = std::move(v);
+    j["vllm_release"] = std::move(v);
   }
   j["fits"] = f.fits;
   j["decided"] = f.decided;

@@ -202,7 +202,7 @@ std::vector<std::string> layout_flag_args(const ParallelLayout& pl) {
   if (pl.data_parallel_size > 1) a.insert(a.end(), {"--dp", std::to_string(pl.data_parallel_size)});
   if (pl.pipeline_parallel_size > 1) a.insert(a.end(), {"--pp", std::to_string(pl.pipeline_parallel_size)});
   if (pl.enable_expert_parallel) a.emplace_back("--enable-expert-parallel");
-  if (pl.engram == EngramPlacement::offload) a.insert(a.end(), {"--engram", "offload"});
+  if (pl.engram == EngramPlacement::gpu) a.insert(a.end(), {"--engram", "gpu"});
   return a;
 }
 
@@ -608,6 +608,8 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
   p.target = req.resolved_target ? *req.resolved_target : resolve_target(req.target);
   LayoutOptions layout_options = req.layout;
   layout_options.num_speculative_tokens = req.batch.spec_tokens;
+  // The release decides which backends vLLM has and picks by default (release.hpp).
+  layout_options.release = backend_release_rules(plan_release(req));
   // The request is resolved once: the rules' resolution is what the layout, the placement, the
   // budget and the fit are built from. A usage error stops the plan here and nowhere else.
   RulesVerdict verdict = judge_request(config, topology, p.target, RuleOptions{req.dtype, layout_options});

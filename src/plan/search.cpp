@@ -110,7 +110,7 @@ std::string SearchCandidate::label() const {
   if (pipeline_parallel_size > 1) s += " x PP " + std::to_string(pipeline_parallel_size);
   if (decode_context_parallel_size > 1) s += " x DCP " + std::to_string(decode_context_parallel_size);
   if (expert_parallel) s += ", EP";
-  if (engram == EngramPlacement::offload) s += ", Engram offload";
+  if (engram == EngramPlacement::gpu) s += ", Engram on GPU";
   if (kv_cache_dtype != "auto") s += ", " + kv_cache_dtype;
   if (!attention_backend.empty()) s += ", " + attention_backend;
   return s;
@@ -120,7 +120,7 @@ std::string SearchCandidate::family() const {
   std::string s = "TP " + std::to_string(tensor_parallel_size);
   if (pipeline_parallel_size > 1) s += " with PP";
   if (expert_parallel) s += ", EP";
-  if (engram == EngramPlacement::offload) s += ", Engram offload";
+  if (engram == EngramPlacement::gpu) s += ", Engram on GPU";
   if (kv_cache_dtype != "auto") s += ", " + kv_cache_dtype;
   return s;
 }
@@ -174,13 +174,16 @@ SearchResult search_layouts(const ModelConfig& cfg, const Topology& topo, const 
   // on the GPU's compute capability (vLLM's --attention-backend) in the vLLM release of the
   // request (given.release).
   std::vector<std::string> backends = {given.attention_backend.value_or("")};
+  const BackendReleaseRules release =
+      backend_release_rules(base.deploy.vllm_version.empty() ? newest_vllm_release()
+                                                             : find_vllm_release(base.deploy.vllm_version));
   if (!opt.fixed.attention_backend && !given.attention_backend) {
     const Target t = base.resolved_target ? *base.resolved_target : resolve_target(base.target);
     for (const auto& b : backend_catalogue()) {
       if (std::find(b.families.begin(), b.families.end(), cfg.family) == b.families.end()) continue;
       if (std::find(b.cc_majors.begin(), b.cc_majors.end(), t.cc.major) == b.cc_majors.end()) continue;
       const std::string name(backend_vllm_name(b.id, cfg.family));
-      if (!release_has_backend_name(name, given.release)) continue;
+      if (!release_has_backend_name(name, release)) continue;
       if (std::find(backends.begin(), backends.end(), name) == backends.end()) backends.push_back(name);
     }
   }
@@ -436,7 +439,7 @@ Plan answer_question(const ModelConfig& cfg, const PlanRequest& request, const P
         flags.insert(flags.end(), {"--dcp", std::to_string(best.decode_context_parallel_size)});
       }
       if (best.expert_parallel) flags.emplace_back("--enable-expert-parallel");
-      if (best.engram == EngramPlacement::offload) flags.insert(flags.end(), {"--engram", "offload"});
+      if (best.engram == EngramPlacement::gpu && !cfg.checkpoint.engram_layer_ids.empty()) flags.insert(flags.end(), {"--engram", "gpu"});
       if (best.kv_cache_dtype != request.layout.kv_cache_dtype) {
         flags.insert(flags.end(), {"--kv-cache-dtype", best.kv_cache_dtype});
       }

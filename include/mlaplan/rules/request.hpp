@@ -65,7 +65,8 @@ struct ParallelLayout {
   bool enable_expert_parallel = false;            ///< --enable-expert-parallel
   /// Draft (MTP / DSpark) stages are loaded (vLLM loads them only with a speculative config).
   bool load_draft_stages = false;
-  EngramPlacement engram = EngramPlacement::gpu;  ///< --engram
+  /// --engram: vLLM keeps V4.1's Engram tables in host memory by default (VLLM_PLE_CPU_OFFLOAD).
+  EngramPlacement engram = EngramPlacement::offload;
   /// --language-model-only (vLLM's): the vision tower is not loaded (no modality is served).
   bool language_model_only = false;
   std::int64_t local_query_heads = 0;  ///< num_attention_heads / TP; 0 until resolved
@@ -93,7 +94,7 @@ struct LayoutOptions {
   std::int64_t pipeline_parallel_size = 1;
   std::int64_t data_parallel_size = 1;
   bool enable_expert_parallel = false;            ///< --enable-expert-parallel
-  EngramPlacement engram = EngramPlacement::gpu;  ///< --engram gpu | offload
+  EngramPlacement engram = EngramPlacement::offload;  ///< --engram gpu | offload (vLLM's default: offload)
   bool language_model_only = false;               ///< --language-model-only: no vision tower
   /// The vLLM release's backend facts (engine/vllm/release.hpp gives them per release); the
   /// default is the releases before 0.31.

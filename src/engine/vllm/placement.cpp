@@ -243,6 +243,17 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
     first = r.last_layer + 1;
   }
 
+  // vLLM's MXFP4 MoE kernels (Marlin on SM90, DeepGEMM / TRTLLM / CUTLASS on SM100: vllm/model_executor/
+  // layers/fused_moe/oracle/mxfp4.py mxfp4_round_up_hidden_size_and_intermediate_size) round a rank's
+  // share of an expert's intermediate size up to a multiple of 128 when the experts are tensor-
+  // sharded: V4.1-Flash's 2304 at TP 4 is 576 per rank, allocated as 640 (+1/9 of the experts).
+  constexpr std::int64_t kMxfp4IntermediateAlign = 128;
+  std::int64_t rank_intermediate = 0, padded_intermediate = 0;
+  if (!layout.enable_expert_parallel && c.expert_dtype == "fp4" && c.moe_intermediate_size > 0 && moe_group > 1 &&
+      c.moe_intermediate_size % moe_group == 0) {
+    rank_intermediate = c.moe_intermediate_size / moe_group;
+    padded_intermediate = ceil_div(rank_intermediate, kMxfp4IntermediateAlign) * kMxfp4IntermediateAlign;
+  }
   pl.estimated = weights.estimated();
   for (std::size_t gi = 0; gi < weights.groups.size(); ++gi) {
     const TensorGroup& g = weights.groups[gi];
@@ -283,6 +294,16 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
         // EP on: whole experts per rank; off: every expert split over the flattened TP x DP group.
         per_rank = layout.enable_expert_parallel && g.count > 1 ? group_mul(g.bytes, ceil_div(g.count, ep), g)
                                                                 : ceil_div(total, moe_group);
+        if (!layout.enable_expert_parallel && padded_intermediate > rank_intermediate && rank_intermediate > 0 &&
+            g.part == WeightPart::routed_experts) {
+          // The MXFP4 MoE kernels allocate each rank's slice of every expert at the padded
+          // intermediate size (mxfp4_round_up_hidden_size_and_intermediate_size).
+          const std::int64_t padded =
+              static_cast<std::int64_t>(static_cast<long double>(per_rank) * static_cast<long double>(padded_intermediate) /
+                                        static_cast<long double>(rank_intermediate));
+          r.expert_padding_bytes = checked_add(r.expert_padding_bytes, padded - per_rank, "expert padding");
+          per_rank = padded;
+        }
         pl.expert_bytes = checked_add(pl.expert_bytes, total, "expert bytes");
         r.expert_bytes = checked_add(r.expert_bytes, per_rank, "expert bytes");
         break;
@@ -321,6 +342,17 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
     summary += "; the draft's own embedding / head copies (" + format_gib(pl.shared_bytes, 3) + ") share the target's";
   }
   pl.findings.push_back(Finding{"placement.kinds", Severity::info, summary, "", ""});
+  if (padded_intermediate > rank_intermediate && !pl.stages.empty()) {
+    std::int64_t most = 0;
+    for (const auto& st : pl.stages) most = std::max(most, st.expert_padding_bytes);
+    pl.findings.push_back(Finding{
+        "placement.moe_padding", Severity::info,
+        "vLLM's MXFP4 MoE kernels pad each GPU's share of an expert, moe_intermediate_size " +
+            std::to_string(c.moe_intermediate_size) + " / " + std::to_string(moe_group) + " = " +
+            std::to_string(rank_intermediate) + ", up to " + std::to_string(padded_intermediate) +
+            " (a multiple of 128): " + format_gib(most) + " per GPU beyond the checkpoint's bytes",
+        "", "--enable-expert-parallel keeps whole experts per GPU, unpadded"});
+  }
   return pl;
 }
 
