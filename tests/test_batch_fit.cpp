@@ -39,13 +39,13 @@ std::vector<nlohmann::json> findings(const nlohmann::json& j, const std::string&
   return out;
 }
 
-// V4.1-Flash on 8 x H200 (TP 8): 575,637 blocks of 116,928 B, one held back as vLLM's null
-// block; vLLM prints GPU KV cache size 30,173,922 tokens. A request of L tokens decoding one
+// V4.1-Flash on 8 x H200 (TP 8): 626,181 blocks of 116,928 B, one held back as vLLM's null
+// block; vLLM prints GPU KV cache size 32,823,353 tokens. A request of L tokens decoding one
 // token a step (2 batches in flight) holds cdiv(L, 64) blocks of the compressed group, 7 x
 // (cdiv(129, 32) + 1) = 42 of the sliding-window groups and 1 ring block: 1,606 at 100,000
-// tokens (tests/test_vllm_kv.cpp), so floor(575,636 / 1,606) = 358 requests fit.
+// tokens (tests/test_vllm_kv.cpp), so floor(626,180 / 1,606) = 389 requests fit.
 const std::string kCache =
-    "the cache has 575,636 (vLLM's GPU KV cache size: 30,173,922 tokens, for requests of 1,048,576 tokens)";
+    "the cache has 626,180 (vLLM's GPU KV cache size: 32,823,353 tokens, for requests of 1,048,576 tokens)";
 
 }  // namespace
 
@@ -56,12 +56,12 @@ TEST_CASE("batch fit: 65,536 requests of 100,000 tokens are a warning, exit 0", 
   const std::string message =
       "the decode batch, 65,536 requests x 100,000 tokens (6,553,600,000 tokens of history), does not fit the GPU KV "
       "cache: it needs 105,250,816 blocks at once and " +
-      kCache + "; 358 requests of 100,000 tokens fit at once";
+      kCache + "; 389 requests of 100,000 tokens fit at once";
   const std::string fix =
-      "--batch 358 or fewer, shorter requests, or a larger KV cache (more GPUs, --gpu-memory-utilization)";
+      "--batch 389 or fewer, shorter requests, or a larger KV cache (more GPUs, --gpu-memory-utilization)";
   CHECK_THAT(r.out, Catch::Contains("\n  warning [fit.decode_batch]: " + message + "\n    fix: " + fix + "\n"));
   CHECK_THAT(r.out, Catch::Contains("\n  decode batch: 65,536 requests, 6,553,600,000 tokens of history, need "
-                                    "105,250,816 of the 575,636 blocks: DOES NOT FIT (358 of them fit at once; "
+                                    "105,250,816 of the 626,180 blocks: DOES NOT FIT (389 of them fit at once; "
                                     "fit.decode_batch)\n"));
   const auto j = plan_json({kV41, "--tp", "8", "--batch", "65536", "--context-len", "100000"});
   const auto fs = findings(j, "fit.decode_batch");
@@ -73,23 +73,23 @@ TEST_CASE("batch fit: 65,536 requests of 100,000 tokens are a warning, exit 0", 
   CHECK(j.at("batch").at("kv_cache") == nlohmann::json{{"fits", false},
                                                        {"tokens", 6553600000},
                                                        {"blocks", 105250816},
-                                                       {"usable_blocks", 575636},
-                                                       {"gpu_kv_cache_tokens", 30173922},
-                                                       {"requests_that_fit", 358}});
+                                                       {"usable_blocks", 626180},
+                                                       {"gpu_kv_cache_tokens", 32823353},
+                                                       {"requests_that_fit", 389}});
   CHECK(j.at("exit_code") == 0);
 }
 
 TEST_CASE("batch fit: the count that fits is the boundary", "[cli][batch-fit]") {
-  // 358 requests of 100,000 tokens fit, 359 do not.
-  const auto fits = plan_json({kV41, "--tp", "8", "--batch", "358", "--context-len", "100000"});
+  // 389 requests of 100,000 tokens fit, 390 do not.
+  const auto fits = plan_json({kV41, "--tp", "8", "--batch", "389", "--context-len", "100000"});
   CHECK(findings(fits, "fit.decode_batch").empty());
   CHECK(fits.at("batch").at("kv_cache").at("fits") == true);
-  CHECK(fits.at("batch").at("kv_cache").at("blocks") == 358 * 1606);
-  CHECK(fits.at("batch").at("kv_cache").at("requests_that_fit") == 358);
-  const auto over = plan_json({kV41, "--tp", "8", "--batch", "359", "--context-len", "100000"});
+  CHECK(fits.at("batch").at("kv_cache").at("blocks") == 389 * 1606);
+  CHECK(fits.at("batch").at("kv_cache").at("requests_that_fit") == 389);
+  const auto over = plan_json({kV41, "--tp", "8", "--batch", "390", "--context-len", "100000"});
   REQUIRE(findings(over, "fit.decode_batch").size() == 1);
-  CHECK(over.at("batch").at("kv_cache").at("blocks") == 359 * 1606);
-  CHECK(over.at("batch").at("kv_cache").at("requests_that_fit") == 358);
+  CHECK(over.at("batch").at("kv_cache").at("blocks") == 390 * 1606);
+  CHECK(over.at("batch").at("kv_cache").at("requests_that_fit") == 389);
   // vLLM's block pool keeps one block back (the null block): a cache of exactly the blocks a
   // batch needs does not hold it. 125,112,960 B // 116,928 = 1,070 blocks; 10 x 107 = 1,070.
   const std::vector<std::string> exact = {
@@ -112,21 +112,21 @@ TEST_CASE("batch fit: the count that fits is the boundary", "[cli][batch-fit]") 
   CHECK(r.code == 0);
   // 64 x (cdiv(4096, 64) + 42 + 1) = 64 x 107 = 6,848.
   CHECK_THAT(r.out,
-             Catch::Contains("\n  decode batch: 64 requests, 262,144 tokens of history, need 6,848 of the 575,636 "
+             Catch::Contains("\n  decode batch: 64 requests, 262,144 tokens of history, need 6,848 of the 626,180 "
                              "blocks: fits\n"));
   CHECK(r.out.find("fit.decode_batch") == std::string::npos);
 }
 
 TEST_CASE("batch fit: short requests fill the cache by their blocks, not their tokens", "[cli][batch-fit]") {
-  // 655,360 tokens are far below the 30,173,922 vLLM counts, but each request holds a block of
-  // every group: 1 + 7 x 2 + 1 = 16, and 65,536 x 16 = 1,048,576 blocks; 575,636 / 16 = 35,977 fit.
+  // 655,360 tokens are far below the 32,823,353 vLLM counts, but each request holds a block of
+  // every group: 1 + 7 x 2 + 1 = 16, and 65,536 x 16 = 1,048,576 blocks; 626,180 / 16 = 39,136 fit.
   const auto j = plan_json({kV41, "--tp", "8", "--batch", "65536", "--context-len", "10"});
   const auto fs = findings(j, "fit.decode_batch");
   REQUIRE(fs.size() == 1);
   CHECK(fs[0].at("message") ==
         "the decode batch, 65,536 requests x 10 tokens (655,360 tokens of history), does not fit the GPU KV cache: it "
         "needs 1,048,576 blocks at once and " +
-            kCache + "; 35,977 requests of 10 tokens fit at once");
+            kCache + "; 39,136 requests of 10 tokens fit at once");
 }
 
 TEST_CASE("batch fit: --context-lens, speculative tokens, DP engines, the default batch", "[cli][batch-fit]") {
@@ -147,15 +147,15 @@ TEST_CASE("batch fit: --context-lens, speculative tokens, DP engines, the defaul
         "(more GPUs, --gpu-memory-utilization)");
 
   // Two DP engines, each its own cache: the batch is one engine's; speculative tokens count.
-  const auto dp = plan_json({kV41, "--tp", "8", "--dp", "2", "--enable-expert-parallel", "--batch", "500",
+  const auto dp = plan_json({kV41, "--tp", "8", "--dp", "2", "--enable-expert-parallel", "--batch", "2000",
                              "--context-len", "100000", "--spec-tokens", "1"});
   fs = findings(dp, "fit.decode_batch");
   REQUIRE(fs.size() == 1);
   const auto& kv = dp.at("batch").at("kv_cache");
-  CHECK(kv.at("tokens") == 500 * 100001);
+  CHECK(kv.at("tokens") == 2000 * 100001);
   CHECK_THAT(fs[0].at("message").get<std::string>(),
-             Catch::StartsWith("the decode batch, 500 requests x 100,000 tokens + 1 speculative token each "
-                               "(50,000,500 tokens of history), does not fit one engine's GPU KV cache (each of the 2 "
+             Catch::StartsWith("the decode batch, 2,000 requests x 100,000 tokens + 1 speculative token each "
+                               "(200,002,000 tokens of history), does not fit one engine's GPU KV cache (each of the 2 "
                                "DP engines has its own): it needs "));
 
   // The default batch is named so.
@@ -202,22 +202,22 @@ TEST_CASE("batch fit: check warns, and fails with --require-batch-fits", "[cli][
   const std::string message =
       "the decode batch, 400 requests x 100,000 tokens (40,000,000 tokens of history), does not fit the GPU KV cache: "
       "it needs 642,400 blocks at once and " +
-      kCache + "; 358 requests of 100,000 tokens fit at once";
+      kCache + "; 389 requests of 100,000 tokens fit at once";
   const std::string fix =
-      "--batch 358 or fewer, shorter requests, or a larger KV cache (more GPUs, --gpu-memory-utilization)";
+      "--batch 389 or fewer, shorter requests, or a larger KV cache (more GPUs, --gpu-memory-utilization)";
   const Run warn = run({"check", kV41, "--tp", "8", "--batch", "400", "--context-len", "100000"});
   CHECK(warn.code == 0);
   CHECK(warn.out == "PASS " + kV41 +
-                        "  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 28.78x\n  warning [fit.decode_batch]: " + message +
+                        "  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 31.30x\n  warning [fit.decode_batch]: " + message +
                         "\n    fix: " + fix + "\n1 of 1 configs passed\n");
   const Run guard =
       run({"check", kV41, "--tp", "8", "--batch", "400", "--context-len", "100000", "--require-batch-fits"});
   CHECK(guard.code == 4);
   CHECK(guard.out == "FAIL " + kV41 +
-                         " (exit 4)  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 28.78x\n  error [guard.decode_batch]: " +
+                         " (exit 4)  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 31.30x\n  error [guard.decode_batch]: " +
                          message + "\n    fix: " + fix + "\n0 of 1 configs passed\n");
   // A batch that fits passes the guard.
-  CHECK(run({"check", kV41, "--tp", "8", "--batch", "358", "--context-len", "100000", "--require-batch-fits"}).code ==
+  CHECK(run({"check", kV41, "--tp", "8", "--batch", "389", "--context-len", "100000", "--require-batch-fits"}).code ==
         0);
   // JSON: the finding of each file; --context-lens @FILE read once for every file.
   testing_files::TempDir dir;

@@ -224,7 +224,7 @@ TEST_CASE("plan text: the deployer's screen first, the detail under --details", 
   }
   CHECK(d.out.find("more with --details") == std::string::npos);
   // What the engine runs, per backend: the fused path on B200, FlashInfer on SM120.
-  auto b200 = run({v41, "--tp", "8", "--gpu", "b200"});
+  auto b200 = run({v41, "--tp", "8", "--gpu", "b200", "--vllm-version", "0.30"});  // 0.30's fused FlashMLA
   REQUIRE(b200.code == 0);
   CHECK_THAT(b200.out, Catch::Contains("the default batch: vLLM runs "));
   CHECK_THAT(b200.out, Catch::Contains("these plans serve its split-KV fallback)\n"));
@@ -288,7 +288,7 @@ TEST_CASE("plan text: the attention backend, its kernel shapes and what the deco
                                         "FLASHINFER_MLA_SPARSE_DSV41 (SM120 class) takes no FlashMLA tile plans\n"));
   CHECK_THAT(sm120.out, !Catch::Contains("no FlashMLA sparse decode kernel"));
   // B200: the fused FlashMLA path; the plans shown serve its split-KV fallback.
-  auto b200 = run({v41, "--tp", "8", "--gpu", "b200", "--spec-tokens", "5", "--details"});
+  auto b200 = run({v41, "--tp", "8", "--gpu", "b200", "--spec-tokens", "5", "--details", "--vllm-version", "0.30"});
   REQUIRE(b200.code == 0);
   CHECK_THAT(b200.out,
              Catch::Contains("\nattention backend: FLASHMLA_SPARSE_DSV41 (fused)\n  chosen: vLLM's default on sm100, "
@@ -413,7 +413,7 @@ TEST_CASE("check: many files, a failure never stops the others, the most severe 
   auto one_gpu = run({"check", cfg("deepseek-v4.1-flash.json"), bad, "--tp", "1"});
   CHECK(one_gpu.code == 2);
   CHECK_THAT(one_gpu.out, Catch::Contains("FAIL " + cfg("deepseek-v4.1-flash.json") + " (exit 4)"));
-  CHECK_THAT(one_gpu.out, Catch::Contains("error [fit.does_not_fit]: does not fit: weights need 467.53 GiB per GPU"));
+  CHECK_THAT(one_gpu.out, Catch::Contains("error [fit.does_not_fit]: does not fit: weights need 278.70 GiB per GPU"));
 }
 
 TEST_CASE("check --format json", "[cli][check]") {
@@ -426,10 +426,10 @@ TEST_CASE("check --format json", "[cli][check]") {
   REQUIRE(j.at("files").size() == 2);
   CHECK(j.at("files")[0].at("status") == "pass");
   CHECK(j.at("files")[0].at("global_bytes_per_token").at("rows") == 1790.0);
-  CHECK(j.at("files")[0].at("gpu_kv_cache_tokens") == 30173922);
+  CHECK(j.at("files")[0].at("gpu_kv_cache_tokens") == 32823353);
   CHECK(j.at("files")[0].at("max_model_len") == 1048576);
-  CHECK(j.at("files")[0].at("maximum_concurrency").get<double>() == Approx(28.78).margin(0.005));
-  CHECK(j.at("files")[0].at("weights_bytes_per_gpu") == 64246411784);
+  CHECK(j.at("files")[0].at("maximum_concurrency").get<double>() == Approx(31.30).margin(0.005));
+  CHECK(j.at("files")[0].at("weights_bytes_per_gpu") == 50934067136);
   CHECK(j.at("files")[1].at("status") == "fail");
   CHECK(j.at("files")[1].at("exit_code") == 3);
   bool dtype = false;
@@ -561,10 +561,10 @@ TEST_CASE("check guards: bytes per token and concurrency", "[cli][check]") {
   auto conc = run({"check", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--min-concurrency", "1000"});
   CHECK(conc.code == 4);
   CHECK_THAT(conc.out, Catch::Contains("error [guard.concurrency]: vLLM's maximum concurrency for 1,048,576 tokens per "
-                                       "request on h200 is 28.78x, below the minimum 1000"));
-  // vLLM's 28.78x: 28 passes, 29 does not.
+                                       "request on h200 is 31.30x, below the minimum 1000"));
+  // vLLM's 31.30x: 28 passes, 29 does not.
   CHECK(run({"check", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--min-concurrency", "28"}).code == 0);
-  CHECK(run({"check", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--min-concurrency", "29"}).code == 4);
+  CHECK(run({"check", cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--min-concurrency", "32"}).code == 4);
   // 2 (invalid) beats 3 (unsupported) and 4 (guard)
   auto mixed = run({"check", cfg("deepseek-v4.1-flash.json"), cfg("small/v41-8layer-flat.json"), "nope.json",
                     "--min-concurrency", "1000"});
@@ -591,12 +591,12 @@ TEST_CASE("check --matrix", "[cli][check]") {
   CHECK(cell("h200", "fp8_ds_mla", 1).at("supported") == false);
   CHECK(cell("h200", "fp8_ds_mla", 1).at("exit_code") == 4);
   CHECK(cell("h200", "fp8_ds_mla", 1).at("reason") ==
-        "does not fit: weights 467.53 GiB per GPU leave nothing (short by 345.55 GiB) for the KV cache; one request "
+        "does not fit: weights 278.70 GiB per GPU leave nothing (short by 162.99 GiB) for the KV cache; one request "
         "of 1048576 tokens needs 2.18 GiB");
   CHECK(cell("h200", "fp8_ds_mla", 8).at("supported") == true);
   CHECK(cell("h200", "fp8_ds_mla", 8).at("data_parallel_size") == 1);
-  CHECK(cell("h200", "fp8_ds_mla", 8).at("maximum_concurrency").get<double>() == Approx(28.78).margin(0.005));
-  CHECK(cell("h200", "fp8_ds_mla", 8).at("weights_bytes_per_gpu") == 64246411784);
+  CHECK(cell("h200", "fp8_ds_mla", 8).at("maximum_concurrency").get<double>() == Approx(31.30).margin(0.005));
+  CHECK(cell("h200", "fp8_ds_mla", 8).at("weights_bytes_per_gpu") == 50934067136);
   CHECK(cell("h200", "nvfp4_ds_mla", 8).at("supported") == false);
   CHECK_THAT(cell("h200", "nvfp4_ds_mla", 8).at("reason").get<std::string>(),
              Catch::StartsWith("nvfp4_ds_mla needs SM100"));
@@ -607,8 +607,9 @@ TEST_CASE("check --matrix", "[cli][check]") {
   CHECK(cell("gb10", "nvfp4_ds_mla", 8).at("supported") == false);
   // The backend vLLM runs in each cell; none where it refuses the arch.
   CHECK(cell("h200", "fp8_ds_mla", 8).at("backend") == "flashmla_sparse_dsv41");
-  CHECK(cell("b200", "fp8_ds_mla", 8).at("backend") == "flashmla_sparse_dsv41_fused");
-  CHECK(cell("b200", "nvfp4_ds_mla", 8).at("backend") == "flashmla_sparse_dsv41_fused");
+  // vLLM 0.31 (the newest modelled) runs mega attention on SM100 where it is available.
+  CHECK(cell("b200", "fp8_ds_mla", 8).at("backend") == "flashmla_mega_attn_dsv41");
+  CHECK(cell("b200", "nvfp4_ds_mla", 8).at("backend") == "flashmla_mega_attn_dsv41");
   CHECK(cell("rtx-pro-6000", "fp8_ds_mla", 8).at("backend") == "flashinfer_mla_sparse_sm120");
   CHECK(cell("gb10", "fp8_ds_mla", 1).at("backend") == "flashinfer_mla_sparse_sm120");
   CHECK(cell("a100", "fp8_ds_mla", 8).at("backend").is_null());
@@ -644,11 +645,11 @@ TEST_CASE("check --matrix", "[cli][check]") {
                            "result\n"));
   CHECK_THAT(text.out, Catch::Contains(
                            "  h200           fp8_ds_mla        8    1    8  FLASHMLA_SPARSE_DSV4                       "
-                           "yes fits: 10.29x requests of 1048576 tokens, weights 19.24 GiB per GPU\n"));
+                           "yes fits: 9.70x requests of 1048576 tokens, weights 19.24 GiB per GPU\n"));
   CHECK_THAT(text.out, !Catch::Contains("nvfp4_ds_mla"));  // V4.0 has no nvfp4 cells
   // Cells name their reason by number; the legend below the table holds each reason once.
   const std::string h200_tp1 =
-      "does not fit: weights 145.30 GiB per GPU leave nothing (short by 23.07 GiB) for the KV "
+      "does not fit: weights 145.30 GiB per GPU leave nothing (short by 28.37 GiB) for the KV "
       "cache; one request of 1048576 tokens needs 10.06 GiB";
   const auto lines = lines_of(text.out);
   std::string h200_ref;

@@ -59,23 +59,23 @@ TEST_CASE("fit CLI: V4.1-Flash does not fit on one H200 and says what would", "[
   CHECK(r.code == 4);
   // The weights alone exceed the GPU: said once, not as vLLM's KV-cache message.
   CHECK_THAT(r.err,
-             Catch::StartsWith("mla-plan: error: weights need 467.53 GiB per GPU, 3.34 x the 139.80 GiB of h200; "
+             Catch::StartsWith("mla-plan: error: weights need 278.70 GiB per GPU, 1.99 x the 139.80 GiB of h200; "
                                "vLLM fails while loading the weights (CUDA out of memory)"));
-  CHECK_THAT(r.err, Catch::Contains(" Would fit: --tp 4 --enable-expert-parallel (4 GPUs: the fewest h200 that hold "
-                                    "it, 1.97x concurrency)."));
+  CHECK_THAT(r.err, Catch::Contains(" Would fit: --tp 1 --dp 4 --enable-expert-parallel (4 GPUs: the fewest h200 that "
+                                    "hold it, 62.36x concurrency)."));
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK_THAT(r.out, Catch::Contains("fit: DOES NOT FIT on 1 x h200 (TP 1 x DP 1 x PP 1, expert parallel off)"));
-  CHECK_THAT(r.out, Catch::Contains("\n  weights need 467.53 GiB per GPU, 3.34 x the 139.80 GiB of h200"));
-  CHECK_THAT(r.out, Catch::Contains("  would fit: --tp 4 --enable-expert-parallel"));
+  CHECK_THAT(r.out, Catch::Contains("\n  weights need 278.70 GiB per GPU, 1.99 x the 139.80 GiB of h200"));
+  CHECK_THAT(r.out, Catch::Contains("  would fit: --tp 1 --dp 4 --enable-expert-parallel"));
   CHECK(r.out.find("No available memory") == std::string::npos);
   // The suggestion holds: that layout fits, with the concurrency it named.
-  const Run four = run({kV41, "--tp", "4", "--enable-expert-parallel"});
+  const Run four = run({kV41, "--tp", "1", "--dp", "4", "--enable-expert-parallel"});
   CHECK(four.code == 0);
-  CHECK_THAT(four.out, Catch::Contains("Maximum concurrency for 1,048,576 tokens per request: 1.97x"));
+  CHECK_THAT(four.out, Catch::Contains("Maximum concurrency for 1,048,576 tokens per request: 15.59x"));  // x 4 engines
   // check answers the same for that layout.
   const Run check = run({"check", kV41, "--tp", "1"});
   CHECK(check.code == 4);
-  CHECK_THAT(check.out, Catch::Contains("error [fit.does_not_fit]: does not fit: weights need 467.53 GiB per GPU"));
+  CHECK_THAT(check.out, Catch::Contains("error [fit.does_not_fit]: does not fit: weights need 278.70 GiB per GPU"));
 }
 
 TEST_CASE("fit CLI: without a layout flag the layouts of one node are searched and the best planned", "[cli][fit]") {
@@ -83,12 +83,12 @@ TEST_CASE("fit CLI: without a layout flag the layouts of one node are searched a
   REQUIRE(r.code == 0);
   CHECK(r.err.empty());
   CHECK_THAT(r.out, Catch::Contains("\nsearch: 8 x h200 (no layout flag: one node), ranked by concurrency: "));
-  CHECK_THAT(r.out, Catch::Contains("\n  best: TP 1 x DP 8, Engram offload (8 GPUs): 287.04x"));
-  CHECK_THAT(r.out, Catch::Contains("\nfit: FITS on 8 x h200 (TP 1 x DP 8 x PP 1, expert parallel off)"));
-  CHECK_THAT(r.out,
-             Catch::Contains("\nlaunch: VLLM_PLE_CPU_OFFLOAD=1 vllm serve " + kV41 + " --data-parallel-size 8\n"));
+  CHECK_THAT(r.out, Catch::Contains("\n  best: TP 1 x DP 8, EP (8 GPUs): 238.47x"));
+  CHECK_THAT(r.out, Catch::Contains("\nfit: FITS on 8 x h200 (TP 1 x DP 8 x PP 1, expert parallel on, EP 8)"));
+  CHECK_THAT(r.out, Catch::Contains("\nlaunch: VLLM_PLE_CPU_OFFLOAD=1 vllm serve " + kV41 +
+                                    " --data-parallel-size 8 --enable-expert-parallel\n"));
   // The plan of the best is the plan of that layout given by hand, number for number.
-  const Run hand = run({kV41, "--dp", "8", "--engram", "offload", "--json"});
+  const Run hand = run({kV41, "--dp", "8", "--enable-expert-parallel", "--json"});
   const Run searched = run({kV41, "--json"});
   REQUIRE(hand.code == 0);
   REQUIRE(searched.code == 0);
@@ -99,25 +99,26 @@ TEST_CASE("fit CLI: without a layout flag the layouts of one node are searched a
   // check without a layout flag judges the recommended layout and says which.
   const Run check = run({"check", kV41});
   CHECK(check.code == 0);
-  CHECK_THAT(check.out, Catch::Contains("TP 1 x DP 8, Engram offload (recommended for one node)] 287.04x"));
+  CHECK_THAT(check.out, Catch::Contains("TP 1 x DP 8, EP (recommended for one node)] 238.47x"));
 }
 
 TEST_CASE("fit CLI: V4.1-Flash at TP 8, the text", "[cli][fit]") {
   const Run r = run({kV41, "--tp", "8"});
   REQUIRE(r.code == 0);
   CHECK(r.err.empty());
-  CHECK_THAT(r.out, Catch::Contains("\nfit: FITS on 8 x h200 (TP 8 x DP 1 x PP 1, expert parallel off), as vLLM 0.30 "
-                                    "computes it at start-up\n"));
-  CHECK_THAT(r.out, Catch::Contains("  vLLM prints: GPU KV cache size: 30,173,922 tokens, Maximum concurrency for "
-                                    "1,048,576 tokens per request: 28.78x\n"));
+  CHECK_THAT(r.out, Catch::Contains("\nfit: FITS on 8 x h200 (TP 8 x DP 1 x PP 1, expert parallel off), as vLLM "
+                                    "0.31.0 computes it at start-up\n"));
+  CHECK_THAT(r.out, Catch::Contains("  vLLM prints: GPU KV cache size: 32,823,353 tokens, Maximum concurrency for "
+                                    "1,048,576 tokens per request: 31.30x\n"));
   CHECK_THAT(r.out, Catch::Contains("  weights: 509,890,541,400 B (474.87 GiB) in the checkpoint"));
-  CHECK_THAT(r.out, Catch::Contains("  per GPU: weights 59.83 GiB = replicated 1.59 GiB + TP-sharded 24.62 GiB + "
-                                    "experts 33.62 GiB\n"));
+  // Engram's tables in host memory (vLLM's default); the experts' shares padded from 288 to 384.
+  CHECK_THAT(r.out, Catch::Contains("  per GPU: weights 47.44 GiB = replicated 1.59 GiB + TP-sharded 1.02 GiB + "
+                                    "experts 44.82 GiB; 23.60 GiB offloaded to the host\n"));
   for (const std::string line :
-       {"    requested (x 0.92)      128.62 GiB  default", "    - weights                59.83 GiB  estimated",
-        "    - load overhead           0.78 GiB  estimated", "    - activation peak         3.19 GiB  estimated",
-        "    - non-torch memory        0.70 GiB  estimated", "    - CUDA graphs             1.44 GiB  estimated",
-        "    = KV cache               62.69 GiB            vLLM logs \"Available KV cache memory\""}) {
+       {"    requested (x 0.92)      128.62 GiB  default", "    - weights                47.44 GiB  estimated",
+        "    - load overhead           0.78 GiB  estimated", "    - activation peak        10.31 GiB  estimated",
+        "    - non-torch memory        1.91 GiB  estimated", "    - CUDA graphs             0.00 GiB  derived",
+        "    = KV cache               68.19 GiB            vLLM logs \"Available KV cache memory\""}) {
     INFO(line);
     CHECK_THAT(r.out, Catch::Contains("\n" + line));
   }
@@ -139,10 +140,13 @@ TEST_CASE("fit CLI: the JSON fit object", "[cli][fit][json]") {
   const auto& fit = j.at("fit");
   CHECK(fit.at("fits") == true);
   CHECK(fit.at("vllm").at("log_line") ==
-        "GPU KV cache size: 30,173,922 tokens, Maximum concurrency for 1,048,576 tokens per request: 28.78x");
-  CHECK(fit.at("vllm").at("gpu_kv_cache_tokens") == 30173922);
+        "GPU KV cache size: 32,823,353 tokens, Maximum concurrency for 1,048,576 tokens per request: 31.30x");
+  CHECK(fit.at("vllm").at("gpu_kv_cache_tokens") == 32823353);
   CHECK(fit.at("vllm").at("max_model_len") == 1048576);
-  CHECK(fit.at("vllm").at("maximum_concurrency").get<double>() == Approx(28.776).margin(0.001));
+  CHECK(fit.at("vllm").at("maximum_concurrency").get<double>() == Approx(31.303).margin(0.001));
+  CHECK(fit.at("vllm_release").at("version") == "0.31.0");
+  CHECK(fit.at("vllm_release").at("model_runner") == "v2");
+  CHECK(fit.at("vllm_release").at("batches_in_flight") == 2);
   CHECK(fit.at("weights").at("checkpoint_bytes") == 509890541400);
   const auto& terms = fit.at("stages").at(0).at("budget").at("terms");
   std::vector<std::string> ids;
@@ -154,7 +158,7 @@ TEST_CASE("fit CLI: the JSON fit object", "[cli][fit][json]") {
   }
   CHECK(ids == std::vector<std::string>{"weights", "load_overhead", "activation_peak", "non_torch", "cudagraph"});
   CHECK(term(j, "weights").at("bytes") == fit.at("stages").at(0).at("weights_bytes"));
-  CHECK(term(j, "weights").at("bytes") == 64246411784);
+  CHECK(term(j, "weights").at("bytes") == 50934067136);
   // The budget adds up: requested - every term = the KV cache.
   const auto& budget = fit.at("stages").at(0).at("budget");
   std::int64_t non_kv = 0;
@@ -177,8 +181,9 @@ TEST_CASE("fit CLI: V4-Flash at TP 2 x DP 4 with expert parallelism", "[cli][fit
 }
 
 TEST_CASE("fit CLI: --enforce-eager drops the CUDA-graph term into the KV cache", "[cli][fit]") {
-  const auto graphs = plan_json({kV41, "--tp", "8"});
-  const auto eager = plan_json({kV41, "--tp", "8", "--enforce-eager"});
+  // The V1 model runner (vLLM 0.25-0.28) takes its CUDA-graph estimate off the KV budget.
+  const auto graphs = plan_json({kV4, "--tp", "8", "--vllm-version", "0.28"});
+  const auto eager = plan_json({kV4, "--tp", "8", "--vllm-version", "0.28", "--enforce-eager"});
   const auto cudagraph = term(graphs, "cudagraph").at("bytes").get<std::int64_t>();
   CHECK(cudagraph > 0);
   CHECK(term(eager, "cudagraph").at("bytes") == 0);
@@ -202,13 +207,13 @@ TEST_CASE("fit CLI: --weights-gib replaces the derived weights", "[cli][fit]") {
 }
 
 TEST_CASE("fit CLI: --engram offload keeps the engram tables off the GPU", "[cli][fit]") {
-  const auto gpu = plan_json({kV41, "--tp", "8"});
+  const auto gpu = plan_json({kV41, "--tp", "8", "--engram", "gpu"});
   const auto offload = plan_json({kV41, "--tp", "8", "--engram", "offload"});
   const double on = gpu.at("fit").at("stages").at(0).at("weights_bytes").get<double>() / kGiB;
   const double off = offload.at("fit").at("stages").at(0).at("weights_bytes").get<double>() / kGiB;
   CHECK(on - off == Approx(23.6).margin(0.05));
   CHECK(kv_bytes(offload) > kv_bytes(gpu));
-  CHECK(run({kV41, "--tp", "8", "--engram", "gpu"}).out == run({kV41, "--tp", "8"}).out);  // gpu is the default
+  CHECK(run({kV41, "--tp", "8", "--engram", "offload"}).out == run({kV41, "--tp", "8"}).out);  // vLLM's default
 }
 
 TEST_CASE("fit CLI: check --matrix, one H200 against eight", "[cli][fit][check]") {
@@ -225,12 +230,12 @@ TEST_CASE("fit CLI: check --matrix, one H200 against eight", "[cli][fit][check]"
       CHECK(c.at("supported") == false);
       CHECK(c.at("exit_code") == 4);
       CHECK_THAT(c.at("reason").get<std::string>(),
-                 Catch::StartsWith("does not fit: weights 145.30 GiB per GPU leave nothing"));
+                 Catch::StartsWith("does not fit: weights 145.30 GiB per GPU leave nothing (short by 28.37 GiB)"));
     } else {
       CHECK(c.at("tensor_parallel_size") == 8);
       CHECK(c.at("supported") == true);
       CHECK(c.at("exit_code") == 0);
-      CHECK(c.at("maximum_concurrency").get<double>() == Approx(10.29).margin(0.005));
+      CHECK(c.at("maximum_concurrency").get<double>() == Approx(9.70).margin(0.005));
       CHECK(c.at("weights_bytes_per_gpu").get<double>() / kGiB == Approx(19.24).margin(0.005));
     }
   }
@@ -247,11 +252,11 @@ TEST_CASE("fit CLI: check --min-concurrency compares vLLM's maximum concurrency"
   for (const auto& finding : f.at("findings")) {
     if (finding.at("id") == "guard.concurrency") {
       guard = true;
-      CHECK_THAT(finding.at("message").get<std::string>(), Catch::Contains("28.78x, below the minimum 1000"));
+      CHECK_THAT(finding.at("message").get<std::string>(), Catch::Contains("31.30x, below the minimum 1000"));
     }
   }
   CHECK(guard);
-  CHECK(run({"check", kV41, "--tp", "8", "--min-concurrency", "28"}).code == 0);
+  CHECK(run({"check", kV41, "--tp", "8", "--min-concurrency", "31"}).code == 0);
 }
 
 TEST_CASE("fit CLI: weights of a scheme not known leave the fit undecided, never a confident answer", "[cli][fit]") {
@@ -349,10 +354,10 @@ TEST_CASE("fit CLI: a partial download is not the checkpoint, in every format", 
     testing_files::TempDir dir;
     partial_v41_snapshot(dir, with_index);
     const std::string d = dir.path.string();
-    // The files (64 B) would fit 56.24x; the weights derived from config.json fit 28.78x.
+    // The files (64 B) would fit 56.24x; the weights derived from config.json fit 31.30x.
     const Run r = run({d, "--tp", "8"});
     CHECK(r.code == 2);
-    CHECK_THAT(r.out, Catch::Contains("Maximum concurrency for 1,048,576 tokens per request: 28.78x"));
+    CHECK_THAT(r.out, Catch::Contains("Maximum concurrency for 1,048,576 tokens per request: 31.30x"));
     CHECK_THAT(r.out, Catch::Contains("weights: 509,890,541,400 B (474.87 GiB) in the checkpoint, derived from "
                                       "config.json (some parts estimated: compressor, indexer, engram, vision; draft "
                                       "stages); the checkpoint in " +
@@ -412,7 +417,7 @@ TEST_CASE("fit CLI: a partial download is not the checkpoint, in every format", 
     // The matrix plans its cells with the config's weights and fails the file.
     const Run matrix = run({"check", d, "--matrix", "--tp", "8"});
     CHECK(matrix.code == 2);
-    CHECK_THAT(matrix.out, Catch::Contains("yes fits: 28.78x requests of 1048576 tokens"));
+    CHECK_THAT(matrix.out, Catch::Contains("yes fits: 31.30x requests of 1048576 tokens"));
     CHECK_THAT(matrix.out, Catch::Contains("  error [checkpoint.incomplete]: " + reason));
     const Run mj = run({"check", d, "--matrix", "--tp", "8", "--json"});
     CHECK(mj.code == 2);
@@ -424,7 +429,7 @@ TEST_CASE("fit CLI: a partial download is not the checkpoint, in every format", 
     // Planned from config.json alone, as the fix says: the same numbers, exit 0.
     const Run alone = run({d, "--tp", "8", "--no-checkpoint-files"});
     CHECK(alone.code == 0);
-    CHECK_THAT(alone.out, Catch::Contains("28.78x"));
+    CHECK_THAT(alone.out, Catch::Contains("31.30x"));
   }
 }
 

@@ -488,10 +488,10 @@ TEST_CASE("report SVG of V4.1-Flash: cells by type, draft layers, sources, shari
   for (const char* label :
        {"Layer map", "KV-cache memory", "Decode schedules", "Findings", "c1a: window + full-length", "KV source",
         "index source", "reindex", "candidate source", "draft layer (DSpark)", "sharing group", "1,790 B/token",
-        "1,827 B/token", "Per GPU on 8 x h200 (TP 8 x DP 1 x PP 1), vLLM 0.30", "weights 59.83 GiB",
-        "KV cache 62.69 GiB",
-        "vLLM prints: GPU KV cache size: 30,173,922 tokens, Maximum concurrency for 1,048,576 "
-        "tokens per request: 28.78x",
+        "1,827 B/token", "Per GPU on 8 x h200 (TP 8 x DP 1 x PP 1), vLLM 0.31.0", "weights 47.44 GiB",
+        "KV cache 68.19 GiB",
+        "vLLM prints: GPU KV cache size: 32,823,353 tokens, Maximum concurrency for 1,048,576 "
+        "tokens per request: 31.30x",
         "layers 2-7 read layer 2's compressed cache", "No errors or warnings."}) {
     INFO(label);
     CHECK_THAT(text, Catch::Contains(label));
@@ -969,11 +969,11 @@ TEST_CASE("plan --format markdown: a PR-comment summary", "[report]") {
   CHECK_THAT(md, Catch::Contains("| `swaonly` | 5 | 3 | window only |"));
   CHECK_THAT(md, Catch::Contains("| 20-39 | `c1a` | 20 | 20, 24, 28, 32, 36 |"));
   CHECK_THAT(md, Catch::Contains("**Bytes per token** (global): 1790 in rows (DeepSeek's accounting), 1827 in pages"));
-  CHECK_THAT(md, Catch::Contains("**Fit** on 8 x `h200` (TP 8 x DP 1 x PP 1, vLLM 0.30): fits: 28.78x concurrency at "
+  CHECK_THAT(md, Catch::Contains("**Fit** on 8 x `h200` (TP 8 x DP 1 x PP 1, vLLM 0.31.0): fits: 31.30x concurrency at "
                                  "max\\_model\\_len 1,048,576 per engine  \n"));
-  CHECK_THAT(md, Catch::Contains("`GPU KV cache size: 30,173,922 tokens, Maximum concurrency for 1,048,576 tokens per "
-                                 "request: 28.78x`"));
-  CHECK_THAT(md, Catch::Contains("| each GPU | 59.83 GiB | 6.10 GiB | 62.69 GiB | 139.80 GiB |"));
+  CHECK_THAT(md, Catch::Contains("`GPU KV cache size: 32,823,353 tokens, Maximum concurrency for 1,048,576 tokens per "
+                                 "request: 31.30x`"));
+  CHECK_THAT(md, Catch::Contains("| each GPU | 47.44 GiB | 12.99 GiB | 68.19 GiB | 139.80 GiB |"));
   CHECK_THAT(md, Catch::Contains("No errors or warnings."));
   CHECK_THAT(md, Catch::Contains("<details><summary>"));
   // --json still wins, as for check.
@@ -1024,7 +1024,7 @@ TEST_CASE("check --format markdown: a table of files", "[report]") {
   CHECK(m.code == 0);
   CHECK_THAT(m.out, Catch::Contains(
                         "  h200           fp8_ds_mla        8    1    8  FLASHMLA_SPARSE_DSV4                       "
-                        "yes fits: 10.29x requests of 1048576 tokens"));
+                        "yes fits: 9.70x requests of 1048576 tokens"));
   CHECK_THAT(m.out, Catch::Contains("\n  reasons:\n  [1] does not fit: "));
   CHECK_THAT(m.out, Catch::StartsWith("```text\n"));
   CHECK_THAT(m.out, Catch::EndsWith("```\n"));

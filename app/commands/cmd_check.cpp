@@ -219,7 +219,9 @@ CheckFileResult check_one(const std::string& path, const CheckOptions& opt, Plan
           (pl.data_parallel_size > 1 ? " x DP " + std::to_string(pl.data_parallel_size) : "") +
           (pl.pipeline_parallel_size > 1 ? " x PP " + std::to_string(pl.pipeline_parallel_size) : "") +
           (pl.decode_context_parallel_size > 1 ? " x DCP " + std::to_string(pl.decode_context_parallel_size) : "") +
-          (pl.enable_expert_parallel ? ", EP" : "") + (pl.engram == EngramPlacement::gpu && !plan.config.checkpoint.engram_layer_ids.empty() ? ", Engram on GPU" : "");
+          (pl.enable_expert_parallel ? ", EP" : "") +
+          (pl.engram == EngramPlacement::gpu && !plan.config.checkpoint.engram_layer_ids.empty() ? ", Engram on GPU"
+                                                                                                 : "");
       fr.global_rows = plan.layout->accounting.global_rows.value();
       fr.global_pages = plan.layout->accounting.global_pages.value();
       if (plan.fit) fr.fit = fit_answer(*plan.fit);

@@ -77,7 +77,7 @@ PlanQuestion PlanOptions::question(PlanRequest& r) const {
   const LayoutOptions& lo = layout.options;
   const bool layout_set = layout_given.any() || lo.tensor_parallel_size != 1 || lo.pipeline_parallel_size != 1 ||
                           lo.data_parallel_size != 1 || lo.decode_context_parallel_size != 1 ||
-                          fit.enable_expert_parallel || fit.engram != "gpu";
+                          fit.enable_expert_parallel || fit.engram != "offload";
   // A vllm serve command line is one layout, as vLLM starts it: no search unless --gpus asks.
   if (gpus || (!layout_set && !vllm)) {
     SearchOptions so;
@@ -106,7 +106,7 @@ PlanQuestion PlanOptions::question(PlanRequest& r) const {
     so.fixed.data_parallel = layout_given.data_parallel || lo.data_parallel_size != 1;
     so.fixed.context_parallel = layout_given.context_parallel || lo.decode_context_parallel_size != 1;
     so.fixed.expert_parallel = layout_given.expert_parallel || fit.enable_expert_parallel;
-    so.fixed.engram = layout_given.engram || fit.engram != "gpu";
+    so.fixed.engram = layout_given.engram || fit.engram != "offload";
     q.search = so;
   }
   return q;

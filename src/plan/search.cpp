@@ -174,9 +174,8 @@ SearchResult search_layouts(const ModelConfig& cfg, const Topology& topo, const 
   // on the GPU's compute capability (vLLM's --attention-backend) in the vLLM release of the
   // request (given.release).
   std::vector<std::string> backends = {given.attention_backend.value_or("")};
-  const BackendReleaseRules release =
-      backend_release_rules(base.deploy.vllm_version.empty() ? newest_vllm_release()
-                                                             : find_vllm_release(base.deploy.vllm_version));
+  const BackendReleaseRules release = backend_release_rules(
+      base.deploy.vllm_version.empty() ? newest_vllm_release() : find_vllm_release(base.deploy.vllm_version));
   if (!opt.fixed.attention_backend && !given.attention_backend) {
     const Target t = base.resolved_target ? *base.resolved_target : resolve_target(base.target);
     for (const auto& b : backend_catalogue()) {
@@ -439,7 +438,8 @@ Plan answer_question(const ModelConfig& cfg, const PlanRequest& request, const P
         flags.insert(flags.end(), {"--dcp", std::to_string(best.decode_context_parallel_size)});
       }
       if (best.expert_parallel) flags.emplace_back("--enable-expert-parallel");
-      if (best.engram == EngramPlacement::gpu && !cfg.checkpoint.engram_layer_ids.empty()) flags.insert(flags.end(), {"--engram", "gpu"});
+      if (best.engram == EngramPlacement::gpu && !cfg.checkpoint.engram_layer_ids.empty())
+        flags.insert(flags.end(), {"--engram", "gpu"});
       if (best.kv_cache_dtype != request.layout.kv_cache_dtype) {
         flags.insert(flags.end(), {"--kv-cache-dtype", best.kv_cache_dtype});
       }

@@ -93,9 +93,9 @@ struct LayoutOptions {
   std::int64_t tensor_parallel_size = 1;
   std::int64_t pipeline_parallel_size = 1;
   std::int64_t data_parallel_size = 1;
-  bool enable_expert_parallel = false;            ///< --enable-expert-parallel
+  bool enable_expert_parallel = false;                ///< --enable-expert-parallel
   EngramPlacement engram = EngramPlacement::offload;  ///< --engram gpu | offload (vLLM's default: offload)
-  bool language_model_only = false;               ///< --language-model-only: no vision tower
+  bool language_model_only = false;                   ///< --language-model-only: no vision tower
   /// The vLLM release's backend facts (engine/vllm/release.hpp gives them per release); the
   /// default is the releases before 0.31.
   BackendReleaseRules release;

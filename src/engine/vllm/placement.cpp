@@ -298,9 +298,9 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
             g.part == WeightPart::routed_experts) {
           // The MXFP4 MoE kernels allocate each rank's slice of every expert at the padded
           // intermediate size (mxfp4_round_up_hidden_size_and_intermediate_size).
-          const std::int64_t padded =
-              static_cast<std::int64_t>(static_cast<long double>(per_rank) * static_cast<long double>(padded_intermediate) /
-                                        static_cast<long double>(rank_intermediate));
+          const std::int64_t padded = static_cast<std::int64_t>(static_cast<long double>(per_rank) *
+                                                                static_cast<long double>(padded_intermediate) /
+                                                                static_cast<long double>(rank_intermediate));
           r.expert_padding_bytes = checked_add(r.expert_padding_bytes, padded - per_rank, "expert padding");
           per_rank = padded;
         }
@@ -345,13 +345,13 @@ Placement place_weights(const ModelConfig& cfg, const WeightsReport& weights, co
   if (padded_intermediate > rank_intermediate && !pl.stages.empty()) {
     std::int64_t most = 0;
     for (const auto& st : pl.stages) most = std::max(most, st.expert_padding_bytes);
-    pl.findings.push_back(Finding{
-        "placement.moe_padding", Severity::info,
-        "vLLM's MXFP4 MoE kernels pad each GPU's share of an expert, moe_intermediate_size " +
-            std::to_string(c.moe_intermediate_size) + " / " + std::to_string(moe_group) + " = " +
-            std::to_string(rank_intermediate) + ", up to " + std::to_string(padded_intermediate) +
-            " (a multiple of 128): " + format_gib(most) + " per GPU beyond the checkpoint's bytes",
-        "", "--enable-expert-parallel keeps whole experts per GPU, unpadded"});
+    pl.findings.push_back(
+        Finding{"placement.moe_padding", Severity::info,
+                "vLLM's MXFP4 MoE kernels pad each GPU's share of an expert, moe_intermediate_size " +
+                    std::to_string(c.moe_intermediate_size) + " / " + std::to_string(moe_group) + " = " +
+                    std::to_string(rank_intermediate) + ", up to " + std::to_string(padded_intermediate) +
+                    " (a multiple of 128): " + format_gib(most) + " per GPU beyond the checkpoint's bytes",
+                "", "--enable-expert-parallel keeps whole experts per GPU, unpadded"});
   }
   return pl;
 }

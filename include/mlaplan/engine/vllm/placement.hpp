@@ -40,8 +40,8 @@ struct RankWeights {
   /// Of expert_bytes: what vLLM's MXFP4 MoE kernels add by padding a rank's share of the
   /// intermediate size up to a multiple of 128 (experts tensor-sharded, EP off).
   std::int64_t expert_padding_bytes = 0;
-  std::int64_t draft_bytes = 0;                             ///< of the total, what the draft stages add
-  std::int64_t host_bytes = 0;                              ///< offloaded bytes of this rank (not in total_bytes)
+  std::int64_t draft_bytes = 0;       ///< of the total, what the draft stages add
+  std::int64_t host_bytes = 0;        ///< offloaded bytes of this rank (not in total_bytes)
   std::int64_t experts_per_rank = 0;  ///< routed experts a rank holds per MoE layer (EP on), else 0
   std::int64_t total_bytes = 0;       ///< on the GPU
 };
