@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <cmath>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -670,4 +672,171 @@ TEST_CASE("fit CLI: check --matrix refuses every guard rather than ignore it", "
   CHECK(two.code == 1);
   // In the order of the guard table (the order the guards are applied in).
   CHECK_THAT(two.err, Catch::Contains("--require-batch-fits, --min-concurrency are guards of one plan"));
+}
+
+// ============================================================ vLLM releases and start-up logs
+
+namespace {
+
+// Case A: a public V4-Flash start-up log, vLLM v0.25.0, 2 x RTX PRO 6000 Blackwell (TP 2), with
+// the run's real flags (../shared vllm-versions notes, section 10). It printed Available KV cache
+// memory 10.29 GiB, GPU KV cache size 1,993,100 tokens, maximum concurrency 1.90x.
+const std::vector<std::string> kCaseA = {kV4,
+                                         "--gpu",
+                                         "rtx-pro-6000",
+                                         "--tp",
+                                         "2",
+                                         "--kv-cache-dtype",
+                                         "fp8",
+                                         "--gpu-memory-utilization",
+                                         "0.95",
+                                         "--max-model-len",
+                                         "1048576",
+                                         "--max-num-seqs",
+                                         "64",
+                                         "--max-num-batched-tokens",
+                                         "4096",
+                                         "--spec-tokens",
+                                         "2"};
+
+const char* kCaseALog =
+    "(APIServer pid=57) INFO 07-12 02:33:26 [utils.py:299] non-default args: {'model_tag': "
+    "'deepseek-ai/DeepSeek-V4-Flash', 'max_model_len': 1048576, 'tensor_parallel_size': 2, "
+    "'disable_custom_all_reduce': True, 'gpu_memory_utilization': 0.95, 'kv_cache_dtype': 'fp8', "
+    "'enable_prefix_caching': True, 'max_num_batched_tokens': 4096, 'max_num_seqs': 64, 'async_scheduling': True, "
+    "'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 2}}\n"
+    "(Worker_TP0 pid=514) INFO 07-12 02:35:39 [gpu_model_runner.py:4411] Model loading took 75.64 GiB memory and "
+    "118.456 seconds\n"
+    "(Worker_TP0 pid=514) INFO 07-12 02:36:10 [gpu_worker.py:486] Profiling CUDA graph memory: PIECEWISE=42 "
+    "(largest=384), FULL=26 (largest=192)\n"
+    "(Worker_TP0 pid=514) INFO 07-12 02:36:14 [gpu_worker.py:532] Estimated CUDA graph memory: 1.58 GiB total\n"
+    "(Worker_TP0 pid=514) INFO 07-12 02:36:14 [gpu_worker.py:538] Available KV cache memory: 10.29 GiB\n"
+    "(EngineCore pid=381) INFO 07-12 02:36:15 [kv_cache_utils.py:1317] GPU KV cache size: 1,993,100 tokens\n"
+    "(EngineCore pid=381) INFO 07-12 02:36:15 [kv_cache_utils.py:1322] Maximum concurrency for 1,048,576 tokens per "
+    "request: 1.90x\n";
+
+std::vector<std::string> with(std::vector<std::string> a, std::initializer_list<std::string> more) {
+  a.insert(a.end(), more);
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("vLLM releases: case A (v0.25.0, 2 x RTX PRO 6000) with its real flags", "[cli][fit][release]") {
+  const auto j = plan_json(with(kCaseA, {"--vllm-version", "0.25.0"}));
+  const auto& fit = j.at("fit");
+  const double available = fit.at("vllm").at("available_kv_bytes").get<double>() / kGiB;
+  const double tokens = fit.at("vllm").at("gpu_kv_cache_tokens").get<double>();
+  const double concurrency = fit.at("vllm").at("maximum_concurrency").get<double>();
+  CHECK(std::fabs(available - 10.29) <= 0.02 * 10.29);
+  CHECK(std::fabs(tokens - 1'993'100) <= 0.01 * 1'993'100);
+  CHECK(std::fabs(concurrency - 1.90) <= 0.01 * 1.90);
+  CHECK(fit.at("vllm_release").at("version") == "0.25.0");
+  CHECK(fit.at("vllm_release").at("kv_planner") == "packed_buckets");
+  CHECK(fit.at("vllm_release").at("model_runner") == "v1");
+  // v0.25 prints two lines.
+  CHECK(fit.at("vllm").at("log_line") ==
+        "GPU KV cache size: 1,993,663 tokens\nMaximum concurrency for 1,048,576 tokens per request: 1.90x");
+  // vLLM 0.30's planner and runner on the same flags: far from what v0.25.0 printed.
+  const auto newer = plan_json(with(kCaseA, {"--vllm-version", "0.30"}));
+  CHECK(newer.at("fit").at("vllm").at("maximum_concurrency").get<double>() < 1.6);
+}
+
+TEST_CASE("vLLM releases: --vllm-version picks a release or names the modelled ones", "[cli][release]") {
+  CHECK(plan_json({kV4, "--tp", "8", "--vllm-version", "0.27"}).at("fit").at("vllm_release").at("version") == "0.27.1");
+  CHECK(plan_json({kV4, "--tp", "8", "--vllm-version", "v0.30.0"}).at("fit").at("vllm_release").at("version") ==
+        "0.30.0");
+  const Run bad = run({kV4, "--tp", "8", "--vllm-version", "0.24"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Catch::Contains("--vllm-version: '0.24' is not a modelled vLLM release") &&
+                          Catch::Contains("0.25.0, 0.25.1, 0.26.0, 0.27.0, 0.27.1, 0.28.0, 0.29.0, 0.30.0, 0.31.0"));
+  // V4.1 is not in a release before 0.30.0: vLLM refuses it (exit 3).
+  const Run old = run({kV41, "--tp", "8", "--vllm-version", "0.29"});
+  CHECK(old.code == 3);
+  CHECK_THAT(old.out, Catch::Contains("error [engine.vllm_version]: vLLM 0.29.0 has no DeepSeek V4.1 model"));
+  // A release whose planner generation is not pinned prints the other generation beside it.
+  const Run unpinned = run(with(kCaseA, {"--vllm-version", "0.27"}));
+  CHECK(unpinned.code == 0);
+  CHECK_THAT(unpinned.out, Catch::Contains("the KV planner of vLLM 0.27.1 is not pinned; under the packed KV-cache "
+                                           "groups (kv_cache_planning.py, the v0.30 generation) vLLM would print: "
+                                           "GPU KV cache size: "));
+}
+
+TEST_CASE("vLLM releases: batches in flight under pipeline parallelism", "[cli][release]") {
+  // VllmConfig.max_concurrent_batches: PP with async scheduling on the V2 runner is PP + 1;
+  // on the V1 runner (0.25-0.28 for DeepSeek's MoE models) PP.
+  auto batches = [](std::initializer_list<std::string> more) {
+    std::vector<std::string> a = {kV4, "--tp", "4", "--pp", "2"};
+    a.insert(a.end(), more);
+    return plan_json(a).at("fit").at("vllm_release").at("batches_in_flight").get<int>();
+  };
+  CHECK(batches({}) == 3);
+  CHECK(batches({"--no-async-scheduling"}) == 2);
+  CHECK(batches({"--vllm-version", "0.28"}) == 2);
+  CHECK(plan_json({kV4, "--tp", "8"}).at("fit").at("vllm_release").at("batches_in_flight") == 2);
+  CHECK(plan_json({kV4, "--tp", "8", "--no-async-scheduling"}).at("fit").at("vllm_release").at("batches_in_flight") ==
+        1);
+}
+
+TEST_CASE("vLLM start-up log: --from-log sets the log against the plan and uses its terms", "[cli][fit][log]") {
+  testing_files::TempDir dir;
+  const std::string log = dir.write("caseA.log", kCaseALog);
+  const Run r = run(with(kCaseA, {"--vllm-version", "0.25.0", "--from-log", log}));
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("\nstart-up log " + log + ", against the model's plan of the same flags:\n"));
+  CHECK_THAT(r.out,
+             Catch::Contains("  weights as loaded (\"Model loading took\")                        75.73 GiB      "
+                             "75.64 GiB  agrees\n"));
+  CHECK_THAT(r.out, Catch::Contains("  GPU KV cache size                                               1,993,663      "
+                                    "1,993,100  agrees\n"));
+  CHECK_THAT(r.out,
+             Catch::Contains("  measured, used in the plan above: --weights-gib 75.64 (\"Model loading took\")\n"));
+  CHECK_THAT(r.out, Catch::Contains("  measured, used in the plan above: --cudagraph-gib 1.58"));
+  const auto j = plan_json(with(kCaseA, {"--vllm-version", "0.25.0", "--from-log", log}));
+  const auto& rows = j.at("log_check").at("rows");
+  REQUIRE(rows.size() == 6);
+  for (const auto& x : rows) CHECK(x.at("disagrees") == false);
+  // The plan with the measured terms lands on the log's KV cache.
+  CHECK(std::fabs(j.at("fit").at("vllm").at("available_kv_bytes").get<double>() / kGiB - 10.29) < 0.05);
+  // Another layout than the log's: compared, not applied.
+  const Run other = run({kV4, "--gpu", "rtx-pro-6000", "--tp", "4", "--from-log", log});
+  CHECK_THAT(other.out, Catch::Contains("note: the log ran tensor_parallel_size 2, this plan 4"));
+  CHECK_THAT(other.out, Catch::Contains("note: the log's terms are not applied: it ran another parallel layout"));
+  // Not a start-up log, a missing file: one line naming --from-log, exit 1.
+  const Run junk = run({kV4, "--tp", "8", "--from-log", dir.write("junk.log", "hello\nworld\n")});
+  CHECK(junk.code == 1);
+  CHECK_THAT(junk.err, Catch::StartsWith("mla-plan: error: --from-log ") &&
+                           Catch::Contains("not a vLLM start-up log: none of the lines 'Model loading took'"));
+  const Run missing = run({kV4, "--tp", "8", "--from-log", (dir.path / "nope.log").string()});
+  CHECK(missing.code != 0);
+  CHECK_THAT(missing.err, Catch::Contains("--from-log"));
+}
+
+TEST_CASE("vLLM start-up log: a V2-runner log gives the peak activation and non-torch memory", "[cli][fit][log]") {
+  // vLLM 0.31.1rc1, V4.1-Flash on 8 x H100 (TP 8, EP), the summary line of the V2 runner.
+  testing_files::TempDir dir;
+  const std::string log = dir.write(
+      "v2.log",
+      "(Worker_TP0_EP0 pid=1) INFO 10-20 01:02:03 [model_runner.py:413] Model loading took 36.32 GiB memory and 95.1 "
+      "seconds\n"
+      "(Worker_TP0_EP0 pid=1) INFO 10-20 01:03:03 [gpu_worker.py:726] Available KV cache memory: 29.14 GiB\n"
+      "(EngineCore pid=1) INFO 10-20 01:03:04 [kv_cache_utils.py:1400] GPU KV cache size: 9,092,381 tokens, Maximum "
+      "concurrency for 262,144 tokens per request: 34.68x\n"
+      "(Worker_TP0_EP0 pid=1) INFO 10-20 01:04:00 [gpu_worker.py:800] Free memory on device (77.01/79.18 GiB) on "
+      "startup. Desired GPU memory utilization is (0.9, 71.26 GiB). Actual usage is 38.23 GiB for consumed memory "
+      "(weights + non-torch), 3.89 GiB for peak activation, and 1.13 GiB for CUDAGraph memory. Replace "
+      "gpu_memory_utilization config with --kv-cache-memory=30000000000 (27.94 GiB) to fit into requested memory.\n");
+  const auto j = plan_json({kV41, "--gpu", "h100", "--tp", "8", "--enable-expert-parallel", "--language-model-only",
+                            "--max-num-seqs", "64", "--max-model-len", "262144", "--gpu-memory-utilization", "0.9",
+                            "--no-enable-prefix-caching", "--from-log", log});
+  std::map<std::string, nlohmann::json> by;
+  for (const auto& x : j.at("log_check").at("rows")) by[x.at("what").get<std::string>()] = x;
+  REQUIRE(by.count("peak activation") == 1);
+  CHECK(by["peak activation"].at("logged").get<double>() == Approx(3.89));
+  REQUIRE(by.count("non-torch memory") == 1);
+  CHECK(by["non-torch memory"].at("logged").get<double>() == Approx(38.23 - 36.32));
+  CHECK(by.at("GPU total").at("logged").get<double>() == Approx(79.18));
+  // The model's own figures for this run are within 3% of what it printed.
+  CHECK(std::fabs(by.at("GPU KV cache size").at("planned").get<double>() / 9'092'381.0 - 1.0) < 0.03);
+  CHECK(j.at("log_check").at("model_runner_v2") == false);  // the excerpt has no "Using V2 Model Runner" line
 }

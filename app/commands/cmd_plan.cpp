@@ -3,7 +3,13 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include <algorithm>
+#include <cmath>
+
 #include "mlaplan/base/error.hpp"
+#include "mlaplan/base/input_file.hpp"
+#include "mlaplan/base/number_format.hpp"
+#include "mlaplan/engine/vllm/startup_log.hpp"
 #include "mlaplan/base/limits.hpp"
 #include "mlaplan/base/text.hpp"
 #include "mlaplan/hardware/target.hpp"
@@ -31,6 +37,11 @@ void setup_plan(CLI::App& app, PlanOptions& opt) {
   bind_batch_flags(*sub, opt.batch);
   bind_search_flags(*sub, opt);
   bind_layout_given(*sub, opt.layout_given);
+  sub->add_option("--from-log", opt.fit.from_log,
+                  "a vLLM start-up log of these flags: its lines are set against this plan term by term, and its "
+                  "measured terms (weights as loaded, CUDA graphs, activation, non-torch, the GPU total) replace the "
+                  "estimates")
+      ->group("Fit");
 }
 
 std::pair<std::int64_t, std::optional<std::string>> parse_gpus_value(std::string_view text) {
@@ -149,6 +160,177 @@ void check_spec_method(const ModelConfig& cfg, const std::string& method) {
               "); a separate draft model is not modelled");
 }
 
+/// A vLLM start-up log's lines may be long and many (a 100 MB log reads in a fraction of a second).
+constexpr std::int64_t kMaxLogFileBytes = 256LL << 20;
+
+std::optional<double> arg_number(const VllmStartupLog& log, const std::string& key) {
+  const auto it = log.args.find(key);
+  if (it == log.args.end()) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(it->second, &used);
+    if (used != it->second.size()) return std::nullopt;
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<double> term_gib(const Plan& p, const std::string& id) {
+  if (!p.fit || p.fit->stages.empty()) return std::nullopt;
+  const BudgetTerm* t = p.fit->stages.front().budget.term(id);
+  if (t == nullptr) return std::nullopt;
+  return static_cast<double>(t->bytes) / static_cast<double>(std::int64_t{1} << 30);
+}
+
+std::string gib2(double v) { return format_fixed(v, 2); }
+
+/// `plan --from-log FILE`: the plan of the flags as the model estimates it, set against the log
+/// term by term; then the plan again with the log's measured terms (where the layout is the log's
+/// and no flag gives the term).
+PlanResult plan_from_log(const PlanOptions& opt, const ModelConfig& cfg, PlanRequest r, const PlanQuestion& q) {
+  const std::string& path = *opt.fit.from_log;
+  const InputFileRules rules{"--from-log: ", kMaxLogFileBytes, "the limit for start-up logs (256 MiB)",
+                             "a vLLM start-up log is a few MiB"};
+  VllmStartupLog log;
+  try {
+    log = read_vllm_startup_log(read_input_file(path, rules));
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::invalid_config) throw_usage("--from-log " + mlaplan::quoted(path) + ": " + e.what());
+    throw;
+  }
+  const PlanResult model = answer_question(cfg, r, q);
+  LogCheck check;
+  check.file = path;
+  check.vllm_version = log.vllm_version.value_or("");
+  check.model_runner_v2 = log.model_runner_v2;
+  check.notes = log.notes;
+  constexpr double kGiB = 1073741824.0;
+  const Fit* f = model.fit ? &*model.fit : nullptr;
+  const Budget* b = f && !f->stages.empty() ? &f->stages.front().budget : nullptr;
+  auto row = [&](std::string what, std::string unit, std::optional<double> planned, std::optional<double> logged,
+                 std::size_t line, double rel) {
+    LogCheckRow x{std::move(what), std::move(unit), planned, logged, line, false};
+    if (planned && logged) {
+      const double diff = std::fabs(*planned - *logged);
+      x.disagrees = x.unit == "GiB" ? diff > std::max(0.25, rel * std::fabs(*logged)) : diff > rel * std::fabs(*logged);
+    }
+    check.rows.push_back(std::move(x));
+  };
+  // The flags the log ran with (its non-default args), against the plan's.
+  if (f && model.layout) {
+    const auto& pl = f->placement.layout;
+    const std::pair<const char*, double> mine[] = {
+        {"tensor_parallel_size", static_cast<double>(pl.tensor_parallel_size)},
+        {"data_parallel_size", static_cast<double>(pl.data_parallel_size)},
+        {"pipeline_parallel_size", static_cast<double>(pl.pipeline_parallel_size)},
+        {"max_model_len", static_cast<double>(model.layout->max_model_len)},
+        {"max_num_batched_tokens", static_cast<double>(model.layout->in_flight_tokens)},
+        {"gpu_memory_utilization", b ? b->gpu_memory_utilization : 0.0}};
+    for (const auto& [key, value] : mine) {
+      const auto theirs = arg_number(log, key);
+      if (theirs && std::fabs(*theirs - value) > 1e-9) {
+        check.notes.push_back(std::string("the log ran ") + key + " " + format_general(*theirs) + ", this plan " +
+                              format_general(value) + ": pass the log's flags to compare like with like");
+      }
+    }
+  }
+  const double layout_matches = std::none_of(check.notes.begin(), check.notes.end(), [](const std::string& n) {
+    return n.find("_parallel_size") != std::string::npos;
+  });
+  // Weights as loaded.
+  std::optional<double> loaded_plan;
+  if (b)
+    loaded_plan =
+        (static_cast<double>(b->weights_bytes()) + term_gib(model, "load_overhead").value_or(0) * kGiB) / kGiB;
+  if (log.model_loading_gib) {
+    row("weights as loaded (\"Model loading took\")", "GiB", loaded_plan, log.model_loading_gib->value,
+        log.model_loading_gib->line, 0.05);
+  }
+  if (log.cudagraph_estimate_gib) {
+    row("CUDA-graph estimate", "GiB", term_gib(model, "cudagraph"), log.cudagraph_estimate_gib->value,
+        log.cudagraph_estimate_gib->line, 0.05);
+  }
+  if (log.peak_activation_gib)
+    row("peak activation", "GiB", term_gib(model, "activation_peak"), log.peak_activation_gib, 0, 0.05);
+  std::optional<double> log_non_torch = log.non_torch_gib;
+  if (!log_non_torch && log.consumed_gib && log.model_loading_gib) {
+    log_non_torch = *log.consumed_gib - log.model_loading_gib->value;
+  }
+  if (log_non_torch) row("non-torch memory", "GiB", term_gib(model, "non_torch"), log_non_torch, 0, 0.05);
+  // V1 logs print no split of the profile's peak: what the requested memory leaves.
+  std::optional<double> remainder;
+  if (!log.peak_activation_gib && log.model_loading_gib && log.available_kv_gib && b) {
+    const double total = log.total_gib.value_or(static_cast<double>(b->total_bytes) / kGiB);
+    const double util = arg_number(log, "gpu_memory_utilization").value_or(b->gpu_memory_utilization);
+    remainder = total * util - log.model_loading_gib->value -
+                (log.cudagraph_estimate_gib ? log.cudagraph_estimate_gib->value : 0.0) - log.available_kv_gib->value;
+    row("activation + non-torch (what the requested memory leaves)", "GiB",
+        term_gib(model, "activation_peak").value_or(0) + term_gib(model, "non_torch").value_or(0), remainder, 0, 0.05);
+  }
+  if (log.total_gib && b) row("GPU total", "GiB", static_cast<double>(b->total_bytes) / kGiB, log.total_gib, 0, 0.01);
+  if (log.available_kv_gib) {
+    row("Available KV cache memory", "GiB",
+        f ? std::optional<double>(static_cast<double>(f->vllm.available_bytes) / kGiB) : std::nullopt,
+        log.available_kv_gib->value, log.available_kv_gib->line, 0.02);
+  }
+  if (log.gpu_kv_cache_tokens) {
+    row("GPU KV cache size", "tokens",
+        f ? std::optional<double>(static_cast<double>(f->vllm.gpu_kv_cache_tokens)) : std::nullopt,
+        static_cast<double>(*log.gpu_kv_cache_tokens), 0, 0.01);
+  }
+  if (log.max_concurrency) {
+    row("Maximum concurrency", "x", f ? std::optional<double>(f->vllm.concurrency) : std::nullopt, log.max_concurrency,
+        0, 0.01);
+  }
+
+  // The measured terms, where the layout is the log's and no flag gives the term.
+  if (!layout_matches) {
+    check.notes.push_back("the log's terms are not applied: it ran another parallel layout");
+  } else {
+    auto apply = [&](std::optional<double>& slot, std::optional<double> value, const std::string& flag,
+                     const std::string& what) {
+      if (!value || slot) return;
+      slot = std::max(0.0, *value);
+      check.applied.push_back(flag + " " + gib2(*slot) + " (" + what + ")");
+    };
+    if (log.model_loading_gib && !r.budget.weights_gib) {
+      apply(r.budget.weights_gib, log.model_loading_gib->value, "--weights-gib", "\"Model loading took\"");
+      if (!r.budget.load_overhead_gib) r.budget.load_overhead_gib = 0.0;  // the loaded figure holds it
+    }
+    if (!log.model_runner_v2)
+      apply(r.budget.cudagraph_gib,
+            log.cudagraph_estimate_gib.has_value() ? std::optional<double>(log.cudagraph_estimate_gib->value)
+                                                   : std::nullopt,
+            "--cudagraph-gib", "\"Estimated CUDA graph memory\"");
+    apply(r.budget.activation_gib, log.peak_activation_gib ? log.peak_activation_gib : remainder, "--activation-gib",
+          log.peak_activation_gib ? "the peak activation the log prints"
+                                  : "what the log's requested memory leaves: activation and non-torch together");
+    if (log.peak_activation_gib) {
+      apply(r.budget.non_torch_gib, log_non_torch, "--non-torch-gib", "the log's non-torch memory");
+    } else if (remainder && !r.budget.non_torch_gib) {
+      r.budget.non_torch_gib = 0.0;  // counted in the activation term above
+    }
+    if (log.total_gib && !r.target.memory_gib && !r.resolved_target) {
+      r.target.memory_gib = *log.total_gib;
+      check.applied.push_back("--gpu-memory-gib " + gib2(*log.total_gib) + " (\"Free memory on device\")");
+    }
+  }
+  PlanResult out = check.applied.empty() ? model : answer_question(cfg, r, q);
+  for (const auto& x : check.rows) {
+    if (!x.disagrees) continue;
+    const auto fmt = [&](double v) {
+      return x.unit == "tokens" ? format_grouped(static_cast<std::int64_t>(v)) : gib2(v);
+    };
+    out.findings.push_back(Finding{"log.disagrees", Severity::warning,
+                                   "--from-log: " + x.what + ": the log " + fmt(*x.logged) + " " + x.unit +
+                                       ", this plan's model " + fmt(*x.planned) + " " + x.unit,
+                                   "", "the measured terms replace the model's in the plan (see the log check)"});
+  }
+  out.log_check = std::move(check);
+  return out;
+}
+
 }  // namespace
 
 PlanResult compute_plan(const PlanOptions& opt) {
@@ -156,7 +338,7 @@ PlanResult compute_plan(const PlanOptions& opt) {
   const PlanQuestion q = opt.question(r);
   ModelConfig cfg = load_config(opt.config, model_source(opt));
   if (opt.vllm && opt.vllm->spec_method) check_spec_method(cfg, *opt.vllm->spec_method);
-  PlanResult p = answer_question(cfg, r, q);
+  PlanResult p = opt.fit.from_log ? plan_from_log(opt, cfg, r, q) : answer_question(cfg, r, q);
   if (opt.vllm) {
     if (!opt.vllm->ignored.empty()) {
       std::string list;

@@ -67,7 +67,8 @@ struct FitFlags {
   bool enable_expert_parallel = false;  ///< --enable-expert-parallel (a parallel-layout flag)
   std::string engram = "offload";       ///< --engram (a parallel-layout flag; vLLM's default placement)
   bool no_async_scheduling = false;
-  bool async_scheduling = false;  ///< --async-scheduling
+  bool async_scheduling = false;        ///< --async-scheduling
+  std::optional<std::string> from_log;  ///< --from-log FILE (plan): a vLLM start-up log
   bool no_checkpoint_files = false;
   bool no_prefix_caching = false;    ///< --no-enable-prefix-caching (vLLM's)
   bool language_model_only = false;  ///< --language-model-only (vLLM's)

@@ -497,6 +497,23 @@ std::string render_plan_json(const PlanResult& r) {
   }
   j["search"] = search_json(r);
   j["launch"] = launch_json(r);
+  if (r.log_check) {
+    const LogCheck& c = *r.log_check;
+    ojson rows = ojson::array();
+    for (const auto& x : c.rows) {
+      rows.push_back({{"what", x.what},
+                      {"unit", x.unit},
+                      {"planned", x.planned ? ojson(*x.planned) : ojson(nullptr)},
+                      {"logged", x.logged ? ojson(*x.logged) : ojson(nullptr)},
+                      {"line", x.line},
+                      {"disagrees", x.disagrees}});
+    }
+    j["log_check"] = {
+        {"file", c.file},          {"vllm_version", c.vllm_version}, {"model_runner_v2", c.model_runner_v2},
+        {"rows", std::move(rows)}, {"applied", c.applied},           {"notes", c.notes}};
+  } else {
+    j["log_check"] = nullptr;
+  }
   j["max_model_len_auto"] =
       r.auto_max_model_len
           ? ojson({{"max_model_len", *r.auto_max_model_len}, {"min_concurrency", r.auto_min_concurrency}})

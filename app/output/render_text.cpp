@@ -101,6 +101,32 @@ std::string render_decode_summary(const PlanResult& r);
 std::string render_prefill_text(const PlanResult& r, bool details);
 std::string render_context_parallel_text(const PlanResult& r, bool details);
 
+std::string render_log_check_text(const PlanResult& r) {
+  if (!r.log_check) return {};
+  const LogCheck& c = *r.log_check;
+  std::ostringstream o;
+  o.imbue(std::locale::classic());
+  o << "\nstart-up log " << printable(c.file, kQuotedPathMaxBytes)
+    << (c.vllm_version.empty() ? "" : " (vLLM " + printable(c.vllm_version) + ")")
+    << (c.model_runner_v2 ? ", V2 model runner" : "") << ", against the model's plan of the same flags:\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "  %-58s %14s %14s  %s\n", "", "this plan", "the log", "");
+  o << line;
+  for (const auto& x : c.rows) {
+    auto fmt = [&](const std::optional<double>& v) -> std::string {
+      if (!v) return "-";
+      if (x.unit == "tokens") return format_grouped(static_cast<std::int64_t>(*v));
+      return format_fixed(*v, 2) + (x.unit == "x" ? "x" : " GiB");
+    };
+    std::snprintf(line, sizeof line, "  %-58s %14s %14s  %s\n", x.what.c_str(), fmt(x.planned).c_str(),
+                  fmt(x.logged).c_str(), x.disagrees ? "DISAGREES" : (x.planned && x.logged ? "agrees" : ""));
+    o << line;
+  }
+  for (const auto& a : c.applied) o << "  measured, used in the plan above: " << printable(a) << "\n";
+  for (const auto& n : c.notes) o << "  note: " << printable(n) << "\n";
+  return o.str();
+}
+
 std::string render_plan_text(const PlanResult& r, bool show_records) { return render_plan_text(r, show_records, true); }
 
 std::string render_plan_text(const PlanResult& r, bool show_records, bool details) {
@@ -120,6 +146,7 @@ std::string render_plan_text(const PlanResult& r, bool show_records, bool detail
   o << "\n";
   o << render_search_text(r);
   o << render_fit_text(r);
+  o << render_log_check_text(r);
   o << render_prefill_text(r, details);
   o << render_context_parallel_text(r, details);
   o << render_kv_tiers_text(r, details);

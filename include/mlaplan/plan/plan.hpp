@@ -286,12 +286,31 @@ struct BatchKvFit {
 std::optional<BatchKvFit> fit_decode_batch(const Fit& fit, const DecodeBatch& batch);
 
 /// Everything one config's plan computed.
+/// A real vLLM start-up log set against the plan of the same flags (`plan --from-log FILE`).
+struct LogCheckRow {
+  std::string what;               ///< "weights as loaded", "Available KV cache memory", ...
+  std::string unit;               ///< "GiB", "tokens", "x"
+  std::optional<double> planned;  ///< this plan's figure (the model's, before the log's terms)
+  std::optional<double> logged;   ///< the log's
+  std::size_t line = 0;           ///< the log's line (0: derived from several)
+  bool disagrees = false;         ///< off by more than the tolerance (max(0.25 GiB, 5%); 1% for tokens)
+};
+struct LogCheck {
+  std::string file;
+  std::string vllm_version;  ///< as the log prints it, or ""
+  bool model_runner_v2 = false;
+  std::vector<LogCheckRow> rows;
+  std::vector<std::string> applied;  ///< the measured terms the final plan takes ("--weights-gib 75.64 (...)")
+  std::vector<std::string> notes;    ///< flags that differ between the log and the plan, unreadable lines
+};
+
 struct Plan {
   ModelConfig config;
   Topology topology;
   Target target;
-  std::optional<Layout> layout;  ///< absent when the flags make no layout possible
-  std::optional<Fit> fit;        ///< with a layout
+  std::optional<Layout> layout;       ///< absent when the flags make no layout possible
+  std::optional<Fit> fit;             ///< with a layout
+  std::optional<LogCheck> log_check;  ///< plan --from-log
   DecodeBatch batch;
   std::optional<BatchKvFit> batch_fit;  ///< the batch against the KV cache, when the fit is decided
   /// The indexer's transient prefill peak against the headroom, when the fit fits and the model
