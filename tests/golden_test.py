@@ -28,6 +28,10 @@ V4 = "configs/deepseek-v4-flash.json"
 V32 = "configs/deepseek-v3.2.json"
 ALL = [V41, V4, V32]
 
+CASE_A = [V4, "--gpu", "rtx-pro-6000", "--tp", "2", "--kv-cache-dtype", "fp8", "--gpu-memory-utilization", "0.95",
+          "--max-model-len", "1048576", "--max-num-seqs", "64", "--max-num-batched-tokens", "4096", "--spec-tokens", "2"]
+CASE_A_LOG = "tests/data/vllm-logs/case-a-v0.25.0.log"
+
 # (name, extension, arguments); "{out}" stands for the report file the case writes.
 CASES = [
     # The README's first command: its first screen (the search of one node, the best layout's plan).
@@ -45,6 +49,13 @@ CASES = [
     ("plan-v4-flash-tp4-pp2-spec2", "json", [V4, "--tp", "4", "--pp", "2", "--spec-tokens", "2", "--json"]),
     ("plan-v32-tp8-dcp2-details", "txt", [V32, "--tp", "8", "--dcp", "2", "--details"]),
     ("plan-v32-dp8-ep", "json", [V32, "--tp", "1", "--dp", "8", "--enable-expert-parallel", "--json"]),
+    # Engram's tables on the GPU (vLLM keeps them in host memory by default).
+    ("plan-v41-flash-tp8-engram-gpu", "json", [V41, "--tp", "8", "--engram", "gpu", "--json"]),
+    # Case A: a real v0.25.0 start-up log of V4-Flash on 2 x RTX PRO 6000, set against the plan of its flags;
+    # then the same measured terms under 0.27, whose planner generation is not pinned (both are printed).
+    ("plan-v4-flash-case-a-log", "txt", CASE_A + ["--vllm-version", "0.25.0", "--from-log", CASE_A_LOG]),
+    ("plan-v4-flash-case-a-log-v027", "json",
+     CASE_A + ["--vllm-version", "0.27", "--from-log", CASE_A_LOG, "--json"]),
     ("check-bundled-tp8", "txt", ["check"] + ALL + ["--tp", "8", "--min-concurrency", "8"]),
     ("check-bundled-tp8", "github.txt",
      ["check"] + ALL + ["--tp", "8", "--min-concurrency", "8", "--format", "github"]),
