@@ -2,6 +2,7 @@
 // utilisation), each term's source and its override, --kv-cache-memory-bytes, --enforce-eager, the
 // two V4-Flash TP4 load logs against the derived weights plus the load-overhead term, and bad values.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
@@ -260,4 +261,89 @@ TEST_CASE("budget: non-torch memory and the V1 runner's CUDA-graph estimate foll
   CHECK(gib(estimate_cudagraph_bytes(cfg, g)) == Approx(0.55).margin(0.01));  // printed 0.55 (v0.21.1rc1)
   g.max_num_seqs = 1024;
   CHECK(largest_capture_size(g) == 512);
+}
+
+TEST_CASE("vLLM releases: every modelled release's rules, and --vllm-version's spellings", "[budget][release]") {
+  using G = VllmKvGeneration;
+  struct Row {
+    const char* version;
+    G planner;
+    bool pinned, v2, v41, mega, triton, merged;
+  };
+  const Row rows[] = {
+      {"0.25.0", G::packed_buckets, true, false, false, false, false, false},
+      {"0.25.1", G::packed_buckets, true, false, false, false, false, false},
+      {"0.26.0", G::packed_buckets, false, false, false, false, false, false},
+      {"0.27.0", G::packed_buckets, false, false, false, false, false, false},
+      {"0.27.1", G::packed_buckets, false, false, false, false, false, false},
+      {"0.28.0", G::packed_buckets, false, false, false, false, false, false},
+      {"0.29.0", G::generic_packed, false, true, false, false, false, true},
+      {"0.30.0", G::generic_packed, true, true, true, false, false, true},
+      {"0.31.0", G::generic_packed, true, true, true, true, true, true},
+  };
+  REQUIRE(vllm_releases().size() == std::size(rows));
+  for (std::size_t i = 0; i < std::size(rows); ++i) {
+    const Row& w = rows[i];
+    const VllmRelease& r = vllm_releases()[i];
+    INFO(w.version);
+    CHECK(r.version == w.version);
+    CHECK(&find_vllm_release(w.version) == &r);
+    CHECK(r.planner == w.planner);
+    CHECK(r.planner_pinned == w.pinned);
+    CHECK(r.model_runner_v2 == w.v2);
+    CHECK(r.supports_v41 == w.v41);
+    CHECK(r.v41_mega_attention_default == w.mega);
+    CHECK(r.v41_triton_sm90 == w.triton);
+    CHECK(r.merged_kv_line == w.merged);
+    CHECK(r.reserve_counts_batches == (w.planner == G::generic_packed));
+    CHECK(r.gpu_memory_utilization == 0.92);
+    CHECK(r.cudagraph_profiling);
+    CHECK(r.async_default);
+    CHECK_FALSE(r.async_off_with_pp);
+    CHECK_FALSE(r.sources.empty());
+    if (!w.pinned) CHECK_THAT(std::string(r.unpinned), Catch::Contains("not pinned"));
+  }
+  CHECK(&newest_vllm_release() == &vllm_releases().back());
+  CHECK(find_vllm_release("0.27").version == "0.27.1");
+  CHECK(find_vllm_release("0.25").version == "0.25.1");
+  CHECK(find_vllm_release("v0.31.0").version == "0.31.0");
+  CHECK(find_vllm_release("V0.30").version == "0.30.0");
+  for (const char* bad : {"0.24", "0.30.1", "0.32", "abc", "0.30.0.1", "", "0..30", "1"}) {
+    INFO(bad);
+    try {
+      find_vllm_release(bad);
+      FAIL("accepted");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::usage);
+      CHECK_THAT(std::string(e.what()),
+                 Catch::StartsWith("--vllm-version: ") && Catch::Contains("Modelled releases: " + vllm_release_list()));
+    }
+  }
+  // The default utilization and the runner reach the budget.
+  const auto cfg = load_config(src("configs/deepseek-v4-flash.json"));
+  const Target h200 = resolve_target(TargetRequest{std::string("h200"), {}, {}, {}});
+  BudgetShape s = shape_of(20LL << 30);
+  s.release = &find_vllm_release("0.25.0");
+  s.model_runner_v2 = false;
+  const Budget b = plan_budget(cfg, h200, s, BudgetOptions{});
+  CHECK(b.gpu_memory_utilization == 0.92);
+  CHECK(b.term("cudagraph")->source == TermSource::estimated);
+}
+
+TEST_CASE("budget: on unified memory (GB10) vLLM needs the requested memory free on the host", "[budget]") {
+  const auto cfg = load_config(src("configs/deepseek-v4-flash.json"));
+  auto findings_of = [&](const char* gpu, BudgetOptions o) {
+    const Target t = resolve_target(TargetRequest{std::string(gpu), {}, {}, {}});
+    std::vector<std::string> ids;
+    for (const auto& f : plan_budget(cfg, t, shape_of(1LL << 30), o).findings) ids.push_back(f.id);
+    return ids;
+  };
+  const auto gb10 = findings_of("gb10", BudgetOptions{});
+  CHECK(std::find(gb10.begin(), gb10.end(), "budget.unified_memory") != gb10.end());
+  const auto h200 = findings_of("h200", BudgetOptions{});
+  CHECK(std::find(h200.begin(), h200.end(), "budget.unified_memory") == h200.end());
+  BudgetOptions kv;
+  kv.kv_cache_memory_bytes = 1LL << 30;  // no utilization asked of the host
+  const auto given = findings_of("gb10", kv);
+  CHECK(std::find(given.begin(), given.end(), "budget.unified_memory") == given.end());
 }

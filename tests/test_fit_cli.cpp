@@ -807,6 +807,13 @@ TEST_CASE("vLLM start-up log: --from-log sets the log against the plan and uses 
   CHECK(junk.code == 1);
   CHECK_THAT(junk.err, Catch::StartsWith("mla-plan: error: --from-log ") &&
                            Catch::Contains("not a vLLM start-up log: none of the lines 'Model loading took'"));
+  // A line that names a term but whose number cannot be read: the error names the line.
+  const Run garbled = run({kV4, "--tp", "8", "--from-log",
+                           dir.write("garbled.log",
+                                     "INFO Model loading took 19.79 GiB memory and 9.1 seconds\n"
+                                     "INFO Available KV cache memory: lots GiB\n")});
+  CHECK(garbled.code == 1);
+  CHECK_THAT(garbled.err, Catch::StartsWith("mla-plan: error: --from-log ") && Catch::Contains("line 2:"));
   const Run missing = run({kV4, "--tp", "8", "--from-log", (dir.path / "nope.log").string()});
   CHECK(missing.code != 0);
   CHECK_THAT(missing.err, Catch::Contains("--from-log"));

@@ -199,6 +199,14 @@ PlanResult plan_from_log(const PlanOptions& opt, const ModelConfig& cfg, PlanReq
     if (e.kind() == ErrorKind::invalid_config) throw_usage("--from-log " + mlaplan::quoted(path) + ": " + e.what());
     throw;
   }
+  if (!log.unreadable_lines.empty()) {
+    // A line that says a term but whose number cannot be read: the log is not what it seems.
+    std::string why = log.notes.empty() ? "" : log.notes.front();
+    for (const auto& n : log.notes) {
+      if (n.rfind("line " + std::to_string(log.unreadable_lines.front()) + ":", 0) == 0) why = n;
+    }
+    throw_usage("--from-log " + mlaplan::quoted(path) + ": " + why);
+  }
   const PlanResult model = answer_question(cfg, r, q);
   LogCheck check;
   check.file = path;

@@ -238,6 +238,9 @@ Budget plan_budget(const ModelConfig& cfg, const Target& target, const BudgetSha
       how += ", " + format_gib(a.indexer) + " indexer logits (" + std::to_string(shape.max_num_batched_tokens) +
              " x max_model_len " + std::to_string(shape.max_model_len) + ", fp8)";
     }
+    how += shape.model_runner_v2
+               ? "; shapes x 0.60, fitted on four V2-runner logs (computed - printed: -0.5 to +2.4 GiB)"
+               : "; shapes x 1.45, fitted on the v0.25.0 case-A log";
     b.terms.push_back(BudgetTerm{"activation_peak", "activation peak", add(add(a.shapes, a.sampler), a.indexer),
                                  TermSource::estimated, how, "--activation-gib"});
   }
@@ -248,7 +251,7 @@ Budget plan_budget(const ModelConfig& cfg, const Target& target, const BudgetSha
     std::string how = multi ? "cuBLAS workspaces, NCCL and all-reduce buffers" : "cuBLAS workspaces (one GPU)";
     if (shape.data_parallel_size > 1 && shape.expert_parallel_size > 1) how += ", DP x EP all-to-all buffers";
     if (!cfg.checkpoint.engram_layer_ids.empty()) how += ", Engram's host-table mappings";
-    how += "; fitted on four V2-runner logs";
+    how += "; each part fitted on one V2-runner log (0.23, 0.91, 1.91, 6.11 GiB printed)";
     b.terms.push_back(BudgetTerm{"non_torch", "non-torch memory", estimate_non_torch_bytes(cfg, shape),
                                  TermSource::estimated, how, "--non-torch-gib"});
   }
@@ -292,6 +295,17 @@ Budget plan_budget(const ModelConfig& cfg, const Target& target, const BudgetSha
     }
   } else {
     b.available_bytes = b.requested_bytes - b.non_kv_bytes;
+  }
+  if (target.unified_memory && !o.kv_cache_memory_bytes) {
+    // GB10: CUDA's free memory is the host's available RAM; vLLM refuses to start when it is below
+    // what it requests ("Free memory on device ... is less than desired GPU memory utilization").
+    b.findings.push_back(Finding{
+        "budget.unified_memory", Severity::warning,
+        "unified memory: vLLM starts only if the free memory CUDA reports (the host's available RAM) is at least "
+        "the requested " +
+            format_gib(b.requested_bytes) + " (" + format_fixed(b.gpu_memory_utilization, 2) + " x " +
+            format_gib(b.total_bytes) + "); DGX OS hosts have shown 101 to 114 GiB free of 121.69 GiB",
+        "", "check the free memory before starting (free -g) and set --gpu-memory-utilization below free / total"});
   }
   if (!o.weights_gib && shape.weights_bytes == 0) {
     b.findings.push_back(Finding{"budget.weights_unknown", Severity::warning,
