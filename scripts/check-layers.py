@@ -19,7 +19,7 @@ FLOORS = [
     ["model", "hardware"],
     ["rules"],
     ["cache"],
-    ["engine/vllm"],
+    ["engine/vllm", "engine/sglang"],
     ["plan"],
     ["gpu_check"],
 ]

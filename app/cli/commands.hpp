@@ -45,6 +45,7 @@ struct PlanOptions {
   LayoutFlags layout;
   FitFlags fit;
   BatchFlags batch;
+  EngineFlags engine;                           ///< --engine and SGLang's flags
   LayoutGiven layout_given;                     ///< the parallel-layout flags given (bind_layout_given())
   std::optional<std::string> gpus;              ///< --gpus N | NxGPU: search the layouts of N GPUs
   std::string objective = "concurrency";        ///< --objective concurrency | context | gpus

@@ -35,6 +35,7 @@ void setup_plan(CLI::App& app, PlanOptions& opt) {
   bind_layout_flags(*sub, opt.layout);
   bind_fit_flags(*sub, opt.fit);
   bind_batch_flags(*sub, opt.batch);
+  bind_engine_flags(*sub, opt.engine);
   bind_search_flags(*sub, opt);
   bind_layout_given(*sub, opt.layout_given);
   sub->add_option("--from-log", opt.fit.from_log,
@@ -127,13 +128,27 @@ PlanRequest PlanOptions::request() const {
   if (batch.context_lens_file) throw_internal("--context-lens @FILE was not read before planning");
   PlanRequest r;
   r.target = target.request();
-  r.layout = layout.resolved(batch.options.spec_tokens);
-  fit.apply_to(r.layout);
   r.batch = batch.options;
+  const SglangOptions& sg = engine.engine != "vllm" ? engine.sglang : SglangOptions{};
+  if (!sg.speculative_algorithm.empty() && r.batch.spec_tokens == 0) {
+    // SGLang's speculative flags load the draft stages: the plan's speculative tokens are the
+    // draft tokens beyond the first (DSpark: its block, 5 unless given; EAGLE: its steps, 3).
+    std::string algo = sg.speculative_algorithm;
+    for (char& c : algo) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    r.batch.spec_tokens = sg.speculative_num_draft_tokens ? *sg.speculative_num_draft_tokens - 1
+                          : algo == "DSPARK"              ? sg.speculative_dspark_block_size.value_or(5)
+                                                          : sg.speculative_num_steps.value_or(3);
+  }
+  r.layout = layout.resolved(r.batch.spec_tokens);
+  fit.apply_to(r.layout);
   r.budget = fit.resolved_budget();
   r.deploy = fit.resolved_deploy();
   r.prefill = fit.resolved_prefill();
   r.dtype = dtype;
+  r.engine = parse_engine_choice(engine.engine);
+  r.sglang = engine.sglang;
+  // SGLang keeps V4.1's Engram tables on the GPU unless its host-table switch (--engram offload) is on.
+  r.sglang.engram_host_table = layout_given.engram && fit.engram == "offload";
   return r;
 }
 

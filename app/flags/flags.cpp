@@ -275,4 +275,97 @@ void bind_batch_flags(CLI::App& sub, BatchFlags& f) {
       ->group("Batch");
 }
 
+void bind_engine_flags(CLI::App& sub, EngineFlags& f) {
+  sub.add_option("--engine", f.engine,
+                 "vllm | sglang | all: whose start-up to answer as (default vllm; all: both side by side)")
+      ->check(one_of({"vllm", "sglang", "all"}))
+      ->group("Engine");
+  sub.add_option("--sglang-version", f.sglang.generation,
+                 "the SGLang pool-configurator generation whose rules apply: " + sglang_generation_list() +
+                     " (default: the newest; docs/sglang.md)")
+      ->check([](const std::string& v) {
+        find_sglang_generation(v);  // Error(usage) naming the value and the generations
+        return std::string();
+      })
+      ->group("SGLang");
+  add_real_option(sub, "--mem-fraction-static", f.sglang.mem_fraction_static,
+                  "SGLang: the static share of the free memory before loading (default: SGLang's, from the GPU's "
+                  "memory and the reserve)",
+                  RealRange{0.0, 1.0, true, {}})
+      ->group("SGLang");
+  const IntRange tokens{1, ConfigLimits::max_positions * 64, {}};
+  add_int_option(sub, "--max-running-requests", f.sglang.max_running_requests,
+                 "SGLang: running requests over the DP workers (default 256 for DeepSeek V4)",
+                 IntRange{1, BatchLimits::max_requests, {}})
+      ->group("SGLang");
+  add_int_option(sub, "--chunked-prefill-size", f.sglang.chunked_prefill_size,
+                 "SGLang: tokens per prefill chunk, engine-wide (default by GPU memory: 8192 on 80-160 GB)", tokens)
+      ->group("SGLang");
+  add_int_option(sub, "--max-prefill-tokens", f.sglang.max_prefill_tokens,
+                 "SGLang: tokens of one prefill batch (default 16384)", tokens)
+      ->group("SGLang");
+  add_int_option(sub, "--max-total-tokens", f.sglang.max_total_tokens,
+                 "SGLang: caps the full pool's tokens (above the profiled count: ignored, as SGLang warns)", tokens)
+      ->group("SGLang");
+  add_real_option(sub, "--swa-full-tokens-ratio", f.sglang.swa_full_tokens_ratio,
+                  "SGLang: size the SWA pool as this share of the full pool (ratio mode; default: cap mode)",
+                  RealRange{0.0, 1.0, true, {}})
+      ->group("SGLang");
+  add_int_option(sub, "--swa-prefix-tails", f.sglang.swa_prefix_tails,
+                 "SGLang: cached prefix tails the SWA pool keeps addressable per worker (default 4 x running "
+                 "requests; 0 with --disable-radix-cache)",
+                 IntRange{0, BatchLimits::max_requests * 64, {}})
+      ->group("SGLang");
+  add_int_option(sub, "--cuda-graph-max-bs", f.sglang.cuda_graph_max_bs,
+                 "SGLang: the largest decode batch captured (default by GPU memory and TP)",
+                 IntRange{1, BatchLimits::max_requests, {}})
+      ->group("SGLang");
+  add_int_option(sub, "--page-size", f.sglang.page_size,
+                 "SGLang's --page-size (the dsv4 attention backend sets 256 on CUDA)", IntRange{1, 1 << 20, {}})
+      ->group("SGLang");
+  sub.add_option("--sglang-kv-cache-dtype", f.sglang.kv_cache_dtype,
+                 "SGLang's --kv-cache-dtype: auto | fp8_e4m3 | fp8_e5m2 | bf16 | bfloat16 | fp4_e2m1 (default auto: "
+                 "fp8_e4m3 for DeepSeek V4)")
+      ->check(one_of({"auto", "fp8_e4m3", "fp8_e5m2", "bf16", "bfloat16", "fp4_e2m1"}))
+      ->group("SGLang");
+  sub.add_flag("--disable-radix-cache", f.sglang.disable_radix_cache, "SGLang: no prefix reuse (no prefix tails)")
+      ->group("SGLang");
+  sub.add_flag("--disable-cuda-graph", f.sglang.disable_cuda_graph, "SGLang: no decode CUDA graphs")->group("SGLang");
+  sub.add_flag("--disable-overlap-schedule", f.sglang.disable_overlap_schedule,
+               "SGLang: no overlap scheduling (one prefill chunk in flight)")
+      ->group("SGLang");
+  sub.add_flag("--enable-dp-attention", f.sglang.enable_dp_attention,
+               "SGLang: attention data-parallel over --data-parallel-size workers (each its own pools)")
+      ->group("SGLang");
+  sub.add_flag("--enable-two-batch-overlap", f.sglang.enable_two_batch_overlap, "SGLang's two-batch overlap")
+      ->group("SGLang");
+  sub.add_flag("--enable-hisparse", f.sglang.enable_hisparse, "SGLang's HiSparse (c4 pool partly on the host)")
+      ->group("SGLang");
+  sub.add_option("--moe-a2a-backend", f.sglang.moe_a2a_backend,
+                 "SGLang's MoE all-to-all backend: none | deepep | mooncake | ... (deepep reserves 2 GiB more)")
+      ->group("SGLang");
+  sub.add_option("--speculative-algorithm", f.sglang.speculative_algorithm,
+                 "SGLang: EAGLE | EAGLE3 | NEXTN | DSPARK | STANDALONE | NGRAM (default none)")
+      ->group("SGLang");
+  const IntRange small{1, 64, {}};
+  add_int_option(sub, "--speculative-num-draft-tokens", f.sglang.speculative_num_draft_tokens,
+                 "SGLang: draft tokens verified per step", small)
+      ->group("SGLang");
+  add_int_option(sub, "--speculative-num-steps", f.sglang.speculative_num_steps, "SGLang: EAGLE draft steps", small)
+      ->group("SGLang");
+  add_int_option(sub, "--speculative-eagle-topk", f.sglang.speculative_eagle_topk, "SGLang: EAGLE top-k", small)
+      ->group("SGLang");
+  add_int_option(sub, "--speculative-dspark-block-size", f.sglang.speculative_dspark_block_size,
+                 "SGLang: the DSpark block (draft tokens = block + 1)", small)
+      ->group("SGLang");
+  add_int_option(sub, "--swa-eviction-interval", f.sglang.swa_eviction_interval,
+                 "SGLang's SGLANG_SWA_EVICTION_INTERVAL (default 128)", IntRange{1, 1 << 20, {}})
+      ->group("SGLang");
+  add_real_option(sub, "--free-before-load-gib", f.sglang.free_before_load_gib,
+                  "SGLang: the free memory before loading, GiB, as its log prints (\"Load weight begin. avail mem\"); "
+                  "default: the GPU's total less an estimate",
+                  kMemoryGib)
+      ->group("SGLang");
+}
+
 }  // namespace mlaplan::cli

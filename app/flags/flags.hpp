@@ -10,6 +10,7 @@
 #include "flags/flag_values.hpp"
 #include "mlaplan/cache/decode.hpp"
 #include "mlaplan/cache/layout.hpp"
+#include "mlaplan/engine/sglang/sglang.hpp"
 #include "mlaplan/plan/plan.hpp"
 #include "mlaplan/hardware/target.hpp"
 
@@ -100,5 +101,13 @@ struct BatchFlags {
   void read_files();
 };
 void bind_batch_flags(CLI::App& sub, BatchFlags& f);
+
+/// --engine vllm | sglang | all, and SGLang's own flags (its names: --mem-fraction-static,
+/// --max-running-requests, --chunked-prefill-size, --swa-prefix-tails ...; docs/sglang.md).
+struct EngineFlags {
+  std::string engine = "vllm";
+  SglangOptions sglang;
+};
+void bind_engine_flags(CLI::App& sub, EngineFlags& f);
 
 }  // namespace mlaplan::cli

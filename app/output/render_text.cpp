@@ -100,6 +100,8 @@ std::string render_cache_summary(const PlanResult& r);
 std::string render_decode_summary(const PlanResult& r);
 std::string render_prefill_text(const PlanResult& r, bool details);
 std::string render_context_parallel_text(const PlanResult& r, bool details);
+std::string render_sglang_text(const PlanResult& r, bool details);
+std::string render_engines_text(const PlanResult& r);
 
 std::string render_log_check_text(const PlanResult& r) {
   if (!r.log_check) return {};
@@ -145,12 +147,19 @@ std::string render_plan_text(const PlanResult& r, bool show_records, bool detail
   if (!c.dtype.empty()) o << ", dtype " << printable(c.dtype, kQuotedMaxBytes);
   o << "\n";
   o << render_search_text(r);
-  o << render_fit_text(r);
-  o << render_log_check_text(r);
-  o << render_prefill_text(r, details);
-  o << render_context_parallel_text(r, details);
-  o << render_kv_tiers_text(r, details);
-  o << render_launch_text(r);
+  if (r.engine == EngineChoice::sglang) {
+    // SGLang's answer replaces vLLM's fit, tiers and launch command.
+    o << render_sglang_text(r, details);
+  } else {
+    o << render_engines_text(r);
+    o << render_fit_text(r);
+    o << render_log_check_text(r);
+    o << render_prefill_text(r, details);
+    o << render_context_parallel_text(r, details);
+    o << render_kv_tiers_text(r, details);
+    o << render_launch_text(r);
+    o << render_sglang_text(r, details);
+  }
   o << render_sweep_text(r, details);
   o << "\n";
 

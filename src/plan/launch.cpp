@@ -208,4 +208,64 @@ LaunchCommand vllm_launch_command(const ModelConfig& cfg, const Plan& plan, cons
   return c;
 }
 
+LaunchCommand sglang_launch_command(const ModelConfig& config, const Plan& plan, const PlanRequest& request) {
+  if (!plan.sglang || !plan.sglang_input) throw_internal("sglang_launch_command: no SGLang fit");
+  const SglangFit& fit = *plan.sglang;
+  const SglangInput& in = *plan.sglang_input;
+  const SglangOptions& o = request.sglang;
+  LaunchCommand l;
+  if (o.engram_host_table && config.family == Family::deepseek_v41)
+    l.env.push_back("SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE=1");
+  if (o.swa_eviction_interval != 128) {
+    l.env.push_back("SGLANG_SWA_EVICTION_INTERVAL=" + std::to_string(o.swa_eviction_interval));
+  }
+  auto add = [&](const std::string& flag, std::vector<std::string> values = {}) {
+    l.flags.push_back(CommandFlag{flag, std::move(values)});
+  };
+  add("--tp-size", {std::to_string(in.tp_size)});
+  if (in.dp_size > 1) add("--dp-size", {std::to_string(in.dp_size)});
+  if (o.enable_dp_attention) add("--enable-dp-attention");
+  if (in.ep_size > 1) add("--ep-size", {std::to_string(in.ep_size)});
+  if (in.pp_size > 1) add("--pp-size", {std::to_string(in.pp_size)});
+  add("--mem-fraction-static", {format_shortest(fit.mem_fraction_static)});
+  if (fit.context_len != config.max_position_embeddings) add("--context-length", {std::to_string(fit.context_len)});
+  add("--max-running-requests", {std::to_string(fit.requested_running_requests)});
+  if (o.chunked_prefill_size) add("--chunked-prefill-size", {std::to_string(*o.chunked_prefill_size)});
+  if (o.max_prefill_tokens) add("--max-prefill-tokens", {std::to_string(*o.max_prefill_tokens)});
+  if (o.cuda_graph_max_bs) add("--cuda-graph-max-bs", {std::to_string(*o.cuda_graph_max_bs)});
+  if (o.max_total_tokens) add("--max-total-tokens", {std::to_string(*o.max_total_tokens)});
+  if (o.swa_full_tokens_ratio) add("--swa-full-tokens-ratio", {format_shortest(*o.swa_full_tokens_ratio)});
+  if (o.swa_prefix_tails) add("--swa-prefix-tails", {std::to_string(*o.swa_prefix_tails)});
+  if (o.kv_cache_dtype != "auto") add("--kv-cache-dtype", {o.kv_cache_dtype});
+  if (o.disable_radix_cache) add("--disable-radix-cache");
+  if (o.disable_cuda_graph) add("--disable-cuda-graph");
+  if (o.disable_overlap_schedule) add("--disable-overlap-schedule");
+  if (o.enable_two_batch_overlap) add("--enable-two-batch-overlap");
+  if (o.enable_hisparse) add("--enable-hisparse");
+  if (o.moe_a2a_backend != "none") add("--moe-a2a-backend", {o.moe_a2a_backend});
+  if (!o.speculative_algorithm.empty()) {
+    add("--speculative-algorithm", {o.speculative_algorithm});
+    if (o.speculative_dspark_block_size) {
+      add("--speculative-dspark-block-size", {std::to_string(*o.speculative_dspark_block_size)});
+    }
+    if (o.speculative_num_steps) add("--speculative-num-steps", {std::to_string(*o.speculative_num_steps)});
+    if (o.speculative_eagle_topk) add("--speculative-eagle-topk", {std::to_string(*o.speculative_eagle_topk)});
+    if (o.speculative_num_draft_tokens) {
+      add("--speculative-num-draft-tokens", {std::to_string(*o.speculative_num_draft_tokens)});
+    }
+  }
+  l.argv = {"python3", "-m", "sglang.launch_server", "--model-path", launch_model(config)};
+  const auto rest = flags_argv(l.flags);
+  l.argv.insert(l.argv.end(), rest.begin(), rest.end());
+  if (plan.target.id != "custom" && plan.target.id != "detected") {
+    l.mla_plan_flags = {"--gpu", plan.target.id};
+  }
+  if (fit.fraction_default) {
+    l.notes.push_back("--mem-fraction-static " + format_shortest(fit.mem_fraction_static) +
+                      " is SGLang's own default on this GPU, written out so that a change of the reserve rules "
+                      "does not move it");
+  }
+  return l;
+}
+
 }  // namespace mlaplan

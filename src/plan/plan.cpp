@@ -604,6 +604,49 @@ void apply_guards(Plan& p, const PlanGuards& g) {
   }
 }
 
+/// SGLang's start-up for the plan's GPUs and layout (--engine sglang | all): the weights placed as
+/// SGLang loads them (Engram on the GPU unless its host table is on, replicas without DP attention
+/// each a whole TP group, no MXFP4 padding: SGLang's SM90 MXFP4 path runs Marlin where vLLM's
+/// kernels pad), then sglang_fit().
+void plan_sglang(Plan& p, const ModelConfig& config, const Topology& topology, const PlanRequest& req) {
+  const SglangOptions& o = req.sglang;
+  const ParallelLayout& vl = p.layout->parallel;
+  SglangInput in;
+  in.dp_size = vl.data_parallel_size;
+  in.tp_size = o.enable_dp_attention ? checked_mul(vl.tensor_parallel_size, vl.data_parallel_size, "--tp-size")
+                                     : vl.tensor_parallel_size;
+  in.pp_size = vl.pipeline_parallel_size;
+  in.ep_size = vl.enable_expert_parallel ? in.tp_size : 1;
+  in.context_len = p.layout->max_model_len;
+  in.load_overhead_gib = req.budget.load_overhead_gib;
+  const WeightsReport& weights = *p.fit->weights;
+  in.weights_known = weights.known;
+  if (req.budget.weights_gib) {
+    in.weights_bytes = static_cast<std::int64_t>(*req.budget.weights_gib * static_cast<double>(std::int64_t{1} << 30));
+    in.weights_given = true;
+    in.weights_how = "--weights-gib";
+  } else {
+    ParallelLayout sl = vl;
+    sl.engram = o.engram_host_table ? EngramPlacement::offload : EngramPlacement::gpu;
+    if (!o.enable_dp_attention) sl.data_parallel_size = 1;  // replicas: each a whole TP group
+    const Placement placed = place_weights(config, weights, sl, shard_kinds(weights, sl.engram));
+    std::int64_t most = 0;
+    for (const RankWeights& r : placed.stages) most = std::max(most, r.total_bytes - r.expert_padding_bytes);
+    in.weights_bytes = most;
+    for (const RankWeights& r : placed.stages) {
+      in.engram_bytes = std::max(in.engram_bytes, r.part_bytes[static_cast<std::size_t>(WeightPart::engram)]);
+    }
+    in.weights_how = p.fit->weights_how + ", placed for SGLang's TP " + std::to_string(in.tp_size) +
+                     (o.enable_dp_attention ? " with DP attention " + std::to_string(in.dp_size) : std::string()) +
+                     (config.family == Family::deepseek_v41
+                          ? (o.engram_host_table ? ", Engram tables on the host" : ", Engram tables on the GPU")
+                          : std::string()) +
+                     (sl.load_draft_stages ? ", draft weights included" : std::string());
+  }
+  p.sglang_input = in;
+  p.sglang = sglang_fit(config, topology, p.target, in, o);
+}
+
 void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, const PlanRequest& req) {
   p.target = req.resolved_target ? *req.resolved_target : resolve_target(req.target);
   LayoutOptions layout_options = req.layout;
@@ -777,6 +820,39 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
     }
   }
   apply_guards(p, req.guards);
+  p.engine = req.engine;
+  if (req.engine != EngineChoice::vllm) {
+    plan_sglang(p, config, topology, req);
+    const SglangFit& sg = *p.sglang;
+    for (const auto& warn : sg.warnings) {
+      p.findings.push_back(Finding{"sglang.warning", Severity::warning, "SGLang: " + warn, "", ""});
+    }
+    int code = 0;
+    std::string message;
+    if (sg.refused) {
+      code = exit_code(ErrorKind::unsupported);
+      message = "SGLang refuses: " + sg.refusal;
+      p.findings.push_back(Finding{"sglang.refused", Severity::error, message, "", ""});
+    } else if (!sg.fits && sg.decided) {
+      code = exit_code(ErrorKind::does_not_fit);
+      message = "SGLang does not start: " + sg.error;
+      std::string fix;
+      for (std::size_t i = 0; i < sg.suggestions.size(); ++i) fix += (i ? "; or " : "") + sg.suggestions[i];
+      p.findings.push_back(Finding{"sglang.does_not_fit", Severity::error, message, "", fix});
+    }
+    if (req.engine == EngineChoice::sglang) {
+      // SGLang's answer decides; vLLM's refusals and fit do not apply to it.
+      std::erase_if(p.findings, [](const Finding& f) {
+        return f.severity == Severity::error && f.id.rfind("sglang.", 0) != 0 && f.id.rfind("config.", 0) != 0 &&
+               f.id.rfind("checkpoint.", 0) != 0;
+      });
+      p.exit_code = code;
+      p.exit_message = message;
+    } else if (p.exit_code == 0 && code != 0) {
+      p.exit_code = code;
+      p.exit_message = message;
+    }
+  }
   // An incomplete checkpoint is an input that is not whole: exit 2, which outranks 3 and 4
   // (exit_code_severity); the plan above, made with the config's weights, is still printed.
   if (const auto& ic = p.fit->incomplete_checkpoint) {
@@ -812,6 +888,22 @@ const Placement& PlacementMemo::place(const ModelConfig& cfg, const WeightsRepor
   }
   placed_.emplace_back(layout, place_weights(cfg, weights, layout, kinds));
   return placed_.back().second;
+}
+
+std::string_view to_string(EngineChoice e) {
+  switch (e) {
+    case EngineChoice::vllm: return "vllm";
+    case EngineChoice::sglang: return "sglang";
+    case EngineChoice::all: return "all";
+  }
+  return "?";
+}
+
+EngineChoice parse_engine_choice(std::string_view text) {
+  if (text == "vllm") return EngineChoice::vllm;
+  if (text == "sglang") return EngineChoice::sglang;
+  if (text == "all") return EngineChoice::all;
+  throw_usage("--engine: " + quoted(text) + " is not an engine; allowed: vllm, sglang, all");
 }
 
 std::string_view to_string(WeightsSource s) {

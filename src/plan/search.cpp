@@ -2,6 +2,7 @@
 #include "mlaplan/plan/search.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 
@@ -42,6 +43,26 @@ void judge(const ModelConfig& cfg, const Topology& topo, SearchCandidate& c) {
   try {
     const Plan p = make_plan_on(cfg, topo, c.request);
     c.exit_code = p.exit_code;
+    if (c.request.engine == EngineChoice::sglang && p.sglang && p.sglang_input) {
+      // SGLang's answer: requests of context_len its pools hold at once, capped by its request cap.
+      const SglangFit& sg = *p.sglang;
+      c.fits = p.exit_code == 0 && sg.fits;
+      c.weights_bytes_per_gpu = p.sglang_input->weights_bytes;
+      c.total_concurrency = std::min(static_cast<double>(sg.max_running_requests), sg.requests_at_context) *
+                            static_cast<double>(sg.workers);
+      if (p.layout) {
+        c.max_model_len = p.layout->max_model_len;
+        c.backend = "SGLang dsv4";
+      }
+      if (p.layout && p.layout->parallel.decode_context_parallel_size > 1) {
+        c.fits = false;
+        c.exit_code = exit_code(ErrorKind::unsupported);
+        c.reason = "SGLang: decode context parallelism is not modelled";
+      } else if (!c.fits) {
+        c.reason = !p.exit_message.empty() ? p.exit_message : sg.verdict;
+      }
+      return;
+    }
     c.fits = p.exit_code == 0 && p.fit && p.fit->decided && p.fit->fits;
     if (p.fit) {
       c.total_concurrency = p.fit->total_concurrency;
@@ -464,6 +485,9 @@ Plan answer_question(const ModelConfig& cfg, const PlanRequest& request, const P
     }
   }
   p.launch = std::make_shared<const LaunchCommand>(vllm_launch_command(p.config, p, chosen));
+  if (p.sglang && p.sglang_input) {
+    p.sglang_launch = std::make_shared<const LaunchCommand>(sglang_launch_command(p.config, p, chosen));
+  }
   if (q.extras && p.layout && p.fit && p.fit->decided && p.exit_code != exit_code(ErrorKind::unsupported)) {
     // The plans below differ from `chosen` in max_model_len or a scheduler flag only: the
     // checkpoint's weights are read once and the layout's placement is made once for all of them.
@@ -495,8 +519,38 @@ Plan answer_question(const ModelConfig& cfg, const PlanRequest& request, const P
       p.context_sweep.push_back(Plan::ContextPoint{l, c.fits, c.fits ? c.total_concurrency : 0.0});
     }
     // The flags the answer is sensitive to.
-    const double base = p.fit->fits ? p.fit->total_concurrency : 0.0;
     const Layout& L = *p.layout;
+    if (chosen.engine == EngineChoice::sglang) {
+      // SGLang's own flags, against SGLang's answer.
+      const SglangFit* sg = p.sglang ? &*p.sglang : nullptr;
+      const double base = sg && sg->fits
+                              ? std::min(static_cast<double>(sg->max_running_requests), sg->requests_at_context) *
+                                    static_cast<double>(sg->workers)
+                              : 0.0;
+      if (base > 0) {
+        for (const double d : {-0.02, 0.02}) {
+          const double f = std::round((sg->mem_fraction_static + d) * 1000.0) / 1000.0;
+          if (f <= 0.0 || f >= 1.0) continue;
+          PlanRequest r = chosen;
+          r.layout.max_model_len = L.max_model_len;
+          r.sglang.mem_fraction_static = f;
+          if (auto s = sensitivity_of(cfg, topo, r, {"--mem-fraction-static", format_shortest(f)}, base)) {
+            p.sensitivity.push_back(*s);
+          }
+        }
+        for (const std::int64_t n : {std::int64_t{64}, std::int64_t{128}, std::int64_t{256}, std::int64_t{512}}) {
+          if (n == sg->requested_running_requests) continue;
+          PlanRequest r = chosen;
+          r.layout.max_model_len = L.max_model_len;
+          r.sglang.max_running_requests = n;
+          if (auto s = sensitivity_of(cfg, topo, r, {"--max-running-requests", std::to_string(n)}, base)) {
+            p.sensitivity.push_back(*s);
+          }
+        }
+      }
+      return p;
+    }
+    const double base = p.fit->fits ? p.fit->total_concurrency : 0.0;
     if (base > 0) {
       for (const std::int64_t t : {std::int64_t{2048}, std::int64_t{4096}, std::int64_t{8192}, std::int64_t{16384}}) {
         if (t == L.in_flight_tokens) continue;

@@ -50,4 +50,9 @@ std::string launch_model(const ModelConfig& config);
 /// the same engine.
 LaunchCommand vllm_launch_command(const ModelConfig& config, const Plan& plan, const PlanRequest& request);
 
+/// The `python3 -m sglang.launch_server` command of `plan`'s SGLang fit (plan.sglang set): SGLang's
+/// flag names, the resolved --mem-fraction-static, the request cap and the chunk written out, the
+/// environment its switches need (SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE, SGLANG_SWA_EVICTION_INTERVAL).
+LaunchCommand sglang_launch_command(const ModelConfig& config, const Plan& plan, const PlanRequest& request);
+
 }  // namespace mlaplan

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "mlaplan/engine/sglang/sglang.hpp"
 #include "mlaplan/engine/vllm/budget.hpp"
 #include "mlaplan/model/checkpoint_weights.hpp"
 #include "mlaplan/model/config.hpp"
@@ -123,8 +124,15 @@ class PlacementMemo {
   std::deque<std::pair<ParallelLayout, Placement>> placed_;  ///< a deque: what place() returned stays valid
 };
 
+/// Whose start-up the plan answers as (--engine).
+enum class EngineChoice { vllm, sglang, all };
+std::string_view to_string(EngineChoice e);               ///< "vllm", "sglang", "all"
+EngineChoice parse_engine_choice(std::string_view text);  ///< Error(usage) naming --engine
+
 struct PlanRequest {
   TargetRequest target;
+  EngineChoice engine = EngineChoice::vllm;  ///< --engine
+  SglangOptions sglang;                      ///< SGLang's flags (with engine sglang or all)
   /// A target already resolved (verify and bench: the detected device); replaces `target`.
   std::optional<Target> resolved_target;
   LayoutOptions layout;  ///< num_speculative_tokens is taken from batch.spec_tokens
@@ -311,6 +319,11 @@ struct Plan {
   std::optional<Layout> layout;       ///< absent when the flags make no layout possible
   std::optional<Fit> fit;             ///< with a layout
   std::optional<LogCheck> log_check;  ///< plan --from-log
+  /// --engine sglang | all: SGLang's start-up for the same GPUs and layout (sglang.hpp), with the
+  /// layout and weights it was given.
+  std::optional<SglangFit> sglang;
+  std::optional<SglangInput> sglang_input;
+  EngineChoice engine = EngineChoice::vllm;
   DecodeBatch batch;
   std::optional<BatchKvFit> batch_fit;  ///< the batch against the KV cache, when the fit is decided
   /// The indexer's transient prefill peak against the headroom, when the fit fits and the model
@@ -323,6 +336,8 @@ struct Plan {
   std::vector<Finding> findings;           ///< config, rules, placement, budget, guards
   /// The `vllm serve` command of this plan (launch.hpp); set by answer_question() (search.hpp).
   std::shared_ptr<const LaunchCommand> launch;
+  /// The SGLang launch command (with --engine sglang | all; set with `launch`).
+  std::shared_ptr<const LaunchCommand> sglang_launch;
   /// The layout search this plan is the answer of (search.hpp); null when the layout was given.
   std::shared_ptr<const SearchResult> search;
   std::string search_why;  ///< why the layouts were searched: "--gpus 8", "no layout flag: one node of 8 x h200"
