@@ -601,9 +601,12 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
   require_usage({kV41, "--kv-cache", "fp8"},
                 "plan: unknown flag '--kv-cache' (did you mean '--kv-cache-dtype' or '--kv-cache-memory-bytes'?); "
                 "run 'mla-plan plan --help' for the flags");
-  require_usage({kV41, "--max", "8"},
-                "plan: unknown flag '--max' (did you mean '--max-num-seqs', '--max-model-len' or "
-                "'--max-num-batched-tokens'?); run 'mla-plan plan --help' for the flags");
+  // Six flags start with --max (SGLang's --max-running-requests, --max-prefill-tokens and
+  // --max-total-tokens too): none named; --max-n leaves vLLM's two.
+  require_usage({kV41, "--max", "8"}, "plan: unknown flag '--max'; run 'mla-plan plan --help' for the flags");
+  require_usage({kV41, "--max-num", "8"},
+                "plan: unknown flag '--max-num' (did you mean '--max-num-seqs' or '--max-num-batched-tokens'?); run "
+                "'mla-plan plan --help' for the flags");
   require_usage({kV41, "--lengths", "3"},
                 "plan: unknown flag '--lengths' (a flag of schedule); run 'mla-plan plan --help' for the flags");
   require_usage({kV41, "-o", "x.svg"},

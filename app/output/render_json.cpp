@@ -453,6 +453,7 @@ ojson search_json(const PlanResult& r);       // render_search.cpp
 ojson launch_json(const PlanResult& r);       // render_search.cpp
 ojson sweep_json(const PlanResult& r);        // render_search.cpp
 ojson sensitivity_json(const PlanResult& r);  // render_search.cpp
+ojson sglang_json(const PlanResult& r);       // render_sglang.cpp
 
 std::string render_plan_json(const PlanResult& r) {
   ojson j = json_document();
@@ -497,6 +498,8 @@ std::string render_plan_json(const PlanResult& r) {
   }
   j["search"] = search_json(r);
   j["launch"] = launch_json(r);
+  j["engine"] = std::string(to_string(r.engine));
+  j["sglang"] = sglang_json(r);
   if (r.log_check) {
     const LogCheck& c = *r.log_check;
     ojson rows = ojson::array();

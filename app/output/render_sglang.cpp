@@ -7,6 +7,7 @@
 #include "mlaplan/base/number_format.hpp"
 #include "mlaplan/base/text.hpp"
 #include "mlaplan/plan/launch.hpp"
+#include "output/json_out.hpp"
 #include "output/output.hpp"
 
 namespace mlaplan::cli {
@@ -59,7 +60,8 @@ std::string render_sglang_text(const PlanResult& r, bool details) {
     if (details && !t.how.empty()) o << ": " << printable(t.how);
     o << ")\n";
   }
-  o << "    KV budget (rest_memory): " << (s.budget_bytes > 0 ? gib(s.budget_bytes) : "none (" + gib(s.budget_bytes) + ")")
+  o << "    KV budget (rest_memory): "
+    << (s.budget_bytes > 0 ? gib(s.budget_bytes) : "none (" + gib(s.budget_bytes) + ")")
     << " = free after loading - free before loading x (1 - " << format_shortest(s.mem_fraction_static)
     << "); minimum viable fraction " << format_fixed(s.min_viable_fraction, 4) << "\n";
   if (s.layers > 0) {
@@ -74,12 +76,12 @@ std::string render_sglang_text(const PlanResult& r, bool details) {
     o << "; SWA " << s.swa_mode;
     if (s.swa_mode == "cap") {
       o << ": " << format_grouped(s.swa_cap_tokens) << " slots = request cap " << format_grouped(s.swa_request_cap)
-        << " (" << s.swa_per_request << " per request x " << s.sizing_running_requests << ") + "
-        << s.swa_prefix_tails << " prefix tails, page-aligned";
+        << " (" << s.swa_per_request << " per request x " << s.sizing_running_requests << ") + " << s.swa_prefix_tails
+        << " prefix tails, page-aligned";
     }
     o << "\n";
-    o << "    fixed: c128 state " << gib(s.c128_state_fixed) << ", ratio-2 state " << gib(s.c2_state_fixed)
-      << ", SWA " << gib(s.swa_fixed) << "\n";
+    o << "    fixed: c128 state " << gib(s.c128_state_fixed) << ", ratio-2 state " << gib(s.c2_state_fixed) << ", SWA "
+      << gib(s.swa_fixed) << "\n";
   }
   if (s.fits || !s.error.empty()) {
     if (s.pools.full > 0) {
@@ -133,9 +135,8 @@ std::string render_engines_text(const PlanResult& r) {
   if (f.refused || !f.decided) {
     o << printable(f.verdict) << "\n";
   } else {
-    o << "KV " << format_gib(f.vllm.available_bytes) << " per GPU, " << format_grouped(f.total_kv_tokens)
-      << " tokens, " << format_fixed(f.total_concurrency, 2) << "x concurrency" << (f.fits ? "" : " (does not fit)")
-      << "\n";
+    o << "KV " << format_gib(f.vllm.available_bytes) << " per GPU, " << format_grouped(f.total_kv_tokens) << " tokens, "
+      << format_fixed(f.total_concurrency, 2) << "x concurrency" << (f.fits ? "" : " (does not fit)") << "\n";
   }
   o << "  SGLang " << s.generation->id << ": ";
   if (s.refused || !s.decided) {
@@ -148,6 +149,100 @@ std::string render_engines_text(const PlanResult& r) {
       << s.max_running_requests * s.workers << "\n";
   }
   return o.str();
+}
+
+ojson launch_command_json(const LaunchCommand& c) {
+  ojson flags = ojson::array();
+  for (const auto& f : c.flags) flags.push_back({{"name", f.name}, {"values", f.values}});
+  return {{"env", c.env},     {"argv", c.argv},     {"flags", std::move(flags)}, {"mla_plan_flags", c.mla_plan_flags},
+          {"notes", c.notes}, {"command", c.text()}};
+}
+
+ojson sglang_json(const PlanResult& r) {
+  if (!r.sglang) return nullptr;
+  const SglangFit& s = *r.sglang;
+  auto terms = [](const std::vector<SglangTerm>& v) {
+    ojson a = ojson::array();
+    for (const auto& t : v) {
+      a.push_back({{"id", t.id}, {"what", t.what}, {"bytes", t.bytes}, {"source", t.source}, {"how", t.how}});
+    }
+    return a;
+  };
+  ojson j;
+  j["generation"] = {{"id", std::string(s.generation->id)},
+                     {"period", std::string(s.generation->period)},
+                     {"source", std::string(s.generation->source)}};
+  j["architecture"] = s.architecture;
+  j["refused"] = s.refused;
+  j["refusal"] = s.refusal;
+  j["decided"] = s.decided;
+  j["fits"] = s.fits;
+  j["error"] = s.error;
+  j["verdict"] = s.verdict;
+  if (r.sglang_input) {
+    const SglangInput& in = *r.sglang_input;
+    j["layout"] = {{"tp_size", in.tp_size}, {"dp_size", in.dp_size},          {"pp_size", in.pp_size},
+                   {"ep_size", in.ep_size}, {"attn_tp_size", s.attn_tp_size}, {"attn_dp_size", s.attn_dp_size},
+                   {"workers", s.workers},  {"context_len", s.context_len}};
+  } else {
+    j["layout"] = nullptr;
+  }
+  j["server_args"] = {{"mem_fraction_static", s.mem_fraction_static},
+                      {"mem_fraction_static_default", s.fraction_default},
+                      {"gpu_mem_mib", s.gpu_mem_mib},
+                      {"reserve_mib", s.reserve_mib},
+                      {"reserve", terms(s.reserve)},
+                      {"chunked_prefill_size", s.chunked_prefill_size},
+                      {"chunk_per_rank", s.chunk_per_rank},
+                      {"max_prefill_tokens", s.max_prefill_tokens},
+                      {"cuda_graph_max_bs", s.cuda_graph_max_bs},
+                      {"page_size", s.page_size},
+                      {"max_running_requests_requested", s.requested_running_requests},
+                      {"speculative_num_draft_tokens", s.draft_tokens}};
+  j["budget"] = {{"terms", terms(s.terms)},
+                 {"free_before_load_bytes", s.free_before_load_bytes},
+                 {"available_after_load_bytes", s.available_after_load_bytes},
+                 {"budget_bytes", s.budget_bytes},
+                 {"min_viable_fraction", s.min_viable_fraction}};
+  j["pools"] = {{"layers", s.layers},
+                {"layers_c4", s.layers_c4},
+                {"layers_c128", s.layers_c128},
+                {"layers_c2", s.layers_c2},
+                {"layers_c1", s.layers_c1},
+                {"bytes_per_full_token", s.bytes_per_full_token},
+                {"bytes_per_swa_token", s.bytes_per_swa_token},
+                {"swa_mode", s.swa_mode},
+                {"swa_full_tokens_ratio", s.swa_ratio},
+                {"swa_cap_tokens", s.swa_cap_tokens},
+                {"swa_request_cap", s.swa_request_cap},
+                {"swa_prefix_tails", s.swa_prefix_tails},
+                {"c128_state_fixed_bytes", s.c128_state_fixed},
+                {"c2_state_fixed_bytes", s.c2_state_fixed},
+                {"swa_fixed_bytes", s.swa_fixed},
+                {"full", s.pools.full},
+                {"swa", s.pools.swa},
+                {"c4", s.pools.c4},
+                {"c128", s.pools.c128},
+                {"c4_state", s.pools.c4_state},
+                {"c128_state", s.pools.c128_state_final},
+                {"profiled_full", s.profiled_full ? ojson(*s.profiled_full) : ojson(nullptr)}};
+  j["max_total_num_tokens"] = s.pools.full;
+  j["max_running_requests"] = s.max_running_requests;
+  j["running_requests_reduced"] = s.running_requests_reduced;
+  j["request_table_bytes"] = s.request_table_bytes;
+  j["left_after_pools_bytes"] = s.left_after_pools_bytes;
+  j["requests_at_context"] = s.requests_at_context;
+  j["swa_requests"] = s.swa_requests;
+  j["total_tokens"] = s.total_tokens;
+  j["total_requests_at_context"] = s.total_requests_at_context;
+  j["log_lines"] = s.overrides;
+  for (const auto& l : s.log_lines) j["log_lines"].push_back(l);
+  j["warnings"] = s.warnings;
+  j["notes"] = s.notes;
+  j["suggestions"] = s.suggestions;
+  j["suggestion_flags"] = s.suggestion_flags;
+  j["launch"] = r.sglang_launch ? launch_command_json(*r.sglang_launch) : ojson(nullptr);
+  return j;
 }
 
 }  // namespace mlaplan::cli

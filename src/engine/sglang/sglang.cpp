@@ -55,7 +55,8 @@ std::int64_t draft_tokens_of(const ModelConfig& cfg, const SglangOptions& o) {
   if (o.speculative_algorithm.empty()) return 0;
   if (o.speculative_num_draft_tokens) return *o.speculative_num_draft_tokens;
   if (upper(o.speculative_algorithm) == "DSPARK") {
-    const std::int64_t block = o.speculative_dspark_block_size.value_or(cfg.dspark_block_size > 0 ? cfg.dspark_block_size : 5);
+    const std::int64_t block =
+        o.speculative_dspark_block_size.value_or(cfg.dspark_block_size > 0 ? cfg.dspark_block_size : 5);
     return block + 1;
   }
   return o.speculative_num_steps.value_or(3) * o.speculative_eagle_topk.value_or(1) + 1;
@@ -68,8 +69,8 @@ std::int64_t alloc_len_of(const SglangOptions& o, std::int64_t draft) {
 }
 
 /// The refusal SGLang's DeepSeek V4 hook raises for these flags, or "".
-std::string refusal_of(const ModelConfig& cfg, const SglangGeneration& g, const SglangInput& in,
-                       const SglangOptions& o, std::int64_t attn_tp) {
+std::string refusal_of(const ModelConfig& cfg, const SglangGeneration& g, const SglangInput& in, const SglangOptions& o,
+                       std::int64_t attn_tp) {
   const std::string arch = arch_of(cfg);
   const std::string algo = upper(o.speculative_algorithm);
   if (cfg.family == Family::deepseek_v41) {
@@ -93,7 +94,8 @@ std::string refusal_of(const ModelConfig& cfg, const SglangGeneration& g, const 
       }
     }
   }
-  if (cfg.num_attention_heads % attn_tp != 0 || (cfg.checkpoint.o_groups > 0 && cfg.checkpoint.o_groups % attn_tp != 0)) {
+  if (cfg.num_attention_heads % attn_tp != 0 ||
+      (cfg.checkpoint.o_groups > 0 && cfg.checkpoint.o_groups % attn_tp != 0)) {
     return "DeepSeekV4 requires the effective attention TP size to divide both num_attention_heads=" +
            std::to_string(cfg.num_attention_heads) + " and o_groups=" + std::to_string(cfg.checkpoint.o_groups) +
            " (attention TP size " + std::to_string(attn_tp) + ")";
@@ -102,7 +104,7 @@ std::string refusal_of(const ModelConfig& cfg, const SglangGeneration& g, const 
 }
 
 struct Counts {
-  std::int64_t layers = 0;  ///< L
+  std::int64_t layers = 0;             ///< L
   std::map<int, std::int64_t> owners;  ///< ratio -> layers owning that ratio's storage (or entries, G1/G2)
   std::int64_t of(int r) const {
     const auto it = owners.find(r);
@@ -164,7 +166,8 @@ SglangFraction sglang_default_fraction(std::int64_t gpu_mem_mib, std::int64_t tp
   f.chunked_prefill_size = o.chunked_prefill_size.value_or(chunk);
   f.cuda_graph_max_bs = o.cuda_graph_max_bs.value_or(max_bs);
   auto term = [&](const std::string& id, const std::string& what, double mib, const std::string& how) {
-    f.terms.push_back({id, what, static_cast<std::int64_t>(std::llround(mib * static_cast<double>(kMiB))), "derived", how});
+    f.terms.push_back(
+        {id, what, static_cast<std::int64_t>(std::llround(mib * static_cast<double>(kMiB))), "derived", how});
     return mib;
   };
   double reserve = 0;
@@ -181,7 +184,8 @@ SglangFraction sglang_default_fraction(std::int64_t gpu_mem_mib, std::int64_t tp
       double mib = 3.0 * static_cast<double>(f.cuda_graph_max_bs * dp);
       if (f.cuda_graph_max_bs > 300) mib += 1.5 * static_cast<double>(f.cuda_graph_max_bs * dp);
       reserve += term("dp_attention_graphs", "DP-attention graph buffers", mib,
-                      "3 MiB x max_bs x DP" + std::string(f.cuda_graph_max_bs > 300 ? " + 1.5 MiB x max_bs x DP (max_bs > 300)" : ""));
+                      "3 MiB x max_bs x DP" +
+                          std::string(f.cuda_graph_max_bs > 300 ? " + 1.5 MiB x max_bs x DP (max_bs > 300)" : ""));
     }
   }
   reserve += term("prefill_graphs", "prefill CUDA graphs", 1536,
@@ -211,10 +215,10 @@ void sglang_configure_pools(const ModelConfig& cfg, const Topology& topo, const 
   const std::int64_t nope = cfg.head_dim - rope;
   const std::int64_t kv_bytes = nope + 2 * rope + 8;  // 584: one FlashMLA-layout latent row
   const std::int64_t idx = cfg.index_head_dim;
-  const std::int64_t idx_fp8 = idx + idx / 128 * 4;      // 132
-  const std::int64_t idx_fp4 = idx / 2 + idx / 32;       // 68
-  const std::int64_t head = cfg.head_dim;                // 512
-  const std::int64_t c4_state = 2 * 2 * head * 4;        // fp32 (kv, score) x overlap
+  const std::int64_t idx_fp8 = idx + idx / 128 * 4;  // 132
+  const std::int64_t idx_fp4 = idx / 2 + idx / 32;   // 68
+  const std::int64_t head = cfg.head_dim;            // 512
+  const std::int64_t c4_state = 2 * 2 * head * 4;    // fp32 (kv, score) x overlap
   const std::int64_t c4_idx_state = 2 * 2 * idx * 4;
   const std::int64_t c128_state = 2 * head * 4;
   const std::int64_t window = cfg.sliding_window;
@@ -230,7 +234,8 @@ void sglang_configure_pools(const ModelConfig& cfg, const Topology& topo, const 
   fit.layers_c1 = L1;
   fit.ring_c4 = L4 > 0 ? (spec ? 16 : 8) : 0;
   fit.ring_c128 = L128 > 0 ? (spec ? 256 : 128) : 0;
-  fit.ring_c2 = L2 > 0 ? (spec ? (std::int64_t{1} << std::bit_width(static_cast<std::uint64_t>(fit.draft_tokens + 1))) : 2) : 0;
+  fit.ring_c2 =
+      L2 > 0 ? (spec ? (std::int64_t{1} << std::bit_width(static_cast<std::uint64_t>(fit.draft_tokens + 1))) : 2) : 0;
   fit.swa_ratio = o.swa_full_tokens_ratio.value_or(0.1);
   const double r = fit.swa_ratio;
   const std::string P = std::string(g.log_prefix);
@@ -246,9 +251,11 @@ void sglang_configure_pools(const ModelConfig& cfg, const Topology& topo, const 
   std::int64_t full = 0;
   if (!g.owners_and_cap_mode) {
     // G1 / G2: ratio mode; the state terms divide by the window (swa_page_size).
-    const double ring4_w = static_cast<double>(fit.ring_c4 > 0 ? fit.ring_c4 : (spec ? 16 : 8)) / static_cast<double>(window);
+    const double ring4_w =
+        static_cast<double>(fit.ring_c4 > 0 ? fit.ring_c4 : (spec ? 16 : 8)) / static_cast<double>(window);
     const double ring128_w = static_cast<double>(spec ? 256 : 128) / static_cast<double>(window);
-    double bpft = r * static_cast<double>(kv_bytes * L) + static_cast<double>(kv_bytes) / 4.0 * static_cast<double>(L4) +
+    double bpft = r * static_cast<double>(kv_bytes * L) +
+                  static_cast<double>(kv_bytes) / 4.0 * static_cast<double>(L4) +
                   static_cast<double>(kv_bytes) / 128.0 * static_cast<double>(L128) +
                   static_cast<double>(idx_fp8) / 4.0 * static_cast<double>(L4) +
                   r * ring4_w * static_cast<double>(c4_state) * static_cast<double>(L4) +
@@ -293,16 +300,18 @@ void sglang_configure_pools(const ModelConfig& cfg, const Topology& topo, const 
     const double swa_row = paged_row_bytes(page, kv_bytes);
     const double c4_row = paged_row_bytes(page / 4, kv_bytes);
     const double c128_row = paged_row_bytes(std::max<std::int64_t>(page / 128, 1), kv_bytes);
-    double per_swa = swa_row * static_cast<double>(L) +
-                     static_cast<double>(fit.ring_c4) / static_cast<double>(page) *
-                         static_cast<double>(c4_state + c4_idx_state) * static_cast<double>(L4);
+    double per_swa = swa_row * static_cast<double>(L) + static_cast<double>(fit.ring_c4) / static_cast<double>(page) *
+                                                            static_cast<double>(c4_state + c4_idx_state) *
+                                                            static_cast<double>(L4);
     // Cap mode: the operator did not pass --swa-full-tokens-ratio, the request cap is known (V4
     // always sets it) and chunked prefill is on.
     const bool cap_mode = !o.swa_full_tokens_ratio && fit.chunk_per_rank > 0 && window > 0;
     if (cap_mode) {
       const std::int64_t draft = spec ? fit.draft_tokens : 1;
       std::int64_t decode_alloc = page;
-      if (spec) decode_alloc = o.disable_overlap_schedule ? alloc_len_of(o, fit.draft_tokens) : 2 * alloc_len_of(o, fit.draft_tokens);
+      if (spec)
+        decode_alloc =
+            o.disable_overlap_schedule ? alloc_len_of(o, fit.draft_tokens) : 2 * alloc_len_of(o, fit.draft_tokens);
       fit.swa_per_request = window + o.swa_eviction_interval * draft + page + decode_alloc;
       const std::int64_t chunks = o.disable_overlap_schedule ? 1 : 2;
       fit.swa_request_cap = fit.swa_per_request * mrr + chunks * fit.chunk_per_rank + page;
@@ -351,7 +360,8 @@ void sglang_configure_pools(const ModelConfig& cfg, const Topology& topo, const 
     }
     full = full / page * page;
     fit.pools.full = full;
-    fit.pools.swa = cap_mode ? fit.swa_cap_tokens : static_cast<std::int64_t>(static_cast<double>(full) * r) / page * page;
+    fit.pools.swa =
+        cap_mode ? fit.swa_cap_tokens : static_cast<std::int64_t>(static_cast<double>(full) * r) / page * page;
     if (cap_mode) {
       fit.log_lines.push_back("DSV4 SWA sizing: mode=cap, swa_tokens=" + std::to_string(fit.pools.swa) +
                               ", request_cap+headroom=" + std::to_string(fit.swa_cap_tokens) +
@@ -364,8 +374,8 @@ void sglang_configure_pools(const ModelConfig& cfg, const Topology& topo, const 
                     "). Increase --swa-full-tokens-ratio or the total KV budget.";
         return;
       }
-      fit.log_lines.push_back("DSV4 SWA sizing: mode=" + fit.swa_mode + ", swa_tokens=" + std::to_string(fit.pools.swa) +
-                              ", swa_full_tokens_ratio=" + py_float(r));
+      fit.log_lines.push_back("DSV4 SWA sizing: mode=" + fit.swa_mode + ", swa_tokens=" +
+                              std::to_string(fit.pools.swa) + ", swa_full_tokens_ratio=" + py_float(r));
     }
     fit.pools.c4 = full / 4;
     fit.pools.c128 = full / 128;
@@ -374,15 +384,14 @@ void sglang_configure_pools(const ModelConfig& cfg, const Topology& topo, const 
     fit.log_lines.push_back(
         "DSV4 memory calculation: unified=False, unified_fp8=False, dspark_draft_bf16=False, bytes_per_full_token=" +
         format_fixed(bpft, 2) + ", available_bytes=" + gb2(static_cast<double>(budget_bytes)) +
-        " GB, c128_state_fixed=" + gb2(static_cast<double>(fit.c128_state_fixed)) +
-        " GB, c2_state_fixed=" + gb2(static_cast<double>(fit.c2_state_fixed)) +
-        " GB, swa_fixed=" + gb2(static_cast<double>(fit.swa_fixed)) +
+        " GB, c128_state_fixed=" + gb2(static_cast<double>(fit.c128_state_fixed)) + " GB, c2_state_fixed=" +
+        gb2(static_cast<double>(fit.c2_state_fixed)) + " GB, swa_fixed=" + gb2(static_cast<double>(fit.swa_fixed)) +
         " GB, swa_ring_fixed=0.00 GB, c4_state_fixed=0.00 GB, full_token=" + std::to_string(full));
   }
-  fit.log_lines.push_back(P + " pool sizes: full=" + std::to_string(fit.pools.full) + ", swa=" +
-                          std::to_string(fit.pools.swa) + ", c4=" + std::to_string(fit.pools.c4) +
-                          ", c128=" + std::to_string(fit.pools.c128) + ", c4_state=" +
-                          std::to_string(fit.pools.c4_state) + ", c128_state=" + std::to_string(fit.pools.c128_state));
+  fit.log_lines.push_back(
+      P + " pool sizes: full=" + std::to_string(fit.pools.full) + ", swa=" + std::to_string(fit.pools.swa) +
+      ", c4=" + std::to_string(fit.pools.c4) + ", c128=" + std::to_string(fit.pools.c128) +
+      ", c4_state=" + std::to_string(fit.pools.c4_state) + ", c128_state=" + std::to_string(fit.pools.c128_state));
   if (full <= 0) {
     // MemoryPoolConfig.__post_init__ (older builds print the first sentence only).
     fit.error = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.";
@@ -426,10 +435,10 @@ SglangFit sglang_fit(const ModelConfig& cfg, const Topology& topo, const Target&
       }
     }
     if (found) {
-      fit.suggestions.push_back("--mem-fraction-static " + format_shortest(*found) +
-                                (whole ? " (the pool then holds one request of context_len " +
-                                             format_grouped(fit.context_len) + ")"
-                                       : " (starts; the pool holds less than one request of context_len)"));
+      fit.suggestions.push_back(
+          "--mem-fraction-static " + format_shortest(*found) +
+          (whole ? " (the pool then holds one request of context_len " + format_grouped(fit.context_len) + ")"
+                 : " (starts; the pool holds less than one request of context_len)"));
       fit.suggestion_flags.push_back({"--mem-fraction-static", format_shortest(*found)});
       break;
     }
@@ -454,8 +463,9 @@ SglangFit sglang_fit(const ModelConfig& cfg, const Topology& topo, const Target&
     }
   }
   if (cfg.family == Family::deepseek_v41 && !o.engram_host_table && fit.budget_bytes <= 0) {
-    fit.suggestions.push_back("the Engram tables in host memory (SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE=1, mla-plan "
-                              "--engram offload)");
+    fit.suggestions.push_back(
+        "the Engram tables in host memory (SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE=1, mla-plan "
+        "--engram offload)");
     fit.suggestion_flags.push_back({"--engram", "offload"});
   }
   if (fit.suggestions.empty()) fit.suggestions.push_back("more GPUs: a larger --tp-size divides the weights further");
@@ -467,8 +477,9 @@ namespace {
 SglangFit fit_of(const ModelConfig& cfg, const Topology& topo, const Target& target, const SglangInput& in,
                  const SglangOptions& o) {
   if (cfg.family == Family::deepseek_v32) {
-    throw_usage("--engine sglang: mla-plan models SGLang's DeepSeek V4 / V4.1 pools (DSV4PoolConfigurator); V3.2's "
-                "pool is not modelled");
+    throw_usage(
+        "--engine sglang: mla-plan models SGLang's DeepSeek V4 / V4.1 pools (DSV4PoolConfigurator); V3.2's "
+        "pool is not modelled");
   }
   const SglangGeneration& g = find_sglang_generation(o.generation);
   SglangFit fit;
@@ -512,11 +523,13 @@ SglangFit fit_of(const ModelConfig& cfg, const Topology& topo, const Target& tar
     fit.overrides.push_back("Setting swa_full_tokens_ratio to 0.1 for " + fit.architecture + ".");
   }
   fit.requested_running_requests = o.max_running_requests.value_or(256);
-  if (!o.max_running_requests) fit.overrides.push_back("Setting max_running_requests to 256 for " + fit.architecture + ".");
+  if (!o.max_running_requests)
+    fit.overrides.push_back("Setting max_running_requests to 256 for " + fit.architecture + ".");
   if (o.kv_cache_dtype == "bf16" || o.kv_cache_dtype == "bfloat16") {
-    fit.warnings.push_back("--kv-cache-dtype " + o.kv_cache_dtype +
-                           ": SGLang's V4 pool stores uint8 rows; recent builds fail an assertion on a bfloat16 pool "
-                           "(sgl-project/sglang issues 33194, 25118), builds of May 2026 ran it and priced 584-byte rows");
+    fit.warnings.push_back(
+        "--kv-cache-dtype " + o.kv_cache_dtype +
+        ": SGLang's V4 pool stores uint8 rows; recent builds fail an assertion on a bfloat16 pool "
+        "(sgl-project/sglang issues 33194, 25118), builds of May 2026 ran it and priced 584-byte rows");
   }
   if (fit.requested_running_requests < fit.attn_dp_size) {
     fit.notes.push_back("--max-running-requests " + std::to_string(fit.requested_running_requests) +
@@ -532,9 +545,8 @@ SglangFit fit_of(const ModelConfig& cfg, const Topology& topo, const Target& tar
   }
 
   // The budget (model_runner_kv_cache_mixin.py, _profile_available_bytes).
-  const std::int64_t pre =
-      o.free_before_load_gib ? static_cast<std::int64_t>(*o.free_before_load_gib * kGiB)
-                             : total - static_cast<std::int64_t>(kPreLoadOverheadGib * kGiB);
+  const std::int64_t pre = o.free_before_load_gib ? static_cast<std::int64_t>(*o.free_before_load_gib * kGiB)
+                                                  : total - static_cast<std::int64_t>(kPreLoadOverheadGib * kGiB);
   fit.free_before_load_bytes = pre;
   fit.terms.push_back({"free_before_load", "free memory before loading (pre_model_load_memory)", pre,
                        o.free_before_load_gib ? "given" : "estimated",
@@ -543,8 +555,8 @@ SglangFit fit_of(const ModelConfig& cfg, const Topology& topo, const Target& tar
                            : "the GPU's " + format_gib(total) + " less " + format_fixed(kPreLoadOverheadGib, 2) +
                                  " GiB of CUDA context and communicators (the 2026-05-15 H20 TP8 log: 93.58 GiB free "
                                  "of 95.01)"});
-  fit.terms.push_back({"weights", "weights this rank loads", in.weights_bytes, in.weights_given ? "given" : "derived",
-                       in.weights_how});
+  fit.terms.push_back(
+      {"weights", "weights this rank loads", in.weights_bytes, in.weights_given ? "given" : "derived", in.weights_how});
   const double growth_gib = in.load_overhead_gib.value_or(kLoadGrowthGib);
   const auto growth = static_cast<std::int64_t>(growth_gib * kGiB);
   fit.terms.push_back({"load_growth", "what loading takes beyond the weights", growth,
@@ -565,16 +577,17 @@ SglangFit fit_of(const ModelConfig& cfg, const Topology& topo, const Target& tar
   fit.terms.push_back({"outside_budget", "kept outside the static share", fit.outside_budget_bytes, "derived",
                        "free before loading x (1 - mem_fraction_static " + py_float(fit.mem_fraction_static) + ")"});
   fit.budget_bytes = budget_of(fit.available_after_load_bytes, pre, fit.mem_fraction_static);
-  fit.min_viable_fraction = pre > 0 ? 1.0 - static_cast<double>(fit.available_after_load_bytes) / static_cast<double>(pre) : 1.0;
+  fit.min_viable_fraction =
+      pre > 0 ? 1.0 - static_cast<double>(fit.available_after_load_bytes) / static_cast<double>(pre) : 1.0;
   fit.decided = in.weights_known || in.weights_given;
 
   fit.log_lines.push_back("Load weight begin. avail mem=" + gb2(static_cast<double>(pre)) + " GB");
   for (const auto& line : fit.overrides) (void)line;
   if (g.prints_memory_profiling) {
-    fit.log_lines.push_back("Memory profiling: available_gpu_memory=" + gb2(static_cast<double>(fit.available_after_load_bytes)) +
-                            " GB, total_gpu_memory=" + gb2(static_cast<double>(pre)) +
-                            " GB, mem_fraction_static=" + py_float(fit.mem_fraction_static) +
-                            ", rest_memory=" + gb2(static_cast<double>(fit.budget_bytes)) + " GB");
+    fit.log_lines.push_back(
+        "Memory profiling: available_gpu_memory=" + gb2(static_cast<double>(fit.available_after_load_bytes)) +
+        " GB, total_gpu_memory=" + gb2(static_cast<double>(pre)) + " GB, mem_fraction_static=" +
+        py_float(fit.mem_fraction_static) + ", rest_memory=" + gb2(static_cast<double>(fit.budget_bytes)) + " GB");
   }
   if (fit.budget_bytes <= 0) {
     const double y = fit.min_viable_fraction;
@@ -596,16 +609,19 @@ SglangFit fit_of(const ModelConfig& cfg, const Topology& topo, const Target& tar
         const std::int64_t full = *o.max_total_tokens / fit.page_size * fit.page_size;
         const double r = fit.swa_ratio;
         fit.pools.full = full;
-        if (fit.swa_mode != "cap") fit.pools.swa = static_cast<std::int64_t>(static_cast<double>(full) * r) / fit.page_size * fit.page_size;
+        if (fit.swa_mode != "cap")
+          fit.pools.swa = static_cast<std::int64_t>(static_cast<double>(full) * r) / fit.page_size * fit.page_size;
         fit.pools.c4 = full / 4;
         fit.pools.c128 = full / 128;
         const std::int64_t divisor = g.owners_and_cap_mode ? fit.page_size : cfg.sliding_window;
-        fit.pools.c4_state = fit.pools.swa / divisor * (fit.ring_c4 > 0 ? fit.ring_c4 : (fit.draft_tokens > 0 ? 16 : 8)) *
+        fit.pools.c4_state = fit.pools.swa / divisor *
+                             (fit.ring_c4 > 0 ? fit.ring_c4 : (fit.draft_tokens > 0 ? 16 : 8)) *
                              (fit.layers_c4 > 0 ? 1 : 0);
         fit.log_lines.push_back(std::string(g.log_prefix) + " pool sizes: full=" + std::to_string(fit.pools.full) +
                                 ", swa=" + std::to_string(fit.pools.swa) + ", c4=" + std::to_string(fit.pools.c4) +
-                                ", c128=" + std::to_string(fit.pools.c128) + ", c4_state=" +
-                                std::to_string(fit.pools.c4_state) + ", c128_state=" + std::to_string(fit.pools.c128_state));
+                                ", c128=" + std::to_string(fit.pools.c128) +
+                                ", c4_state=" + std::to_string(fit.pools.c4_state) +
+                                ", c128_state=" + std::to_string(fit.pools.c128_state));
         if (full <= 0) fit.error = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.";
       } else {
         fit.warnings.push_back("max_total_tokens=" + std::to_string(*o.max_total_tokens) +
@@ -630,7 +646,7 @@ SglangFit fit_of(const ModelConfig& cfg, const Topology& topo, const Target& tar
                            " (per dp worker) due to the available KV cache capacity.");
   }
   // finalize_with_max_running_requests (G2, G3); G1 sized the c128 state from the SWA pool.
-  fit.pools.c128_state_final = !g.c128_state_fixed ? fit.pools.c128_state
+  fit.pools.c128_state_final = !g.c128_state_fixed   ? fit.pools.c128_state
                                : fit.layers_c128 > 0 ? (fit.max_running_requests + 1) * fit.ring_c128
                                                      : 0;
   fit.request_table_bytes =
@@ -644,8 +660,9 @@ SglangFit fit_of(const ModelConfig& cfg, const Topology& topo, const Target& tar
                            " that --mem-fraction-static leaves outside the pools: SGLang runs out of memory allocating "
                            "it or capturing graphs");
   } else if (static_cast<double>(fit.left_after_pools_bytes) < 2.0 * kGiB && !o.disable_cuda_graph) {
-    fit.warnings.push_back("after the pools and the request table " + format_gib(fit.left_after_pools_bytes) +
-                           " are left for CUDA graphs and activations (the H20 log's graphs took 1.93 GiB at max_bs 320)");
+    fit.warnings.push_back(
+        "after the pools and the request table " + format_gib(fit.left_after_pools_bytes) +
+        " are left for CUDA graphs and activations (the H20 log's graphs took 1.93 GiB at max_bs 320)");
   }
   fit.requests_at_context = static_cast<double>(fit.pools.full) / static_cast<double>(fit.context_len);
   const std::int64_t admission = cfg.sliding_window + fit.page_size;
@@ -655,18 +672,18 @@ SglangFit fit_of(const ModelConfig& cfg, const Topology& topo, const Target& tar
   fit.log_lines.push_back("max_total_num_tokens=" + std::to_string(fit.pools.full) +
                           ", chunked_prefill_size=" + std::to_string(fit.chunk_per_rank) +
                           ", max_prefill_tokens=" + std::to_string(fit.max_prefill_tokens) +
-                          ", max_running_requests=" + std::to_string(fit.max_running_requests) +
-                          ", context_len=" + std::to_string(fit.context_len) +
-                          ", available_gpu_mem=(after CUDA graphs: not modelled)");
+                          ", max_running_requests=" + std::to_string(fit.max_running_requests) + ", context_len=" +
+                          std::to_string(fit.context_len) + ", available_gpu_mem=(after CUDA graphs: not modelled)");
   fit.fits = fit.decided;
   if (!fit.decided) {
-    fit.verdict = "not decided: the weights are not all known; pass the model directory with its safetensors files, "
-                  "or --weights-gib";
+    fit.verdict =
+        "not decided: the weights are not all known; pass the model directory with its safetensors files, "
+        "or --weights-gib";
   } else {
     fit.verdict = "starts: max_total_num_tokens=" + format_grouped(fit.pools.full) + " per worker (" +
                   format_fixed(fit.requests_at_context, 2) + " requests of context_len " +
-                  format_grouped(fit.context_len) + "), max_running_requests=" +
-                  std::to_string(fit.max_running_requests) +
+                  format_grouped(fit.context_len) +
+                  "), max_running_requests=" + std::to_string(fit.max_running_requests) +
                   (fit.workers > 1 ? ", " + std::to_string(fit.workers) + " workers" : std::string());
   }
   return fit;

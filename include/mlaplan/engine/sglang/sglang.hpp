@@ -59,8 +59,8 @@ std::string sglang_generation_list();
 
 /// SGLang's flags (its names) and what the plan resolved for it.
 struct SglangOptions {
-  std::string generation;                          ///< --sglang-version (empty: the newest)
-  std::optional<double> mem_fraction_static;       ///< --mem-fraction-static (default: memory_hook's)
+  std::string generation;                            ///< --sglang-version (empty: the newest)
+  std::optional<double> mem_fraction_static;         ///< --mem-fraction-static (default: memory_hook's)
   std::optional<std::int64_t> max_running_requests;  ///< --max-running-requests (V4 default 256)
   std::optional<std::int64_t> chunked_prefill_size;  ///< --chunked-prefill-size (default by GPU memory)
   std::optional<std::int64_t> max_prefill_tokens;    ///< --max-prefill-tokens (default 16384)
@@ -79,11 +79,11 @@ struct SglangOptions {
   std::string moe_a2a_backend = "none";              ///< --moe-a2a-backend (deepep adds 2 GiB)
   /// --speculative-algorithm: "" none, or EAGLE, EAGLE3, NEXTN, DSPARK, STANDALONE, NGRAM ...
   std::string speculative_algorithm;
-  std::optional<std::int64_t> speculative_num_draft_tokens;  ///< --speculative-num-draft-tokens
-  std::optional<std::int64_t> speculative_num_steps;         ///< --speculative-num-steps
-  std::optional<std::int64_t> speculative_eagle_topk;        ///< --speculative-eagle-topk
+  std::optional<std::int64_t> speculative_num_draft_tokens;   ///< --speculative-num-draft-tokens
+  std::optional<std::int64_t> speculative_num_steps;          ///< --speculative-num-steps
+  std::optional<std::int64_t> speculative_eagle_topk;         ///< --speculative-eagle-topk
   std::optional<std::int64_t> speculative_dspark_block_size;  ///< --speculative-dspark-block-size
-  std::int64_t swa_eviction_interval = 128;  ///< SGLANG_SWA_EVICTION_INTERVAL
+  std::int64_t swa_eviction_interval = 128;                   ///< SGLANG_SWA_EVICTION_INTERVAL
   /// SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE=1 (mla-plan's --engram offload): V4.1's Engram tables
   /// in host memory; SGLang's default keeps them on the GPU.
   bool engram_host_table = false;
@@ -94,11 +94,11 @@ struct SglangOptions {
 
 /// What the plan hands the engine: the layout and the weights each rank loads.
 struct SglangInput {
-  std::int64_t tp_size = 1;  ///< --tp-size: the world size of one server
-  std::int64_t dp_size = 1;  ///< --dp-size: attention DP (with enable_dp_attention) or replicas
-  std::int64_t pp_size = 1;  ///< --pp-size
-  std::int64_t ep_size = 1;  ///< --ep-size
-  std::int64_t context_len = 0;  ///< --context-length (default: the config's)
+  std::int64_t tp_size = 1;                 ///< --tp-size: the world size of one server
+  std::int64_t dp_size = 1;                 ///< --dp-size: attention DP (with enable_dp_attention) or replicas
+  std::int64_t pp_size = 1;                 ///< --pp-size
+  std::int64_t ep_size = 1;                 ///< --ep-size
+  std::int64_t context_len = 0;             ///< --context-length (default: the config's)
   std::int64_t num_speculative_tokens = 0;  ///< draft tokens beyond the first (for the note)
   /// Bytes of weights the fullest rank loads (draft weights included when speculative), and what
   /// they are; weights_known false: the checkpoint's bytes are not all known.
@@ -107,13 +107,13 @@ struct SglangInput {
   bool weights_given = false;  ///< --weights-gib
   bool weights_known = true;
   std::optional<double> load_overhead_gib;  ///< --load-overhead-gib
-  std::int64_t engram_bytes = 0;  ///< of weights_bytes, V4.1's Engram tables on this rank
+  std::int64_t engram_bytes = 0;            ///< of weights_bytes, V4.1's Engram tables on this rank
 };
 
 /// A term of SGLang's start-up arithmetic.
 struct SglangTerm {
-  std::string id;     ///< "free_before_load", "weights", ...
-  std::string what;   ///< for people
+  std::string id;    ///< "free_before_load", "weights", ...
+  std::string what;  ///< for people
   std::int64_t bytes = 0;
   std::string source;  ///< "measured", "derived", "estimated", "given"
   std::string how;
@@ -121,27 +121,27 @@ struct SglangTerm {
 
 /// The pools DSV4PoolConfigurator builds (per DP worker).
 struct SglangPools {
-  std::int64_t full = 0;        ///< max_total_num_tokens
-  std::int64_t swa = 0;         ///< SWA slots
-  std::int64_t c4 = 0;          ///< c4 pool (V4.1: the ratio-2 owners' compressed rows are not a separate printed pool)
+  std::int64_t full = 0;  ///< max_total_num_tokens
+  std::int64_t swa = 0;   ///< SWA slots
+  std::int64_t c4 = 0;    ///< c4 pool (V4.1: the ratio-2 owners' compressed rows are not a separate printed pool)
   std::int64_t c128 = 0;
   std::int64_t c4_state = 0;
-  std::int64_t c128_state = 0;  ///< as printed (G2, G3: 0 until the request cap is final)
+  std::int64_t c128_state = 0;        ///< as printed (G2, G3: 0 until the request cap is final)
   std::int64_t c128_state_final = 0;  ///< after finalize_with_max_running_requests
 };
 
 /// SGLang's answer for one layout on one GPU.
 struct SglangFit {
   const SglangGeneration* generation = nullptr;  ///< never null once computed
-  bool refused = false;   ///< SGLang refuses the flags for this model (exit 3)
-  std::string refusal;    ///< SGLang's text
-  bool decided = true;    ///< false: the weights are not all known
-  bool fits = false;      ///< the server starts with a pool of at least one page
-  std::string error;      ///< SGLang's start-up error when it does not
-  std::string verdict;    ///< one line for people
+  bool refused = false;                          ///< SGLang refuses the flags for this model (exit 3)
+  std::string refusal;                           ///< SGLang's text
+  bool decided = true;                           ///< false: the weights are not all known
+  bool fits = false;                             ///< the server starts with a pool of at least one page
+  std::string error;                             ///< SGLang's start-up error when it does not
+  std::string verdict;                           ///< one line for people
 
   // The resolved flags.
-  std::string architecture;  ///< "DeepseekV4ForCausalLM" / "DeepseekV41ForCausalLM"
+  std::string architecture;      ///< "DeepseekV4ForCausalLM" / "DeepseekV41ForCausalLM"
   std::int64_t gpu_mem_mib = 0;  ///< the capacity memory_hook reads (torch's total, MiB)
   double mem_fraction_static = 0.0;
   bool fraction_default = true;
@@ -155,8 +155,8 @@ struct SglangFit {
   std::int64_t requested_running_requests = 256;  ///< engine-wide, as set (V4: 256 when unset)
   std::int64_t attn_dp_size = 1;
   std::int64_t attn_tp_size = 1;
-  std::int64_t workers = 1;          ///< DP workers (attention DP) or replicas, each with its own pools
-  std::int64_t draft_tokens = 0;     ///< speculative_num_draft_tokens (0: none)
+  std::int64_t workers = 1;            ///< DP workers (attention DP) or replicas, each with its own pools
+  std::int64_t draft_tokens = 0;       ///< speculative_num_draft_tokens (0: none)
   std::vector<std::string> overrides;  ///< what SGLang's V4 overrides print (section 4 of docs/sglang.md)
   std::vector<std::string> notes;      ///< assumptions and flags changed
 
@@ -164,11 +164,11 @@ struct SglangFit {
   std::vector<SglangTerm> terms;  ///< free before load, weights, load growth, after load, static share
   std::int64_t free_before_load_bytes = 0;
   std::int64_t available_after_load_bytes = 0;
-  std::int64_t budget_bytes = 0;      ///< int(rest_GiB x 2^30)
-  double min_viable_fraction = 0.0;   ///< 1 - available / pre
+  std::int64_t budget_bytes = 0;     ///< int(rest_GiB x 2^30)
+  double min_viable_fraction = 0.0;  ///< 1 - available / pre
 
   // The configurator.
-  std::int64_t layers = 0;  ///< L
+  std::int64_t layers = 0;                                                    ///< L
   std::int64_t layers_c4 = 0, layers_c128 = 0, layers_c2 = 0, layers_c1 = 0;  ///< owners (G3) or ratio entries
   std::int64_t ring_c4 = 0, ring_c128 = 0, ring_c2 = 0;
   double bytes_per_full_token = 0.0;
@@ -188,18 +188,18 @@ struct SglangFit {
   // After the pools.
   std::int64_t max_running_requests = 0;  ///< per worker, after resolve_max_num_reqs
   bool running_requests_reduced = false;
-  std::int64_t request_table_bytes = 0;   ///< (requests + 1) x context_len x 4
-  std::int64_t outside_budget_bytes = 0;  ///< free before load x (1 - fraction)
+  std::int64_t request_table_bytes = 0;     ///< (requests + 1) x context_len x 4
+  std::int64_t outside_budget_bytes = 0;    ///< free before load x (1 - fraction)
   std::int64_t left_after_pools_bytes = 0;  ///< outside budget - request table: for graphs and activations
   std::int64_t context_len = 0;
-  double requests_at_context = 0.0;       ///< full / context_len, per worker
-  std::int64_t swa_requests = 0;          ///< running requests the SWA pool admits (window + page each)
+  double requests_at_context = 0.0;        ///< full / context_len, per worker
+  std::int64_t swa_requests = 0;           ///< running requests the SWA pool admits (window + page each)
   double total_requests_at_context = 0.0;  ///< x workers
   std::int64_t total_tokens = 0;           ///< full x workers
 
-  std::vector<std::string> log_lines;    ///< what SGLang prints, in order
-  std::vector<std::string> warnings;     ///< SGLang's warnings and mla-plan's
-  std::vector<std::string> suggestions;  ///< what would start instead
+  std::vector<std::string> log_lines;                      ///< what SGLang prints, in order
+  std::vector<std::string> warnings;                       ///< SGLang's warnings and mla-plan's
+  std::vector<std::string> suggestions;                    ///< what would start instead
   std::vector<std::vector<std::string>> suggestion_flags;  ///< each as SGLang flags
 };
 

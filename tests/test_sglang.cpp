@@ -1,0 +1,328 @@
+// SGLang's start-up arithmetic (engine/sglang): the default mem_fraction_static against
+// memory_hook.py's worked example, each configurator generation's bytes per full token and fixed
+// terms against hand-computed values (docs/sglang.md), the two real logs (S1: V4-Flash-Base on
+// 8 x H20 with a G1 build; S4: V4.1-Flash with DSpark on H200, a G3 build) to the token, SGLang's
+// start-up errors and refusals in its own words, and what would start instead.
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+
+#include "mlaplan/base/error.hpp"
+#include "mlaplan/base/number_format.hpp"
+#include "mlaplan/engine/sglang/sglang.hpp"
+#include "mlaplan/hardware/target.hpp"
+#include "mlaplan/model/config.hpp"
+#include "mlaplan/model/topology.hpp"
+
+using namespace mlaplan;
+
+namespace {
+
+std::string src(const std::string& rel) { return std::string(MLAPLAN_SOURCE_DIR) + "/" + rel; }
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct Model {
+  ModelConfig cfg;
+  Topology topo;
+  explicit Model(const std::string& rel) : cfg(load_config(src(rel))), topo(build_topology(cfg)) {}
+};
+
+const Model& v4() {
+  static const Model m("configs/deepseek-v4-flash.json");
+  return m;
+}
+const Model& v41() {
+  static const Model m("configs/deepseek-v4.1-flash.json");
+  return m;
+}
+
+Target gpu(const std::string& id) {
+  TargetRequest r;
+  r.gpu = id;
+  return resolve_target(r);
+}
+
+/// A fit whose KV budget is `budget_gib` exactly: a fraction of 1, nothing lost loading, weights
+/// that leave the budget free of 100 GiB.
+SglangFit fit_with_budget(const Model& m, double budget_gib, SglangOptions o, std::int64_t tp = 8) {
+  o.mem_fraction_static = 1.0;
+  o.free_before_load_gib = 100.0;
+  SglangInput in;
+  in.tp_size = tp;
+  in.weights_bytes = static_cast<std::int64_t>((100.0 - budget_gib) * kGiB);
+  in.weights_given = true;
+  in.load_overhead_gib = 0.0;
+  return sglang_fit(m.cfg, m.topo, gpu("h200"), in, o);
+}
+
+bool has_line(const SglangFit& f, const std::string& line) {
+  for (const auto& l : f.log_lines) {
+    if (l == line) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("sglang: the default mem_fraction_static of memory_hook.py's worked example", "[sglang]") {
+  SglangOptions o;
+  // H200, TP8, MLA-type backend with prefill graphs, decode max_bs 512, chunk 8192: 16,384 MiB.
+  const SglangFraction f = sglang_default_fraction(143156, 8, 1, 1, o);
+  CHECK(f.reserve_mib == 16384);
+  CHECK(f.fraction == Approx(0.886));
+  CHECK(f.chunked_prefill_size == 8192);
+  CHECK(f.cuda_graph_max_bs == 512);
+  // DP attention over 8: 512 x 8 x 3 + 512 x 8 x 1.5 = 18,432 MiB more.
+  o.enable_dp_attention = true;
+  const SglangFraction dp = sglang_default_fraction(143156, 8, 1, 8, o);
+  CHECK(dp.reserve_mib == 34816);
+  CHECK(dp.fraction == Approx(0.757));
+  CHECK(sglang_default_fraction(143771, 8, 1, 8, o).fraction == Approx(0.758));
+  // Below 60 GiB no floor; the buckets set the chunk and the graph batch.
+  SglangOptions small;
+  const SglangFraction l40 = sglang_default_fraction(46068, 2, 1, 1, small);
+  CHECK(l40.chunked_prefill_size == 4096);
+  CHECK(l40.cuda_graph_max_bs == 32);
+  CHECK(l40.reserve_mib == 512 + 6144 + 256 + 64 + 1536);
+  // A floor of 10 GiB above 60 GiB: TP 1 on an H100 (80 GiB) reserves less than that otherwise.
+  SglangOptions h100;
+  h100.chunked_prefill_size = 2048;
+  h100.cuda_graph_max_bs = 8;
+  CHECK(sglang_default_fraction(81559, 1, 1, 1, h100).reserve_mib == 10240);
+}
+
+TEST_CASE("sglang: S1, V4-Flash-Base on 8 x H20 with a G1 build, to the token", "[sglang]") {
+  SglangOptions o;
+  o.generation = "G1";
+  o.disable_radix_cache = true;
+  o.cuda_graph_max_bs = 320;
+  o.kv_cache_dtype = "bf16";
+  // The printed inputs: 93.58 GiB free before loading, 57.01 after, fraction 0.88.
+  o.mem_fraction_static = 0.88;
+  o.free_before_load_gib = 93.58;
+  SglangInput in;
+  in.tp_size = 8;
+  in.weights_bytes = static_cast<std::int64_t>((93.58 - 57.01) * kGiB);
+  in.weights_given = true;
+  in.load_overhead_gib = 0.0;
+  const SglangFit f = sglang_fit(v4().cfg, v4().topo, gpu("h20"), in, o);
+  REQUIRE(f.fits);
+  CHECK(f.layers == 44);  // G1 counts the MTP entry
+  CHECK(f.layers_c4 == 21);
+  CHECK(f.layers_c128 == 20);
+  CHECK(format_fixed(f.bytes_per_full_token, 2) == "15955.85");
+  CHECK(static_cast<double>(f.budget_bytes) / kGiB == Approx(45.7804).margin(1e-4));
+  // Fed the printed inputs exactly, one page short of the log (docs/sglang.md section 9).
+  CHECK(f.pools.full == 3080704);
+  CHECK(has_line(f, "DSv4 memory calculation: bytes_per_full_token=15955.85, available_bytes=45.78 GB, "
+                    "full_token=3080704"));
+  CHECK(has_line(f, "Memory profiling: available_gpu_memory=57.01 GB, total_gpu_memory=93.58 GB, "
+                    "mem_fraction_static=0.88, rest_memory=45.78 GB"));
+  // A budget inside the window the log's rounding allows reproduces it to the token.
+  SglangOptions g1;
+  g1.generation = "G1";
+  const SglangFit w = fit_with_budget(v4(), 45.784, g1);
+  REQUIRE(w.fits);
+  CHECK(w.pools.full == 3080960);
+  CHECK(w.pools.swa == 307968);
+  CHECK(w.pools.c4 == 770240);
+  CHECK(w.pools.c128 == 24070);
+  CHECK(w.pools.c4_state == 19248);
+  CHECK(w.pools.c128_state == 307968);
+  CHECK(has_line(w, "max_total_num_tokens=3080960, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+                    "max_running_requests=256, context_len=1048576, available_gpu_mem=(after CUDA graphs: not "
+                    "modelled)"));
+  // The request table outside the budget: 257 x 1,048,576 x 4 B = 1.0039 GiB.
+  CHECK(f.request_table_bytes == 257LL * 1048576 * 4);
+}
+
+TEST_CASE("sglang: S4, V4.1-Flash with DSpark on H200 (G3): the 94,976-slot SWA pool", "[sglang]") {
+  SglangOptions o;
+  o.speculative_algorithm = "DSPARK";
+  o.speculative_dspark_block_size = 5;
+  o.max_running_requests = 32;
+  o.chunked_prefill_size = 4096;
+  const SglangFit f = fit_with_budget(v41(), 20.0, o, 4);
+  REQUIRE(f.fits);
+  CHECK(f.draft_tokens == 6);
+  CHECK(f.swa_mode == "cap");
+  CHECK(f.swa_per_request == 1164);
+  CHECK(f.swa_request_cap == 45696);
+  CHECK(f.swa_prefix_tails == 128);
+  CHECK(f.pools.swa == 94976);
+  CHECK(f.ring_c2 == 8);  // 1 << (6 + 1).bit_length()
+  CHECK(has_line(f, "DSV4 SWA sizing: mode=cap, swa_tokens=94976, request_cap+headroom=94976, prefix_tails=128"));
+  // --swa-prefix-tails 1024 (what the script later passes): 1024 x 384 more slots.
+  o.swa_prefix_tails = 1024;
+  CHECK(fit_with_budget(v41(), 20.0, o, 4).pools.swa == 439040);  // ceil_256(45,696 + 1,024 x 384)
+}
+
+TEST_CASE("sglang: each generation's bytes per full token and fixed terms", "[sglang]") {
+  SglangOptions o;
+  o.disable_radix_cache = true;
+  SECTION("G2: V4-Flash 7,705.45 B, the c128 state fixed at 2.53 GiB for 256 requests") {
+    o.generation = "G2";
+    const SglangFit f = fit_with_budget(v4(), 40.0, o);
+    REQUIRE(f.fits);
+    CHECK(f.layers == 43);
+    CHECK(f.bytes_per_full_token == Approx(7705.45).margin(0.005));
+    // ceil_128(257 x 128 + 128 + 1) = 33,152 rows x 4,096 B x 20 layers.
+    CHECK(f.c128_state_fixed == 33152LL * 4096 * 20);
+    const auto full =
+        static_cast<std::int64_t>((static_cast<double>(f.budget_bytes) - static_cast<double>(f.c128_state_fixed)) / 7705.45);
+    CHECK(f.pools.full == full / 256 * 256);
+    CHECK(f.pools.c128_state == 0);
+    CHECK(f.pools.c128_state_final == 257 * 128);
+  }
+  SECTION("G3: V4-Flash 3,899.25 B and 31,875 B per SWA slot (576-byte page padding)") {
+    o.generation = "G3";
+    const SglangFit f = fit_with_budget(v4(), 40.0, o);
+    REQUIRE(f.fits);
+    CHECK(f.bytes_per_full_token == Approx(3899.25));
+    CHECK(f.bytes_per_swa_token == Approx(31875.0));
+    // Cap mode without prefix tails: 256 x 768 + 2 x 8,192 + 256 = 213,248 slots.
+    CHECK(f.pools.swa == 213248);
+    CHECK(f.swa_fixed == static_cast<std::int64_t>(213248.0 * 31875.0));
+  }
+  SECTION("G3: V4.1-Flash 1,630 B, 23,400 B per SWA slot, the ratio-2 state") {
+    const SglangFit f = fit_with_budget(v41(), 40.0, o);
+    REQUIRE(f.fits);
+    CHECK(f.layers == 40);
+    CHECK(f.layers_c2 == 3);
+    CHECK(f.layers_c1 == 1);
+    CHECK(f.bytes_per_full_token == Approx(1630.0));
+    CHECK(f.bytes_per_swa_token == Approx(23400.0));
+    CHECK(f.c2_state_fixed == 518LL * 4096 * 3);  // ceil_2(257 x 2 + 2 + 1) rows
+    CHECK(f.c128_state_fixed == 0);
+  }
+  SECTION("G3 ratio mode when --swa-full-tokens-ratio is given") {
+    o.swa_full_tokens_ratio = 0.1;
+    const SglangFit f = fit_with_budget(v4(), 40.0, o);
+    REQUIRE(f.fits);
+    CHECK(f.swa_mode == "ratio (explicit)");
+    CHECK(f.bytes_per_full_token == Approx(3899.25 + 0.1 * 31875.0));
+    CHECK(f.pools.swa == static_cast<std::int64_t>(static_cast<double>(f.pools.full) * 0.1) / 256 * 256);
+  }
+  SECTION("speculative decoding scales the budget (G1) or the bytes (G2, G3) by L and L + 1") {
+    o.speculative_algorithm = "EAGLE";
+    o.generation = "G2";
+    // The c4 ring doubles to 16 with speculative decoding: 1,344 B more of c4 state.
+    CHECK(fit_with_budget(v4(), 40.0, o).bytes_per_full_token == Approx((7705.45 + 1344.0) * 44.0 / 43.0).margin(0.01));
+  }
+}
+
+TEST_CASE("sglang: start-up errors in SGLang's words, and what would start", "[sglang]") {
+  SECTION("weights that leave no budget name the minimum viable fraction") {
+    SglangOptions o;
+    o.mem_fraction_static = 0.5;
+    o.free_before_load_gib = 100.0;
+    SglangInput in;
+    in.tp_size = 8;
+    in.weights_bytes = static_cast<std::int64_t>(60.0 * kGiB);
+    in.weights_given = true;
+    in.load_overhead_gib = 0.0;
+    const SglangFit f = sglang_fit(v4().cfg, v4().topo, gpu("h200"), in, o);
+    CHECK_FALSE(f.fits);
+    CHECK(f.error ==
+          "ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.5. Raise "
+          "--mem-fraction-static above 0.600 (minimum viable = 1 - available/pre = 0.6000). If using speculative "
+          "decoding, draft weights are now counted.");
+    REQUIRE_FALSE(f.suggestion_flags.empty());
+    CHECK(f.suggestion_flags.front().front() == "--mem-fraction-static");
+  }
+  SECTION("an SWA cap that fills the budget") {
+    SglangOptions o;
+    o.max_running_requests = 4096;
+    o.mem_fraction_static = 0.9;
+    o.free_before_load_gib = 100.0;
+    SglangInput in;
+    in.tp_size = 8;
+    in.weights_bytes = static_cast<std::int64_t>(85.0 * kGiB);  // a budget of 5 GiB
+    in.weights_given = true;
+    in.load_overhead_gib = 0.0;
+    const SglangFit f = sglang_fit(v4().cfg, v4().topo, gpu("h200"), in, o);
+    CHECK_FALSE(f.fits);
+    CHECK(f.error.rfind("RuntimeError: The DSV4 SWA pool cap (", 0) == 0);
+    CHECK(f.error.find("Reduce --max-running-requests, lower --swa-prefix-tails") != std::string::npos);
+    bool fewer = false;
+    for (const auto& s : f.suggestion_flags) fewer = fewer || s.front() == "--max-running-requests";
+    CHECK(fewer);
+  }
+  SECTION("a ratio-mode SWA pool that cannot admit one request") {
+    SglangOptions o;
+    o.swa_full_tokens_ratio = 0.0001;
+    const SglangFit f = fit_with_budget(v4(), 5.0, o);
+    CHECK_FALSE(f.fits);
+    CHECK(f.error.rfind("ValueError: SWA pool (0 tokens) cannot hold even one request: the prefill admission floor is "
+                        "sliding_window_size (128) + page_size (256).",
+                        0) == 0);
+  }
+  SECTION("--max-total-tokens below the profiled count, and the request cap it reduces") {
+    SglangOptions o;
+    o.generation = "G2";
+    o.max_total_tokens = 300;
+    const SglangFit f = fit_with_budget(v4(), 40.0, o);
+    REQUIRE(f.fits);
+    CHECK(f.pools.full == 256);
+    CHECK(f.profiled_full.has_value());
+    CHECK(f.max_running_requests == 128);
+    CHECK(f.running_requests_reduced);
+  }
+}
+
+TEST_CASE("sglang: SGLang's refusals", "[sglang]") {
+  SglangInput in;
+  in.tp_size = 8;
+  in.weights_bytes = static_cast<std::int64_t>(40.0 * kGiB);
+  in.weights_given = true;
+  const Target h200 = gpu("h200");
+  auto refusal = [&](const Model& m, const SglangOptions& o, const SglangInput& i) {
+    const SglangFit f = sglang_fit(m.cfg, m.topo, h200, i, o);
+    CHECK(f.refused);
+    CHECK_FALSE(f.fits);
+    return f.refusal;
+  };
+  SglangInput pp = in;
+  pp.pp_size = 2;
+  CHECK(refusal(v41(), SglangOptions{}, pp) ==
+        "DeepSeek-V4.1 does not support pipeline parallelism yet; disable it to serve this model.");
+  SglangOptions eagle;
+  eagle.speculative_algorithm = "EAGLE";
+  CHECK(refusal(v41(), eagle, in) ==
+        "DeepSeek-V4.1 does not support speculative decoding other than DSpark yet; disable it to serve this model.");
+  SglangOptions ngram;
+  ngram.speculative_algorithm = "NGRAM";
+  CHECK(refusal(v4(), ngram, in) == "Only EAGLE and DSPARK speculative algorithms are supported for DeepseekV4ForCausalLM");
+  SglangOptions topk;
+  topk.speculative_algorithm = "EAGLE";
+  topk.speculative_eagle_topk = 4;
+  CHECK(refusal(v4(), topk, in) == "Only EAGLE speculative algorithm with topk == 1 is supported for DeepseekV4ForCausalLM");
+  SglangOptions g1;
+  g1.generation = "G1";
+  CHECK(refusal(v41(), g1, in).find("no DeepseekV41ForCausalLM") != std::string::npos);
+  SglangInput tp16 = in;
+  tp16.tp_size = 16;
+  CHECK(refusal(v4(), SglangOptions{}, tp16).rfind(
+            "DeepSeekV4 requires the effective attention TP size to divide both num_attention_heads=64 and o_groups=8",
+            0) == 0);
+  // DP attention divides the attention TP: TP 16 over DP 2 runs attention at TP 8.
+  SglangOptions dp;
+  dp.enable_dp_attention = true;
+  SglangInput tp16dp2 = tp16;
+  tp16dp2.dp_size = 2;
+  CHECK_FALSE(sglang_fit(v4().cfg, v4().topo, h200, tp16dp2, dp).refused);
+}
+
+TEST_CASE("sglang: --sglang-version names a generation", "[sglang]") {
+  CHECK(find_sglang_generation("g2").id == "G2");
+  CHECK(find_sglang_generation("sglang@G1").id == "G1");
+  CHECK(find_sglang_generation("").id == newest_sglang_generation().id);
+  try {
+    find_sglang_generation("0.5.4");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::usage);
+    CHECK(std::string(e.what()).find("G1, G2, G3") != std::string::npos);
+  }
+}
