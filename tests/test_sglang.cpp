@@ -115,10 +115,12 @@ TEST_CASE("sglang: S1, V4-Flash-Base on 8 x H20 with a G1 build, to the token", 
   CHECK(static_cast<double>(f.budget_bytes) / kGiB == Approx(45.7804).margin(1e-4));
   // Fed the printed inputs exactly, one page short of the log (docs/sglang.md section 9).
   CHECK(f.pools.full == 3080704);
-  CHECK(has_line(f, "DSv4 memory calculation: bytes_per_full_token=15955.85, available_bytes=45.78 GB, "
-                    "full_token=3080704"));
-  CHECK(has_line(f, "Memory profiling: available_gpu_memory=57.01 GB, total_gpu_memory=93.58 GB, "
-                    "mem_fraction_static=0.88, rest_memory=45.78 GB"));
+  CHECK(has_line(f,
+                 "DSv4 memory calculation: bytes_per_full_token=15955.85, available_bytes=45.78 GB, "
+                 "full_token=3080704"));
+  CHECK(has_line(f,
+                 "Memory profiling: available_gpu_memory=57.01 GB, total_gpu_memory=93.58 GB, "
+                 "mem_fraction_static=0.88, rest_memory=45.78 GB"));
   // A budget inside the window the log's rounding allows reproduces it to the token.
   SglangOptions g1;
   g1.generation = "G1";
@@ -130,9 +132,10 @@ TEST_CASE("sglang: S1, V4-Flash-Base on 8 x H20 with a G1 build, to the token", 
   CHECK(w.pools.c128 == 24070);
   CHECK(w.pools.c4_state == 19248);
   CHECK(w.pools.c128_state == 307968);
-  CHECK(has_line(w, "max_total_num_tokens=3080960, chunked_prefill_size=8192, max_prefill_tokens=16384, "
-                    "max_running_requests=256, context_len=1048576, available_gpu_mem=(after CUDA graphs: not "
-                    "modelled)"));
+  CHECK(has_line(w,
+                 "max_total_num_tokens=3080960, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+                 "max_running_requests=256, context_len=1048576, available_gpu_mem=(after CUDA graphs: not "
+                 "modelled)"));
   // The request table outside the budget: 257 x 1,048,576 x 4 B = 1.0039 GiB.
   CHECK(f.request_table_bytes == 257LL * 1048576 * 4);
 }
@@ -169,8 +172,8 @@ TEST_CASE("sglang: each generation's bytes per full token and fixed terms", "[sg
     CHECK(f.bytes_per_full_token == Approx(7705.45).margin(0.005));
     // ceil_128(257 x 128 + 128 + 1) = 33,152 rows x 4,096 B x 20 layers.
     CHECK(f.c128_state_fixed == 33152LL * 4096 * 20);
-    const auto full =
-        static_cast<std::int64_t>((static_cast<double>(f.budget_bytes) - static_cast<double>(f.c128_state_fixed)) / 7705.45);
+    const auto full = static_cast<std::int64_t>(
+        (static_cast<double>(f.budget_bytes) - static_cast<double>(f.c128_state_fixed)) / 7705.45);
     CHECK(f.pools.full == full / 256 * 256);
     CHECK(f.pools.c128_state == 0);
     CHECK(f.pools.c128_state_final == 257 * 128);
@@ -293,19 +296,22 @@ TEST_CASE("sglang: SGLang's refusals", "[sglang]") {
         "DeepSeek-V4.1 does not support speculative decoding other than DSpark yet; disable it to serve this model.");
   SglangOptions ngram;
   ngram.speculative_algorithm = "NGRAM";
-  CHECK(refusal(v4(), ngram, in) == "Only EAGLE and DSPARK speculative algorithms are supported for DeepseekV4ForCausalLM");
+  CHECK(refusal(v4(), ngram, in) ==
+        "Only EAGLE and DSPARK speculative algorithms are supported for DeepseekV4ForCausalLM");
   SglangOptions topk;
   topk.speculative_algorithm = "EAGLE";
   topk.speculative_eagle_topk = 4;
-  CHECK(refusal(v4(), topk, in) == "Only EAGLE speculative algorithm with topk == 1 is supported for DeepseekV4ForCausalLM");
+  CHECK(refusal(v4(), topk, in) ==
+        "Only EAGLE speculative algorithm with topk == 1 is supported for DeepseekV4ForCausalLM");
   SglangOptions g1;
   g1.generation = "G1";
   CHECK(refusal(v41(), g1, in).find("no DeepseekV41ForCausalLM") != std::string::npos);
   SglangInput tp16 = in;
   tp16.tp_size = 16;
-  CHECK(refusal(v4(), SglangOptions{}, tp16).rfind(
-            "DeepSeekV4 requires the effective attention TP size to divide both num_attention_heads=64 and o_groups=8",
-            0) == 0);
+  CHECK(refusal(v4(), SglangOptions{}, tp16)
+            .rfind("DeepSeekV4 requires the effective attention TP size to divide both num_attention_heads=64 and "
+                   "o_groups=8",
+                   0) == 0);
   // DP attention divides the attention TP: TP 16 over DP 2 runs attention at TP 8.
   SglangOptions dp;
   dp.enable_dp_attention = true;

@@ -91,6 +91,7 @@ void setup_check(CLI::App& app, CheckOptions& opt) {
       ->group("Parallelism");
   bind_fit_flags(*sub, opt.plan.fit);
   bind_batch_flags(*sub, opt.plan.batch);
+  bind_engine_flags(*sub, opt.plan.engine);
   add_real_option(*sub, "--require-margin-gib", opt.guards.margin_gib,
                   "fail (exit 4) when the fit has less than this many GiB to spare on its limiting GPU (fit.margin)",
                   RealRange{0.0, TargetLimits::max_memory_gib, false, "GiB"})
@@ -224,8 +225,22 @@ CheckFileResult check_one(const std::string& path, const CheckOptions& opt, Plan
                                                                                                  : "");
       fr.global_rows = plan.layout->accounting.global_rows.value();
       fr.global_pages = plan.layout->accounting.global_pages.value();
-      if (plan.fit) fr.fit = fit_answer(*plan.fit);
-      if (plan.fit && plan.fit->decided) {
+      if (plan.engine == EngineChoice::sglang && plan.sglang && plan.sglang_input) {
+        // SGLang's answer: whether its server starts, and what its pools hold.
+        const SglangFit& sg = *plan.sglang;
+        fr.fit = sg.refused ? "refused" : !sg.decided ? "not_decided" : sg.fits ? "fits" : "does_not_fit";
+        if (plan.sglang_launch) fr.launch = plan.sglang_launch->argv;
+        if (sg.fits) {
+          fr.concurrency = std::min(static_cast<double>(sg.max_running_requests), sg.requests_at_context) *
+                           static_cast<double>(sg.workers);
+          fr.kv_tokens = sg.total_tokens;
+          fr.max_model_len = sg.context_len;
+          fr.weights_bytes = plan.sglang_input->weights_bytes;
+        }
+      } else if (plan.fit) {
+        fr.fit = fit_answer(*plan.fit);
+      }
+      if (plan.engine != EngineChoice::sglang && plan.fit && plan.fit->decided) {
         fr.concurrency = plan.fit->total_concurrency;
         fr.kv_tokens = plan.fit->total_kv_tokens;
         fr.max_model_len = plan.layout->max_model_len;

@@ -7,6 +7,7 @@
 
 #include "output/backend_text.hpp"
 #include "cli/commands.hpp"
+#include "mlaplan/plan/launch.hpp"
 #include "mlaplan/base/number_format.hpp"
 #include "mlaplan/base/text.hpp"
 #include "report/palette.hpp"
@@ -93,7 +94,21 @@ std::string render_plan_markdown(const PlanResult& r) {
   o << "\n\n";
   if (r.exit_code == 0) o << "**Result: pass** (exit 0)\n\n";
   else o << "**Result: FAIL** (exit " << r.exit_code << "): " << md(r.exit_message) << "\n\n";
-  if (r.fit) {
+  if (r.sglang) {
+    const SglangFit& sg = *r.sglang;
+    o << "**SGLang** (" << sg.generation->id << " configurator): " << md(sg.verdict) << "  \n";
+    if (!sg.refused) {
+      o << md("mem_fraction_static " + format_shortest(sg.mem_fraction_static) + ", KV budget " +
+              format_gib(sg.budget_bytes) + " per GPU, max_total_num_tokens " + format_grouped(sg.pools.full) +
+              ", SWA pool " + format_grouped(sg.pools.swa) + " slots")
+        << "  \n";
+    }
+    if (!sg.error.empty()) o << "error: " << code(sg.error) << "  \n";
+    for (const auto& s : sg.suggestions) o << "would start: " << md(s) << "  \n";
+    if (r.sglang_launch) o << "launch: " << code(r.sglang_launch->text()) << "  \n";
+    o << "\n";
+  }
+  if (r.fit && r.engine != EngineChoice::sglang) {
     const Fit& f = *r.fit;
     const auto& pl = f.placement.layout;
     o << "**Fit** on " << pl.gpus() << " x " << code(r.target.id) << " (TP " << pl.tensor_parallel_size << " x DP "

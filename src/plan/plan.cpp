@@ -832,7 +832,27 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
     if (sg.refused) {
       code = exit_code(ErrorKind::unsupported);
       message = "SGLang refuses: " + sg.refusal;
-      p.findings.push_back(Finding{"sglang.refused", Severity::error, message, "", ""});
+      // What SGLang serves instead.
+      std::string fix;
+      if (sg.refusal.find("pipeline parallelism") != std::string::npos) {
+        fix = "the same GPUs without pipeline parallelism: --tp-size " +
+              std::to_string(p.sglang_input->tp_size * p.sglang_input->pp_size) +
+              " (or DP attention: --enable-dp-attention --dp-size N)";
+      } else if (sg.refusal.find("other than DSpark") != std::string::npos) {
+        fix = "--speculative-algorithm DSPARK (V4.1's own drafter), or no speculative decoding";
+      } else if (sg.refusal.find("Only EAGLE") != std::string::npos) {
+        fix = "--speculative-algorithm EAGLE with --speculative-eagle-topk 1, or DSPARK";
+      } else if (sg.refusal.find("attention TP size") != std::string::npos) {
+        fix = "a TP size that divides " + std::to_string(config.num_attention_heads) + " heads and " +
+              std::to_string(config.checkpoint.o_groups) + " o_groups, or DP attention (--enable-dp-attention)";
+      } else if (sg.refusal.find("no DeepseekV41ForCausalLM") != std::string::npos) {
+        fix = "--sglang-version G3";
+      } else if (sg.refusal.find("two-batch overlap") != std::string::npos) {
+        fix = "leave out --enable-two-batch-overlap";
+      } else if (sg.refusal.find("HiSparse") != std::string::npos) {
+        fix = "leave out --enable-hisparse";
+      }
+      p.findings.push_back(Finding{"sglang.refused", Severity::error, message, "", fix});
     } else if (!sg.fits && sg.decided) {
       code = exit_code(ErrorKind::does_not_fit);
       message = "SGLang does not start: " + sg.error;

@@ -40,6 +40,11 @@ struct Shared {
 
 /// The plan of `req` as the search judges it.
 void judge(const ModelConfig& cfg, const Topology& topo, SearchCandidate& c) {
+  // SGLang runs DP over one server's GPUs as DP attention (the layout's DP with its MoE over all
+  // ranks); replicas behind a router are the same TP layout run twice.
+  if (c.request.engine == EngineChoice::sglang && c.request.layout.data_parallel_size > 1) {
+    c.request.sglang.enable_dp_attention = true;
+  }
   try {
     const Plan p = make_plan_on(cfg, topo, c.request);
     c.exit_code = p.exit_code;
@@ -208,6 +213,14 @@ SearchResult search_layouts(const ModelConfig& cfg, const Topology& topo, const 
     }
   }
 
+  const bool sglang = base.engine == EngineChoice::sglang;
+  if (sglang) {
+    // SGLang's layouts: its Engram placement is its host-table switch, its KV format the dsv4
+    // backend's, and it has no decode context parallelism: one of each.
+    engrams = {base.sglang.engram_host_table ? EngramPlacement::offload : EngramPlacement::gpu};
+    dtypes = {given.kv_cache_dtype};
+    backends = {""};
+  }
   std::vector<SearchCandidate> all;
   for (const std::int64_t tp : tps) {
     std::vector<std::int64_t> pps;
@@ -228,9 +241,9 @@ SearchResult search_layouts(const ModelConfig& cfg, const Topology& topo, const 
         // Decode context parallel shards the full caches over ranks of the TP group: 1, and every
         // power of two that divides TP (vLLM's rules refuse what the backend does not take).
         std::vector<std::int64_t> dcps = {given.decode_context_parallel_size};
-        if (!opt.fixed.context_parallel) {
+        if (!opt.fixed.context_parallel || sglang) {
           dcps = {1};
-          for (std::int64_t d = 2; d <= tp; d *= 2) {
+          for (std::int64_t d = 2; d <= tp && !sglang; d *= 2) {
             if (tp % d == 0) dcps.push_back(d);
           }
         }
@@ -481,6 +494,40 @@ Plan answer_question(const ModelConfig& cfg, const PlanRequest& request, const P
         p.exit_message += "; or " + text + ".";
       } else if (would == std::string::npos) {
         p.exit_message += " Would fit: " + text + ".";
+      }
+    }
+  }
+  // SGLang does not start on a layout named by hand: the best SGLang layout of as many GPUs.
+  if (!q.search && request.engine == EngineChoice::sglang && p.sglang && p.sglang->decided && !p.sglang->fits &&
+      !p.sglang->refused && p.layout) {
+    SearchOptions so;
+    so.gpus = p.layout->parallel.gpus();
+    SearchResult same = search_layouts(cfg, topo, request, so);
+    // None of as many GPUs: the fewest that hold it (doubling, up to 64).
+    for (std::int64_t g = so.gpus * 2; same.ranked.empty() && g <= 64; g *= 2) {
+      so.gpus = g;
+      same = search_layouts(cfg, topo, request, so);
+    }
+    if (!same.ranked.empty()) {
+      const SearchCandidate& best = same.ranked.front();
+      const std::int64_t world = best.tensor_parallel_size * best.data_parallel_size;
+      std::vector<std::string> flags = {"--tp", std::to_string(best.tensor_parallel_size)};
+      if (best.data_parallel_size > 1) {
+        flags.insert(flags.end(), {"--dp", std::to_string(best.data_parallel_size), "--enable-dp-attention"});
+      }
+      if (best.expert_parallel) flags.emplace_back("--enable-expert-parallel");
+      const std::string text = "SGLang --tp-size " + std::to_string(world) +
+                               (best.data_parallel_size > 1
+                                    ? " --dp-size " + std::to_string(best.data_parallel_size) + " --enable-dp-attention"
+                                    : std::string()) +
+                               (best.expert_parallel ? " --ep-size " + std::to_string(world) : std::string()) + " (" +
+                               std::to_string(best.gpus) + " GPUs: the best SGLang layout of " +
+                               std::to_string(so.gpus) + " " + same.target + ", " +
+                               format_fixed(best.total_concurrency, 2) + " requests of max_model_len)";
+      p.sglang->suggestions.push_back(text);
+      p.sglang->suggestion_flags.push_back(flags);
+      for (auto& f : p.findings) {
+        if (f.id == "sglang.does_not_fit") f.fix += (f.fix.empty() ? "" : "; or ") + text;
       }
     }
   }

@@ -462,13 +462,21 @@ SglangFit sglang_fit(const ModelConfig& cfg, const Topology& topo, const Target&
       }
     }
   }
-  if (cfg.family == Family::deepseek_v41 && !o.engram_host_table && fit.budget_bytes <= 0) {
-    fit.suggestions.push_back(
-        "the Engram tables in host memory (SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE=1, mla-plan "
-        "--engram offload)");
-    fit.suggestion_flags.push_back({"--engram", "offload"});
+  if (cfg.family == Family::deepseek_v41 && !o.engram_host_table && in.engram_bytes > 0 && !in.weights_given) {
+    SglangInput host = in;
+    host.weights_bytes -= in.engram_bytes;
+    host.engram_bytes = 0;
+    SglangOptions alt = o;
+    alt.engram_host_table = true;
+    const SglangFit f = fit_of(cfg, topo, target, host, alt);
+    if (f.fits && f.left_after_pools_bytes >= 0) {
+      fit.suggestions.push_back(
+          "the Engram tables in host memory (SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE=1, mla-plan "
+          "--engram offload): " +
+          format_gib(in.engram_bytes) + " less per GPU, max_total_num_tokens " + format_grouped(f.pools.full));
+      fit.suggestion_flags.push_back({"--engram", "offload"});
+    }
   }
-  if (fit.suggestions.empty()) fit.suggestions.push_back("more GPUs: a larger --tp-size divides the weights further");
   return fit;
 }
 
@@ -589,7 +597,12 @@ SglangFit fit_of(const ModelConfig& cfg, const Topology& topo, const Target& tar
         " GB, total_gpu_memory=" + gb2(static_cast<double>(pre)) + " GB, mem_fraction_static=" +
         py_float(fit.mem_fraction_static) + ", rest_memory=" + gb2(static_cast<double>(fit.budget_bytes)) + " GB");
   }
-  if (fit.budget_bytes <= 0) {
+  if (fit.available_after_load_bytes < 0) {
+    // The weights do not load: CUDA runs out of memory before SGLang budgets anything.
+    fit.error = "the weights do not load: " + format_gib(in.weights_bytes + growth) +
+                " per GPU (weights and load-time growth) against " + format_gib(pre) +
+                " free before loading (CUDA out of memory while loading)";
+  } else if (fit.budget_bytes <= 0) {
     const double y = fit.min_viable_fraction;
     const double x = std::ceil(y * 1000.0) / 1000.0;
     fit.error = "ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=" +
