@@ -6,8 +6,10 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli_run.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/number_format.hpp"
 #include "mlaplan/engine/sglang/sglang.hpp"
@@ -331,4 +333,85 @@ TEST_CASE("sglang: --sglang-version names a generation", "[sglang]") {
     CHECK(e.kind() == ErrorKind::usage);
     CHECK(std::string(e.what()).find("G1, G2, G3") != std::string::npos);
   }
+}
+
+// ---- the command line: --engine, exit codes, JSON, check ----
+
+namespace {
+
+using testing_cli::Run;
+using testing_cli::run;
+const std::string kCliV41 = testing_cli::config_file("deepseek-v4.1-flash.json");
+const std::string kCliV4 = testing_cli::config_file("deepseek-v4-flash.json");
+
+}  // namespace
+
+TEST_CASE("sglang CLI: --engine sglang answers as SGLang, with its exit codes", "[sglang][cli]") {
+  SECTION("starts: exit 0, SGLang's lines and its launch command") {
+    const Run r = run({"plan", kCliV41, "--engine", "sglang", "--tp", "8"});
+    INFO(r.err);
+    CHECK(r.code == 0);
+    CHECK(r.out.find("SGLang (G3 configurator") != std::string::npos);
+    CHECK(r.out.find("DSV4 SWA sizing: mode=cap") != std::string::npos);
+    CHECK(r.out.find("SGLang launch: python3 -m sglang.launch_server --model-path") != std::string::npos);
+    // vLLM's fit is not the answer.
+    CHECK(r.out.find("\nfit: ") == std::string::npos);
+  }
+  SECTION("a refusal exits 3 in SGLang's words, with what it serves instead") {
+    const Run r = run({"plan", kCliV41, "--engine", "sglang", "--tp", "4", "--pp", "2"});
+    CHECK(r.code == 3);
+    CHECK(r.err.find("DeepSeek-V4.1 does not support pipeline parallelism yet") != std::string::npos);
+    CHECK(r.out.find("fix: the same GPUs without pipeline parallelism: --tp-size 8") != std::string::npos);
+  }
+  SECTION("does not start: exit 4 and a layout that would") {
+    const Run r = run({"plan", kCliV41, "--engine", "sglang", "--tp", "4", "--gpu", "h100"});
+    CHECK(r.code == 4);
+    CHECK(r.err.find("SGLang does not start: the weights do not load") != std::string::npos);
+    CHECK(r.out.find("would start: SGLang --tp-size 16") != std::string::npos);
+  }
+  SECTION("a fraction too small names SGLang's minimum and the fraction that starts") {
+    const Run r = run({"plan", kCliV4, "--engine", "sglang", "--tp", "8", "--mem-fraction-static", "0.1"});
+    CHECK(r.code == 4);
+    CHECK(r.err.find("ValueError: Loaded weights leave no GPU memory for the KV cache under "
+                     "--mem-fraction-static=0.1.") != std::string::npos);
+    CHECK(r.out.find("would start: --mem-fraction-static 0.") != std::string::npos);
+  }
+  SECTION("a generation that is not modelled is a usage error") {
+    const Run r = run({"plan", kCliV4, "--engine", "sglang", "--sglang-version", "0.5.9"});
+    CHECK(r.code == 1);
+    CHECK(r.err.find("--sglang-version") != std::string::npos);
+  }
+  SECTION("V3.2 is not modelled for SGLang") {
+    const Run r = run({"plan", testing_cli::config_file("deepseek-v3.2.json"), "--engine", "sglang", "--tp", "8"});
+    CHECK(r.code == 1);
+    CHECK(r.err.find("V3.2's pool is not modelled") != std::string::npos);
+  }
+}
+
+TEST_CASE("sglang CLI: --engine all puts both engines side by side, on screen and in JSON", "[sglang][cli]") {
+  const Run t = run({"plan", kCliV4, "--engine", "all", "--tp", "8"});
+  CHECK(t.code == 0);
+  CHECK(t.out.find("engines side by side (h200") != std::string::npos);
+  CHECK(t.out.find("  vLLM 0.31.0: KV ") != std::string::npos);
+  CHECK(t.out.find("  SGLang G3: KV ") != std::string::npos);
+  const Run j = run({"plan", kCliV4, "--engine", "all", "--tp", "8", "--json"});
+  REQUIRE(j.code == 0);
+  const auto doc = nlohmann::json::parse(j.out);
+  CHECK(doc["engine"] == "all");
+  CHECK(doc["fit"]["fits"] == true);
+  CHECK(doc["sglang"]["fits"] == true);
+  CHECK(doc["sglang"]["pools"]["bytes_per_full_token"].get<double>() == Approx(3899.25));
+  CHECK(doc["sglang"]["launch"]["argv"][2] == "sglang.launch_server");
+  // --engine vllm (the default) carries no SGLang answer.
+  const Run v = run({"plan", kCliV4, "--tp", "8", "--json"});
+  REQUIRE(v.code == 0);
+  CHECK(nlohmann::json::parse(v.out)["sglang"].is_null());
+}
+
+TEST_CASE("sglang CLI: check --engine sglang gives SGLang's verdict", "[sglang][cli]") {
+  const Run ok = run({"check", kCliV41, "--engine", "sglang", "--tp", "8"});
+  CHECK(ok.code == 0);
+  const Run pp = run({"check", kCliV41, "--engine", "sglang", "--tp", "4", "--pp", "2"});
+  CHECK(pp.code == 3);
+  CHECK((pp.out + pp.err).find("pipeline parallelism") != std::string::npos);
 }
