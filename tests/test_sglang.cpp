@@ -13,6 +13,7 @@
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/number_format.hpp"
 #include "mlaplan/engine/sglang/sglang.hpp"
+#include "mlaplan/engine/sglang/startup_log.hpp"
 #include "mlaplan/hardware/target.hpp"
 #include "mlaplan/model/config.hpp"
 #include "mlaplan/model/topology.hpp"
@@ -414,4 +415,57 @@ TEST_CASE("sglang CLI: check --engine sglang gives SGLang's verdict", "[sglang][
   const Run pp = run({"check", kCliV41, "--engine", "sglang", "--tp", "4", "--pp", "2"});
   CHECK(pp.code == 3);
   CHECK((pp.out + pp.err).find("pipeline parallelism") != std::string::npos);
+}
+
+TEST_CASE("sglang: a start-up log is read for its memory, its server args and its configurator's lines", "[sglang]") {
+  const SglangStartupLog log = read_sglang_startup_log(
+      "[TP0] server_args=ServerArgs(model_path='x', tp_size=8, mem_fraction_static=0.88, kv_cache_dtype='bf16', "
+      "cuda_graph_bs=[1, 2, 4], disable_radix_cache=True)\n"
+      "[TP0] Load weight begin. avail mem=93.61 GB\r\n"
+      "[TP1] Load weight begin. avail mem=93.56 GB\n"
+      "[TP1] Load weight end. type=DeepseekV4ForCausalLM, quant=fp8, fmt=e4m3, avail mem=57.01 GB, mem usage=36.55 "
+      "GB.\n"
+      "[TP0] DSV4 SWA sizing: mode=cap, swa_tokens=94976, request_cap+headroom=94976, prefix_tails=128\n"
+      "[TP0] DSV4 memory calculation: unified=False, unified_fp8=False, dspark_draft_bf16=False, "
+      "bytes_per_full_token=1670.75, available_bytes=6.17 GB, c128_state_fixed=0.00 GB, full_token=2597120\n"
+      "[TP0] DSV4 pool sizes: full=2597120, swa=94976, c4=649280, c128=20290, c4_state=0, c128_state=0\n"
+      "[TP0] max_total_num_tokens=2597120, chunked_prefill_size=4096, max_prefill_tokens=16384, "
+      "max_running_requests=32, context_len=1048576, available_gpu_mem=9.10 GB\n");
+  CHECK(log.free_before_load_gib == Approx(93.56));  // the least over the ranks
+  CHECK(log.free_after_load_gib == Approx(57.01));
+  CHECK(log.load_usage_gib == Approx(36.55));
+  CHECK(log.generation == "G3");
+  CHECK(log.bytes_per_full_token == Approx(1670.75));
+  CHECK(log.available_bytes_gib == Approx(6.17));
+  CHECK(log.swa_tokens == 94976);
+  CHECK(log.max_total_num_tokens == 2597120);
+  CHECK(log.max_running_requests == 32);
+  CHECK(log.server_args.at("mem_fraction_static") == "0.88");
+  CHECK(log.server_args.at("kv_cache_dtype") == "bf16");
+  CHECK(log.server_args.at("cuda_graph_bs") == "[1, 2, 4]");
+  CHECK(log.server_args.at("disable_radix_cache") == "True");
+  CHECK(log.lines.at("free_after_load") == 4);
+  CHECK_FALSE(log.notes.empty());  // the ranks differ
+  CHECK(read_sglang_startup_log("DSv4 memory calculation: bytes_per_full_token=15955.85, available_bytes=45.78 GB, "
+                                "full_token=3080960\n")
+            .generation == "G1");
+  CHECK_THROWS_AS(read_sglang_startup_log("INFO vllm: GPU KV cache size: 1 tokens\n"), Error);
+}
+
+TEST_CASE("sglang CLI: --from-log compares a real log with the model and plans with its measured memory",
+          "[sglang][cli]") {
+  const std::string log = std::string(MLAPLAN_SOURCE_DIR) + "/tests/data/sglang-logs/s1-v4-flash-base-h20-tp8.log";
+  const Run r = run({"plan", kCliV4, "--engine", "sglang", "--gpu", "h20", "--tp", "8", "--from-log", log});
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("(SGLang, its lines those of G1)") != std::string::npos);
+  // The generation and the server args come from the log: the bytes per full token agree.
+  CHECK(r.out.find("  bytes per full token ") != std::string::npos);
+  CHECK(r.out.find("15955.85 B     15955.85 B  agrees") != std::string::npos);
+  // With the log's measured memory the plan reproduces the log within its rounding (one page).
+  CHECK(r.out.find("max_total_num_tokens=3080704,") != std::string::npos);
+  const Run bad =
+      run({"plan", kCliV4, "--engine", "sglang", "--from-log", std::string(MLAPLAN_SOURCE_DIR) + "/README.md"});
+  CHECK(bad.code == 1);
+  CHECK(bad.err.find("--from-log") != std::string::npos);
 }

@@ -9,6 +9,7 @@
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/input_file.hpp"
 #include "mlaplan/base/number_format.hpp"
+#include "mlaplan/engine/sglang/startup_log.hpp"
 #include "mlaplan/engine/vllm/startup_log.hpp"
 #include "mlaplan/base/limits.hpp"
 #include "mlaplan/base/text.hpp"
@@ -354,6 +355,167 @@ PlanResult plan_from_log(const PlanOptions& opt, const ModelConfig& cfg, PlanReq
   return out;
 }
 
+/// `plan --engine sglang --from-log FILE`: a real SGLang start-up log against the SGLang plan of the
+/// same flags, row by row; then the plan again with the log's measured memory (the free memory
+/// before and after loading, the resolved mem_fraction_static and server args no flag gives).
+PlanResult plan_from_sglang_log(const PlanOptions& opt, const ModelConfig& cfg, PlanRequest r, const PlanQuestion& q) {
+  const std::string& path = *opt.fit.from_log;
+  const InputFileRules rules{"--from-log: ", kMaxLogFileBytes, "the limit for start-up logs (256 MiB)",
+                             "an SGLang start-up log is a few MiB"};
+  SglangStartupLog log;
+  try {
+    log = read_sglang_startup_log(read_input_file(path, rules));
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::invalid_config) throw_usage("--from-log " + mlaplan::quoted(path) + ": " + e.what());
+    throw;
+  }
+  // The flags the log's server ran with, where no flag of this plan gives them: the model's plan
+  // and the log then describe the same server.
+  auto arg_int = [&](const char* key) -> std::optional<std::int64_t> {
+    const auto it = log.server_args.find(key);
+    if (it == log.server_args.end()) return std::nullopt;
+    try {
+      std::size_t used = 0;
+      const long long v = std::stoll(it->second, &used);
+      if (used != it->second.size()) return std::nullopt;
+      return v;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  };
+  LogCheck check;
+  {
+    SglangOptions& o = r.sglang;
+    const auto f = log.server_args.find("mem_fraction_static");
+    if (f != log.server_args.end() && !o.mem_fraction_static) {
+      try {
+        o.mem_fraction_static = std::stod(f->second);
+        check.applied.push_back("--mem-fraction-static " + format_shortest(*o.mem_fraction_static) + " (server_args)");
+      } catch (const std::exception&) {
+        check.notes.push_back("server_args' mem_fraction_static " + mlaplan::quoted(f->second) + " is not a number");
+      }
+    }
+    auto apply_int = [&](std::optional<std::int64_t>& slot, const char* key, const std::string& flag) {
+      const auto v = arg_int(key);
+      if (!v || slot || *v <= 0) return;
+      slot = *v;
+      check.applied.push_back(flag + " " + std::to_string(*v) + " (server_args)");
+    };
+    apply_int(o.chunked_prefill_size, "chunked_prefill_size", "--chunked-prefill-size");
+    apply_int(o.max_running_requests, "max_running_requests", "--max-running-requests");
+    apply_int(o.cuda_graph_max_bs, "cuda_graph_max_bs", "--cuda-graph-max-bs");
+    if (!o.disable_radix_cache && log.server_args.count("disable_radix_cache") &&
+        log.server_args.at("disable_radix_cache") == "True") {
+      o.disable_radix_cache = true;
+      check.applied.push_back("--disable-radix-cache (server_args)");
+    }
+    if (o.generation.empty() && !log.generation.empty()) {
+      o.generation = log.generation;
+      check.applied.push_back("--sglang-version " + log.generation + " (the configurator's lines)");
+    }
+  }
+  const PlanResult model = answer_question(cfg, r, q);
+  const SglangFit* sg = model.sglang ? &*model.sglang : nullptr;
+  constexpr double kGiB = 1073741824.0;
+  check.file = path;
+  check.vllm_version = "SGLang" + (log.generation.empty() ? std::string() : ", its lines those of " + log.generation);
+  check.notes.insert(check.notes.begin(), log.notes.begin(), log.notes.end());
+  auto line_of = [&](const char* field) -> std::size_t {
+    const auto it = log.lines.find(field);
+    return it == log.lines.end() ? 0 : it->second;
+  };
+  auto row = [&](std::string what, std::string unit, std::optional<double> planned, std::optional<double> logged,
+                 std::size_t line, double rel) {
+    if (!logged) return;
+    LogCheckRow x{std::move(what), std::move(unit), planned, logged, line, false};
+    if (planned) {
+      const double diff = std::fabs(*planned - *logged);
+      x.disagrees = x.unit == "GiB" ? diff > std::max(0.25, rel * std::fabs(*logged)) : diff > rel * std::fabs(*logged);
+    }
+    check.rows.push_back(std::move(x));
+  };
+  auto gib_of = [&](std::int64_t bytes) { return std::optional<double>(static_cast<double>(bytes) / kGiB); };
+  const std::optional<double> pre = log.profiled_total_gib ? log.profiled_total_gib : log.free_before_load_gib;
+  const std::optional<double> after = log.profiled_available_gib ? log.profiled_available_gib : log.free_after_load_gib;
+  const std::optional<double> fraction =
+      log.server_args.count("mem_fraction_static")
+          ? std::optional<double>(std::stod(log.server_args.at("mem_fraction_static")))
+          : std::nullopt;
+  if (sg && !sg->refused) {
+    row("free memory before loading", "GiB", gib_of(sg->free_before_load_bytes), pre, line_of("free_before_load"),
+        0.01);
+    std::optional<double> loaded;
+    if (pre && after) loaded = *pre - *after;
+    const SglangTerm* w = nullptr;
+    const SglangTerm* g = nullptr;
+    for (const auto& t : sg->terms) {
+      if (t.id == "weights") w = &t;
+      if (t.id == "load_growth") g = &t;
+    }
+    row("weights and load-time growth", "GiB",
+        w && g ? std::optional<double>(static_cast<double>(w->bytes + g->bytes) / kGiB) : std::nullopt,
+        log.load_usage_gib ? log.load_usage_gib : loaded, line_of("load_usage"), 0.02);
+    row("free after loading", "GiB", gib_of(sg->available_after_load_bytes), after, line_of("free_after_load"), 0.02);
+    row("mem_fraction_static", "", sg->mem_fraction_static, fraction, line_of("server_args"), 0.0005);
+    row("KV budget (available_bytes)", "GiB", gib_of(sg->budget_bytes), log.available_bytes_gib,
+        line_of("memory_calculation"), 0.02);
+    row("bytes per full token", "B", sg->bytes_per_full_token, log.bytes_per_full_token, line_of("memory_calculation"),
+        0.0005);
+    row("SWA slots", "tokens", std::optional<double>(static_cast<double>(sg->pools.swa)),
+        log.swa_tokens ? std::optional<double>(static_cast<double>(*log.swa_tokens)) : std::nullopt,
+        line_of("pool_sizes"), 0.01);
+    row("max_total_num_tokens", "tokens", std::optional<double>(static_cast<double>(sg->pools.full)),
+        log.max_total_num_tokens ? std::optional<double>(static_cast<double>(*log.max_total_num_tokens)) : std::nullopt,
+        line_of("summary"), 0.01);
+    row("max_running_requests", "requests", std::optional<double>(static_cast<double>(sg->max_running_requests)),
+        log.max_running_requests ? std::optional<double>(static_cast<double>(*log.max_running_requests)) : std::nullopt,
+        line_of("summary"), 0.0);
+  }
+  // The server args the log ran with, against the plan's.
+
+  bool layout_matches = true;
+  if (sg && model.sglang_input) {
+    const std::pair<const char*, std::int64_t> mine[] = {{"tp_size", model.sglang_input->tp_size},
+                                                         {"dp_size", model.sglang_input->dp_size},
+                                                         {"pp_size", model.sglang_input->pp_size},
+                                                         {"context_length", sg->context_len}};
+    for (const auto& [key, value] : mine) {
+      const auto theirs = arg_int(key);
+      if (theirs && *theirs != value) {
+        if (std::string_view(key) != "context_length") layout_matches = false;
+        check.notes.push_back(std::string("the log ran ") + key + " " + std::to_string(*theirs) + ", this plan " +
+                              std::to_string(value) + ": pass the log's flags to compare like with like");
+      }
+    }
+  }
+  if (!layout_matches) {
+    check.notes.push_back("the log's terms are not applied: it ran another parallel layout");
+  } else {
+    SglangOptions& o = r.sglang;
+    if (pre && !o.free_before_load_gib) {
+      o.free_before_load_gib = *pre;
+      check.applied.push_back("--free-before-load-gib " + gib2(*pre) + " (the log's free memory before loading)");
+    }
+    if (pre && after && !r.budget.weights_gib) {
+      r.budget.weights_gib = std::max(0.0, *pre - *after);
+      r.budget.load_overhead_gib = 0.0;  // the loaded figure holds it
+      check.applied.push_back("--weights-gib " + gib2(*r.budget.weights_gib) +
+                              " --load-overhead-gib 0 (what loading took on the fullest rank)");
+    }
+  }
+  PlanResult out = check.applied.empty() ? model : answer_question(cfg, r, q);
+  for (const auto& x : check.rows) {
+    if (!x.disagrees) continue;
+    out.findings.push_back(Finding{"log.disagrees", Severity::warning,
+                                   "--from-log: " + x.what + ": the log " + format_general(*x.logged) +
+                                       (x.unit.empty() ? "" : " " + x.unit) + ", this plan's model " +
+                                       format_general(*x.planned) + (x.unit.empty() ? "" : " " + x.unit),
+                                   "", "the measured terms replace the model's in the plan (see the log check)"});
+  }
+  out.log_check = std::move(check);
+  return out;
+}
+
 }  // namespace
 
 PlanResult compute_plan(const PlanOptions& opt) {
@@ -361,7 +523,9 @@ PlanResult compute_plan(const PlanOptions& opt) {
   const PlanQuestion q = opt.question(r);
   ModelConfig cfg = load_config(opt.config, model_source(opt));
   if (opt.vllm && opt.vllm->spec_method) check_spec_method(cfg, *opt.vllm->spec_method);
-  PlanResult p = opt.fit.from_log ? plan_from_log(opt, cfg, r, q) : answer_question(cfg, r, q);
+  PlanResult p = !opt.fit.from_log                  ? answer_question(cfg, r, q)
+                 : r.engine == EngineChoice::sglang ? plan_from_sglang_log(opt, cfg, r, q)
+                                                    : plan_from_log(opt, cfg, r, q);
   if (opt.vllm) {
     if (!opt.vllm->ignored.empty()) {
       std::string list;

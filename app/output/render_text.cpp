@@ -109,7 +109,9 @@ std::string render_log_check_text(const PlanResult& r) {
   std::ostringstream o;
   o.imbue(std::locale::classic());
   o << "\nstart-up log " << printable(c.file, kQuotedPathMaxBytes)
-    << (c.vllm_version.empty() ? "" : " (vLLM " + printable(c.vllm_version) + ")")
+    << (c.vllm_version.empty()                   ? ""
+        : c.vllm_version.rfind("SGLang", 0) == 0 ? " (" + printable(c.vllm_version) + ")"
+                                                 : " (vLLM " + printable(c.vllm_version) + ")")
     << (c.model_runner_v2 ? ", V2 model runner" : "") << ", against the model's plan of the same flags:\n";
   char line[512];
   std::snprintf(line, sizeof line, "  %-58s %14s %14s  %s\n", "", "this plan", "the log", "");
@@ -117,7 +119,9 @@ std::string render_log_check_text(const PlanResult& r) {
   for (const auto& x : c.rows) {
     auto fmt = [&](const std::optional<double>& v) -> std::string {
       if (!v) return "-";
-      if (x.unit == "tokens") return format_grouped(static_cast<std::int64_t>(*v));
+      if (x.unit == "tokens" || x.unit == "requests") return format_grouped(static_cast<std::int64_t>(*v));
+      if (x.unit == "B") return format_fixed(*v, 2) + " B";
+      if (x.unit.empty()) return format_shortest(*v);
       return format_fixed(*v, 2) + (x.unit == "x" ? "x" : " GiB");
     };
     std::snprintf(line, sizeof line, "  %-58s %14s %14s  %s\n", x.what.c_str(), fmt(x.planned).c_str(),
@@ -150,6 +154,7 @@ std::string render_plan_text(const PlanResult& r, bool show_records, bool detail
   if (r.engine == EngineChoice::sglang) {
     // SGLang's answer replaces vLLM's fit, tiers and launch command.
     o << render_sglang_text(r, details);
+    o << render_log_check_text(r);
   } else {
     o << render_engines_text(r);
     o << render_fit_text(r);
