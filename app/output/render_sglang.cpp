@@ -21,6 +21,18 @@ std::string words_of(const std::vector<std::string>& v) {
   return out;
 }
 
+/// What an SGLang command line (`mla-plan sglang serve ...`) left out or read from the
+/// environment: the findings sglang.ignored, sglang.not_modelled and sglang.environment.
+std::string serve_lines(const PlanResult& r) {
+  std::string out;
+  for (const auto& f : r.findings) {
+    if (f.id == "sglang.ignored" || f.id == "sglang.not_modelled" || f.id == "sglang.environment") {
+      out += "  " + printable(f.message) + "\n";
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_sglang_text(const PlanResult& r, bool details) {
@@ -52,14 +64,18 @@ std::string render_sglang_text(const PlanResult& r, bool details) {
         << " MiB (" << printable(t.how) << ")\n";
     }
   }
-  if (s.refused) return o.str();
+  if (s.refused) {
+    o << serve_lines(r);
+    return o.str();
+  }
   o << "  budget per GPU:\n";
   for (const auto& t : s.terms) {
     o << "    " << printable(t.what) << ": " << gib(t.bytes) << " (" << t.source;
     if (details && !t.how.empty()) o << ": " << printable(t.how);
     o << ")\n";
   }
-  o << "    KV budget (rest_memory): " << (s.budget_bytes > 0 ? gib(s.budget_bytes) : "none (" + gib(s.budget_bytes) + ")")
+  o << "    KV budget (rest_memory): "
+    << (s.budget_bytes > 0 ? gib(s.budget_bytes) : "none (" + gib(s.budget_bytes) + ")")
     << " = free after loading - free before loading x (1 - " << format_shortest(s.mem_fraction_static)
     << "); minimum viable fraction " << format_fixed(s.min_viable_fraction, 4) << "\n";
   if (s.layers > 0) {
@@ -74,12 +90,12 @@ std::string render_sglang_text(const PlanResult& r, bool details) {
     o << "; SWA " << s.swa_mode;
     if (s.swa_mode == "cap") {
       o << ": " << format_grouped(s.swa_cap_tokens) << " slots = request cap " << format_grouped(s.swa_request_cap)
-        << " (" << s.swa_per_request << " per request x " << s.sizing_running_requests << ") + "
-        << s.swa_prefix_tails << " prefix tails, page-aligned";
+        << " (" << s.swa_per_request << " per request x " << s.sizing_running_requests << ") + " << s.swa_prefix_tails
+        << " prefix tails, page-aligned";
     }
     o << "\n";
-    o << "    fixed: c128 state " << gib(s.c128_state_fixed) << ", ratio-2 state " << gib(s.c2_state_fixed)
-      << ", SWA " << gib(s.swa_fixed) << "\n";
+    o << "    fixed: c128 state " << gib(s.c128_state_fixed) << ", ratio-2 state " << gib(s.c2_state_fixed) << ", SWA "
+      << gib(s.swa_fixed) << "\n";
   }
   if (s.fits || !s.error.empty()) {
     if (s.pools.full > 0) {
@@ -117,6 +133,7 @@ std::string render_sglang_text(const PlanResult& r, bool details) {
     }
     for (const auto& n : r.sglang_launch->notes) o << "  note: " << printable(n) << "\n";
   }
+  o << serve_lines(r);  // under "SGLang launch:", as vllm serve's under "launch:"
   return o.str();
 }
 
@@ -133,9 +150,8 @@ std::string render_engines_text(const PlanResult& r) {
   if (f.refused || !f.decided) {
     o << printable(f.verdict) << "\n";
   } else {
-    o << "KV " << format_gib(f.vllm.available_bytes) << " per GPU, " << format_grouped(f.total_kv_tokens)
-      << " tokens, " << format_fixed(f.total_concurrency, 2) << "x concurrency" << (f.fits ? "" : " (does not fit)")
-      << "\n";
+    o << "KV " << format_gib(f.vllm.available_bytes) << " per GPU, " << format_grouped(f.total_kv_tokens) << " tokens, "
+      << format_fixed(f.total_concurrency, 2) << "x concurrency" << (f.fits ? "" : " (does not fit)") << "\n";
   }
   o << "  SGLang " << s.generation->id << ": ";
   if (s.refused || !s.decided) {
