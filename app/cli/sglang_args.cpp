@@ -1,8 +1,9 @@
 // `mla-plan sglang serve ...` and `mla-plan python -m sglang.launch_server ...`
 // (app/cli/sglang_args.hpp). SGLang's flags and their parsing are read from
-// python/sglang/srt/server_args.py (ServerArgs, add_cli_args: argparse with allow_abbrev, dashes
-// only, store_true switches), python/sglang/cli/serve.py (MODEL as the first word, --model-type)
-// and docs/advanced_features/server_arguments.md; docs/launch.md lists what each flag becomes.
+// SGLang's python/sglang/srt/server_args.py (ServerArgs, add_cli_args: argparse with
+// allow_abbrev, dashes only, store_true switches), python/sglang/cli/serve.py (MODEL as the first
+// word, --model-type) and its "Server Arguments" documentation page; docs/launch.md lists what each
+// flag becomes.
 #include "cli/sglang_args.hpp"
 
 #include <algorithm>
