@@ -176,3 +176,21 @@ TEST_CASE("e2e: the plain mla-plan hands verify and bench over to mla-plan-cuda 
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("e2e: an SGLang command line reads SGLang's environment", "[e2e][sglang-serve]") {
+  e2e::RunOptions env;
+  env.env_extra = {"SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE=1", "SGLANG_SWA_EVICTION_INTERVAL=256"};
+  const auto r =
+      run({"python3", "-m", "sglang.launch_server", "--model-path", kV41, "--tp", "4", "--gpu", "h200"}, env);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("\n  python -m sglang.launch_server: read from the environment as SGLang reads it: "
+                                    "SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE=1 (--engram offload), "
+                                    "SGLANG_SWA_EVICTION_INTERVAL=256 (--swa-eviction-interval 256)\n"));
+  // The launch command SGLang is given back carries them.
+  CHECK_THAT(r.out, Catch::Contains("SGLang launch: SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE=1 "
+                                    "SGLANG_SWA_EVICTION_INTERVAL=256 python3 -m sglang.launch_server"));
+  require_usage({"sglang", "serve", kV41, "--enable-dp", "--tp", "2"},
+                "sglang serve: --enable-dp is ambiguous (SGLang's argparse takes a unique prefix): could match "
+                "--enable-dp-attention, --enable-dp-lm-head");
+}

@@ -29,9 +29,10 @@ constexpr const char* kDescription =
     "mla-plan: plans and validates attention layouts for DeepSeek's sparse-MLA models\n"
     "(V4.1, V4.0, V3.2): layer topology, KV-cache layouts and FlashMLA decode schedules.\n"
     "`mla-plan CONFIG` is `mla-plan plan CONFIG`; `mla-plan vllm serve MODEL [vLLM flags]` plans what that\n"
-    "vLLM command starts. Exit codes: 0 ok, 1 usage, 2 invalid config,\n"
-    "3 unsupported on the target, 4 does not fit, 5 GPU verification failed, 6 no usable GPU,\n"
-    "7 output could not be written, 70 internal error (docs/cli.md).";
+    "vLLM command starts; `mla-plan sglang serve MODEL [SGLang flags]` (or `mla-plan python -m\n"
+    "sglang.launch_server ...`) what that SGLang command starts. Exit codes: 0 ok, 1 usage,\n"
+    "2 invalid config, 3 unsupported on the target, 4 does not fit, 5 GPU verification failed,\n"
+    "6 no usable GPU, 7 output could not be written, 70 internal error (docs/cli.md).";
 
 /// For the duration of one run: the "C" locale for this thread's C functions (number parsing of
 /// flag values, printf) and the classic C++ locale on `out` and `err`, whatever the process's
@@ -139,6 +140,28 @@ std::unique_ptr<CLI::App> make_app(ParsedCli& p) {
   return app;
 }
 
+/// plan's own flags, for a command line of an engine (vllm serve, sglang serve) that mixes them
+/// in; "did you mean" names those of plan's not among `engine_names`.
+OwnFlags own_flags(CLI::App& plan, const std::vector<std::string>& engine_names) {
+  OwnFlags own;
+  CLI::App* app = &plan;
+  own.is_flag = [app](std::string_view name) {
+    return name.rfind("-", 0) == 0 && app->get_option_no_throw(std::string(name)) != nullptr;
+  };
+  own.takes_value = [app](std::string_view name) {
+    const CLI::Option* o = app->get_option_no_throw(std::string(name));
+    return o != nullptr && o->get_items_expected_max() > 0;
+  };
+  own.getenv = [](const char* name) { return std::getenv(name); };
+  for (const CLI::Option* o : plan.get_options()) {
+    for (const auto& n : o->get_lnames()) {
+      const std::string name = "--" + n;
+      if (std::find(engine_names.begin(), engine_names.end(), name) == engine_names.end()) own.names.push_back(name);
+    }
+  }
+  return own;
+}
+
 /// What parse_into() returns when a command is ready to run (exit codes are never negative).
 constexpr int kParsed = -1;
 
@@ -163,24 +186,42 @@ int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCl
           << plan->help();
       return 0;
     }
-    OwnFlags own;
-    own.is_flag = [plan](std::string_view name) {
-      return name.rfind("-", 0) == 0 && plan->get_option_no_throw(std::string(name)) != nullptr;
-    };
-    own.takes_value = [plan](std::string_view name) {
-      const CLI::Option* o = plan->get_option_no_throw(std::string(name));
-      return o != nullptr && o->get_items_expected_max() > 0;
-    };
-    own.getenv = [](const char* name) { return std::getenv(name); };
-    for (const CLI::Option* o : plan->get_options()) {
-      for (const auto& n : o->get_lnames()) {
-        const std::string name = "--" + n;
-        const auto vllm_names = vllm_flag_names();
-        if (std::find(vllm_names.begin(), vllm_names.end(), name) == vllm_names.end()) own.names.push_back(name);
-      }
-    }
-    p.vllm = translate_vllm_serve(std::vector<std::string>(args.begin() + 2, args.end()), own);
+    p.vllm = translate_vllm_serve(std::vector<std::string>(args.begin() + 2, args.end()),
+                                  own_flags(*plan, vllm_flag_names()));
     args = p.vllm->plan_args;
+    args.insert(args.begin(), "plan");
+  } else if (!args.empty() && (args.front() == "sglang" || args.front() == "python" || args.front() == "python3")) {
+    // `mla-plan sglang serve [MODEL] [SGLang flags]` and `mla-plan python -m sglang.launch_server
+    // [SGLang flags]`: plan --engine sglang with the flags SGLang's argparse reads.
+    const bool serve = args.front() == "sglang";
+    if (serve && (args.size() < 2 || args[1] != "serve")) {
+      err << "mla-plan: error: mla-plan sglang: only `sglang serve [MODEL] [SGLang flags]` is understood"
+          << (args.size() >= 2 ? ", not " + printable(mlaplan::quoted(args[1])) : std::string()) << "\n";
+      return exit_code(ErrorKind::usage);
+    }
+    if (!serve && (args.size() < 3 || args[1] != "-m" || args[2] != "sglang.launch_server")) {
+      std::string got;
+      for (std::size_t k = 1; k < args.size() && k < 3; ++k) got += (got.empty() ? "" : " ") + args[k];
+      err << "mla-plan: error: mla-plan " << args.front() << ": only `" << args.front()
+          << " -m sglang.launch_server [SGLang flags]` is understood"
+          << (got.empty() ? std::string() : ", not " + printable(mlaplan::quoted(got))) << "\n";
+      return exit_code(ErrorKind::usage);
+    }
+    const std::size_t first = serve ? 2 : 3;
+    CLI::App* plan = app.get_subcommand("plan");
+    if (std::any_of(args.begin() + static_cast<std::ptrdiff_t>(first), args.end(),
+                    [](const std::string& a) { return a == "-h" || a == "--help"; })) {
+      out << "Usage: mla-plan sglang serve [MODEL] [SGLang flags] [mla-plan plan flags]\n"
+             "   or: mla-plan python -m sglang.launch_server --model-path MODEL [SGLang flags] [mla-plan plan flags]\n"
+             "Plans what that SGLang command starts (plan --engine sglang): SGLang's flags as its argparse reads them\n"
+             "(docs/launch.md lists what each becomes), mixed with the flags of mla-plan plan below.\n\n"
+          << plan->help();
+      return 0;
+    }
+    p.sglang_serve = translate_sglang_serve(
+        std::vector<std::string>(args.begin() + static_cast<std::ptrdiff_t>(first), args.end()),
+        own_flags(*plan, sglang_flag_names()), serve ? SglangForm::serve : SglangForm::launch_server);
+    args = p.sglang_serve->plan_args;
     args.insert(args.begin(), "plan");
   }
   const bool implicit_plan = !args.empty() && !is_subcommand(app, args.front()) && args.front() != "--help" &&
@@ -225,6 +266,8 @@ int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCl
   const std::size_t i = parsed_command(app);
   const CommandRow& row = command_table()[i];
   if (p.vllm && row.name == "plan") static_cast<PlanOptions*>(p.options[i].get())->vllm = p.vllm;
+  if (p.sglang_serve && row.name == "plan")
+    static_cast<PlanOptions*>(p.options[i].get())->sglang_serve = p.sglang_serve;
   if (row.check != nullptr) row.check(p.options[i].get());
   p.command = &row;
   return kParsed;
@@ -276,6 +319,7 @@ const ParsedCli& CommandLine::parse(const std::vector<std::string>& args, std::o
   parsed_.exit_code = 0;
   parsed_.typed_flags.clear();
   parsed_.vllm.reset();
+  parsed_.sglang_serve.reset();
   const int code = guarded(out, err, parsed_.typed_flags, [&] {
     const auto table = command_table();
     if (app_) {

@@ -82,6 +82,9 @@ struct ParsedCli {
   std::vector<TypedFlag> typed_flags;
   /// `mla-plan vllm serve ...`: what the vLLM command line became (given to plan's options).
   std::optional<VllmServeInput> vllm;
+  /// `mla-plan sglang serve ...` / `mla-plan python -m sglang.launch_server ...`: what the SGLang
+  /// command line became (given to plan's options).
+  std::optional<SglangServeInput> sglang_serve;
 
   /// Whether the command to run is `name`.
   bool is(std::string_view name) const { return command != nullptr && command->name == name; }

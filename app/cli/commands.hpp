@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/sglang_args.hpp"
 #include "cli/vllm_args.hpp"
 #include "flags/flags.hpp"
 #include "mlaplan/model/config.hpp"
@@ -52,6 +53,9 @@ struct PlanOptions {
   std::optional<std::int64_t> min_concurrency;  ///< --min-concurrency (plan: what auto and context serve)
   /// `mla-plan vllm serve ...`: the vLLM command line these options were read from (vllm_args.hpp).
   std::optional<VllmServeInput> vllm;
+  /// `mla-plan sglang serve ...` / `mla-plan python -m sglang.launch_server ...`: the SGLang
+  /// command line these options were read from (sglang_args.hpp).
+  std::optional<SglangServeInput> sglang_serve;
   /// The library's request of these flags (Error(usage) for a pair that excludes each other).
   PlanRequest request() const;
   /// What to answer beyond the one layout: the search (with --gpus, or without a layout flag:

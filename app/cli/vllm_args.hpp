@@ -33,8 +33,9 @@ struct OwnFlags {
   std::function<bool(std::string_view)> is_flag;
   std::function<bool(std::string_view)> takes_value;
   std::vector<std::string> names;  ///< for "did you mean"
-  /// The environment vLLM would read (VLLM_PLE_CPU_OFFLOAD, VLLM_SPARSE_INDEXER_MAX_LOGITS_MB);
-  /// unset: none is read.
+  /// The environment the engine would read (vLLM: VLLM_PLE_CPU_OFFLOAD,
+  /// VLLM_SPARSE_INDEXER_MAX_LOGITS_MB; SGLang: SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE,
+  /// SGLANG_SWA_EVICTION_INTERVAL); unset: none is read.
   std::function<const char*(const char*)> getenv;
 };
 

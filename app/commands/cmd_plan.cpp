@@ -91,8 +91,9 @@ PlanQuestion PlanOptions::question(PlanRequest& r) const {
   const bool layout_set = layout_given.any() || lo.tensor_parallel_size != 1 || lo.pipeline_parallel_size != 1 ||
                           lo.data_parallel_size != 1 || lo.decode_context_parallel_size != 1 ||
                           fit.enable_expert_parallel || fit.engram != "offload";
-  // A vllm serve command line is one layout, as vLLM starts it: no search unless --gpus asks.
-  if (gpus || (!layout_set && !vllm)) {
+  // A vllm serve (sglang serve) command line is one layout, as the engine starts it: no search
+  // unless --gpus asks.
+  if (gpus || (!layout_set && !vllm && !sglang_serve)) {
     SearchOptions so;
     so.objective = parse_search_objective(objective);
     so.min_concurrency = q.min_concurrency;
@@ -543,6 +544,27 @@ PlanResult compute_plan(const PlanOptions& opt) {
     for (const auto& f : opt.vllm->not_modelled) {
       p.findings.push_back(Finding{"vllm.not_modelled", Severity::warning,
                                    "vllm serve: " + f + "; mla-plan does not model it: the numbers are without it", "",
+                                   ""});
+    }
+  }
+  if (opt.sglang_serve) {
+    const SglangServeInput& in = *opt.sglang_serve;
+    if (!in.ignored.empty()) {
+      std::string list;
+      for (const auto& f : in.ignored) list += (list.empty() ? "" : ", ") + f;
+      p.findings.push_back(Finding{"sglang.ignored", Severity::info,
+                                   in.prog + ": accepted and ignored (they change nothing mla-plan computes): " + list,
+                                   "", ""});
+    }
+    if (!in.from_environment.empty()) {
+      std::string list;
+      for (const auto& e : in.from_environment) list += (list.empty() ? "" : ", ") + e;
+      p.findings.push_back(Finding{"sglang.environment", Severity::info,
+                                   in.prog + ": read from the environment as SGLang reads it: " + list, "", ""});
+    }
+    for (const auto& f : in.not_modelled) {
+      p.findings.push_back(Finding{"sglang.not_modelled", Severity::warning,
+                                   in.prog + ": " + f + "; mla-plan does not model it: the numbers are without it", "",
                                    ""});
     }
   }

@@ -22,6 +22,18 @@ std::string words_of(const std::vector<std::string>& v) {
   return out;
 }
 
+/// What an SGLang command line (`mla-plan sglang serve ...`) left out or read from the
+/// environment: the findings sglang.ignored, sglang.not_modelled and sglang.environment.
+std::string serve_lines(const PlanResult& r) {
+  std::string out;
+  for (const auto& f : r.findings) {
+    if (f.id == "sglang.ignored" || f.id == "sglang.not_modelled" || f.id == "sglang.environment") {
+      out += "  " + printable(f.message) + "\n";
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_sglang_text(const PlanResult& r, bool details) {
@@ -53,7 +65,10 @@ std::string render_sglang_text(const PlanResult& r, bool details) {
         << " MiB (" << printable(t.how) << ")\n";
     }
   }
-  if (s.refused) return o.str();
+  if (s.refused) {
+    o << serve_lines(r);
+    return o.str();
+  }
   o << "  budget per GPU:\n";
   for (const auto& t : s.terms) {
     o << "    " << printable(t.what) << ": " << gib(t.bytes) << " (" << t.source;
@@ -119,6 +134,7 @@ std::string render_sglang_text(const PlanResult& r, bool details) {
     }
     for (const auto& n : r.sglang_launch->notes) o << "  note: " << printable(n) << "\n";
   }
+  o << serve_lines(r);  // under "SGLang launch:", as vllm serve's under "launch:"
   return o.str();
 }
 
