@@ -129,7 +129,7 @@ SglangStartupLog read_sglang_startup_log(std::string_view text) {
       log.bytes_per_full_token = number_after(line, "bytes_per_full_token=");
       log.available_bytes_gib = number_after(line, "available_bytes=");
       log.full_token = integer_after(line, "full_token=");
-      log.generation = line.find("unified=") != std::string_view::npos           ? "G3"
+      log.generation = line.find("unified=") != std::string_view::npos            ? "G3"
                        : line.find("c128_state_fixed=") != std::string_view::npos ? "G2"
                                                                                   : "G1";
       mark("memory_calculation");
@@ -147,8 +147,9 @@ SglangStartupLog read_sglang_startup_log(std::string_view text) {
     }
   }
   if (!any) {
-    throw_config("no SGLang start-up line in it (\"Load weight begin\", \"DSV4 memory calculation\", "
-                 "\"max_total_num_tokens=\", server_args=ServerArgs(...))");
+    throw_config(
+        "no SGLang start-up line in it (\"Load weight begin\", \"DSV4 memory calculation\", "
+        "\"max_total_num_tokens=\", server_args=ServerArgs(...))");
   }
   if (log.free_before_load_gib && begin_max && *begin_max - *log.free_before_load_gib > 0.005) {
     log.notes.push_back("the ranks' free memory before loading differs (" + format_fixed(*log.free_before_load_gib, 2) +

@@ -15,16 +15,16 @@
 namespace mlaplan {
 
 struct SglangStartupLog {
-  std::optional<double> free_before_load_gib;   ///< least "Load weight begin. avail mem=X GB"
-  std::optional<double> free_after_load_gib;    ///< least "Load weight end. ... avail mem=X GB"
-  std::optional<double> load_usage_gib;         ///< largest "Load weight end. ... mem usage=X GB"
-  std::optional<double> profiled_available_gib;  ///< "Memory profiling: available_gpu_memory=" (G1 / G2)
-  std::optional<double> profiled_total_gib;      ///< "... total_gpu_memory=" (the pre-load figure)
-  std::optional<double> rest_gib;                ///< "rest_memory="
-  std::optional<double> bytes_per_full_token;    ///< "memory calculation: ... bytes_per_full_token="
-  std::optional<double> available_bytes_gib;     ///< "... available_bytes=X GB"
-  std::optional<long long> full_token;           ///< "... full_token="
-  std::optional<long long> swa_tokens;           ///< "DSV4 pool sizes: ... swa=" (or the SWA sizing line)
+  std::optional<double> free_before_load_gib;     ///< least "Load weight begin. avail mem=X GB"
+  std::optional<double> free_after_load_gib;      ///< least "Load weight end. ... avail mem=X GB"
+  std::optional<double> load_usage_gib;           ///< largest "Load weight end. ... mem usage=X GB"
+  std::optional<double> profiled_available_gib;   ///< "Memory profiling: available_gpu_memory=" (G1 / G2)
+  std::optional<double> profiled_total_gib;       ///< "... total_gpu_memory=" (the pre-load figure)
+  std::optional<double> rest_gib;                 ///< "rest_memory="
+  std::optional<double> bytes_per_full_token;     ///< "memory calculation: ... bytes_per_full_token="
+  std::optional<double> available_bytes_gib;      ///< "... available_bytes=X GB"
+  std::optional<long long> full_token;            ///< "... full_token="
+  std::optional<long long> swa_tokens;            ///< "DSV4 pool sizes: ... swa=" (or the SWA sizing line)
   std::optional<long long> max_total_num_tokens;  ///< the summary line
   std::optional<long long> max_running_requests;  ///< the summary line
   std::optional<long long> context_len;           ///< the summary line
