@@ -20,7 +20,9 @@
 
 namespace mlaplan::cli {
 
-namespace {
+// A named namespace, not an anonymous one: the CLI library may be compiled as unity sources
+// (MLAPLAN_UNITY_BUILD), where vllm_args.cpp's own Kind, Flag and kFlags share the translation unit.
+namespace sglang_serve_impl {
 
 enum class Kind {
   model,             ///< --model-path: MODEL
@@ -631,18 +633,18 @@ class Translator {
   std::vector<std::string> own_args_;
 };
 
-}  // namespace
+}  // namespace sglang_serve_impl
 
 std::vector<std::string> sglang_flag_names() {
   std::vector<std::string> out;
-  for (const auto& f : kFlags) {
-    for (const auto& n : split_names(f.names)) out.push_back(n);
+  for (const auto& f : sglang_serve_impl::kFlags) {
+    for (const auto& n : sglang_serve_impl::split_names(f.names)) out.push_back(n);
   }
   return out;
 }
 
 SglangServeInput translate_sglang_serve(const std::vector<std::string>& args, const OwnFlags& own, SglangForm form) {
-  return Translator(own, form).run(args);
+  return sglang_serve_impl::Translator(own, form).run(args);
 }
 
 }  // namespace mlaplan::cli

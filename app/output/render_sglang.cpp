@@ -12,7 +12,7 @@
 
 namespace mlaplan::cli {
 
-namespace {
+namespace sglang_text {
 
 std::string gib(std::int64_t bytes) { return format_gib(bytes); }
 
@@ -34,7 +34,7 @@ std::string serve_lines(const PlanResult& r) {
   return out;
 }
 
-}  // namespace
+}  // namespace sglang_text
 
 std::string render_sglang_text(const PlanResult& r, bool details) {
   if (!r.sglang) return {};
@@ -66,17 +66,17 @@ std::string render_sglang_text(const PlanResult& r, bool details) {
     }
   }
   if (s.refused) {
-    o << serve_lines(r);
+    o << sglang_text::serve_lines(r);
     return o.str();
   }
   o << "  budget per GPU:\n";
   for (const auto& t : s.terms) {
-    o << "    " << printable(t.what) << ": " << gib(t.bytes) << " (" << t.source;
+    o << "    " << printable(t.what) << ": " << sglang_text::gib(t.bytes) << " (" << t.source;
     if (details && !t.how.empty()) o << ": " << printable(t.how);
     o << ")\n";
   }
   o << "    KV budget (rest_memory): "
-    << (s.budget_bytes > 0 ? gib(s.budget_bytes) : "none (" + gib(s.budget_bytes) + ")")
+    << (s.budget_bytes > 0 ? sglang_text::gib(s.budget_bytes) : "none (" + sglang_text::gib(s.budget_bytes) + ")")
     << " = free after loading - free before loading x (1 - " << format_shortest(s.mem_fraction_static)
     << "); minimum viable fraction " << format_fixed(s.min_viable_fraction, 4) << "\n";
   if (s.layers > 0) {
@@ -95,8 +95,8 @@ std::string render_sglang_text(const PlanResult& r, bool details) {
         << " prefix tails, page-aligned";
     }
     o << "\n";
-    o << "    fixed: c128 state " << gib(s.c128_state_fixed) << ", ratio-2 state " << gib(s.c2_state_fixed) << ", SWA "
-      << gib(s.swa_fixed) << "\n";
+    o << "    fixed: c128 state " << sglang_text::gib(s.c128_state_fixed) << ", ratio-2 state "
+      << sglang_text::gib(s.c2_state_fixed) << ", SWA " << sglang_text::gib(s.swa_fixed) << "\n";
   }
   if (s.fits || !s.error.empty()) {
     if (s.pools.full > 0) {
@@ -109,7 +109,7 @@ std::string render_sglang_text(const PlanResult& r, bool details) {
   if (s.fits) {
     o << "  max_running_requests " << s.max_running_requests << " per worker"
       << (s.running_requests_reduced ? " (reduced by the KV capacity)" : "") << "; request table "
-      << gib(s.request_table_bytes) << " outside the pools; " << gib(s.left_after_pools_bytes)
+      << sglang_text::gib(s.request_table_bytes) << " outside the pools; " << sglang_text::gib(s.left_after_pools_bytes)
       << " left for CUDA graphs and activations\n";
     o << "  capacity: " << format_fixed(s.requests_at_context, 2) << " requests of context_len "
       << format_grouped(s.context_len) << " per worker in the full pool; the SWA pool admits " << s.swa_requests
@@ -129,12 +129,12 @@ std::string render_sglang_text(const PlanResult& r, bool details) {
   if (r.sglang_launch) {
     o << "\nSGLang launch: " << printable(r.sglang_launch->text()) << "\n";
     if (!r.sglang_launch->mla_plan_flags.empty()) {
-      o << "  mla-plan's assumptions beyond SGLang's flags: " << printable(words_of(r.sglang_launch->mla_plan_flags))
-        << "\n";
+      o << "  mla-plan's assumptions beyond SGLang's flags: "
+        << printable(sglang_text::words_of(r.sglang_launch->mla_plan_flags)) << "\n";
     }
     for (const auto& n : r.sglang_launch->notes) o << "  note: " << printable(n) << "\n";
   }
-  o << serve_lines(r);  // under "SGLang launch:", as vllm serve's under "launch:"
+  o << sglang_text::serve_lines(r);  // under "SGLang launch:", as vllm serve's under "launch:"
   return o.str();
 }
 
