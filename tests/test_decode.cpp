@@ -252,7 +252,7 @@ TEST_CASE("decode mode over the lengths: the cluster test takes the work the req
   // b 60, lengths about half the widths (6 blocks on average), the longest 10: the widths say a
   // cluster of 2 (6 x 60 x 10 >= 5 x 132 x 5); the work (360 blocks) does not fill the SMs -> split-KV.
   CHECK(choose_decode_mode(60, 1, 64, 128, true, 512, 132).mode == DecodeMode::cluster_split);
-  const auto v = choose_decode_mode(60, 1, 64, 128, true, 512, 132, mlaplan::DecodeWork{360, 10});
+  const auto v = choose_decode_mode(60, 1, 64, 128, true, 512, 132, mlaplan::DecodeWork{360, 10, {}});
   CHECK(v.mode == DecodeMode::split_kv);
   CHECK(v.reason ==
         "360 blocks by the lengths (longest request 10) < 132 SMs x (10 - 3): the scheduler spreads the "
@@ -260,15 +260,45 @@ TEST_CASE("decode mode over the lengths: the cluster test takes the work the req
   // At h_q 128, b 50 (100 CTAs) the widths say one pass (1000 >= 132 x 7); one pass lasts as long as
   // its longest request (10 blocks) while split-KV spreads 600 blocks: split-KV.
   CHECK(choose_decode_mode(50, 1, 128, 128, true, 512, 132).mode == DecodeMode::one_pass);
-  CHECK(choose_decode_mode(50, 1, 128, 128, true, 512, 132, mlaplan::DecodeWork{300, 10}).mode == DecodeMode::split_kv);
+  CHECK(choose_decode_mode(50, 1, 128, 128, true, 512, 132, mlaplan::DecodeWork{300, 10, {}}).mode ==
+        DecodeMode::split_kv);
   // Short requests only (longest 2 blocks): one pass by each CTA is as long as two blocks.
-  CHECK(choose_decode_mode(37, 1, 128, 128, true, 512, 132, mlaplan::DecodeWork{74, 2}).mode == DecodeMode::one_pass);
+  CHECK(choose_decode_mode(37, 1, 128, 128, true, 512, 132, mlaplan::DecodeWork{74, 2, {}}).mode ==
+        DecodeMode::one_pass);
   // Enough work at h_q 128 (b 74): 940 blocks >= 132 x 7, one pass again.
-  CHECK(choose_decode_mode(74, 1, 128, 128, true, 512, 132, mlaplan::DecodeWork{470, 10}).mode == DecodeMode::one_pass);
+  CHECK(choose_decode_mode(74, 1, 128, 128, true, 512, 132, mlaplan::DecodeWork{470, 10, {}}).mode ==
+        DecodeMode::one_pass);
   // Enough work for the cluster: b 60, 9.3 blocks on average.
-  const auto c = choose_decode_mode(60, 1, 64, 128, true, 512, 132, mlaplan::DecodeWork{560, 10});
+  const auto c = choose_decode_mode(60, 1, 64, 128, true, 512, 132, mlaplan::DecodeWork{560, 10, {}});
   CHECK(c.mode == DecodeMode::cluster_split);
   CHECK(c.reason ==
         "560 blocks by the lengths (longest request 10) >= 5/6 x 132 SMs x 5: 2 CTAs per request as one "
         "cluster, 5 blocks each, partial rows merged in distributed shared memory, no combine");
+}
+
+TEST_CASE("decode mode: one pass counts its waves of CTAs", "[decode]") {
+  using mlaplan::DecodeWork;
+  using mlaplan::one_pass_block_times;
+  // One wave: as long as the longest request.
+  CHECK(one_pass_block_times(DecodeWork{1000, 10, {}}, 100, 1, 64, 132) == 10);
+  // The widths past one wave: whole waves (200 CTAs on 132 SMs: two waves of 10 blocks).
+  CHECK(one_pass_block_times(DecodeWork{2000, 10, {}}, 200, 1, 64, 132) == 20);
+  CHECK(one_pass_block_times(DecodeWork{2560, 10, {}}, 256, 1, 128, 132) == 40);
+  // Lengths in launch order: each CTA to the SM that frees first. Three SMs, requests 4, 1, 1, 1, 4:
+  // SM A takes 4 (ends 4), B and C take 1 each (end 1), the fourth goes to B (ends 2), the fifth to
+  // C (1 + 4 = 5) -> 5.
+  CHECK(one_pass_block_times(DecodeWork{11, 4, {4, 1, 1, 1, 4}}, 5, 1, 64, 3) == 5);
+  // h_q 128: two slices, the second after the first (request-major within a slice).
+  CHECK(one_pass_block_times(DecodeWork{4, 2, {2, 2}}, 2, 1, 128, 2) == 4);
+  // Lengths without their order: the least it can last.
+  CHECK(one_pass_block_times(DecodeWork{1500, 10, {}}, 200, 1, 64, 132) == 12);
+  // b 200 at the widths, h_q 64: one pass needs two waves (20 block times), split-KV spreads 2,000
+  // blocks < 132 x (20 - 3): split-KV. At b 256 the 2,560 blocks pay for the second wave.
+  const auto two = mlaplan::choose_decode_mode(200, 1, 64, 128, true, 512, 132);
+  CHECK(two.mode == DecodeMode::split_kv);
+  CHECK(two.reason.find("(one pass: 200 CTAs on 132 SMs last 20 block times, more than one wave)") !=
+        std::string::npos);
+  CHECK(decode_plan_mode(256, 1, 64, 128, true, 512, 132) == DecodeMode::one_pass);
+  CHECK(decode_plan_mode(200, 1, 128, 128, true, 512, 132) == DecodeMode::split_kv);
+  CHECK(decode_plan_mode(128, 1, 128, 128, true, 512, 132) == DecodeMode::one_pass);
 }

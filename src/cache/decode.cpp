@@ -1,6 +1,8 @@
 #include "mlaplan/cache/decode.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
 
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/number_format.hpp"
@@ -144,8 +146,40 @@ DecodeWork decode_work(const std::int32_t* lengths, std::int64_t b, std::int64_t
     if (extra_lengths != nullptr) blocks += (std::clamp<std::int64_t>(extra_lengths[i], 0, extra_topk) + 63) / 64;
     w.total_blocks = checked_add(w.total_blocks, blocks, "decode blocks");
     w.max_blocks = std::max(w.max_blocks, blocks);
+    w.blocks.push_back(blocks);
   }
   return w;
+}
+
+std::int64_t one_pass_block_times(const DecodeWork& work, std::int64_t b, std::int64_t s_q, std::int64_t h_q,
+                                  std::int64_t num_sms) {
+  if (b <= 0) return 0;
+  const std::int64_t slices = checked_mul(s_q, std::max<std::int64_t>(h_q / 64, 1), "decode CTAs");
+  const std::int64_t ctas = checked_mul(b, slices, "decode CTAs");
+  if (ctas <= num_sms) return work.max_blocks;
+  if (work.blocks.empty() || static_cast<std::int64_t>(work.blocks.size()) != b) {
+    if (work.total_blocks == checked_mul(b, work.max_blocks, "decode blocks")) {
+      // The widths: every CTA as long as the longest request, in whole waves.
+      return checked_mul((ctas + num_sms - 1) / num_sms, work.max_blocks, "decode blocks");
+    }
+    // Lengths without their order: the least it can last.
+    const std::int64_t spread = checked_mul(work.total_blocks, slices, "decode blocks");
+    return std::max(work.max_blocks, (spread + num_sms - 1) / num_sms);
+  }
+  // List scheduling in launch order: each CTA goes to the SM that frees first.
+  std::priority_queue<std::int64_t, std::vector<std::int64_t>, std::greater<>> free_at;
+  for (std::int64_t i = 0; i < num_sms; ++i) free_at.push(0);
+  std::int64_t end = 0;
+  for (std::int64_t slice = 0; slice < slices; ++slice) {
+    for (const std::int64_t blocks : work.blocks) {
+      const std::int64_t start = free_at.top();
+      free_at.pop();
+      const std::int64_t done = start + blocks;
+      end = std::max(end, done);
+      free_at.push(done);
+    }
+  }
+  return end;
 }
 
 DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk,
@@ -153,7 +187,7 @@ DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64
   const std::int64_t n =
       b >= 0 && topk >= 0 && (!has_extra || extra_topk >= 0) ? decode_request_blocks(topk, has_extra, extra_topk) : 0;
   return choose_decode_mode(b, s_q, h_q, topk, has_extra, extra_topk, num_sms,
-                            DecodeWork{b > 0 ? checked_mul(b, n, "decode blocks") : 0, n});
+                            DecodeWork{b > 0 ? checked_mul(b, n, "decode blocks") : 0, n, {}});
 }
 
 DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk,
@@ -208,12 +242,21 @@ DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64
     ch.cluster_ctas = c;
     return ch;
   }
-  const std::string sms = std::to_string(num_sms) + " SMs x (" + std::to_string(longest) + " - " +
-                          std::to_string(kSplitKvFixedBlocks) + ")";
-  if (spread >= checked_mul(num_sms, longest - kSplitKvFixedBlocks, "decode blocks")) {
-    return {DecodeMode::one_pass, work_counts + " >= " + sms + ": each request in one pass by one CTA, no combine"};
+  // One pass lasts as long as its waves of CTAs: the longest request in one wave, more when there
+  // are more CTAs than SMs (one_pass_block_times).
+  const std::int64_t one_pass = one_pass_block_times(work, b, s_q, h_q, num_sms);
+  const std::string waves = one_pass > longest
+                                ? " (one pass: " + std::to_string(ctas) + " CTAs on " + std::to_string(num_sms) +
+                                      " SMs last " + std::to_string(one_pass) + " block times, more than one wave)"
+                                : "";
+  const std::string sms_waves = std::to_string(num_sms) + " SMs x (" + std::to_string(one_pass) + " - " +
+                                std::to_string(kSplitKvFixedBlocks) + ")";
+  if (spread >= checked_mul(num_sms, one_pass - kSplitKvFixedBlocks, "decode blocks")) {
+    return {DecodeMode::one_pass,
+            work_counts + " >= " + sms_waves + waves + ": each request in one pass by one CTA, no combine"};
   }
-  return {DecodeMode::split_kv, work_counts + " < " + sms + ": the scheduler spreads the blocks, combine merges"};
+  return {DecodeMode::split_kv,
+          work_counts + " < " + sms_waves + waves + ": the scheduler spreads the blocks, combine merges"};
 }
 
 DecodeMode decode_plan_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk, bool has_extra,

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mlaplan {
 
@@ -91,7 +92,17 @@ DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64
 struct DecodeWork {
   std::int64_t total_blocks = 0;  ///< over the batch (one query token each)
   std::int64_t max_blocks = 0;    ///< of the longest request
+  /// Each request's blocks, in batch order (decode_work() fills it); empty: every request has
+  /// max_blocks (the widths).
+  std::vector<std::int64_t> blocks;
 };
+
+/// One pass's duration in block times: the CTAs (request-major within each of the
+/// s_q x h_q / 64 slices, as the grid launches them) taken in order by whichever of the num_sms SMs
+/// frees first, one CTA per SM at a time. One wave (b x s_q x h_q / 64 <= num_sms) lasts as long
+/// as the longest request; more CTAs than SMs need more waves, which split-KV does not.
+std::int64_t one_pass_block_times(const DecodeWork& work, std::int64_t b, std::int64_t s_q, std::int64_t h_q,
+                                  std::int64_t num_sms);
 
 /// DecodeWork of a batch: `lengths` [b] clamped to topk, `extra_lengths` [b] (empty without an
 /// extra cache) clamped to extra_topk; negative lengths count as 0.
