@@ -231,8 +231,7 @@ CheckFileResult check_one(const std::string& path, const CheckOptions& opt, Plan
         fr.fit = sg.refused ? "refused" : !sg.decided ? "not_decided" : sg.fits ? "fits" : "does_not_fit";
         if (plan.sglang_launch) fr.launch = plan.sglang_launch->argv;
         if (sg.fits) {
-          fr.concurrency = std::min(static_cast<double>(sg.max_running_requests), sg.requests_at_context) *
-                           static_cast<double>(sg.workers);
+          fr.concurrency = sg.served_requests();
           fr.kv_tokens = sg.total_tokens;
           fr.max_model_len = sg.context_len;
           fr.weights_bytes = plan.sglang_input->weights_bytes;

@@ -138,14 +138,9 @@ ojson search_json(const PlanResult& r) {
           {"rejected", std::move(rejected)}};
 }
 
-ojson launch_json(const PlanResult& r) {
-  if (!r.launch) return nullptr;
-  const LaunchCommand& c = *r.launch;
-  ojson flags = ojson::array();
-  for (const auto& f : c.flags) flags.push_back({{"name", f.name}, {"values", f.values}});
-  return {{"env", c.env},     {"argv", c.argv},     {"flags", std::move(flags)}, {"mla_plan_flags", c.mla_plan_flags},
-          {"notes", c.notes}, {"command", c.text()}};
-}
+ojson launch_command_json(const LaunchCommand& c);  // render_sglang.cpp
+
+ojson launch_json(const PlanResult& r) { return r.launch ? launch_command_json(*r.launch) : ojson(nullptr); }
 
 ojson sweep_json(const PlanResult& r) {
   ojson a = ojson::array();

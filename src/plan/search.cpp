@@ -53,8 +53,7 @@ void judge(const ModelConfig& cfg, const Topology& topo, SearchCandidate& c) {
       const SglangFit& sg = *p.sglang;
       c.fits = p.exit_code == 0 && sg.fits;
       c.weights_bytes_per_gpu = p.sglang_input->weights_bytes;
-      c.total_concurrency = std::min(static_cast<double>(sg.max_running_requests), sg.requests_at_context) *
-                            static_cast<double>(sg.workers);
+      c.total_concurrency = sg.served_requests();
       if (p.layout) {
         c.max_model_len = p.layout->max_model_len;
         c.backend = "SGLang dsv4";
@@ -570,10 +569,7 @@ Plan answer_question(const ModelConfig& cfg, const PlanRequest& request, const P
     if (chosen.engine == EngineChoice::sglang) {
       // SGLang's own flags, against SGLang's answer.
       const SglangFit* sg = p.sglang ? &*p.sglang : nullptr;
-      const double base = sg && sg->fits
-                              ? std::min(static_cast<double>(sg->max_running_requests), sg->requests_at_context) *
-                                    static_cast<double>(sg->workers)
-                              : 0.0;
+      const double base = sg && sg->fits ? sg->served_requests() : 0.0;
       if (base > 0) {
         for (const double d : {-0.02, 0.02}) {
           const double f = std::round((sg->mem_fraction_static + d) * 1000.0) / 1000.0;

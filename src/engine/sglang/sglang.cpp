@@ -34,7 +34,6 @@ constexpr double kLoadGrowthGib = 1.97;
 std::string py_float(double v) { return format_shortest(v); }
 std::string gb2(double bytes) { return format_fixed(bytes / kGiB, 2); }
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 std::int64_t ceil_align(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
 
 /// Bytes per row of a paged pool whose page holds `rows` rows: DeepSeekV4SingleKVPool pads every

@@ -195,7 +195,14 @@ struct SglangFit {
   double requests_at_context = 0.0;        ///< full / context_len, per worker
   std::int64_t swa_requests = 0;           ///< running requests the SWA pool admits (window + page each)
   double total_requests_at_context = 0.0;  ///< x workers
-  std::int64_t total_tokens = 0;           ///< full x workers
+  /// Requests of context_len served at once over the workers: the full pool's, capped by the
+  /// request cap (what the layout search, the sweep and check rank SGLang's layouts by).
+  double served_requests() const {
+    return (static_cast<double>(max_running_requests) < requests_at_context ? static_cast<double>(max_running_requests)
+                                                                            : requests_at_context) *
+           static_cast<double>(workers);
+  }
+  std::int64_t total_tokens = 0;  ///< full x workers
 
   std::vector<std::string> log_lines;                      ///< what SGLang prints, in order
   std::vector<std::string> warnings;                       ///< SGLang's warnings and mla-plan's
