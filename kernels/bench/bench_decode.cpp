@@ -15,7 +15,7 @@
 //        and b; for experiments: P, split_kv's partition count instead of the device's (0: the
 //        device's); O, split_kv's per-request overhead in blocks (-1: the project's); seed, the
 //        inputs' random seed instead of the row's (0: the row's))
-//        replays 5..100000 (mlaplan::KernelBenchLimits); h_q 0 (all), 64 or 128; b 0 (the list: 1, 8, 32,
+//        replays 5..100000 (mlaplan::KernelBenchLimits); h_q 0 (all), 8, 16 (the small-head kernel), 64 or 128; b 0 (the list: 1, 8, 32,
 //        64, 128, 256) or any batch size up to 1024; "37v": the variable-length batch alone. Each row's
 //        random inputs depend only on its place in the full list (h_q, then b), so a row run alone
 //        measures the same bytes as in the full run.
@@ -66,7 +66,8 @@ int main(int argc, char** argv) try {
                                          mlaplan::KernelBenchLimits::max_replays)
                                : 60;
   const int only_h_q = argc > 2 ? int_arg(argv[2], "h_q", 0, 128) : 0;
-  if (only_h_q != 0 && only_h_q != 64 && only_h_q != 128) mlaplan::throw_usage("h_q must be 0 (all), 64 or 128");
+  if (only_h_q != 0 && only_h_q != 8 && only_h_q != 16 && only_h_q != 64 && only_h_q != 128)
+    mlaplan::throw_usage("h_q must be 0 (all), 8, 16, 64 or 128");
   // "37v": b 37 with variable lengths only.
   std::string b_text = argc > 3 ? argv[3] : "0";
   const bool only_variable = !b_text.empty() && b_text.back() == 'v';
@@ -82,10 +83,12 @@ int main(int argc, char** argv) try {
       "device: %s, %d SMs, copy %.0f GB/s; decode (+ combine), V4.1-Flash shape (window 128 p64 + extra "
       "512 p64, fp8_ds_mla 584, s_q 1); graph replays with L2 flush, median of %d\n",
       dev.name.c_str(), dev.sm_count, copy_gbps, replays);
-  std::printf("%5s %5s %9s %5s %7s %13s %10s %10s %8s %9s %10s %10s %10s\n", "h_q", "b", "lengths", "P", "split",
-              "mode", "us/call", "min us", "TFLOPS", "GB/s", "split_kv", "one_pass", "cluster");
+  std::printf("%5s %5s %9s %5s %7s %13s %10s %10s %8s %9s %6s %10s %10s %10s\n", "h_q", "b", "lengths", "P", "split",
+              "mode", "us/call", "min us", "TFLOPS", "GB/s", "%copy", "split_kv", "one_pass", "cluster");
   constexpr int kRowsPerHq = static_cast<int>(std::size(kBatches)) + 1;
-  for (int h_q : {64, 128}) {
+  // h_q 8 and 16: the small-head kernel (unpadded); 64 and 128: the 64-head kernels. Seeds by the
+  // h_q's place in {64, 128, 8, 16}, so the 64 / 128 rows keep the bytes of earlier runs.
+  for (int h_q : {8, 16, 64, 128}) {
     if (only_h_q != 0 && h_q != only_h_q) continue;
     // The full-length batches, then (without a b argument) the variable-length batch of 37.
     std::vector<std::pair<int, bool>> rows;
@@ -100,7 +103,8 @@ int main(int argc, char** argv) try {
       const int place = variable ? kRowsPerHq - 1 : at != std::end(kBatches) ? static_cast<int>(at - kBatches) : 0;
       const std::uint64_t seed = seed_arg != 0
                                      ? static_cast<std::uint64_t>(seed_arg)
-                                     : 2026 + static_cast<std::uint64_t>((h_q == 128 ? kRowsPerHq : 0) + place);
+                                     : 2026 + static_cast<std::uint64_t>(
+                                                  (h_q == 128 ? 1 : h_q == 8 ? 2 : h_q == 16 ? 3 : 0) * kRowsPerHq + place);
       mk::DecodeBenchShape sh;
       sh.b = b;
       sh.h_q = h_q;
@@ -112,10 +116,11 @@ int main(int argc, char** argv) try {
       opt.num_sm_parts = parts;
       opt.fixed_overhead = overhead;
       const mk::DecodeBenchResult r = mk::bench_decode(sh, opt);
-      std::printf("%5d %5d %9s %5d %7d %13s %10.1f %10.1f %8.1f %9.0f %10.1f %10.1f %10.1f\n", h_q, b,
+      const double gbps = r.bytes / (r.median_us * 1e-6) / 1e9;
+      std::printf("%5d %5d %9s %5d %7d %13s %10.1f %10.1f %8.1f %9.0f %5.0f%% %10.1f %10.1f %10.1f\n", h_q, b,
                   variable ? "variable" : "full", r.num_sm_parts, r.split_requests,
                   std::string(mk::to_string(r.mode)).c_str(), r.median_us, r.min_us,
-                  r.flops / (r.median_us * 1e-6) / 1e12, r.bytes / (r.median_us * 1e-6) / 1e9, r.mode_median_us[0],
+                  r.flops / (r.median_us * 1e-6) / 1e12, gbps, 100.0 * gbps / copy_gbps, r.mode_median_us[0],
                   r.mode_median_us[1], r.mode_median_us[2]);
       std::fflush(stdout);
     }

@@ -68,6 +68,12 @@ std::int32_t sm90_num_sm_parts(std::int32_t num_sms, std::int32_t s_q, std::int3
   return p > 1 ? p : 1;
 }
 
+std::int32_t decode_num_sm_parts(std::int32_t num_sms, std::int32_t s_q, std::int32_t h_q) {
+  if (!is_small_head_count(h_q)) return sm90_num_sm_parts(num_sms, s_q, h_q);
+  if (num_sms < 1 || s_q < 1) throw_usage("decode_num_sm_parts: num_sms and s_q >= 1 required");
+  return std::max<std::int32_t>(num_sms / s_q, 1);
+}
+
 std::int64_t o_accum_elems(std::int32_t b, std::int32_t s_q, std::int32_t h_q, std::int32_t num_sm_parts) {
   return checked_mul(lse_accum_elems(b, s_q, h_q, num_sm_parts), kHeadDim, "o_accum size", ErrorKind::usage);
 }
@@ -89,6 +95,10 @@ std::size_t decode_smem_bytes(RowFormat main, bool /*has_extra*/, RowFormat /*ex
   }
 }
 
+std::size_t small_decode_smem_bytes(RowFormat main) {
+  return main == RowFormat::fp8_ds_mla_656 ? SmallSmem656::total : SmallSmem::total;
+}
+
 }  // namespace detail
 
 namespace detail {
@@ -105,19 +115,29 @@ struct VariantEntry {
   DecodeVariant variant;
   detail::DecodeLauncher launch;     ///< the portable kernel
   detail::DecodeLauncher launch_ws;  ///< the warp-specialised sm_90a kernel, null where there is none
+  detail::DecodeLauncher launch_h8 = nullptr;   ///< the small-head kernel at h_q 8, null where there is none
+  detail::DecodeLauncher launch_h16 = nullptr;  ///< ... at h_q 16
 };
 
 const std::vector<VariantEntry>& variant_table() {
   static const std::vector<VariantEntry> table = {
-      {{RowFormat::fp8_ds_mla_584, false, RowFormat::fp8_ds_mla_584},
+      {{RowFormat::fp8_ds_mla_584, false, RowFormat::fp8_ds_mla_584, true},
        &detail::launch_decode_584,
-       &detail::launch_decode_sm90ws_584},
-      {{RowFormat::fp8_ds_mla_584, true, RowFormat::fp8_ds_mla_584},
+       &detail::launch_decode_sm90ws_584,
+       &detail::launch_small_decode_584_h8,
+       &detail::launch_small_decode_584_h16},
+      {{RowFormat::fp8_ds_mla_584, true, RowFormat::fp8_ds_mla_584, true},
        &detail::launch_decode_584_584,
-       &detail::launch_decode_sm90ws_584_584},
+       &detail::launch_decode_sm90ws_584_584,
+       &detail::launch_small_decode_584_584_h8,
+       &detail::launch_small_decode_584_584_h16},
       {{RowFormat::v41_fp8_528, false, RowFormat::v41_fp8_528}, &detail::launch_decode_528, nullptr},
       {{RowFormat::v41_fp8_528, true, RowFormat::v41_fp4_288}, &detail::launch_decode_528_288, nullptr},
-      {{RowFormat::fp8_ds_mla_656, false, RowFormat::fp8_ds_mla_656}, &detail::launch_decode_656, nullptr},
+      {{RowFormat::fp8_ds_mla_656, false, RowFormat::fp8_ds_mla_656, true},
+       &detail::launch_decode_656,
+       nullptr,
+       &detail::launch_small_decode_656_h8,
+       &detail::launch_small_decode_656_h16},
       {{RowFormat::bf16_1024, false, RowFormat::bf16_1024}, &detail::launch_decode_bf16, nullptr},
       {{RowFormat::bf16_1024, true, RowFormat::bf16_1024}, &detail::launch_decode_bf16_bf16, nullptr},
       {{RowFormat::fp8_pt_512, false, RowFormat::fp8_pt_512}, &detail::launch_decode_fp8pt, nullptr},
@@ -180,7 +200,8 @@ std::size_t select_decode_variant(const DecodeParams& p) {
 void check_decode_params(const DecodeParams& p) {
   if (p.b < 0) throw_usage("decode: b must be >= 0 (got " + std::to_string(p.b) + ")");
   if (p.s_q < 1) throw_usage("decode: s_q must be >= 1 (got " + std::to_string(p.s_q) + ")");
-  if (p.h_q != 64 && p.h_q != 128) throw_usage("decode: h_q must be 64 or 128 (got " + std::to_string(p.h_q) + ")");
+  if (p.h_q != 64 && p.h_q != 128 && !is_small_head_count(p.h_q))
+    throw_usage("decode: h_q must be 8, 16, 64 or 128 (got " + std::to_string(p.h_q) + ")");
   if (p.topk < 1) throw_usage("decode: topk must be >= 1 (got " + std::to_string(p.topk) + ")");
   const bool split = p.mode == DecodeMode::split_kv;
   if (split && (p.num_sm_parts < 1 || p.num_sm_parts > kMaxSmParts)) {
@@ -188,7 +209,15 @@ void check_decode_params(const DecodeParams& p) {
                 std::to_string(p.num_sm_parts) + ")");
   }
   if (!(p.softmax_scale > 0.0f)) throw_usage("decode: softmax_scale must be > 0");
-  (void)select_decode_variant(p);
+  const DecodeVariant& variant = variant_table()[select_decode_variant(p)].variant;
+  if (is_small_head_count(p.h_q) && !variant.small_heads) {
+    std::string list;
+    for (const auto& e : variant_table()) {
+      if (e.variant.small_heads) list += (list.empty() ? "" : ", ") + variant_name(e.variant);
+    }
+    throw_unsupported("decode: h_q " + std::to_string(p.h_q) + " runs unpadded on the small-head kernel, built for " +
+                      list + "; " + variant_name(variant) + " takes h_q 64 or 128 (pad the heads)");
+  }
   if (p.d_qk != row_dims(p.main.format)) {
     throw_usage("decode: d_qk " + std::to_string(p.d_qk) + " does not match the main cache's " +
                 std::string(to_string(p.main.format)) + " rows (" + std::to_string(row_dims(p.main.format)) + " dims)");
@@ -221,6 +250,7 @@ std::string_view to_string(DecodeKernel k) {
   switch (k) {
     case DecodeKernel::generic: return "generic";
     case DecodeKernel::sm90_ws: return "sm90_ws";
+    case DecodeKernel::small_heads: return "small_heads";
   }
   return "unknown";
 }
@@ -242,6 +272,28 @@ DecodeLaunch plan_decode_launch(const DecodeParams& p, const DecodeDevice& dev) 
   DecodeLaunch L;
   L.asked = p.mode;
   L.mode = p.mode;
+  if (is_small_head_count(p.h_q)) {
+    // The small-head kernel: one CTA per request (one_pass) or per partition (split_kv), every head
+    // in it; no clusters.
+    if (p.force.kernel.has_value() && p.force.kernel != DecodeKernel::small_heads) {
+      throw_unsupported("decode: h_q " + std::to_string(p.h_q) + " runs on the small_heads kernel only; asked for " +
+                        std::string(to_string(*p.force.kernel)));
+    }
+    L.kernel = DecodeKernel::small_heads;
+    if (L.mode == DecodeMode::cluster_split) {
+      L.mode = DecodeMode::one_pass;
+      L.fallback = "cluster_split has no small-head kernel; ran one_pass";
+    }
+    LaunchDims& d = L.dims;
+    d.grid_x = static_cast<unsigned>(L.mode == DecodeMode::split_kv ? p.num_sm_parts : p.b);
+    d.grid_y = static_cast<unsigned>(p.s_q);
+    d.grid_z = 1;
+    d.block = static_cast<unsigned>(detail::SmallSmem::kDecodeThreads);
+    d.smem_bytes = detail::small_decode_smem_bytes(p.main.format);
+    L.combine = L.mode == DecodeMode::split_kv;
+    L.pdl = L.combine && !p.force.no_pdl;
+    return L;
+  }
   const bool sm90a = dev.cc_major == 9 && dev.cc_minor == 0;
   const bool ws_here = e.launch_ws != nullptr && sm90a;
   if (p.force.kernel == DecodeKernel::sm90_ws && !ws_here) {
@@ -348,7 +400,11 @@ DecodeLaunch sparse_decode(const DecodeParams& p) {
   }
   const DecodeLaunch L = plan_decode_launch(p, current_decode_device());
   const VariantEntry& e = variant_table()[select_decode_variant(p)];
-  (L.kernel == DecodeKernel::sm90_ws ? e.launch_ws : e.launch)(p, L);
+  if (L.kernel == DecodeKernel::small_heads) {
+    (p.h_q == 8 ? e.launch_h8 : e.launch_h16)(p, L);
+  } else {
+    (L.kernel == DecodeKernel::sm90_ws ? e.launch_ws : e.launch)(p, L);
+  }
   if (L.combine) detail::launch_combine(p, combine_launch_dims(p));
   return L;
 }

@@ -193,9 +193,10 @@ DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64
 DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk,
                                     bool has_extra, std::int64_t extra_topk, std::int64_t num_sms,
                                     const DecodeWork& work) {
-  if (b < 0 || s_q < 1 || h_q < 64 || topk < 0 || num_sms < 1 || (has_extra && extra_topk < 0)) {
+  const bool small_heads = h_q == 8 || h_q == 16;
+  if (b < 0 || s_q < 1 || (h_q < 64 && !small_heads) || topk < 0 || num_sms < 1 || (has_extra && extra_topk < 0)) {
     throw Error(ErrorKind::usage,
-                "decode plan: b, topk, extra_topk >= 0 and s_q, num_sms >= 1, h_q >= 64 required (got b " +
+                "decode plan: b, topk, extra_topk >= 0 and s_q, num_sms >= 1, h_q 8, 16 or >= 64 required (got b " +
                     std::to_string(b) + ", s_q " + std::to_string(s_q) + ", h_q " + std::to_string(h_q) + ", topk " +
                     std::to_string(topk) + ", extra_topk " + std::to_string(extra_topk) + ", num_sms " +
                     std::to_string(num_sms) + ")");
@@ -217,17 +218,20 @@ DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64
   // the longest request's blocks less kSplitKvFixedBlocks, what split-KV pays whatever the batch
   // (93 CTAs x 10 blocks; measured: split-KV faster at 80, one pass at 96).
   const std::int64_t n_blocks = decode_request_blocks(topk, has_extra, extra_topk);
-  const std::int64_t ctas = checked_mul(checked_mul(b, s_q, "decode CTAs"), h_q / 64, "decode CTAs");
+  // A CTA covers 64 heads (the 64-head kernels), or all of them (the small-head kernel).
+  const std::int64_t slices = std::max<std::int64_t>(h_q / 64, 1);
+  const std::int64_t ctas = checked_mul(checked_mul(b, s_q, "decode CTAs"), slices, "decode CTAs");
   if (n_blocks == 1) return {DecodeMode::one_pass, "a request is one 64-row block: nothing to split"};
   const std::string counts = std::to_string(ctas) + " CTAs x " + std::to_string(n_blocks) + " blocks";
-  const std::int64_t c = cluster_split_ctas(ctas, n_blocks, num_sms);
+  // The small-head kernel has no cluster form.
+  const std::int64_t c = small_heads ? 1 : cluster_split_ctas(ctas, n_blocks, num_sms);
   const std::int64_t per_cta = (n_blocks + c - 1) / c;
   // By the lengths: the blocks split-KV would spread, and a cluster CTA of the longest request.
   const bool by_lengths = work.total_blocks != checked_mul(b, n_blocks, "decode blocks") || work.max_blocks != n_blocks;
   const std::int64_t longest = std::max<std::int64_t>(work.max_blocks, 1);
   const std::int64_t per_cta_work = (longest + c - 1) / c;
   const std::int64_t spread =
-      checked_mul(checked_mul(work.total_blocks, s_q, "decode blocks"), h_q / 64, "decode blocks");
+      checked_mul(checked_mul(work.total_blocks, s_q, "decode blocks"), slices, "decode blocks");
   const std::string work_counts = by_lengths ? std::to_string(spread) + " blocks by the lengths (longest request " +
                                                    std::to_string(work.max_blocks) + ")"
                                              : counts;

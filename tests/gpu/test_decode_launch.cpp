@@ -43,7 +43,7 @@ mk::DecodeParams params(DecodeMode mode, std::int32_t b, std::int32_t h_q, bool 
     p.extra_topk = 512;
   }
   if (mode == DecodeMode::split_kv) {
-    p.num_sm_parts = mk::sm90_num_sm_parts(132, 1, h_q);
+    p.num_sm_parts = mk::decode_num_sm_parts(132, 1, h_q);
     p.sched_records = i32;
     p.num_splits = i32;
     p.o_accum = u16;
@@ -277,4 +277,53 @@ TEST_CASE("no usable GPU: each cause has its own sentence", "[device]") {
     CHECK(here.count == 0);
     CHECK_FALSE(mk::device_problem_message(here, "verify").empty());
   }
+}
+
+TEST_CASE("plan_decode_launch: h_q 8 and 16 run the small-head kernel unpadded", "[launch]") {
+  for (const int h : {8, 16}) {
+    INFO("h_q " << h);
+    // split_kv: one CTA per partition (132 / s_q on 132 SMs), all heads in it, PDL and combine.
+    auto p = params(DecodeMode::split_kv, 64, h, true);
+    CHECK(p.num_sm_parts == 132);
+    auto l = mk::plan_decode_launch(p, device(9, 0, 132));
+    CHECK(l.kernel == mk::DecodeKernel::small_heads);
+    CHECK(l.dims.grid_x == 132);
+    CHECK(l.dims.grid_z == 1);
+    CHECK(l.dims.block == 256);
+    CHECK(l.dims.smem_bytes > 200u * 1024u);
+    CHECK(l.dims.smem_bytes <= 227u * 1024u);
+    CHECK(l.combine);
+    CHECK(l.pdl);
+    CHECK(l.describe().find("small_heads split_kv, grid 132x1x1, 256 threads, PDL, combine") == 0);
+    // one_pass: a CTA per request; cluster_split has no small-head form and runs one_pass.
+    l = mk::plan_decode_launch(params(DecodeMode::one_pass, 37, h, true), device(10, 0, 148));
+    CHECK(l.kernel == mk::DecodeKernel::small_heads);
+    CHECK(l.dims.grid_x == 37);
+    CHECK_FALSE(l.combine);
+    l = mk::plan_decode_launch(params(DecodeMode::cluster_split, 37, h, true), device(9, 0, 132));
+    CHECK(l.mode == DecodeMode::one_pass);
+    CHECK(l.dims.cluster_x == 1);
+    CHECK(l.fallback == "cluster_split has no small-head kernel; ran one_pass");
+    // V3.2's 656-byte rows have it too, with their own (smaller, two-stage) shared memory.
+    auto v32 = params(DecodeMode::split_kv, 4, h, false, mk::RowFormat::fp8_ds_mla_656);
+    v32.d_qk = 576;
+    CHECK(mk::plan_decode_launch(v32, device(9, 0, 132)).kernel == mk::DecodeKernel::small_heads);
+    // A forced 64-head kernel is refused, as is a format pair without a small-head kernel.
+    p.force.kernel = mk::DecodeKernel::sm90_ws;
+    CHECK_THROWS_AS(mk::plan_decode_launch(p, device(9, 0, 132)), mlaplan::Error);
+    auto v41 = params(DecodeMode::split_kv, 4, h, true, mk::RowFormat::v41_fp8_528, mk::RowFormat::v41_fp4_288);
+    try {
+      (void)mk::plan_decode_launch(v41, device(10, 0, 148));
+      FAIL("expected unsupported");
+    } catch (const mlaplan::Error& e) {
+      CHECK(e.kind() == mlaplan::ErrorKind::unsupported);
+      CHECK(std::string(e.what()).find("runs unpadded on the small-head kernel, built for fp8_ds_mla_584 alone") !=
+            std::string::npos);
+    }
+  }
+  CHECK(mk::decode_num_sm_parts(132, 2, 8) == 66);
+  CHECK(mk::decode_num_sm_parts(132, 1, 128) == 66);
+  CHECK(std::string(mk::to_string(mk::DecodeKernel::small_heads)) == "small_heads");
+  CHECK_THROWS_AS(mk::plan_decode_launch(params(DecodeMode::split_kv, 4, 32, true), device(9, 0, 132)),
+                  mlaplan::Error);
 }

@@ -313,7 +313,7 @@ DecodeResult run_decode_case(const DecodeCase& c) {
 
   // Plan on the GPU.
   const int sms = c.sms > 0 ? c.sms : num_sms();
-  const std::int32_t parts = mk::sm90_num_sm_parts(sms, c.s_q, c.h_q);
+  const std::int32_t parts = mk::decode_num_sm_parts(sms, c.s_q, c.h_q);
   DeviceBuffer d_len = mk::to_device(main_len);
   DeviceBuffer d_elen = mk::to_device(c.has_extra ? extra_len : std::vector<std::int32_t>{0});
   DeviceBuffer d_rec(static_cast<std::size_t>(parts) * 8 * 4);
@@ -779,6 +779,84 @@ TEST_CASE("sparse decode, small cases for the sanitizers", "[gpu][decode][saniti
   c.extra = {RowFormat::fp8_pt_512, 64, 128, 0.25f};
   c.seed = 11;
   check_case(c);
+}
+
+// h_q 8 and 16 run unpadded on the small-head kernel (small/decode_small.cuh): every format it is
+// built for, split requests (few SMs: several partitions per request), partitions spanning
+// requests, one_pass with more requests than SMs, sinks, -1 indices, empty requests, s_q 2, and
+// NaN-poisoned rows behind every position past a length.
+TEST_CASE("sparse decode small heads (h_q 8 / 16) vs the host reference", "[gpu][decode][sanitize]") {
+  DecodeCase c;
+  c.name = "small h8: 584 + 584 extra, split, sink, -1";
+  c.b = 3;
+  c.h_q = 8;
+  c.main = fp8(64, 128);
+  c.has_extra = true;
+  c.extra = fp8(32, 192);
+  c.lengths = Lengths::zero_some;
+  c.invalid_fraction = 0.2;
+  c.sink = Sink::with_inf;
+  c.sms = 7;
+  c.seed = 41;
+  check_case(c);
+  c.name = "small h16: 584 + 584 extra, s_q 2, random lengths";
+  c.h_q = 16;
+  c.s_q = 2;
+  c.lengths = Lengths::random;
+  c.sink = Sink::finite;
+  c.sms = 5;
+  c.seed = 42;
+  check_case(c);
+  c.name = "small h8: 584 alone, full, partitions across requests";
+  c.b = 9;
+  c.h_q = 8;
+  c.s_q = 1;
+  c.main = fp8(64, 128);
+  c.has_extra = false;
+  c.lengths = Lengths::full;
+  c.invalid_fraction = 0.0;
+  c.sink = Sink::none;
+  c.sms = 4;
+  c.seed = 43;
+  check_case(c);
+  c.name = "small h16: 656 (d_qk 576) alone, split";
+  c.b = 2;
+  c.h_q = 16;
+  c.main = {RowFormat::fp8_ds_mla_656, 64, 256};
+  c.lengths = Lengths::zero_some;
+  c.invalid_fraction = 0.1;
+  c.sink = Sink::with_inf;
+  c.sms = 6;
+  c.seed = 44;
+  check_case(c);
+  c.name = "small h8: 656 alone, s_q 2";
+  c.h_q = 8;
+  c.s_q = 2;
+  c.lengths = Lengths::random;
+  c.sms = 3;
+  c.seed = 45;
+  check_case(c);
+}
+
+TEST_CASE("sparse decode small heads at the V4.1 decode shape vs the host reference", "[gpu][decode]") {
+  for (const int h : {8, 16}) {
+    DecodeCase c;
+    c.h_q = h;
+    c.main = fp8(64, 128);
+    c.has_extra = true;
+    c.extra = fp8(64, 512);
+    c.name = "small V4.1 shape b 8, h_q " + std::to_string(h);
+    c.b = 8;
+    c.seed = 50 + h;
+    check_case(c);
+    c.name = "small V4.1 shape b 200 variable, h_q " + std::to_string(h);
+    c.b = 200;
+    c.lengths = Lengths::zero_some;
+    c.invalid_fraction = 1.0 / 17;
+    c.sink = Sink::finite;
+    c.seed = 60 + h;
+    check_case(c);
+  }
 }
 
 TEST_CASE("sparse decode fp8_ds_mla 584 vs the host reference", "[gpu][decode]") {

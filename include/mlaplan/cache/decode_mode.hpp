@@ -83,7 +83,7 @@ struct DecodeModeChoice {
 ///   ctas * n_blocks >= num_sms * (n_blocks - kSplitKvFixedBlocks) (V4.1: ctas >= 93; requests of
 ///   at most 3 blocks: always);
 /// - split_kv otherwise (V4.1: ctas < 55 and 67 .. 92).
-/// Error(usage) for negative sizes, s_q or num_sms < 1, h_q < 64.
+/// Error(usage) for negative sizes, s_q or num_sms < 1, h_q other than 8, 16 or >= 64 (h_q 8 / 16: the small-head kernel, one CTA per request or partition covering every head, no cluster form).
 DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk,
                                     bool has_extra, std::int64_t extra_topk, std::int64_t num_sms);
 

@@ -210,6 +210,14 @@ void schedule(const ScheduleParams& p);
 /// Partition count of the SM90 sparse decode kernel: max(num_sms / s_q / (h_q / 64), 1).
 std::int32_t sm90_num_sm_parts(std::int32_t num_sms, std::int32_t s_q, std::int32_t h_q);
 
+/// The query-head counts the small-head kernel runs unpadded (vLLM's TRITON_MLA_SPARSE_DSV41 shapes:
+/// V4 / V4.1 at TP 8 or TP 4).
+constexpr bool is_small_head_count(std::int32_t h_q) { return h_q == 8 || h_q == 16; }
+
+/// split_kv's partition count for mla-plan's own kernels: sm90_num_sm_parts for h_q 64 / 128; for
+/// the small-head kernel (h_q 8 / 16, one CTA per SM covering every head) max(num_sms / s_q, 1).
+std::int32_t decode_num_sm_parts(std::int32_t num_sms, std::int32_t s_q, std::int32_t h_q);
+
 // ------------------------------------------------------------------------------------------------
 // Sparse-MLA decode (d_v 512; d_qk 512, or 576 for V3.2's 656-byte rows) with split-KV and combine
 
@@ -224,10 +232,12 @@ using mlaplan::DecodeMode;
 using mlaplan::kOnePassMaxRows;
 using mlaplan::to_string;
 
-/// The decode kernels: the portable one (every format pair, every arch) and the warp-specialised
-/// sm_90a one (fp8_ds_mla 584, alone or with a 584 extra cache, compute capability 9.0).
-enum class DecodeKernel { generic, sm90_ws };
-std::string_view to_string(DecodeKernel k);  ///< "generic", "sm90_ws"
+/// The decode kernels: the portable one (every format pair, every arch, h_q 64 / 128), the
+/// warp-specialised sm_90a one (fp8_ds_mla 584, alone or with a 584 extra cache, compute
+/// capability 9.0, h_q 64 / 128) and the small-head one (h_q 8 / 16 unpadded; fp8_ds_mla 584 alone
+/// or with a 584 extra cache, fp8_ds_mla 656; every arch).
+enum class DecodeKernel { generic, sm90_ws, small_heads };
+std::string_view to_string(DecodeKernel k);  ///< "generic", "sm90_ws", "small_heads"
 
 /// An explicit choice of path, for tests and benchmarks; callers leave it default and the rule of
 /// plan_decode_launch() decides.
@@ -244,7 +254,7 @@ struct DecodeParams {
 
   std::int32_t b = 0;
   std::int32_t s_q = 1;
-  std::int32_t h_q = 64;             ///< 64 or 128
+  std::int32_t h_q = 64;             ///< 64 or 128; 8 or 16 where the variant has a small-head kernel
   std::int32_t d_qk = 512;           ///< row_dims of the caches: 512, or 576 (fp8_ds_mla_656: V = the first 512)
   const std::uint16_t* q = nullptr;  ///< [b, s_q, h_q, d_qk] bf16
 
@@ -283,7 +293,8 @@ std::int64_t lse_accum_elems(std::int32_t b, std::int32_t s_q, std::int32_t h_q,
 struct DecodeVariant {
   RowFormat main;
   bool has_extra;
-  RowFormat extra;  ///< meaningful when has_extra
+  RowFormat extra;           ///< meaningful when has_extra
+  bool small_heads = false;  ///< h_q 8 and 16 run unpadded (the small-head kernel)
 };
 const std::vector<DecodeVariant>& supported_decode_variants();
 
@@ -337,7 +348,7 @@ DecodeLaunch plan_decode_launch(const DecodeParams& p, const DecodeDevice& devic
 LaunchDims combine_launch_dims(const DecodeParams& p);
 
 /// Throws usage when a params struct breaks a documented shape or limit (null pointers, h_q not
-/// 64/128, page strides too small or not a multiple of 16, num_sm_parts out of range).
+/// 64/128 (or 8/16 where the variant has a small-head kernel; unsupported for one without), page strides too small or not a multiple of 16, num_sm_parts out of range).
 void check_decode_params(const DecodeParams& p);
 
 /// Launches plan_decode_launch(p, current_decode_device()): the decode kernel, then (split_kv) the

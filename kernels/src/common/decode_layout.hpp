@@ -51,6 +51,48 @@ using DecodeSmem = DecodeSmemT<512, 592>;
 using DecodeSmem656 = DecodeSmemT<576, 672>;
 using DecodeSmemDirect = DecodeSmemT<512, 0>;
 
+/// Shared memory of the small-head decode kernel (small/decode_small.cuh): h_q 8 or 16 unpadded,
+/// one 16-row MMA tile of heads, 8 warps, raw rows staged kStages blocks deep (the kernel is bound
+/// by reading the rows, so the stages keep several blocks of loads in flight per SM). Q lives in
+/// registers (each warp holds the A fragments of its 64 head dims), so there is no sQ; each warp's
+/// partial Q K^T over its dims goes to its own S slice, summed by the softmax.
+template <int kDqk, int kStage, int kStagesT>
+struct SmallSmemT {
+  static constexpr int kRows = 64;       // K/V rows per block (tile-scheduler block B)
+  static constexpr int kHeads = 16;      // MMA rows: h_q 16, or 8 with rows 8..15 idle
+  static constexpr int kDim = 512;       // d_v
+  static constexpr int kQK = kDqk;       // d_qk: 512, or 576 (512 NoPE + 64 RoPE)
+  static constexpr int kQKStride = kDqk + 8;
+  static constexpr int kSStride = 68;    // floats per row of a warp's S slice (64 + 4 pad)
+  static constexpr int kPStride = 72;    // bf16 per row of P
+  static constexpr int kStageStride = kStage;
+  static constexpr int kStages = kStagesT;
+  static constexpr bool kDirect = false;
+  static constexpr int kDecodeWarps = 8;
+  static constexpr int kDecodeThreads = 32 * kDecodeWarps;
+
+  static constexpr std::size_t stage = 0;                                              // u8 [kStages][64][kStage]
+  static constexpr std::size_t k = stage + std::size_t(kStages) * kRows * kStage;      // bf16 [64][stride]
+  static constexpr std::size_t s = k + std::size_t(kRows) * kQKStride * 2;              // f32 [8][16][68]
+  static constexpr std::size_t s_warp = std::size_t(kHeads) * kSStride;                 // floats per warp slice
+  static constexpr std::size_t p = s + std::size_t(kDecodeWarps) * s_warp * 4;          // bf16 [16][72]
+  static constexpr std::size_t row_max = p + std::size_t(kHeads) * kPStride * 2;        // f32 [16]
+  static constexpr std::size_t row_sum = row_max + kHeads * 4;                          // f32 [16]
+  static constexpr std::size_t row_alpha = row_sum + kHeads * 4;                        // f32 [16]
+  static constexpr std::size_t valid = row_alpha + kHeads * 4;                          // i32 [kStages][64]
+  static constexpr std::size_t total = valid + std::size_t(kStages) * kRows * 4;
+
+  static_assert(kDqk == 512 || kDqk == 576, "head dim 512 or 576");
+  static_assert(kStage % 16 == 0 && k % 16 == 0 && p % 16 == 0, "16-byte alignment for cp.async and ldmatrix");
+  static_assert(kStages >= 2, "at least double buffering");
+  static_assert(total <= 227 * 1024, "small-head decode shared memory exceeds the sm_90 limit");
+};
+
+/// 584-byte rows (and their 584 extra cache) three blocks deep; V3.2's 656-byte rows (576-dim
+/// sK) two deep, which is what fits.
+using SmallSmem = SmallSmemT<512, 592, 3>;
+using SmallSmem656 = SmallSmemT<576, 672, 2>;
+
 /// Shared memory of the warp-specialised SM90 decode kernel, sm90/decode_ws.cuh: 512 threads = two
 /// math warpgroups (head dims 256w .. 256w + 255 of Q, K and O) and two
 /// producer warpgroups that gather and dequantise rows into a double-buffered K tile. No staging

@@ -38,6 +38,16 @@ bool sm90ws_clusters_fit(const LaunchDims& d, bool has_extra);
 bool sm90ws_clusters_fit_584(const LaunchDims& d);
 bool sm90ws_clusters_fit_584_584(const LaunchDims& d);
 
+// The small-head kernel (small/decode_small.cuh): h_q 8 or 16 unpadded, one instantiation per file.
+void launch_small_decode_584_h8(const DecodeParams& p, const DecodeLaunch& launch);
+void launch_small_decode_584_h16(const DecodeParams& p, const DecodeLaunch& launch);
+void launch_small_decode_584_584_h8(const DecodeParams& p, const DecodeLaunch& launch);
+void launch_small_decode_584_584_h16(const DecodeParams& p, const DecodeLaunch& launch);
+void launch_small_decode_656_h8(const DecodeParams& p, const DecodeLaunch& launch);
+void launch_small_decode_656_h16(const DecodeParams& p, const DecodeLaunch& launch);
+/// Shared memory of the small-head kernel for a main format (SmallSmemT).
+std::size_t small_decode_smem_bytes(RowFormat main);
+
 void launch_combine(const DecodeParams& p, const LaunchDims& dims);
 
 }  // namespace mlaplan::kernels::detail

@@ -1,0 +1,11 @@
+// One instantiation of the small-head sparse decode kernel (decode_small.cuh): h_q 16,
+// main fp8_ds_mla_584 with an extra fp8_ds_mla_584 cache.
+#include "small/decode_small.cuh"
+
+namespace mlaplan::kernels::detail {
+
+void launch_small_decode_584_584_h16(const DecodeParams& p, const DecodeLaunch& launch) {
+  launch_small_decode<RowFormat::fp8_ds_mla_584, true, RowFormat::fp8_ds_mla_584, 16>(p, launch);
+}
+
+}  // namespace mlaplan::kernels::detail
