@@ -46,7 +46,7 @@ mk::DecodeParams params(DecodeMode mode, std::int32_t b, std::int32_t h_q, bool 
     p.num_sm_parts = mk::decode_num_sm_parts(132, 1, h_q);
     p.sched_records = i32;
     p.num_splits = i32;
-    p.o_accum = u16;
+    p.o_accum = f32;
     p.lse_accum = f32;
   }
   return p;

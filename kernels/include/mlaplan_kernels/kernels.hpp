@@ -277,15 +277,15 @@ struct DecodeParams {
   const std::int32_t* num_splits = nullptr;     ///< [b + 1]
   std::int32_t num_sm_parts = 0;
 
-  std::uint16_t* out = nullptr;      ///< [b, s_q, h_q, 512] bf16, 16-byte aligned
-  float* lse = nullptr;              ///< [b, s_q, h_q] natural log
-  std::uint16_t* o_accum = nullptr;  ///< [b + num_sm_parts, s_q, h_q, 512] bf16 scratch (split_kv): each partial
-                                     ///< normalised by its own sum; 16-byte aligned
-  float* lse_accum = nullptr;        ///< [b + num_sm_parts, s_q, h_q] scratch, log2 (split_kv)
+  std::uint16_t* out = nullptr;  ///< [b, s_q, h_q, 512] bf16, 16-byte aligned
+  float* lse = nullptr;          ///< [b, s_q, h_q] natural log
+  float* o_accum = nullptr;      ///< [b + num_sm_parts, s_q, h_q, 512] fp32 scratch (split_kv): each partial
+                                 ///< normalised by its own sum; 16-byte aligned
+  float* lse_accum = nullptr;    ///< [b + num_sm_parts, s_q, h_q] fp32 scratch, log2 (split_kv)
   void* stream = nullptr;
 };
 
-/// Elements of the o_accum / lse_accum scratch a call needs.
+/// Elements (fp32, both) of the o_accum / lse_accum scratch a call needs.
 std::int64_t o_accum_elems(std::int32_t b, std::int32_t s_q, std::int32_t h_q, std::int32_t num_sm_parts);
 std::int64_t lse_accum_elems(std::int32_t b, std::int32_t s_q, std::int32_t h_q, std::int32_t num_sm_parts);
 

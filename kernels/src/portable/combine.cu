@@ -1,8 +1,8 @@
-// Combine kernel: merges the bf16 partials (fp32 lse) of every split request (docs/scheduler.md,
+// Combine kernel: merges the fp32 partials (fp32 lse) of every split request (docs/scheduler.md,
 // "What a kernel does with a record"): lse2 = log2(sum 2^(lse_k - max)) + max, weights
 // 2^(lse_k - lse2), out = sum w_k o_k, then the attention sink, bf16 out and natural-log lse.
-// One warp per (request, query token, head); lane l owns dims 8l .. 8l + 7 and 256 + 8l .. 256 + 8l + 7
-// (16-byte loads of 8 bf16), accumulated in fp32.
+// One warp per (request, query token, head); lane l owns dims 4l + 128i, i = 0..3 (16-byte loads
+// of 4 floats, each warp access 512 contiguous bytes; 8-byte stores of 4 bf16), accumulated in fp32.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -16,6 +16,8 @@
 namespace mlaplan::kernels::detail {
 namespace {
 
+// ptxas (CUDA 13.0): 94 (sm_90a) / 96 (sm_100a) registers, no spills: 3,072 per warp, so the 5
+// CTAs per SM that the 40 KiB of staged rows allow (below) also fit the register file.
 __global__ void __launch_bounds__(128) combine_kernel(const DecodeParams p) {
   // Launched as a programmatic dependent of the decode kernel (launch_combine): the CTAs may
   // start while the decode still runs; this waits until it has finished and its writes are
@@ -36,24 +38,34 @@ __global__ void __launch_bounds__(128) combine_kernel(const DecodeParams p) {
 
   // The first kPre partials' rows are copied into shared memory before the weights are known
   // (they do not depend on them): their latency overlaps that of the lse loads and reductions below
-  // instead of following it (docs/perf-history.md "v8"). 10 covers every split of a V4.1 decode
-  // request (at most 10 blocks). Staged in shared memory (cp.async), not registers: the kernel is a
-  // chain of dependent loads, and with the rows in registers (223 of them) only 8 warps fit an SM
-  // to wait on it (docs/perf-history.md "v10").
-  constexpr int kPre = 10;
-  __shared__ uint4 staged[4][kPre][64];  // [warp][partial][16-byte chunk of the row]: 40 KiB
-  // Partial k's row: 512 bf16 (normalised by its own sum). Lane l holds dims 8l .. 8l + 7 and
-  // 256 + 8l .. 256 + 8l + 7: two 16-byte chunks, each warp access 512 contiguous bytes. A lane
-  // reads back only the chunks it copied, so its own cp.async wait orders them.
+  // instead of following it (docs/perf-history.md "v8"). Staged in shared memory (cp.async), not
+  // registers: the kernel is a chain of dependent loads, and with the rows in registers (223 of
+  // them) only 8 warps fit an SM to wait on it (docs/perf-history.md "v10").
+  // Why 5: a partial row is 2 KiB of fp32. With bf16 partials kPre was 10 (every split of a V4.1
+  // request, at most 10 blocks): 10 KiB per warp, 40 KiB per CTA of 4 warps, 5 CTAs (20 warps) per
+  // SM, bound by shared memory (v10). 10 fp32 rows would take 80 KiB per CTA (dynamic shared memory
+  // through cudaFuncSetAttribute, past the 48 KiB static limit): 2 CTAs, 8 warps per SM, the
+  // occupancy v10 left behind, for batches whose requests mostly have 1 to 3 partials. 5 fp32 rows
+  // keep 40 KiB per CTA, 20 warps per SM and the same 10 KiB per warp in flight before the weights;
+  // a request with more partials (V4.1 on 132 SMs: b up to about 24 at h_q 64, 12 at h_q 128, at
+  // most about 3 CTAs per SM, where occupancy does not bind) loads the rest after its weights, four
+  // rows in flight (the loop below).
+  constexpr int kPre = 5;
+  constexpr int kChunks = kHeadDim / 4;        // 16-byte chunks of a row: 128
+  __shared__ float4 staged[4][kPre][kChunks];  // [warp][partial][chunk]: 40 KiB
+  static_assert(sizeof(staged) == 40 * 1024, "5 CTAs of 4 warps per SM (228 KiB)");
+  // Partial k's row: 512 fp32 (normalised by its own sum). Lane l holds chunks l + 32i (dims
+  // 4l + 128i .. + 3): four 16-byte chunks, each warp access 512 contiguous bytes. A lane reads back
+  // only the chunks it copied, so its own cp.async wait orders them.
   auto o_row = [&](int k) {
-    return reinterpret_cast<const uint4*>(
+    return reinterpret_cast<const float4*>(
         p.o_accum + ((static_cast<std::int64_t>(first + k) * p.s_q + s) * p.h_q + head) * kHeadDim);
   };
-  uint4(&mine)[kPre][64] = staged[threadIdx.x >> 5];
+  float4(&mine)[kPre][kChunks] = staged[threadIdx.x >> 5];
   const int pre_n = min(n, kPre);
   for (int j = 0; j < pre_n; ++j) {
-    cp_async_16(&mine[j][lane], o_row(j) + lane);
-    cp_async_16(&mine[j][lane + 32], o_row(j) + lane + 32);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) cp_async_16(&mine[j][lane + 32 * i], o_row(j) + lane + 32 * i);
   }
   cp_async_commit();
 
@@ -63,10 +75,11 @@ __global__ void __launch_bounds__(128) combine_kernel(const DecodeParams p) {
   for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, off));
 
   const std::int64_t orow = (static_cast<std::int64_t>(r) * p.s_q + s) * p.h_q + head;
-  auto* out = reinterpret_cast<std::uint32_t*>(p.out + orow * kHeadDim);
+  // Dims 4 (lane + 32i) .. + 3 of the bf16 row: 8 bytes, each warp store 256 contiguous bytes.
+  auto* out = reinterpret_cast<uint2*>(p.out + orow * kHeadDim);
   if (mx == neg_inf) {  // no partial saw a valid key
 #pragma unroll
-    for (int i = 0; i < 2; ++i) *reinterpret_cast<uint4*>(out + (8 * lane + 256 * i) / 2) = make_uint4(0u, 0u, 0u, 0u);
+    for (int i = 0; i < 4; ++i) out[lane + 32 * i] = make_uint2(0u, 0u);
     if (lane == 0) p.lse[orow] = __int_as_float(0x7F800000);
     cp_async_wait_all();  // nothing in flight into shared memory when the CTA exits
     return;
@@ -79,19 +92,14 @@ __global__ void __launch_bounds__(128) combine_kernel(const DecodeParams p) {
 
   // Weights of 32 partials at a time live in the lanes; the loads of the partials do not depend
   // on them, so several partials are in flight at once. An empty partial has weight 0 and o = 0.
-  float acc[2][8];
+  float4 acc[4];
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[i][e] = 0.0f;
-  }
-  auto add = [&](int i, float w, const uint4& v) {
-    const std::uint32_t u[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      acc[i][2 * e] += w * __uint_as_float(u[e] << 16);
-      acc[i][2 * e + 1] += w * __uint_as_float(u[e] & 0xFFFF0000u);
-    }
+  for (int i = 0; i < 4; ++i) acc[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  auto add = [&](int i, float w, const float4& v) {
+    acc[i].x += w * v.x;
+    acc[i].y += w * v.y;
+    acc[i].z += w * v.z;
+    acc[i].w += w * v.w;
   };
   for (int k0 = 0; k0 < n; k0 += 32) {
     const float my_w = k0 + lane < n ? exp2f((k0 == 0 ? lse0 : lse_at(k0 + lane)) - lse2) : 0.0f;
@@ -101,29 +109,26 @@ __global__ void __launch_bounds__(128) combine_kernel(const DecodeParams p) {
       for (int j = 0; j < pre_n; ++j) {
         const float w = __shfl_sync(0xFFFFFFFFu, my_w, j);
 #pragma unroll
-        for (int i = 0; i < 2; ++i) add(i, w, mine[j][lane + 32 * i]);
+        for (int i = 0; i < 4; ++i) add(i, w, mine[j][lane + 32 * i]);
       }
     }
 #pragma unroll 4
     for (int j = k0 == 0 ? pre_n : 0; j < kn; ++j) {
       const float w = __shfl_sync(0xFFFFFFFFu, my_w, j);
-      const uint4* o = o_row(k0 + j);
+      const float4* o = o_row(k0 + j);
 #pragma unroll
-      for (int i = 0; i < 2; ++i) add(i, w, __ldg(o + lane + 32 * i));
+      for (int i = 0; i < 4; ++i) add(i, w, __ldg(o + lane + 32 * i));
     }
   }
   const float lse = lse2 * 0.6931471805599453f;
   float factor = 1.0f;
   if (p.attn_sink != nullptr) factor = 1.0f / (1.0f + expf(p.attn_sink[head] - lse));
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    std::uint32_t w4[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const __nv_bfloat162 v = __floats2bfloat162_rn(acc[i][2 * e] * factor, acc[i][2 * e + 1] * factor);
-      w4[e] = *reinterpret_cast<const std::uint32_t*>(&v);
-    }
-    *reinterpret_cast<uint4*>(out + (8 * lane + 256 * i) / 2) = make_uint4(w4[0], w4[1], w4[2], w4[3]);
+  for (int i = 0; i < 4; ++i) {
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(acc[i].x * factor, acc[i].y * factor);
+    const __nv_bfloat162 hi = __floats2bfloat162_rn(acc[i].z * factor, acc[i].w * factor);
+    out[lane + 32 * i] =
+        make_uint2(*reinterpret_cast<const std::uint32_t*>(&lo), *reinterpret_cast<const std::uint32_t*>(&hi));
   }
   if (lane == 0) p.lse[orow] = lse;
 }

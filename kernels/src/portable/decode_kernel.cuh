@@ -11,8 +11,8 @@
 //      masked (-inf) for invalid rows -> sS;
 //   3. online softmax per head row in fp32 (running max and sum), P as bf16 -> sP;
 //   4. O = O * alpha + P V (V = K, the same 512 values) with mma.sync; O lives in registers.
-// At the end of a request the CTA writes bf16 out + natural-log lse (request not split), or a
-// bf16 partial normalised by its own sum + its fp32 lse in log2 (split); combine.cu merges partials.
+// At the end of a request the CTA writes bf16 out + natural-log lse (request not split), or an
+// fp32 partial normalised by its own sum + its fp32 lse in log2 (split); combine.cu merges partials.
 //
 // Template parameters: the main cache format and the extra cache format (kHasExtra false: none).
 // The main format decides the geometry (DecodeSmemT): head dim 576 for V3.2's 656-byte rows (Q K^T
@@ -542,10 +542,10 @@ __global__ void __launch_bounds__(DecodeSmem::kDecodeThreads, 1) sparse_decode_k
           const int split_idx = p.num_splits[r] + (r == begin_req ? begin_split : 0);
           const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + head;
           const float factor = l > 0.0f ? 1.0f / l : 0.0f;
-          std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.o_accum + arow * G::kDim + dw + 2 * t4);
+          float2* dst = reinterpret_cast<float2*>(p.o_accum + arow * G::kDim + dw + 2 * t4);
 #pragma unroll
           for (int j = 0; j < 8; ++j)
-            dst[j * 4] = pack_bf16x2(acc[t][j][2 * half] * factor, acc[t][j][2 * half + 1] * factor);
+            dst[j * 4] = make_float2(acc[t][j][2 * half] * factor, acc[t][j][2 * half + 1] * factor);
           if (dw == 0 && t4 == 0) p.lse_accum[arow] = partial_lse(l, m);
         }
       }

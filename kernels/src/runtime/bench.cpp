@@ -177,7 +177,7 @@ DecodeBenchResult bench_decode(const DecodeBenchShape& sh, const DecodeBenchOpti
   const auto splits = to_host<std::int32_t>(d_splits, static_cast<std::size_t>(sh.b + 1));
 
   DeviceBuffer d_out(static_cast<std::size_t>(bs * sh.h_q) * 512 * 2), d_lse(static_cast<std::size_t>(bs * sh.h_q) * 4);
-  DeviceBuffer d_oacc(static_cast<std::size_t>(o_accum_elems(sh.b, sh.s_q, sh.h_q, parts)) * 2);
+  DeviceBuffer d_oacc(static_cast<std::size_t>(o_accum_elems(sh.b, sh.s_q, sh.h_q, parts)) * sizeof(float));
   DeviceBuffer d_lacc(static_cast<std::size_t>(lse_accum_elems(sh.b, sh.s_q, sh.h_q, parts)) * 4);
   DecodeParams p;
   p.b = sh.b;
@@ -201,7 +201,7 @@ DecodeBenchResult bench_decode(const DecodeBenchShape& sh, const DecodeBenchOpti
   p.num_sm_parts = parts;
   p.out = d_out.as<std::uint16_t>();
   p.lse = d_lse.as<float>();
-  p.o_accum = d_oacc.as<std::uint16_t>();
+  p.o_accum = d_oacc.as<float>();
   p.lse_accum = d_lacc.as<float>();
 
   DecodeBenchResult r;

@@ -171,9 +171,9 @@ class CudaVerifyDevice final : public VerifyDevice {
     out.fill_bytes(0xFF);  // poison: every element must be written
     lse.fill_bytes(0xFF);
     const bool split = p.mode == DecodeMode::split_kv;
-    DeviceBuffer o_acc, lse_acc;  // split_kv's partials (bf16 rows, fp32 lse); the other modes have none
+    DeviceBuffer o_acc, lse_acc;  // split_kv's partials (fp32 rows and lse); the other modes have none
     if (split) {
-      o_acc = DeviceBuffer(static_cast<std::size_t>(o_accum_elems(p.b, p.s_q, p.h_q, parts)) * sizeof(std::uint16_t));
+      o_acc = DeviceBuffer(static_cast<std::size_t>(o_accum_elems(p.b, p.s_q, p.h_q, parts)) * sizeof(float));
       lse_acc = DeviceBuffer(static_cast<std::size_t>(lse_accum_elems(p.b, p.s_q, p.h_q, parts)) * sizeof(float));
     }
     DecodeParams d;
@@ -200,7 +200,7 @@ class CudaVerifyDevice final : public VerifyDevice {
       d.sched_records = records.as<std::int32_t>();
       d.num_splits = splits.as<std::int32_t>();
       d.num_sm_parts = parts;
-      d.o_accum = o_acc.as<std::uint16_t>();
+      d.o_accum = o_acc.as<float>();
       d.lse_accum = lse_acc.as<float>();
     }
     d.out = out.as<std::uint16_t>();

@@ -180,15 +180,15 @@ __device__ __forceinline__ void ws_softmax_block(float (&sacc)[32], std::uint64_
 }
 
 /// The epilogue of one math warpgroup through shared memory (docs/perf-history.md "v8"): the
-/// request's O rows (bf16, the attention sink applied, lse) or the partial at split_idx (bf16,
+/// request's O rows (bf16, the attention sink applied, lse) or the partial at split_idx (fp32,
 /// normalised by its own sum; log2-domain lse in fp32), for this warpgroup's 256 dims
 /// of the CTA's 64 heads, staged through `stage` (32 KiB, this warpgroup's half of the Q tile: every
 /// Q K^T that reads it has retired by then (seesaw: the other warpgroup's last Q K^T came before a P
 /// this warpgroup has consumed; v6 math: only this warpgroup reads its half), and the next
 /// request's Q is copied in only after a barrier over the readers) so that
 /// every global store is 16 bytes and every warp store covers whole 128-byte lines. The fragment
-/// writes are XOR-swizzled by row (conflict-free). bar_id: a named barrier of this warpgroup's 128
-/// threads. head0: the CTA's first head.
+/// writes are XOR-swizzled by row (conflict-free bf16, the 2 wavefronts a 256-byte fp32 warp store
+/// needs). bar_id: a named barrier of this warpgroup's 128 threads. head0: the CTA's first head.
 __device__ __forceinline__ void ws_store_o_staged(const DecodeParams& p, const float (&o)[128], const float (&l_row)[2],
                                                   const float (&m_run)[2], std::int64_t bs, int s, bool split,
                                                   int split_idx, int head0, int wg, std::uint8_t* stage, int bar_id) {
@@ -212,30 +212,57 @@ __device__ __forceinline__ void ws_store_o_staged(const DecodeParams& p, const f
       if (wg == 0 && t4 == 0) p.lse_accum[arow] = partial_lse(l, m_run[h]);
     }
   }
-  // Both kinds are bf16 rows. Row r (64) = 512 bytes; its 16-byte chunk c (dims 8c .. 8c + 7 of
-  // this warpgroup's 256) at chunk c ^ (r & 7). The thread's fragment element j (dims 8j + 2 t4,
-  // + 1) of row r is in chunk j.
+  if (!split) {
+    // bf16 out. Row r (64) = 512 bytes; its 16-byte chunk c (dims 8c .. 8c + 7 of this warpgroup's
+    // 256) at chunk c ^ (r & 7). The thread's fragment element j (dims 8j + 2 t4, + 1) of row r is
+    // in chunk j.
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = 16 * wq + g + 8 * h;
+    for (int h = 0; h < 2; ++h) {
+      const int r = 16 * wq + g + 8 * h;
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      *reinterpret_cast<std::uint32_t*>(stage + r * 512 + ((j ^ (r & 7)) << 4) + 4 * t4) =
-          pack_bf16x2(o[4 * j + 2 * h] * factor[h], o[4 * j + 2 * h + 1] * factor[h]);
+      for (int j = 0; j < 32; ++j) {
+        *reinterpret_cast<std::uint32_t*>(stage + r * 512 + ((j ^ (r & 7)) << 4) + 4 * t4) =
+            pack_bf16x2(o[4 * j + 2 * h] * factor[h], o[4 * j + 2 * h + 1] * factor[h]);
+      }
     }
-  }
-  named_barrier_sync(bar_id, 128);
-  // A warp writes one 512-byte row segment per instruction.
-  std::uint16_t* const dst = split ? p.o_accum : p.out;
-  const std::int64_t row0 =
-      split ? (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + head0 : bs * p.h_q + head0;
+    named_barrier_sync(bar_id, 128);
+    // A warp writes one 512-byte row segment per instruction.
 #pragma unroll 4
-  for (int i = 0; i < 16; ++i) {
-    const int idx = 128 * i + tw;
-    const int r = idx >> 5;
-    const int c = idx & 31;
-    const uint4 v = *reinterpret_cast<const uint4*>(stage + r * 512 + ((c ^ (r & 7)) << 4));
-    *reinterpret_cast<uint4*>(dst + (row0 + r) * 512 + 256 * wg + 8 * c) = v;
+    for (int i = 0; i < 16; ++i) {
+      const int idx = 128 * i + tw;
+      const int r = idx >> 5;
+      const int c = idx & 31;
+      const uint4 v = *reinterpret_cast<const uint4*>(stage + r * 512 + ((c ^ (r & 7)) << 4));
+      *reinterpret_cast<uint4*>(p.out + (bs * p.h_q + head0 + r) * 512 + 256 * wg + 8 * c) = v;
+    }
+  } else {
+    // fp32 o_accum: 64 rows x 1 KiB do not fit the 32 KiB stage, so two passes of 32 rows (pass h:
+    // rows 16 wq + g + 8h, staging row lr = 8 wq + g, 1 KiB each); the 16-byte chunk c (dims
+    // 4c .. 4c + 3) of staging row lr at chunk c ^ 2 (lr & 7). The thread's fragment element j
+    // (dims 8j + 2 t4, + 1) is the (t4 & 1) half of chunk 2j + (t4 >> 1).
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (h == 1) named_barrier_sync(bar_id, 128);  // every thread has read the first pass
+      const int lr = 8 * wq + g;
+#pragma unroll
+      for (int j = 0; j < 32; ++j) {
+        const int c = 2 * j + (t4 >> 1);
+        *reinterpret_cast<float2*>(stage + lr * 1024 + ((c ^ (2 * (lr & 7))) << 4) + 8 * (t4 & 1)) =
+            make_float2(o[4 * j + 2 * h] * factor[h], o[4 * j + 2 * h + 1] * factor[h]);
+      }
+      named_barrier_sync(bar_id, 128);
+      // A warp writes one 512-byte segment (half of this warpgroup's 1 KiB of a row) per instruction.
+#pragma unroll 4
+      for (int i = 0; i < 16; ++i) {
+        const int idx = 128 * i + tw;
+        const int rr = idx >> 6;  // staging row
+        const int c = idx & 63;
+        const float4 v = *reinterpret_cast<const float4*>(stage + rr * 1024 + ((c ^ (2 * (rr & 7))) << 4));
+        const int hd = head0 + 16 * (rr >> 3) + (rr & 7) + 8 * h;
+        const std::int64_t arow = (static_cast<std::int64_t>(split_idx) * p.s_q + s) * p.h_q + hd;
+        *reinterpret_cast<float4*>(p.o_accum + arow * 512 + 256 * wg + 4 * c) = v;
+      }
+    }
   }
 }
 
