@@ -145,16 +145,24 @@ __global__ void __launch_bounds__(SmallSmem::kDecodeThreads, 1) small_head_decod
     }
   };
 
-  // Prologue: the first kStages - 1 blocks in flight, one commit group each.
+  // Prologue: the first kStages - 1 blocks in flight, one commit group each. Their indices are
+  // loaded first, all of them, so that their latencies overlap instead of adding up.
   SmallCursor cc = settle(SmallCursor{begin_req, begin_block});
   SmallCursor fc = cc;
+  SmallCursor pro[kStages - 1];
+  std::int32_t pro_ids[kStages - 1];
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i) {
-    issue(fc, load_ids(fc), i);
-    cp_async_commit();
+    pro[i] = fc;
+    pro_ids[i] = load_ids(fc);
     fc = advance(fc);
   }
   std::int32_t fc_ids = load_ids(fc);  // the indices of the next block to issue, loaded one step early
+#pragma unroll
+  for (int i = 0; i < kStages - 1; ++i) {
+    issue(pro[i], pro_ids[i], i);
+    cp_async_commit();
+  }
 
   const int dw = warp * 64;  // this warp's head dims of Q K^T and output dims of P V
   std::uint32_t qf[kQSteps][4];
@@ -162,16 +170,10 @@ __global__ void __launch_bounds__(SmallSmem::kDecodeThreads, 1) small_head_decod
   int cur_req = -1;
   for (int it = 0; cc.r <= last_req; ++it) {
     const int slot = it % kStages;
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2) : "memory");
-    __syncthreads();  // block `it` staged; every warp is done with the previous block's sK, sS, sP
-    issue(fc, fc_ids, (it + kStages - 1) % kStages);
-    cp_async_commit();
-    fc = advance(fc);
-    fc_ids = load_ids(fc);
-
+    // A new request: its Q (the A fragments of this warp's dims; loaded before the wait below, so
+    // that their latency overlaps the rows'), and a zero output.
     const bool first = cc.r != cur_req;
     if (first) {
-      // This request's Q (A fragments of this warp's dims), and a zero output.
       cur_req = cc.r;
       const std::int64_t bs = static_cast<std::int64_t>(cc.r) * p.s_q + s;
       const std::uint16_t* q0 = p.q + bs * p.h_q * G::kQK;
@@ -192,6 +194,13 @@ __global__ void __launch_bounds__(SmallSmem::kDecodeThreads, 1) small_head_decod
 #pragma unroll
       for (int j = 0; j < 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
     }
+
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2) : "memory");
+    __syncthreads();  // block `it` staged; every warp is done with the previous block's sK, sS, sP
+    issue(fc, fc_ids, (it + kStages - 1) % kStages);
+    cp_async_commit();
+    fc = advance(fc);
+    fc_ids = load_ids(fc);
 
     // Dequantise the staged rows into sK.
     {
