@@ -188,6 +188,15 @@ void bench_samples() {
     bench_one("bench-v32-h200-tp8.json", "deepseek-v3.2.json", "h200", dev, o);
   }
   {
+    // 8 heads per rank unpadded (TRITON_MLA_SPARSE_DSV41), with the padded 64 beside each row.
+    testing_devices::FakeBenchDevice dev;
+    BenchOptions o;
+    o.batches = {1, 64};
+    o.layout.tensor_parallel_size = 8;
+    o.layout.attention_backend = "TRITON_MLA_SPARSE_DSV41";
+    bench_one("bench-v41-h200-tp8-triton.json", "deepseek-v4.1-flash.json", "h200", dev, o);
+  }
+  {
     // Rows the device refuses: unsupported, exit 3.
     testing_devices::FakeBenchDevice dev;
     dev.refuse = "fp8_ds_mla_v4";

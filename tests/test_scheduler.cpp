@@ -500,7 +500,7 @@ TEST_CASE("scheduler rejects invalid inputs", "[scheduler]") {
                  Contains("h_q = " + std::to_string(h)));
     }
     CHECK(usage_error([] { sched_params(SchedKernel::sm90_sparse, 132, 1, 96); }) ==
-          "h_q = 96: sm90-sparse accepts h_q 64 or 128");
+          "h_q = 96: sm90-sparse accepts h_q 64 or 128 (and 8 or 16: mla-plan's small-head kernel)");
     CHECK(usage_error([] { sched_params(SchedKernel::sm100_head64, 148, 1, 128); }) ==
           "h_q = 128: sm100-head64 accepts only h_q 64");
     CHECK(usage_error([] { sched_params(SchedKernel::sm100_head128, 148, 1, 64); }) ==

@@ -156,6 +156,7 @@ struct BenchCliOptions {
   std::int64_t warmup = 5;
   std::uint64_t seed = 2026;
   std::int64_t tensor_parallel_size = 1;
+  std::optional<std::string> attention_backend;  ///< vLLM's backend name whose layout and heads are timed
   std::optional<std::string> dtype;
   bool force = false;
   bool json = false;

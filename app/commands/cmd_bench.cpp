@@ -33,6 +33,9 @@ void setup_bench(CLI::App& app, BenchCliOptions& opt) {
   add_int_option(*sub, "--tensor-parallel-size,--tp", opt.tensor_parallel_size, "TP size (sets h_q per rank)",
                  parallel_size_range())
       ->group("Parallelism");
+  sub->add_option("--attention-backend", opt.attention_backend,
+                  "vLLM's backend name whose layout and heads are timed, e.g. TRITON_MLA_SPARSE_DSV41 (8 or 16 heads "
+                  "unpadded; default: vLLM's choice for this GPU)");
   sub->add_option("--dtype", opt.dtype, "model dtype the engine runs (default: the config's)");
   sub->add_flag("--force", opt.force, "also time combinations the backend rules reject (labelled as such)");
   sub->add_flag("--json", opt.json, "machine-readable results");
@@ -65,6 +68,7 @@ int run_bench_cli(const BenchCliOptions& opt, std::ostream& out, std::ostream& e
   bo.run.warmup = static_cast<std::int32_t>(opt.warmup);
   bo.run.seed = opt.seed;
   bo.layout.tensor_parallel_size = opt.tensor_parallel_size;
+  bo.layout.attention_backend = opt.attention_backend;
   bo.dtype = opt.dtype;
   bo.force = opt.force;
   check_bench_flags(cfg, topo, bo);  // every flag before any GPU is looked for

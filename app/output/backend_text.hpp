@@ -57,6 +57,12 @@ inline std::string schedules_remark(const Plan& r) {
   if (b.tile_plans) {
     return r.schedules.empty() ? "no FlashMLA sparse decode kernel for this target and head count" : std::string();
   }
+  if (r.schedules.empty() && r.layout->backend == BackendId::triton_mla_sparse_dsv41) {
+    // Its metadata builder asks FlashMLA's scheduler for an empty plan; the Triton kernel splits
+    // the keys itself. A FlashMLA plan of the same step would describe nothing it runs.
+    return title + " takes no FlashMLA tile plan: its metadata builder asks for an empty one and its Triton " +
+           "kernel splits the keys itself, so no FlashMLA plan describes its decode";
+  }
   if (r.schedules.empty()) {
     return "the engine's backend plans its own work: " + title + " takes no FlashMLA tile plans";
   }

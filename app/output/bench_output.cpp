@@ -2,6 +2,7 @@
 
 #include "output/bench_output.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -45,6 +46,24 @@ ojson row_json(const BenchRow& r) {
     j["num_sm_parts"] = r.timing.num_sm_parts;
     j["split_requests"] = r.timing.split_requests;
   }
+  if (r.heads) {
+    const auto& c = *r.heads;
+    auto us = [](double v) { return v > 0 ? ojson(v) : ojson(nullptr); };
+    j["heads_comparison"] = {
+        {"h_q", c.shape.h_q},
+        {"decode_mode",
+         c.shape.unsupported.empty() ? ojson(std::string(to_string(c.shape.mode.mode))) : ojson(nullptr)},
+        {"status", c.ran ? "ran" : "unsupported"},
+        {"reason", c.reason},
+        {"us_per_call", c.ran ? ojson(c.timing.us_per_call) : ojson(nullptr)},
+        {"unpadded_h_q", c.unpadded_h_q},
+        {"padded_h_q", c.padded_h_q},
+        {"unpadded_us", us(c.unpadded_us)},
+        {"padded_us", us(c.padded_us)},
+        {"unpadded_over_padded", c.unpadded_over_padded > 0 ? ojson(c.unpadded_over_padded) : ojson(nullptr)}};
+  } else {
+    j["heads_comparison"] = nullptr;
+  }
   return j;
 }
 
@@ -84,6 +103,17 @@ std::string fixed(double v, int digits) {
   return b;
 }
 
+/// "unpadded 8 heads: 9.1 us, padded to 64: 20.2 us, 0.45x" (what did not run says why).
+std::string heads_line(const BenchHeadsComparison& c) {
+  auto us = [](double v) { return v > 0 ? fixed(v, 1) + " us" : std::string("not timed"); };
+  std::string s = "unpadded " + std::to_string(c.unpadded_h_q) + " heads: " + us(c.unpadded_us) + ", padded to " +
+                  std::to_string(c.padded_h_q) + ": " + us(c.padded_us);
+  if (c.unpadded_over_padded > 0) s += ", " + fixed(c.unpadded_over_padded, 2) + "x";
+  if (c.ran) s += " (h_q " + std::to_string(c.shape.h_q) + ": " + std::string(to_string(c.shape.mode.mode)) + ")";
+  if (!c.ran && !c.reason.empty()) s += " (h_q " + std::to_string(c.shape.h_q) + ": " + c.reason + ")";
+  return s;
+}
+
 }  // namespace
 
 void write_bench_text(std::ostream& out, const std::string& config, const BenchGpuInfo& gpu, const BenchReport& report,
@@ -120,10 +150,16 @@ void write_bench_text(std::ostream& out, const std::string& config, const BenchG
                     rows.c_str(), "-", "-", r.reason.c_str());
     }
     out << line;
+    if (r.heads) out << "  " << heads_line(*r.heads) << "\n";
   }
   out << "us/call: scheduler (split_kv) + decode + combine (split_kv) in one CUDA graph, L2 flushed before each "
          "replay, median; decode us: without the scheduler; floor: max(bytes / copy rate, FLOPs / matmul rate)"
       << (c.matmul_tflops > 0 ? "" : " (bytes only: no matmul rate)") << "\n";
+  if (std::any_of(report.rows.begin(), report.rows.end(), [](const BenchRow& r) { return r.heads.has_value(); })) {
+    out << "unpadded / padded: the row's shape also timed at the other head count (8 or 16 heads unpadded on "
+           "mla-plan's small-head kernel, or padded to 64 as FlashMLA pads them); N x = unpadded us/call / padded "
+           "us/call\n";
+  }
 }
 
 }  // namespace mlaplan::cli

@@ -483,7 +483,12 @@ std::string render_layout_text(const PlanResult& r) {
   o << render_backend_text(r);
   const auto& p = l.parallel;
   o << "parallelism: TP " << p.tensor_parallel_size << " (" << p.local_query_heads << " query heads per rank";
-  if (p.padded_query_heads > 0) o << ", padded to " << p.padded_query_heads;
+  // 8 or 16 heads the backend runs as they are (TRITON_MLA_SPARSE_DSV41, FlashInfer): not padded.
+  if (p.padded_query_heads > 0 && p.padded_query_heads == p.local_query_heads && p.padded_query_heads < 64) {
+    o << ", unpadded";
+  } else if (p.padded_query_heads > 0) {
+    o << ", padded to " << p.padded_query_heads;
+  }
   o << "), PP " << p.pipeline_parallel_size << ", DP " << p.data_parallel_size << "\n";
 
   // Cache objects grouped by what they are.

@@ -101,10 +101,13 @@ int main(int argc, char** argv) try {
       // The row's place in the full list: its seed.
       const auto* at = std::find(std::begin(kBatches), std::end(kBatches), b);
       const int place = variable ? kRowsPerHq - 1 : at != std::end(kBatches) ? static_cast<int>(at - kBatches) : 0;
-      const std::uint64_t seed = seed_arg != 0
-                                     ? static_cast<std::uint64_t>(seed_arg)
-                                     : 2026 + static_cast<std::uint64_t>(
-                                                  (h_q == 128 ? 1 : h_q == 8 ? 2 : h_q == 16 ? 3 : 0) * kRowsPerHq + place);
+      const std::uint64_t seed = seed_arg != 0 ? static_cast<std::uint64_t>(seed_arg)
+                                               : 2026 + static_cast<std::uint64_t>((h_q == 128  ? 1
+                                                                                    : h_q == 8  ? 2
+                                                                                    : h_q == 16 ? 3
+                                                                                                : 0) *
+                                                                                       kRowsPerHq +
+                                                                                   place);
       mk::DecodeBenchShape sh;
       sh.b = b;
       sh.h_q = h_q;

@@ -113,8 +113,8 @@ namespace {
 
 struct VariantEntry {
   DecodeVariant variant;
-  detail::DecodeLauncher launch;     ///< the portable kernel
-  detail::DecodeLauncher launch_ws;  ///< the warp-specialised sm_90a kernel, null where there is none
+  detail::DecodeLauncher launch;                ///< the portable kernel
+  detail::DecodeLauncher launch_ws;             ///< the warp-specialised sm_90a kernel, null where there is none
   detail::DecodeLauncher launch_h8 = nullptr;   ///< the small-head kernel at h_q 8, null where there is none
   detail::DecodeLauncher launch_h16 = nullptr;  ///< ... at h_q 16
 };

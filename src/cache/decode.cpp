@@ -107,7 +107,20 @@ DecodeBatch make_decode_batch(const BatchOptions& o, std::int64_t max_model_len,
   return b;
 }
 
+DecodeHeads decode_heads(std::int64_t local_heads, std::int64_t backend_heads) {
+  DecodeHeads h;
+  if (local_heads < 1 || backend_heads < local_heads) return h;
+  h.h_q = backend_heads;
+  if (small_head_count(local_heads)) {
+    if (backend_heads == local_heads) h.compare_h_q = 64;  // unpadded: also the padded shape
+    if (backend_heads == 64) h.compare_h_q = local_heads;  // padded: also the unpadded one
+  }
+  return h;
+}
+
 std::optional<SchedKernel> decode_kernel_for(const ComputeCapability& cc, std::int64_t padded_heads) {
+  // 8 or 16 heads unpadded: mla-plan's small-head kernel, on the partitions of sm90-sparse.
+  if (small_head_count(padded_heads)) return cc.major == 9 ? std::optional(SchedKernel::sm90_sparse) : std::nullopt;
   if (padded_heads != 64 && padded_heads != 128) return std::nullopt;
   if (cc.major == 9) return SchedKernel::sm90_sparse;
   if (cc.major == 10) return padded_heads == 64 ? SchedKernel::sm100_head64 : SchedKernel::sm100_head128;
@@ -193,7 +206,7 @@ DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64
 DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk,
                                     bool has_extra, std::int64_t extra_topk, std::int64_t num_sms,
                                     const DecodeWork& work) {
-  const bool small_heads = h_q == 8 || h_q == 16;
+  const bool small_heads = small_head_count(h_q);
   if (b < 0 || s_q < 1 || (h_q < 64 && !small_heads) || topk < 0 || num_sms < 1 || (has_extra && extra_topk < 0)) {
     throw Error(ErrorKind::usage,
                 "decode plan: b, topk, extra_topk >= 0 and s_q, num_sms >= 1, h_q 8, 16 or >= 64 required (got b " +
@@ -271,7 +284,8 @@ DecodeMode decode_plan_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, 
 std::vector<LayerTypeSchedule> plan_decode_schedules(const ModelConfig& cfg, const Topology& topo, const Layout& layout,
                                                      const DecodeBatch& batch) {
   std::vector<LayerTypeSchedule> out;
-  const auto heads = layout.parallel.padded_query_heads;
+  // The heads the backend's kernel runs: padded to 64 / 128, or 8 / 16 unpadded.
+  const auto heads = decode_heads(layout.parallel.local_query_heads, layout.parallel.padded_query_heads).h_q;
   const auto kernel = decode_kernel_for(layout.target.cc, heads);
   if (!kernel) return out;
   for (auto type : topo.types_present) {

@@ -11,7 +11,8 @@
 //   1 <= b <= 1,048,576           decode tokens in one plan
 //   0 <= length <= 2^28           each lengths[i] and extra_lengths[i]
 //   1 <= num_sms <= 4096
-//   1 <= h_q <= 4096              (the sparse kernels further restrict it to 64 / 128)
+//   1 <= h_q <= 4096              (the sparse kernels further restrict it to 64 / 128; sm90-sparse
+//                                 also takes 8 / 16, mla-plan's small-head kernel)
 //   1 <= s_q <= 4096, h_k >= 1    (h_k only matters for the dense kernel, where h_k <= h_q)
 // With these limits n_i <= 2^23 + 1 fits int32, num_splits[b] <= b + P - 1 fits int32, and the
 // block total (up to ~2^43) needs int64. The upstream scheduler sums the total in int32, so for
@@ -86,11 +87,13 @@ SchedParams sched_params(SchedKernel kernel, std::int32_t num_sms, std::int32_t 
   std::int32_t parts = 0;
   switch (kernel) {
     case SchedKernel::sm90_sparse:
-      if (h_q != 64 && h_q != 128) {
-        throw_usage("h_q = " + std::to_string(h_q) + ": " + kname + " accepts h_q 64 or 128");
+      if (h_q != 64 && h_q != 128 && h_q != 8 && h_q != 16) {
+        throw_usage("h_q = " + std::to_string(h_q) + ": " + kname +
+                    " accepts h_q 64 or 128 (and 8 or 16: mla-plan's small-head kernel)");
       }
       p.fixed_overhead = 5;
-      parts = num_sms / s_q / (h_q / 64);
+      // The small-head kernel's CTA covers all its 8 or 16 heads: one head slice, as at 64.
+      parts = num_sms / s_q / std::max(h_q / 64, 1);
       break;
     case SchedKernel::sm100_head64:
       if (h_q != 64) throw_usage("h_q = " + std::to_string(h_q) + ": " + kname + " accepts only h_q 64");

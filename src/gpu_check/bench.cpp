@@ -9,6 +9,7 @@
 #include <string>
 
 #include "mlaplan/cache/decode.hpp"
+#include "mlaplan/engine/vllm/release.hpp"
 #include "mlaplan/base/error.hpp"
 
 namespace mlaplan {
@@ -26,6 +27,22 @@ const CacheObject* object_of(const Layout& layout, std::int64_t layer, CacheKind
 std::int32_t narrow(std::int64_t v, const char* what) {
   if (v < 0 || v > INT32_MAX) throw_internal(std::string(what) + " " + std::to_string(v) + " does not fit 32 bits");
   return static_cast<std::int32_t>(v);
+}
+
+/// Sets the shape's heads and what follows from them: FLOPs, bytes and the decode mode.
+void set_heads(BenchShape& s, std::int32_t h_q, std::int64_t num_sms) {
+  s.h_q = h_q;
+  const double rows = static_cast<double>(s.topk) + (s.has_extra ? s.extra_topk : 0);
+  const double tokens = static_cast<double>(s.b) * s.s_q;
+  // Q K^T over d_qk dims and P V over d_v = 512; q (d_qk) in and out (512) in bf16.
+  const double dqk = static_cast<double>(row_format(s.main_format).dims);
+  s.flops = 2.0 * s.h_q * tokens * rows * (dqk + kHeadDim);
+  s.bytes = tokens * (s.topk * static_cast<double>(row_format(s.main_format).row_bytes) +
+                      (s.has_extra ? s.extra_topk * static_cast<double>(row_format(s.extra_format).row_bytes) : 0.0)) +
+            tokens * s.h_q * (dqk + kHeadDim) * 2.0;
+  if (s.unsupported.empty()) {
+    s.mode = choose_decode_mode(s.b, s.s_q, s.h_q, s.topk, s.has_extra, s.extra_topk, num_sms);
+  }
 }
 
 }  // namespace
@@ -72,6 +89,8 @@ void check_bench_flags(const ModelConfig& cfg, const Topology& topo, const Bench
   check_bench_layer_types(topo, options.types);
   LayoutOptions lo = options.layout;
   lo.kv_cache_dtype = options.kv_cache_dtype;
+  // The backends of the release run_bench's plan models (make_plan's: the newest).
+  lo.release = backend_release_rules(newest_vllm_release());
   check_layout_flags(cfg, topo, lo);
 }
 
@@ -100,7 +119,11 @@ std::vector<BenchShape> bench_shapes(const ModelConfig& cfg, const Topology& top
     BenchShape base;
     base.type = type;
     base.num_layers = topo.count(type);
-    base.h_q = narrow(layout.parallel.padded_query_heads, "h_q");
+    // The heads the backend runs (8 / 16 unpadded, or padded), and for 8 / 16 local heads the
+    // other form as well.
+    const DecodeHeads heads = decode_heads(layout.parallel.local_query_heads, layout.parallel.padded_query_heads);
+    base.h_q = narrow(heads.h_q, "h_q");
+    base.compare_h_q = narrow(heads.compare_h_q, "compare h_q");
     const CacheObject* main =
         object_of(layout, layer->index, type == LayerType::dsa ? CacheKind::compressed : CacheKind::swa);
     const CacheObject* extra = nullptr;
@@ -138,22 +161,29 @@ std::vector<BenchShape> bench_shapes(const ModelConfig& cfg, const Topology& top
     for (auto b : batches) {
       BenchShape s = base;
       s.b = static_cast<std::int32_t>(b);
-      const double rows = static_cast<double>(s.topk) + (s.has_extra ? s.extra_topk : 0);
-      const double tokens = static_cast<double>(s.b) * s.s_q;
-      // Q K^T over d_qk dims and P V over d_v = 512; q (d_qk) in and out (512) in bf16.
-      const double dqk = static_cast<double>(row_format(s.main_format).dims);
-      s.flops = 2.0 * s.h_q * tokens * rows * (dqk + kHeadDim);
-      s.bytes =
-          tokens * (s.topk * static_cast<double>(row_format(s.main_format).row_bytes) +
-                    (s.has_extra ? s.extra_topk * static_cast<double>(row_format(s.extra_format).row_bytes) : 0.0)) +
-          tokens * s.h_q * (dqk + kHeadDim) * 2.0;
-      if (s.unsupported.empty()) {
-        s.mode = choose_decode_mode(s.b, s.s_q, s.h_q, s.topk, s.has_extra, s.extra_topk, layout.target.num_sms);
-      }
+      set_heads(s, s.h_q, layout.target.num_sms);
       shapes.push_back(std::move(s));
     }
   }
   return shapes;
+}
+
+BenchShape bench_shape_with_heads(const BenchShape& shape, std::int32_t h_q, std::int64_t num_sms) {
+  BenchShape s = shape;
+  s.compare_h_q = 0;
+  set_heads(s, h_q, num_sms);
+  return s;
+}
+
+void finish_bench_heads(const BenchRow& row, BenchHeadsComparison& c) {
+  const bool row_unpadded = small_head_count(row.shape.h_q);
+  c.unpadded_h_q = row_unpadded ? row.shape.h_q : c.shape.h_q;
+  c.padded_h_q = row_unpadded ? c.shape.h_q : row.shape.h_q;
+  const double row_us = row.ran ? row.timing.us_per_call : 0.0;
+  const double other_us = c.ran ? c.timing.us_per_call : 0.0;
+  c.unpadded_us = row_unpadded ? row_us : other_us;
+  c.padded_us = row_unpadded ? other_us : row_us;
+  c.unpadded_over_padded = c.unpadded_us > 0 && c.padded_us > 0 ? c.unpadded_us / c.padded_us : 0.0;
 }
 
 void finish_bench_row(BenchRow& r, const BenchCeilings& c) {
@@ -217,6 +247,27 @@ BenchReport run_bench(const ModelConfig& cfg, const Topology& topo, const Target
       row.timing = device.time(s, options.run);
       row.ran = true;
       finish_bench_row(row, report.ceilings);
+    }
+    if (s.compare_h_q > 0) {
+      // The same shape at the other head count: 8 / 16 unpadded against padded to 64.
+      BenchHeadsComparison c;
+      c.shape = bench_shape_with_heads(s, s.compare_h_q, layout.target.num_sms);
+      if (!row.ran) {
+        c.reason = "the row did not run";
+      } else {
+        c.reason = device.unsupported_reason(c.shape);
+      }
+      if (c.reason.empty()) {
+        if (options.progress) {
+          options.progress("bench: " + std::string(to_string(s.type)) + " h_q " + std::to_string(c.shape.h_q) + " b " +
+                           std::to_string(s.b) + " (" + std::string(to_string(c.shape.mode.mode)) +
+                           ", the other head count) ...");
+        }
+        c.timing = device.time(c.shape, options.run);
+        c.ran = true;
+      }
+      finish_bench_heads(row, c);
+      row.heads = std::move(c);
     }
     report.rows.push_back(std::move(row));
   }

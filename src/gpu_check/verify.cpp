@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "mlaplan/rules/backends.hpp"
+#include "mlaplan/engine/vllm/release.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/limits.hpp"
 #include "mlaplan/hardware/quant.hpp"
@@ -385,6 +386,8 @@ void check_verify_options(const ModelConfig& cfg, const Topology& topo, const Ve
   }
   LayoutOptions lo = options.layout;
   lo.kv_cache_dtype = "auto";
+  // The backends of the release the cells' plans model (make_plan's: the newest).
+  lo.release = backend_release_rules(newest_vllm_release());
   check_layout_flags(cfg, topo, lo);
   for (const auto& dtype : options.kv_cache_dtypes) (void)canonical_kv_cache_dtype(dtype);
   // As run_verify() makes the batch of every cell: max_model_len as the layout resolves it.
@@ -405,6 +408,7 @@ VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Targ
   };
   LayoutOptions base = options.layout;
   base.kv_cache_dtype = "auto";
+  base.release = backend_release_rules(newest_vllm_release());  // as make_plan's, below
   report.rules = evaluate_rules(cfg, topo, target, RuleOptions{options.dtype, base});
   throw_first_usage_error(report.rules);
   // Rules that do not depend on the kv dtype make every cell unsupported.
@@ -482,8 +486,12 @@ VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Targ
     }
     const std::vector<LayerTypeSchedule>& schedules = plan->schedules.empty() ? own_schedules : plan->schedules;
     if (schedules.empty()) {
-      unsupported_cells("no FlashMLA sparse decode kernel for " + target.cc.sm() + " with " +
-                        std::to_string(layout.parallel.padded_query_heads) + " query heads");
+      unsupported_cells("no sparse decode kernel of mla-plan's for " + target.cc.sm() + " with " +
+                        std::to_string(layout.parallel.padded_query_heads) + " query heads" +
+                        (small_head_count(layout.parallel.padded_query_heads)
+                             ? " (mla-plan plans 8 or 16 unpadded heads on compute capability 9.x, where "
+                               "TRITON_MLA_SPARSE_DSV41 runs them)"
+                             : ""));
       continue;
     }
     for (const auto& s : schedules) {
@@ -750,6 +758,15 @@ class HostVerifyDevice final : public VerifyDevice {
       return "no decode kernel for " + std::string(row_format(p.main.format).name) +
              (p.has_extra ? " + " + std::string(row_format(p.extra.format).name) : "");
     }
+    // The small-head kernel's formats (kernels/src/small): fp8_ds_mla 584 alone or + 584, 656 alone.
+    const bool small_ok = (p.main.format == RowFormatId::fp8_ds_mla_v4 &&
+                           (!p.has_extra || p.extra.format == RowFormatId::fp8_ds_mla_v4)) ||
+                          (p.main.format == RowFormatId::fp8_ds_mla_v32 && !p.has_extra);
+    if (small_head_count(p.h_q) && !small_ok) {
+      return "no small-head decode kernel (h_q " + std::to_string(p.h_q) + " unpadded) for " +
+             std::string(row_format(p.main.format).name) +
+             (p.has_extra ? " + " + std::string(row_format(p.extra.format).name) : "");
+    }
     return {};
   }
 
@@ -778,19 +795,25 @@ class HostVerifyDevice final : public VerifyDevice {
 
  private:
   /// The launch the kernels' rule would give on a device with every cluster resident: the grid of
-  /// the mode; cluster_split with cluster_split_ctas() CTAs per request (one_pass with one).
+  /// the mode; cluster_split with cluster_split_ctas() CTAs per request (one_pass with one). A CTA
+  /// covers 64 heads, or all 8 / 16 of the small-head kernel, which has no cluster form.
   VerifyLaunch launch_of(const VerifyProblem& p) const {
     VerifyLaunch L;
     L.reported = true;
     L.kernel = "host";
     L.mode = p.mode;
-    const auto per_request = static_cast<std::int64_t>(p.s_q) * (p.h_q / 64);
+    const bool small_heads = small_head_count(p.h_q);
+    const std::int64_t head_slices = small_heads ? 1 : p.h_q / 64;
+    const auto per_request = static_cast<std::int64_t>(p.s_q) * head_slices;
     L.grid_x = static_cast<std::uint32_t>(p.mode == DecodeMode::split_kv ? p.host_plan.params.num_sm_parts : p.b);
     L.grid_y = static_cast<std::uint32_t>(p.s_q);
-    L.grid_z = static_cast<std::uint32_t>(p.h_q / 64);
+    L.grid_z = static_cast<std::uint32_t>(head_slices);
     L.block = 128;
     if (p.mode == DecodeMode::cluster_split) {
-      if (!cluster_kernel_) {
+      if (small_heads) {
+        L.mode = DecodeMode::one_pass;
+        L.fallback = "cluster_split has no small-head kernel; ran one_pass";
+      } else if (!cluster_kernel_) {
         L.mode = DecodeMode::one_pass;
         L.fallback = "cluster_split needs a cluster kernel, which this device has none of; ran one_pass";
       } else {

@@ -249,7 +249,7 @@ std::vector<BackendInfo> make_catalogue() {
                           {8, 16},
                           "TRITON_MLA_SPARSE_DSV41 requires 8 or 16 local heads",
                           "Triton small-head sparse decode over fp8_ds_mla pages, heads unpadded (no tile-scheduler "
-                          "plan)",
+                          "plan; mla-plan's small-head kernel runs the same unpadded shapes in verify and bench)",
                           false,
                           true,
                           "0.31.0"});
@@ -414,7 +414,10 @@ std::vector<std::int64_t> backend_block_sizes(BackendId backend, Family family, 
       return {kSm120PageStates, 2 * kSm120PageStates};
     case BackendId::flashmla_sparse_dsv4: return {256};
     case BackendId::flashmla_sparse: return {64};
-    // Both subclass V4.1's FlashMLA backend and keep its get_supported_kernel_block_sizes.
+    // Both subclass V4.1's FlashMLA backend and keep its get_supported_kernel_block_sizes (tokens
+    // per page, not heads: DeepseekV41TritonSparseBackend overrides only the name, the builder and
+    // the capability, which is 9.0 alone, so the Triton backend always gets 64; its heads are
+    // get_padded_num_q_heads, the local 8 or 16 unpadded: head_paddings and exact_heads above).
     case BackendId::flashmla_mega_attn_dsv41:
     case BackendId::triton_mla_sparse_dsv41: return {cc.major == 9 ? 64 : 128};
   }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "mlaplan/base/text.hpp"
+#include "mlaplan/rules/head_padding.hpp"
 
 namespace mlaplan {
 
@@ -35,7 +36,9 @@ const std::vector<RuleInfo>& rule_catalogue() {
       {"backend.head_size", "head size 512 (V4/V4.1: 448 NoPE + 64 RoPE); 576 for V3.2 (512 latent + 64 RoPE)"},
       {"backend.kv_heads", "one shared KV latent (num_key_value_heads 1)"},
       {"backend.topk_width", "the decode kernel's index widths (window, index_topk) are multiples of 64"},
-      {"kernel.head_padding", "query heads per rank padded to the kernel's head count: the idle share"},
+      {"kernel.head_padding",
+       "query heads per rank padded to the kernel's head count: the idle share, and for 8 or 16 heads what running "
+       "them unpadded saves where it was measured on the GPU"},
       {"kernel.shape", "every kernel instantiation the layout needs exists for the backend on the target"},
   };
   return rules;
@@ -448,16 +451,34 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
     if (const auto padded = padded_heads(b, r.parallel.local_query_heads)) {
       r.parallel.padded_query_heads = *padded;
       if (r.parallel.padded_query_heads > r.parallel.local_query_heads) {
-        const std::int64_t idle = r.parallel.padded_query_heads - r.parallel.local_query_heads;
-        checks.push_back(
-            info_check("kernel.head_padding",
-                       "TP " + std::to_string(r.parallel.tensor_parallel_size) + ": " +
-                           std::to_string(r.parallel.local_query_heads) + " of " + std::to_string(heads) +
-                           " query heads per rank run in a " + std::to_string(r.parallel.padded_query_heads) +
-                           "-head kernel (" + std::to_string(idle) + " idle, " +
-                           fraction(idle, r.parallel.padded_query_heads) + " of the attention math) on " + b_title,
-                       "DP attention (--data-parallel-size) keeps all " + std::to_string(heads) + " heads on each rank",
-                       p + "/num_attention_heads"));
+        const std::int64_t local = r.parallel.local_query_heads;
+        const std::int64_t idle = r.parallel.padded_query_heads - local;
+        std::string msg = "TP " + std::to_string(r.parallel.tensor_parallel_size) + ": " + std::to_string(local) +
+                          " of " + std::to_string(heads) + " query heads per rank run in a " +
+                          std::to_string(r.parallel.padded_query_heads) + "-head kernel (" + std::to_string(idle) +
+                          " idle, " + fraction(idle, r.parallel.padded_query_heads) + " of the attention math) on " +
+                          b_title;
+        std::string fix =
+            "DP attention (--data-parallel-size) keeps all " + std::to_string(heads) + " heads on each rank";
+        // 8 or 16 heads padded to 64 over fp8_ds_mla rows: what running them unpadded saves, as
+        // measured on this GPU (mla-plan's small-head kernel against the padded one; never estimated).
+        if ((local == 8 || local == 16) && r.parallel.padded_query_heads == 64 && r.kv == KvCacheDtype::fp8_ds_mla) {
+          msg += "; unpadded: " + head_padding_measured_text(target, cfg.family, local, r.parallel.tensor_parallel_size,
+                                                             head_padding_measurements());
+          // vLLM 0.31's opt-in SM90 backend runs them unpadded (DeepseekV41TritonSparseAttention's
+          // validate_config: capability 9.0, 8 or 16 local heads, 512D heads with 64D RoPE, KV auto,
+          // fp8 or fp8_ds_mla).
+          if (b == BackendId::flashmla_sparse_dsv41 && o.release.v41_triton_sm90 && cc.major == 9 && cc.minor == 0 &&
+              cfg.head_dim == 512 && cfg.qk_rope_head_dim == 64 &&
+              (kv_value == "auto" || kv_value == "fp8" || kv_value == "fp8_ds_mla")) {
+            const std::string release =
+                o.release.version.empty() ? std::string("this vLLM release") : "vLLM " + std::string(o.release.version);
+            msg += " (TRITON_MLA_SPARSE_DSV41 runs " + std::to_string(local) + " heads unpadded on " + release + ")";
+            fix += ", or use --attention-backend TRITON_MLA_SPARSE_DSV41 (" + release + " runs the " +
+                   std::to_string(local) + " heads unpadded on SM90)";
+          }
+        }
+        checks.push_back(info_check("kernel.head_padding", msg, fix, p + "/num_attention_heads"));
       }
     } else if (backend_info(b).exact_heads) {
       // The kernel runs the local heads as they are: only its head counts, no padding.
@@ -698,6 +719,10 @@ void judge(KernelShape& s, BackendId b, const ModelConfig& cfg, const Target& ta
       return;
     case BackendId::triton_mla_sparse_dsv41:
       s.note = "Triton kernels compiled for the shape at start-up (BLOCK_H 16)";
+      if (s.phase == "decode") {
+        s.note += "; the " + std::to_string(s.kernel_heads) +
+                  " heads unpadded: mla-plan's small-head kernel (small_heads) runs this shape in verify and bench";
+      }
       return;
     case BackendId::flashinfer_mla_sparse_sm120:
       if (s.page_rows != kSm120PageStates) {

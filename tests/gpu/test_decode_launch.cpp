@@ -324,6 +324,5 @@ TEST_CASE("plan_decode_launch: h_q 8 and 16 run the small-head kernel unpadded",
   CHECK(mk::decode_num_sm_parts(132, 2, 8) == 66);
   CHECK(mk::decode_num_sm_parts(132, 1, 128) == 66);
   CHECK(std::string(mk::to_string(mk::DecodeKernel::small_heads)) == "small_heads");
-  CHECK_THROWS_AS(mk::plan_decode_launch(params(DecodeMode::split_kv, 4, 32, true), device(9, 0, 132)),
-                  mlaplan::Error);
+  CHECK_THROWS_AS(mk::plan_decode_launch(params(DecodeMode::split_kv, 4, 32, true), device(9, 0, 132)), mlaplan::Error);
 }

@@ -73,12 +73,18 @@ struct LayerTypeSchedule {
   DecodeModeChoice mode;  ///< how mla-plan's decode kernels run this step
 };
 
-/// The decode kernel the target runs for `padded_heads` query heads: sm90-sparse on compute
-/// capability 9.x, sm100-head64 / sm100-head128 on 10.x; nullopt elsewhere (no FlashMLA sparse kernel).
+/// The tile scheduler of the decode kernel the target runs for `padded_heads` query heads (the
+/// heads the backend's kernel runs, decode_heads()): sm90-sparse on compute capability 9.x for 64
+/// and 128, and for 8 and 16 (mla-plan's small-head kernel, run unpadded as
+/// TRITON_MLA_SPARSE_DSV41 runs them on 9.0: sm90-sparse's partitions, each covering every head);
+/// sm100-head64 / sm100-head128 on 10.x; nullopt elsewhere (no sparse kernel for the shape).
 std::optional<SchedKernel> decode_kernel_for(const ComputeCapability& cc, std::int64_t padded_heads);
 
-/// One plan per layer type present. Empty when the target has no sparse decode kernel or the
-/// heads cannot be padded (the layout's checks say why).
+/// One plan per layer type present, for the heads the backend's kernel runs
+/// (LayoutParallel::padded_query_heads: 8 or 16 unpadded for TRITON_MLA_SPARSE_DSV41). Empty when
+/// the target has no sparse decode kernel for them or the heads cannot be padded (the layout's
+/// checks say why). FlashMLA's plans where the backend runs FlashMLA; for another backend they are
+/// what mla-plan's kernels run the same step on (verify), not the engine's own work.
 std::vector<LayerTypeSchedule> plan_decode_schedules(const ModelConfig& cfg, const Topology& topo, const Layout& layout,
                                                      const DecodeBatch& batch);
 

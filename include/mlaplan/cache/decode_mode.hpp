@@ -10,11 +10,11 @@
 namespace mlaplan {
 
 /// How mla-plan's sparse decode kernels spread one decode step over the GPU.
-///   split_kv - one CTA per tile-scheduler partition (grid num_sm_parts x s_q x h_q / 64): each CTA
-///              walks the requests and 64-row blocks of its record; split requests are merged by
-///              a combine kernel.
-///   one_pass - one CTA per request (grid b x s_q x h_q / 64), which it attends in one pass: no
-///              plan, no partials, no combine kernel.
+///   split_kv - one CTA per tile-scheduler partition (grid num_sm_parts x s_q x h_q / 64; the
+///              small-head kernel's CTA covers all its 8 or 16 heads): each CTA walks the requests
+///              and 64-row blocks of its record; split requests are merged by a combine kernel.
+///   one_pass - one CTA per request (grid b x s_q x h_q / 64, or b x s_q for the small-head
+///              kernel), which it attends in one pass: no plan, no partials, no combine kernel.
 ///   cluster_split - a thread-block cluster of C CTAs per request (cluster_split_ctas), each over a
 ///              contiguous part of its blocks; the C partial rows are merged through distributed
 ///              shared memory (sm_90a): no plan, no partials in global memory, no combine
@@ -27,6 +27,27 @@ std::string_view to_string(DecodeMode m);
 /// Rows a request may attend for the one-pass plan: at most 10 blocks of 64 (the V4.1 decode
 /// shape: window 128 + extra top-k 512), so one request per CTA stays balanced.
 inline constexpr std::int32_t kOnePassMaxRows = 640;
+
+/// The query-head counts mla-plan's small-head decode kernel runs unpadded, one CTA covering every
+/// head (kernels/src/small): 8 and 16, V4 / V4.1 at TP 8 / TP 4 and V3.2 at TP 8. The kernels'
+/// dispatch says the same (kernels::is_small_head_count).
+constexpr bool small_head_count(std::int64_t h_q) { return h_q == 8 || h_q == 16; }
+
+/// The query heads per rank mla-plan's decode kernels run for a layout (what `verify` runs and
+/// `bench` times), and the other head count `bench` also times the same shape at.
+struct DecodeHeads {
+  /// The heads the backend's kernel runs: the local 8 or 16 unpadded where the backend runs them
+  /// so (TRITON_MLA_SPARSE_DSV41: the small-head kernel), else padded (64 or 128); 0: none.
+  std::int64_t h_q = 0;
+  /// For 8 or 16 local heads, the other form of the same shape: 64 where h_q is unpadded, the
+  /// local heads where the backend pads them to 64; 0 otherwise.
+  std::int64_t compare_h_q = 0;
+};
+
+/// decode_heads(query heads per rank, the head count the backend's kernel runs them in:
+/// padded_heads(), LayoutParallel::padded_query_heads, 0 when none). Pure: what verify and bench
+/// run follows the resolved backend.
+DecodeHeads decode_heads(std::int64_t local_heads, std::int64_t backend_heads);
 
 /// The 64-row blocks a decode request of the given top-k sizes is walked in: ceil(topk / 64) main
 /// blocks (at least one) plus ceil(extra_topk / 64) extra ones. Sizes must be >= 0.
@@ -83,7 +104,8 @@ struct DecodeModeChoice {
 ///   ctas * n_blocks >= num_sms * (n_blocks - kSplitKvFixedBlocks) (V4.1: ctas >= 93; requests of
 ///   at most 3 blocks: always);
 /// - split_kv otherwise (V4.1: ctas < 55 and 67 .. 92).
-/// Error(usage) for negative sizes, s_q or num_sms < 1, h_q other than 8, 16 or >= 64 (h_q 8 / 16: the small-head kernel, one CTA per request or partition covering every head, no cluster form).
+/// Error(usage) for negative sizes, s_q or num_sms < 1, h_q other than 8, 16 or >= 64 (h_q 8 / 16:
+/// the small-head kernel, one CTA per request or partition covering every head, no cluster form).
 DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk,
                                     bool has_extra, std::int64_t extra_topk, std::int64_t num_sms);
 

@@ -30,7 +30,7 @@ struct SchedInput {
   SchedKernel kernel = SchedKernel::sm90_sparse;
   std::int32_t num_sms = 132;
   std::int32_t s_q = 1;
-  std::int32_t h_q = 64;                    ///< query heads (64 or 128 for the sparse kernels)
+  std::int32_t h_q = 64;                    ///< query heads (64 or 128; sm90-sparse also 8 or 16)
   std::int32_t h_k = 1;                     ///< KV heads (dense kernel only)
   std::vector<std::int32_t> lengths;        ///< topk_length (sparse) or sequence length (dense), [b]
   bool has_extra = false;                   ///< an extra (compressed) cache is present
@@ -60,7 +60,10 @@ struct SchedPlan {
   std::int64_t accum_bytes = 0;  ///< fp32 o_accum + lse_accum for [b + P] partials
 };
 
-/// Constants of `kernel` for this GPU and shape (tile-scheduler parameters table).
+/// Constants of `kernel` for this GPU and shape (tile-scheduler parameters table). sm90-sparse
+/// takes h_q 64 or 128 (FlashMLA's), and 8 or 16 for mla-plan's small-head kernel, whose CTA covers
+/// every head: num_sms / s_q partitions, as for 64 heads (which is also what FlashMLA plans for
+/// 8 or 16 heads padded to 64).
 SchedParams sched_params(SchedKernel kernel, std::int32_t num_sms, std::int32_t s_q, std::int32_t h_q,
                          std::int32_t h_k = 1);
 

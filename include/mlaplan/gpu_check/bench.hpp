@@ -28,7 +28,12 @@ struct BenchShape {
   std::int64_t num_layers = 0;  ///< layers of the config with this type
   std::int32_t b = 1;           ///< requests (one query token each)
   std::int32_t s_q = 1;
-  std::int32_t h_q = 64;  ///< query heads per rank, padded (64 or 128)
+  /// The heads the kernel runs: what the backend runs (decode_heads()): padded to 64 or 128, or
+  /// 8 / 16 unpadded (TRITON_MLA_SPARSE_DSV41, mla-plan's small-head kernel).
+  std::int32_t h_q = 64;
+  /// For 8 or 16 local heads, the other head count bench also times the shape at
+  /// (DecodeHeads::compare_h_q: 64 where h_q is unpadded, the local heads where h_q pads them); 0: none.
+  std::int32_t compare_h_q = 0;
   RowFormatId main_format = RowFormatId::fp8_ds_mla_v4;
   std::int32_t main_page = 0;  ///< rows per page
   std::int32_t topk = 0;
@@ -76,6 +81,22 @@ class BenchDevice {
   virtual BenchTiming time(const BenchShape& shape, const BenchRunOptions& options) = 0;
 };
 
+/// The same shape timed at the other head count (BenchShape::compare_h_q): the local 8 or 16
+/// heads unpadded on the small-head kernel against them padded to 64.
+struct BenchHeadsComparison {
+  BenchShape shape;  ///< the row's shape at compare_h_q (its flops, bytes and mode for those heads)
+  bool ran = false;
+  std::string reason;  ///< why it did not run
+  BenchTiming timing;
+  std::int32_t unpadded_h_q = 0;  ///< 8 or 16
+  std::int32_t padded_h_q = 0;    ///< 64
+  double unpadded_us = 0;         ///< us_per_call of the unpadded shape (0: not timed)
+  double padded_us = 0;           ///< us_per_call of the padded shape (0: not timed)
+  /// unpadded_us / padded_us: the share of the padded time the unpadded kernel takes (0: either
+  /// was not timed).
+  double unpadded_over_padded = 0;
+};
+
 /// One line of the result.
 struct BenchRow {
   BenchShape shape;
@@ -88,6 +109,9 @@ struct BenchRow {
   double flop_floor_us = 0;   ///< flops at the measured matmul rate (0: rate unknown)
   double floor_us = 0;        ///< the larger of the two
   double floor_fraction = 0;  ///< floor_us / us_per_call
+  /// The shape at the other head count, where the local heads are 8 or 16 (run_bench() times it
+  /// after the row).
+  std::optional<BenchHeadsComparison> heads;
 };
 
 struct BenchOptions {
@@ -131,6 +155,14 @@ std::vector<BenchShape> bench_shapes(const ModelConfig& cfg, const Topology& top
 
 /// Fills a row's rates and floors from its shape, timing and the ceilings.
 void finish_bench_row(BenchRow& row, const BenchCeilings& ceilings);
+
+/// `shape` at `h_q` query heads: the same widths and caches, flops, bytes and the decode mode
+/// (choose_decode_mode on `num_sms`) recomputed for h_q, compare_h_q cleared.
+BenchShape bench_shape_with_heads(const BenchShape& shape, std::int32_t h_q, std::int64_t num_sms);
+
+/// Fills the comparison's unpadded / padded times and their ratio from the row's timing and the
+/// comparison's (the row is unpadded when its h_q is 8 or 16).
+void finish_bench_heads(const BenchRow& row, BenchHeadsComparison& heads);
 
 /// Plans the layout, evaluates the rules, measures the ceilings and times every shape.
 BenchReport run_bench(const ModelConfig& cfg, const Topology& topo, const Target& target, BenchDevice& device,

@@ -70,7 +70,8 @@ struct ParallelLayout {
   /// --language-model-only (vLLM's): the vision tower is not loaded (no modality is served).
   bool language_model_only = false;
   std::int64_t local_query_heads = 0;  ///< num_attention_heads / TP; 0 until resolved
-  /// The backend's kernel head count (FlashMLA 64 / 128, FlashInfer 8..128); 0: none.
+  /// The backend's kernel head count (FlashMLA 64 / 128, FlashInfer 8..128, TRITON_MLA_SPARSE_DSV41
+  /// 8 / 16 unpadded); 0: none.
   std::int64_t padded_query_heads = 0;
   std::int64_t gpus() const;                  ///< TP x DP x PP (checked)
   std::int64_t expert_parallel_size() const;  ///< TP x DP with EP on, else 1

@@ -58,28 +58,28 @@ using DecodeSmemDirect = DecodeSmemT<512, 0>;
 /// partial Q K^T over its dims goes to its own S slice, summed by the softmax.
 template <int kDqk, int kStage, int kStagesT>
 struct SmallSmemT {
-  static constexpr int kRows = 64;       // K/V rows per block (tile-scheduler block B)
-  static constexpr int kHeads = 16;      // MMA rows: h_q 16, or 8 with rows 8..15 idle
-  static constexpr int kDim = 512;       // d_v
-  static constexpr int kQK = kDqk;       // d_qk: 512, or 576 (512 NoPE + 64 RoPE)
+  static constexpr int kRows = 64;   // K/V rows per block (tile-scheduler block B)
+  static constexpr int kHeads = 16;  // MMA rows: h_q 16, or 8 with rows 8..15 idle
+  static constexpr int kDim = 512;   // d_v
+  static constexpr int kQK = kDqk;   // d_qk: 512, or 576 (512 NoPE + 64 RoPE)
   static constexpr int kQKStride = kDqk + 8;
-  static constexpr int kSStride = 68;    // floats per row of a warp's S slice (64 + 4 pad)
-  static constexpr int kPStride = 72;    // bf16 per row of P
+  static constexpr int kSStride = 68;  // floats per row of a warp's S slice (64 + 4 pad)
+  static constexpr int kPStride = 72;  // bf16 per row of P
   static constexpr int kStageStride = kStage;
   static constexpr int kStages = kStagesT;
   static constexpr bool kDirect = false;
   static constexpr int kDecodeWarps = 8;
   static constexpr int kDecodeThreads = 32 * kDecodeWarps;
 
-  static constexpr std::size_t stage = 0;                                              // u8 [kStages][64][kStage]
-  static constexpr std::size_t k = stage + std::size_t(kStages) * kRows * kStage;      // bf16 [64][stride]
-  static constexpr std::size_t s = k + std::size_t(kRows) * kQKStride * 2;              // f32 [8][16][68]
-  static constexpr std::size_t s_warp = std::size_t(kHeads) * kSStride;                 // floats per warp slice
-  static constexpr std::size_t p = s + std::size_t(kDecodeWarps) * s_warp * 4;          // bf16 [16][72]
-  static constexpr std::size_t row_max = p + std::size_t(kHeads) * kPStride * 2;        // f32 [16]
-  static constexpr std::size_t row_sum = row_max + kHeads * 4;                          // f32 [16]
-  static constexpr std::size_t row_alpha = row_sum + kHeads * 4;                        // f32 [16]
-  static constexpr std::size_t valid = row_alpha + kHeads * 4;                          // i32 [kStages][64]
+  static constexpr std::size_t stage = 0;                                          // u8 [kStages][64][kStage]
+  static constexpr std::size_t k = stage + std::size_t(kStages) * kRows * kStage;  // bf16 [64][stride]
+  static constexpr std::size_t s = k + std::size_t(kRows) * kQKStride * 2;         // f32 [8][16][68]
+  static constexpr std::size_t s_warp = std::size_t(kHeads) * kSStride;            // floats per warp slice
+  static constexpr std::size_t p = s + std::size_t(kDecodeWarps) * s_warp * 4;     // bf16 [16][72]
+  static constexpr std::size_t row_max = p + std::size_t(kHeads) * kPStride * 2;   // f32 [16]
+  static constexpr std::size_t row_sum = row_max + kHeads * 4;                     // f32 [16]
+  static constexpr std::size_t row_alpha = row_sum + kHeads * 4;                   // f32 [16]
+  static constexpr std::size_t valid = row_alpha + kHeads * 4;                     // i32 [kStages][64]
   static constexpr std::size_t total = valid + std::size_t(kStages) * kRows * 4;
 
   static_assert(kDqk == 512 || kDqk == 576, "head dim 512 or 576");

@@ -3,6 +3,7 @@
 // host sources only): which kernel format serves a layout's format, and whether a compiled decode
 // variant covers a (main, extra) pair.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -23,8 +24,10 @@ inline std::optional<RowFormat> kernel_format(RowFormatId id) {
   }
 }
 
-/// "" when a compiled decode variant reads `main` (+ `extra`), else why not.
-inline std::string decode_support_reason(RowFormatId main_id, bool has_extra, RowFormatId extra_id) {
+/// "" when a compiled decode variant reads `main` (+ `extra`) at `h_q` heads (8 / 16: one with a
+/// small-head kernel), else why not.
+inline std::string decode_support_reason(RowFormatId main_id, bool has_extra, RowFormatId extra_id,
+                                         std::int32_t h_q = 64) {
   const auto main = kernel_format(main_id);
   const auto extra = has_extra ? kernel_format(extra_id) : std::optional<RowFormat>(RowFormat::fp8_ds_mla_584);
   const std::string pair =
@@ -35,7 +38,13 @@ inline std::string decode_support_reason(RowFormatId main_id, bool has_extra, Ro
            "bf16 1024 (+ 1024) and fp8_per_tensor 512 (+ 512))";
   }
   for (const auto& v : supported_decode_variants()) {
-    if (v.main == *main && v.has_extra == has_extra && (!has_extra || v.extra == *extra)) return {};
+    if (v.main == *main && v.has_extra == has_extra && (!has_extra || v.extra == *extra)) {
+      if (is_small_head_count(h_q) && !v.small_heads) {
+        return "no small-head decode kernel (h_q " + std::to_string(h_q) + " unpadded) in this build for " + pair +
+               " (the small-head kernel reads fp8_ds_mla_v4 584 (+ 584) and fp8_ds_mla_v32 656)";
+      }
+      return {};
+    }
   }
   return "no decode kernel in this build for " + pair;
 }

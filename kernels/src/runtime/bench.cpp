@@ -160,7 +160,8 @@ DecodeBenchResult bench_decode(const DecodeBenchShape& sh, const DecodeBenchOpti
     throw_usage("bench_decode: num_sm_parts " + std::to_string(opt.num_sm_parts) + " is outside 0.." +
                 std::to_string(kMaxSmParts));
   }
-  const std::int32_t parts = opt.num_sm_parts > 0 ? opt.num_sm_parts : decode_num_sm_parts(dev.sm_count, sh.s_q, sh.h_q);
+  const std::int32_t parts =
+      opt.num_sm_parts > 0 ? opt.num_sm_parts : decode_num_sm_parts(dev.sm_count, sh.s_q, sh.h_q);
   DeviceBuffer d_rec(static_cast<std::size_t>(parts) * 32), d_splits(static_cast<std::size_t>(sh.b + 1) * 4);
   ScheduleParams sp;
   sp.b = sh.b;

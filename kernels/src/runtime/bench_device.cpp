@@ -35,7 +35,7 @@ class CudaBenchDevice final : public BenchDevice {
 
   std::string unsupported_reason(const BenchShape& s) const override {
     if (s.s_q != 1) return "bench times s_q 1";
-    return detail::decode_support_reason(s.main_format, s.has_extra, s.extra_format);
+    return detail::decode_support_reason(s.main_format, s.has_extra, s.extra_format, s.h_q);
   }
 
   BenchTiming time(const BenchShape& s, const BenchRunOptions& o) override {

@@ -119,7 +119,7 @@ class CudaVerifyDevice final : public VerifyDevice {
   explicit CudaVerifyDevice(int index) : index_(select_device(index)) {}
 
   std::string unsupported_reason(const VerifyProblem& p) const override {
-    return detail::decode_support_reason(p.main.format, p.has_extra, p.extra.format);
+    return detail::decode_support_reason(p.main.format, p.has_extra, p.extra.format, p.h_q);
   }
 
   VerifyRun run(const VerifyProblem& p) override {

@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(SmallSmem::kDecodeThreads, 1) small_head_decod
                 "main and extra rows hold the kernel's head dim");
   constexpr int kStages = G::kStages;
   constexpr int kRowsPerWarp = G::kRows / G::kDecodeWarps;  // rows a warp stages and dequantises
-  constexpr bool kRope = G::kQK == 576;                      // warps 0..3 take one 16-dim RoPE step each
+  constexpr bool kRope = G::kQK == 576;                     // warps 0..3 take one 16-dim RoPE step each
   constexpr int kQSteps = kRope ? 5 : 4;
   extern __shared__ __align__(16) std::uint8_t smem[];
   auto* stage = smem + G::stage;
@@ -279,7 +279,8 @@ __global__ void __launch_bounds__(SmallSmem::kDecodeThreads, 1) small_head_decod
       }
 #pragma unroll
       for (int off = 1; off < 16; off <<= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, off);
-      *reinterpret_cast<uint2*>(sP + row * G::kPStride + c0) = make_uint2(pack_bf16x2(pv[0], pv[1]), pack_bf16x2(pv[2], pv[3]));
+      *reinterpret_cast<uint2*>(sP + row * G::kPStride + c0) =
+          make_uint2(pack_bf16x2(pv[0], pv[1]), pack_bf16x2(pv[2], pv[3]));
       if ((tid & 15) == 0) {
         sMax[row] = m_new;
         sSum[row] = l_old * alpha + sum;
@@ -334,7 +335,8 @@ __global__ void __launch_bounds__(SmallSmem::kDecodeThreads, 1) small_head_decod
           const RowFinish f = finish_row(p, l, m, head);
           std::uint32_t* dst = reinterpret_cast<std::uint32_t*>(p.out + orow * G::kDim + dw + 2 * t4);
 #pragma unroll
-          for (int j = 0; j < 8; ++j) dst[j * 4] = pack_bf16x2(acc[j][2 * half] * f.factor, acc[j][2 * half + 1] * f.factor);
+          for (int j = 0; j < 8; ++j)
+            dst[j * 4] = pack_bf16x2(acc[j][2 * half] * f.factor, acc[j][2 * half + 1] * f.factor);
           if (warp == 0 && t4 == 0) p.lse[orow] = f.lse;
         } else {
           const int split_idx = p.num_splits[r] + (r == begin_req ? begin_split : 0);
@@ -343,7 +345,8 @@ __global__ void __launch_bounds__(SmallSmem::kDecodeThreads, 1) small_head_decod
           float* dst = p.o_accum + arow * G::kDim + dw + 2 * t4;
 #pragma unroll
           for (int j = 0; j < 8; ++j)
-            *reinterpret_cast<float2*>(dst + 8 * j) = make_float2(acc[j][2 * half] * factor, acc[j][2 * half + 1] * factor);
+            *reinterpret_cast<float2*>(dst + 8 * j) =
+                make_float2(acc[j][2 * half] * factor, acc[j][2 * half + 1] * factor);
           if (warp == 0 && t4 == 0) p.lse_accum[arow] = partial_lse(l, m);
         }
       }

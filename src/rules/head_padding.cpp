@@ -1,0 +1,86 @@
+#include "mlaplan/rules/head_padding.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+
+namespace mlaplan {
+namespace {
+
+// Measured rows. Each one comes from `mla-plan bench CONFIG --tp N --json` run on the GPU it
+// names (N = the TP that leaves 8 or 16 query heads per rank, e.g. --tp 8 for V4.1-Flash): bench
+// times every layer type's decode step with the heads as the backend runs them and at the other
+// head count (its rows' "heads_comparison": unpadded_us, padded_us), and one row here is one
+// (layer type, b) of that output, with the date of the run and the command as it was typed. No
+// row is derived or estimated: a GPU without rows gets "not measured" in the finding. A row looks
+// like this:
+//   {"h200", "NVIDIA H200", Family::deepseek_v41, "c1a", 8, 64, 48.1, 20.2, "2026-12-06",
+//    "mla-plan bench configs/deepseek-v4.1-flash.json --tp 8 --batch 1,8,64 --json"},
+const std::vector<HeadPaddingMeasurement> kMeasured = {};
+
+std::atomic<const std::vector<HeadPaddingMeasurement>*> g_override{nullptr};
+
+std::string fixed(double v, int digits) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.*f", digits, v);
+  return b;
+}
+
+// Rows quoted in one message; the rest are counted.
+constexpr std::size_t kMaxQuoted = 4;
+
+}  // namespace
+
+std::span<const HeadPaddingMeasurement> head_padding_measurements() {
+  const auto* o = g_override.load();
+  return o != nullptr ? std::span<const HeadPaddingMeasurement>(*o)
+                      : std::span<const HeadPaddingMeasurement>(kMeasured);
+}
+
+ScopedHeadPaddingMeasurements::ScopedHeadPaddingMeasurements(std::vector<HeadPaddingMeasurement> rows)
+    : rows_(std::move(rows)), previous_(g_override.exchange(&rows_)) {}
+
+ScopedHeadPaddingMeasurements::~ScopedHeadPaddingMeasurements() { g_override.store(previous_); }
+
+bool head_padding_row_matches(const HeadPaddingMeasurement& row, const Target& target) {
+  if (target.source == TargetSource::detected) return !row.device_name.empty() && row.device_name == target.name;
+  return !row.gpu.empty() && row.gpu == target.id;
+}
+
+std::string head_padding_measured_text(const Target& target, Family family, std::int64_t local_heads,
+                                       std::int64_t tensor_parallel_size,
+                                       std::span<const HeadPaddingMeasurement> rows) {
+  std::vector<const HeadPaddingMeasurement*> mine;
+  for (const auto& r : rows) {
+    if (r.family == family && r.heads == local_heads && r.padded_us > 0 && r.unpadded_us > 0 &&
+        head_padding_row_matches(r, target)) {
+      mine.push_back(&r);
+    }
+  }
+  const std::string heads = std::to_string(local_heads);
+  if (mine.empty()) {
+    return "not measured on " + target.name + ": run `mla-plan bench CONFIG --tp " +
+           std::to_string(tensor_parallel_size) + "` there";
+  }
+  std::stable_sort(mine.begin(), mine.end(), [](const auto* a, const auto* b) { return a->b < b->b; });
+  std::vector<std::string_view> dates;
+  for (const auto* r : mine) {
+    if (std::find(dates.begin(), dates.end(), r->date) == dates.end()) dates.push_back(r->date);
+  }
+  std::string when;
+  for (auto d : dates) when += (when.empty() ? "" : ", ") + std::string(d);
+  const std::string_view device =
+      mine.front()->device_name.empty() ? std::string_view(target.name) : mine.front()->device_name;
+  std::string s = "measured on " + std::string(device) + (when.empty() ? "" : " (" + when + ")") + ": the unpadded " +
+                  heads + "-head kernel takes ";
+  for (std::size_t i = 0; i < mine.size() && i < kMaxQuoted; ++i) {
+    const auto& r = *mine[i];
+    s += (i ? ", " : "") + fixed(r.unpadded_us / r.padded_us, 2) + (i ? "" : " of the padded time") + " at b " +
+         std::to_string(r.b) + " (" + (r.layer_type.empty() ? "" : std::string(r.layer_type) + ": ") +
+         fixed(r.unpadded_us, 1) + " us against " + fixed(r.padded_us, 1) + " us)";
+  }
+  if (mine.size() > kMaxQuoted) s += ", and " + std::to_string(mine.size() - kMaxQuoted) + " more rows";
+  return s;
+}
+
+}  // namespace mlaplan
