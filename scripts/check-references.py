@@ -33,7 +33,8 @@ NOT_OURS = {
 }
 # A log of past states whose file names are those of their time (it says so).
 HISTORY = {"docs/perf-history.md"}
-SKIP_DIRS = {".git", "build", "build-asan", "build-fuzz", "build-gpu", "third_party", "node_modules"}
+SKIP_DIRS = {".git", "build", "build-asan", "build-fuzz", "build-gpu", "third_party", "node_modules",
+             ".sxs-stage"}  # .sxs-stage: FlashMLA and CUTLASS staged for the side-by-side harness (ignored)
 
 
 def comment_text(path, text):

@@ -61,7 +61,7 @@ fm_root = os.path.abspath(args.flashmla)
 sys.path.insert(0, fm_root)
 sys.path.insert(0, os.path.join(fm_root, "tests"))
 import flash_mla  # noqa: E402
-from quant import FP8KVCacheLayout, dequantize_k_cache, quantize_k_cache  # noqa: E402  (FlashMLA tests/quant.py)
+from quant import FP8KVCacheLayout, dequantize_k_cache, quantize_k_cache  # noqa: E402  (the quant module of FlashMLA's tests)
 
 dev = torch.device("cuda")
 props = torch.cuda.get_device_properties(dev)

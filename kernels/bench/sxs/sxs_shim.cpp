@@ -86,8 +86,7 @@ int sxs_choose_mode(int b, int s_q, int h_q, int topk, int extra_topk, const int
                     int num_sms, int* mode_out, int* cluster_ctas_out, char* reason, int reason_cap) {
   try {
     const mlaplan::DecodeWork w = mlaplan::decode_work(len_host, b, topk, elen_host, extra_topk);
-    const mlaplan::DecodeModeChoice ch =
-        mlaplan::choose_decode_mode(b, s_q, h_q, topk, true, extra_topk, num_sms, w);
+    const mlaplan::DecodeModeChoice ch = mlaplan::choose_decode_mode(b, s_q, h_q, topk, true, extra_topk, num_sms, w);
     *mode_out = static_cast<int>(ch.mode);
     *cluster_ctas_out = static_cast<int>(ch.cluster_ctas);
     copy_text(ch.reason, reason, reason_cap);
@@ -122,14 +121,12 @@ int sxs_schedule(int b, int topk, const int* len, int extra_topk, const int* ele
 
 /// One sparse decode call (fp8_ds_mla 584 main + 584 extra cache, s_q 1 or more), as bench.cpp
 /// fills DecodeParams. mode: 0 split_kv, 1 one_pass, 2 cluster_split. describe: the launch as it ran.
-int sxs_decode(int mode, int b, int s_q, int h_q, const void* q,
-               const void* main_data, int main_page, long long main_stride, long long main_pages,
-               const int* indices, int topk, const int* topk_length,
+int sxs_decode(int mode, int b, int s_q, int h_q, const void* q, const void* main_data, int main_page,
+               long long main_stride, long long main_pages, const int* indices, int topk, const int* topk_length,
                const void* extra_data, int extra_page, long long extra_stride, long long extra_pages,
                const int* extra_indices, int extra_topk, const int* extra_topk_length, float softmax_scale,
-               const int* sched_records, const int* num_splits, int parts,
-               void* out, float* lse, void* o_accum, float* lse_accum, void* stream, char* describe,
-               int describe_cap) {
+               const int* sched_records, const int* num_splits, int parts, void* out, float* lse, void* o_accum,
+               float* lse_accum, void* stream, char* describe, int describe_cap) {
   try {
     mk::DecodeParams p;
     p.mode = static_cast<mk::DecodeMode>(mode);
