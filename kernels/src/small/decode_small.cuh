@@ -281,6 +281,7 @@ __global__ void __launch_bounds__(SmallSmem::kDecodeThreads, 1) small_head_decod
       for (int off = 1; off < 16; off <<= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, off);
       *reinterpret_cast<uint2*>(sP + row * G::kPStride + c0) =
           make_uint2(pack_bf16x2(pv[0], pv[1]), pack_bf16x2(pv[2], pv[3]));
+      __syncwarp();  // every thread of the row has read sMax / sSum (m_old, l_old) before they change
       if ((tid & 15) == 0) {
         sMax[row] = m_new;
         sSum[row] = l_old * alpha + sum;
