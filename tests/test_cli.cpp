@@ -719,7 +719,7 @@ TEST_CASE("plan shows the decode mode of every layer type", "[cli][decode]") {
   for (const auto& s : jb.at("schedules")) CHECK(s.at("decode_mode") == "one_pass");
   auto text =
       run({cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--batch", "128", "--context-len", "4096", "--details"});
-  CHECK_THAT(text.out, Catch::Contains("mla-plan decode: one_pass (128 CTAs x 10 blocks >= 132 SMs x (10 - 3)"));
+  CHECK_THAT(text.out, Catch::Contains("mla-plan decode: one_pass (128 CTAs x 10 blocks >= 132 SMs x (10 - 5)"));
   // V4.0's c128a attends every compressed entry (8192 + 128 rows at 1M tokens): always split.
   auto v4 = run({cfg("deepseek-v4-flash.json"), "--tp", "2", "--batch", "256", "--json"});
   REQUIRE(v4.code == 0);

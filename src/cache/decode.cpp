@@ -266,9 +266,11 @@ DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64
                                 ? " (one pass: " + std::to_string(ctas) + " CTAs on " + std::to_string(num_sms) +
                                       " SMs last " + std::to_string(one_pass) + " block times, more than one wave)"
                                 : "";
-  const std::string sms_waves = std::to_string(num_sms) + " SMs x (" + std::to_string(one_pass) + " - " +
-                                std::to_string(kSplitKvFixedBlocks) + ")";
-  if (spread >= checked_mul(num_sms, one_pass - kSplitKvFixedBlocks, "decode blocks")) {
+  // Split-KV's fixed cost against one wave of one-pass CTAs, and against more (decode_mode.hpp).
+  const std::int64_t fixed = ctas <= num_sms ? kSplitKvFixedBlocks : kSplitKvFixedBlocksWaves;
+  const std::string sms_waves =
+      std::to_string(num_sms) + " SMs x (" + std::to_string(one_pass) + " - " + std::to_string(fixed) + ")";
+  if (spread >= checked_mul(num_sms, one_pass - fixed, "decode blocks")) {
     return {DecodeMode::one_pass,
             work_counts + " >= " + sms_waves + waves + ": each request in one pass by one CTA, no combine"};
   }

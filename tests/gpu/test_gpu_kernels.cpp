@@ -1182,8 +1182,8 @@ TEST_CASE("decode rejects what it does not support", "[gpu][decode][sanitize]") 
 TEST_CASE("decode plan mode: one pass when the SMs get enough requests", "[gpu][decode][sanitize]") {
   using mk::DecodeMode;
   // V4.1-Flash decode shape on 132 SMs: window 128 + extra 512 = 640 rows.
-  // 10 blocks per request: split-KV below 55 CTAs, 2-CTA clusters from 55 to 66, split-KV again up
-  // to 92, one pass from 93 (tests/test_decode.cpp has the rule's edges; docs/perf-history.md "v10").
+  // 10 blocks per request: split-KV below 55 CTAs, 2-CTA clusters from 55 to 66, one pass from 67
+  // (tests/test_decode.cpp has the rule's edges; docs/perf-history.md "v10", "v14").
   REQUIRE(mk::decode_plan_mode(1, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
   REQUIRE(mk::decode_plan_mode(19, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);
   REQUIRE(mk::decode_plan_mode(32, 1, 64, 128, true, 512, 132) == DecodeMode::split_kv);

@@ -56,10 +56,17 @@ constexpr std::int64_t decode_request_blocks(std::int64_t topk, bool has_extra, 
 }
 
 /// What split-KV costs whatever the batch, in block times of one CTA: the partials' round trip
-/// through global memory and the combine kernel after the last block. Fitted to the crossover with
-/// one pass measured on the H200 for the V4.1 shape (docs/perf-history.md "v10": at 10 blocks per
-/// request split-KV is faster at 80 CTAs, one pass at 96); for shorter requests an extrapolation.
-inline constexpr std::int64_t kSplitKvFixedBlocks = 3;
+/// through global memory (fp32) and the combine kernel after the last block, against one pass in
+/// a single wave of CTAs (b x s_q x CTAs per request <= num_sms). Fitted to the crossovers measured
+/// with fp32 partials on the H100 on 2026-12-06 (docs/perf-history.md "v14": full lengths, one pass
+/// faster from 72 CTAs of 10 blocks; variable lengths, split-KV faster at 545 blocks spread, one
+/// pass at 672; the small-head kernel, split-KV faster at 640).
+inline constexpr std::int64_t kSplitKvFixedBlocks = 5;
+/// The same against one pass in more than one wave. There the list schedule of
+/// one_pass_block_times() underestimates one pass (a second wave starts late on every SM it
+/// reaches), which this smaller constant absorbs: fitted to the same measurements (h_q 64 variable
+/// b 150: split-KV 48 us, one pass 64 us at a modelled 11 block times against 819 spread blocks).
+inline constexpr std::int64_t kSplitKvFixedBlocksWaves = 3;
 
 /// The most CTAs that share a request in cluster_split. 8 would be a legal cluster, but measured on
 /// the H200 (docs/perf-history.md "v9") the exchange of fp32 partial rows through distributed shared
@@ -94,16 +101,16 @@ struct DecodeModeChoice {
 /// The plan for a decode shape, for requests of at most kOnePassMaxRows rows (topk + extra_topk;
 /// longer ones: split_kv), with ctas = b * s_q * h_q / 64 and n_blocks the 64-row blocks of a
 /// request (10 for the V4.1 shape), by the crossovers measured on the H200 (docs/perf-history.md
-/// "v10"):
+/// "v10") and the H100 ("v14"):
 /// - one_pass for b 0 and one-block requests;
 /// - cluster_split when C = cluster_split_ctas(...) >= 2, a cluster CTA attends at least two
 ///   blocks fewer than the request has, and split-KV would give each SM at least 5/6 of a cluster
 ///   CTA's blocks: 6 * ctas * n_blocks >= 5 * num_sms * ceil(n_blocks / C) (V4.1 on 132 SMs: ctas
 ///   55 .. 66, C 2);
-/// - one_pass when split-KV would give each SM at least a request's blocks less its fixed cost:
-///   ctas * n_blocks >= num_sms * (n_blocks - kSplitKvFixedBlocks) (V4.1: ctas >= 93; requests of
-///   at most 3 blocks: always);
-/// - split_kv otherwise (V4.1: ctas < 55 and 67 .. 92).
+/// - one_pass when split-KV would give each SM at least one pass's block times less its fixed cost
+///   (kSplitKvFixedBlocks in one wave, kSplitKvFixedBlocksWaves beyond): V4.1 ctas >= 66;
+///   requests of at most 5 blocks in one wave: always;
+/// - split_kv otherwise (V4.1: ctas < 55).
 /// Error(usage) for negative sizes, s_q or num_sms < 1, h_q other than 8, 16 or >= 64 (h_q 8 / 16:
 /// the small-head kernel, one CTA per request or partition covering every head, no cluster form).
 DecodeModeChoice choose_decode_mode(std::int64_t b, std::int64_t s_q, std::int64_t h_q, std::int64_t topk,
