@@ -149,7 +149,9 @@ TEST_CASE("kernel.head_padding: what running the heads unpadded saves, measured 
   const std::string base =
       "TP 8: 8 of 64 query heads per rank run in a 64-head kernel (56 idle, 7/8 of the attention math) on "
       "FLASHMLA_SPARSE_DSV41; unpadded: ";
-  const std::string triton = " (TRITON_MLA_SPARSE_DSV41 runs 8 heads unpadded on vLLM 0.31.0)";
+  const std::string triton =
+      " (TRITON_MLA_SPARSE_DSV41 runs 8 heads unpadded on vLLM 0.31.0 with its own Triton kernel, which these times do "
+      "not measure)";
   SECTION("no measured row: not measured, and how to measure it") {
     const ScopedHeadPaddingMeasurements none({});
     const auto f = find(eval(m.cfg, gpu("h200"), options31(std::nullopt, 8)), "kernel.head_padding", Severity::info);
@@ -163,7 +165,8 @@ TEST_CASE("kernel.head_padding: what running the heads unpadded saves, measured 
     CHECK(padding_message(m.cfg, "h200", options31(std::nullopt, 4)) ==
           "TP 4: 16 of 64 query heads per rank run in a 64-head kernel (48 idle, 3/4 of the attention math) on "
           "FLASHMLA_SPARSE_DSV41; unpadded: not measured on NVIDIA H200 SXM 141GB: run `mla-plan bench CONFIG --tp "
-          "4` there (TRITON_MLA_SPARSE_DSV41 runs 16 heads unpadded on vLLM 0.31.0)");
+          "4` there (TRITON_MLA_SPARSE_DSV41 runs 16 heads unpadded on vLLM 0.31.0 with its own Triton kernel, which "
+          "these times do not measure)");
   }
   SECTION("rows of this GPU: quoted by b; other GPUs', heads' and families' rows are not") {
     const ScopedHeadPaddingMeasurements rows({
@@ -175,19 +178,21 @@ TEST_CASE("kernel.head_padding: what running the heads unpadded saves, measured 
     });
     CHECK(padding_message(m.cfg, "h200", options31(std::nullopt, 8)) ==
           base +
-              "measured on NVIDIA H200 (2026-12-06): the unpadded 8-head kernel takes 0.50 of the padded time at b 1 "
+              "measured on NVIDIA H200 (2026-12-06): mla-plan's unpadded 8-head kernel takes 0.50 of its padded "
+              "64-head kernel's time at b 1 "
               "(c1a: 10.0 us against 20.0 us), 0.42 at b 64 (c1a: 21.0 us against 50.0 us)" +
               triton);
-    CHECK_THAT(padding_message(m.cfg, "h200", options31(std::nullopt, 4)),
-               Catch::Contains("unpadded: measured on NVIDIA H200 (2026-12-06): the unpadded 16-head kernel takes "
-                               "0.67 of the padded time at b 8 (c1a: 20.0 us against 30.0 us) (TRITON"));
+    CHECK_THAT(
+        padding_message(m.cfg, "h200", options31(std::nullopt, 4)),
+        Catch::Contains("unpadded: measured on NVIDIA H200 (2026-12-06): mla-plan's unpadded 16-head kernel takes "
+                        "0.67 of its padded 64-head kernel's time at b 8 (c1a: 20.0 us against 30.0 us) (TRITON"));
     // An H100 has no row: not measured there.
     CHECK_THAT(padding_message(m.cfg, "h100", options31(std::nullopt, 8)),
                Catch::Contains("unpadded: not measured on NVIDIA H100 SXM 80GB: run `mla-plan bench CONFIG --tp 8`"));
     // A device read at run time matches by its name.
     Target detected = detected_target("NVIDIA H200", {9, 0}, 132, std::int64_t{140} << 30);
     CHECK_THAT(head_padding_measured_text(detected, Family::deepseek_v41, 8, 8, head_padding_measurements()),
-               Catch::StartsWith("measured on NVIDIA H200 (2026-12-06): the unpadded 8-head kernel takes 0.50"));
+               Catch::StartsWith("measured on NVIDIA H200 (2026-12-06): mla-plan's unpadded 8-head kernel takes 0.50"));
     detected.name = "NVIDIA H200 NVL";
     CHECK_THAT(head_padding_measured_text(detected, Family::deepseek_v41, 8, 8, head_padding_measurements()),
                Catch::StartsWith("not measured on NVIDIA H200 NVL: run `mla-plan bench CONFIG --tp 8` there"));

@@ -473,7 +473,8 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
               (kv_value == "auto" || kv_value == "fp8" || kv_value == "fp8_ds_mla")) {
             const std::string release =
                 o.release.version.empty() ? std::string("this vLLM release") : "vLLM " + std::string(o.release.version);
-            msg += " (TRITON_MLA_SPARSE_DSV41 runs " + std::to_string(local) + " heads unpadded on " + release + ")";
+            msg += " (TRITON_MLA_SPARSE_DSV41 runs " + std::to_string(local) + " heads unpadded on " + release +
+                   " with its own Triton kernel, which these times do not measure)";
             fix += ", or use --attention-backend TRITON_MLA_SPARSE_DSV41 (" + release + " runs the " +
                    std::to_string(local) + " heads unpadded on SM90)";
           }
