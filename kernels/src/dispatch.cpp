@@ -69,7 +69,7 @@ std::int32_t sm90_num_sm_parts(std::int32_t num_sms, std::int32_t s_q, std::int3
 }
 
 std::int32_t decode_num_sm_parts(std::int32_t num_sms, std::int32_t s_q, std::int32_t h_q) {
-  if (!is_small_head_count(h_q)) return sm90_num_sm_parts(num_sms, s_q, h_q);
+  if (!small_head_count(h_q)) return sm90_num_sm_parts(num_sms, s_q, h_q);
   if (num_sms < 1 || s_q < 1) throw_usage("decode_num_sm_parts: num_sms and s_q >= 1 required");
   return std::max<std::int32_t>(num_sms / s_q, 1);
 }
@@ -200,7 +200,7 @@ std::size_t select_decode_variant(const DecodeParams& p) {
 void check_decode_params(const DecodeParams& p) {
   if (p.b < 0) throw_usage("decode: b must be >= 0 (got " + std::to_string(p.b) + ")");
   if (p.s_q < 1) throw_usage("decode: s_q must be >= 1 (got " + std::to_string(p.s_q) + ")");
-  if (p.h_q != 64 && p.h_q != 128 && !is_small_head_count(p.h_q))
+  if (p.h_q != 64 && p.h_q != 128 && !small_head_count(p.h_q))
     throw_usage("decode: h_q must be 8, 16, 64 or 128 (got " + std::to_string(p.h_q) + ")");
   if (p.topk < 1) throw_usage("decode: topk must be >= 1 (got " + std::to_string(p.topk) + ")");
   const bool split = p.mode == DecodeMode::split_kv;
@@ -210,7 +210,7 @@ void check_decode_params(const DecodeParams& p) {
   }
   if (!(p.softmax_scale > 0.0f)) throw_usage("decode: softmax_scale must be > 0");
   const DecodeVariant& variant = variant_table()[select_decode_variant(p)].variant;
-  if (is_small_head_count(p.h_q) && !variant.small_heads) {
+  if (small_head_count(p.h_q) && !variant.small_heads) {
     std::string list;
     for (const auto& e : variant_table()) {
       if (e.variant.small_heads) list += (list.empty() ? "" : ", ") + variant_name(e.variant);
@@ -272,7 +272,7 @@ DecodeLaunch plan_decode_launch(const DecodeParams& p, const DecodeDevice& dev) 
   DecodeLaunch L;
   L.asked = p.mode;
   L.mode = p.mode;
-  if (is_small_head_count(p.h_q)) {
+  if (small_head_count(p.h_q)) {
     // The small-head kernel: one CTA per request (one_pass) or per partition (split_kv), every head
     // in it; no clusters.
     if (p.force.kernel.has_value() && p.force.kernel != DecodeKernel::small_heads) {

@@ -30,7 +30,7 @@ inline constexpr std::int32_t kOnePassMaxRows = 640;
 
 /// The query-head counts mla-plan's small-head decode kernel runs unpadded, one CTA covering every
 /// head (kernels/src/small): 8 and 16, V4 / V4.1 at TP 8 / TP 4 and V3.2 at TP 8. The kernels'
-/// dispatch says the same (kernels::is_small_head_count).
+/// dispatch uses this one.
 constexpr bool small_head_count(std::int64_t h_q) { return h_q == 8 || h_q == 16; }
 
 /// The query heads per rank mla-plan's decode kernels run for a layout (what `verify` runs and

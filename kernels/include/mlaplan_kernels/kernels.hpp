@@ -210,9 +210,9 @@ void schedule(const ScheduleParams& p);
 /// Partition count of the SM90 sparse decode kernel: max(num_sms / s_q / (h_q / 64), 1).
 std::int32_t sm90_num_sm_parts(std::int32_t num_sms, std::int32_t s_q, std::int32_t h_q);
 
-/// The query-head counts the small-head kernel runs unpadded (vLLM's TRITON_MLA_SPARSE_DSV41 shapes:
-/// V4 / V4.1 at TP 8 or TP 4).
-constexpr bool is_small_head_count(std::int32_t h_q) { return h_q == 8 || h_q == 16; }
+/// The query-head counts the small-head kernel runs unpadded: the core's definition
+/// (mlaplan/cache/decode_mode.hpp), which the planner uses too.
+using mlaplan::small_head_count;
 
 /// split_kv's partition count for mla-plan's own kernels: sm90_num_sm_parts for h_q 64 / 128; for
 /// the small-head kernel (h_q 8 / 16, one CTA per SM covering every head) max(num_sms / s_q, 1).

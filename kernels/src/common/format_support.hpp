@@ -39,7 +39,7 @@ inline std::string decode_support_reason(RowFormatId main_id, bool has_extra, Ro
   }
   for (const auto& v : supported_decode_variants()) {
     if (v.main == *main && v.has_extra == has_extra && (!has_extra || v.extra == *extra)) {
-      if (is_small_head_count(h_q) && !v.small_heads) {
+      if (small_head_count(h_q) && !v.small_heads) {
         return "no small-head decode kernel (h_q " + std::to_string(h_q) + " unpadded) in this build for " + pair +
                " (the small-head kernel reads fp8_ds_mla_v4 584 (+ 584) and fp8_ds_mla_v32 656)";
       }
