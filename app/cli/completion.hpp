@@ -5,7 +5,8 @@
 //   (share/bash-completion/completions/mla-plan),
 // - `mla-plan --completions zsh`: the zsh completion function (share/zsh/site-functions/_mla-plan),
 // - `mla-plan --man`: the man page (share/man/man1/mla-plan.1).
-// The build writes them to BUILD/shell-files (app/CMakeLists.txt).
+// The build writes them next to the binary and `cmake --install` puts them in place (app/CMakeLists.txt,
+// docs/install.md).
 
 #include <iosfwd>
 #include <string>
