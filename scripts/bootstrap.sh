@@ -4,8 +4,8 @@
 #   without --test  the planner alone: CMake, g++, Ninja, CLI11 and nlohmann/json, then the one
 #                   target build/app/mla-plan (no tests, no CUDA kernels: they are not linked into it)
 #   --test          (scripts/test.sh) also what the tests need (Catch2, python3-jsonschema,
-#                   clang-format), then every target: the tests, the fuzz replays, and with the CUDA
-#                   toolkit the kernels, mla-plan-cuda and the GPU tests
+#                   clang-format, dpkg-dev for the .deb's dependencies), then every target: the tests,
+#                   the fuzz replays, and with the CUDA toolkit the kernels, mla-plan-cuda and the GPU tests
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 all=0
@@ -17,7 +17,7 @@ build="${1:-build}"
 shift || true
 
 packages=(cmake g++ ninja-build libcli11-dev nlohmann-json3-dev)
-[ "$all" = 1 ] && packages+=(catch2 python3-jsonschema clang-format)
+[ "$all" = 1 ] && packages+=(catch2 python3-jsonschema clang-format dpkg-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

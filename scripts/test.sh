@@ -11,10 +11,11 @@ if [ "${1:-}" = "--sanitize" ]; then
   scripts/bootstrap.sh --test build-asan -DMLAPLAN_SANITIZE=ON -DMLAPLAN_ENABLE_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   # What the sanitizers add nothing to is run once, in the normal build: the format and document
-  # checks, the JSON Schemas and golden outputs (byte-identical in both builds), the browser, and
-  # the output-reproducibility tests (the same code paths run under ASan in every other test).
+  # checks, the JSON Schemas and golden outputs (byte-identical in both builds), the browser, the
+  # install and the .deb (a packaging check, not a code path), and the output-reproducibility tests
+  # (the same code paths run under ASan in every other test).
   ctest --test-dir build-asan --output-on-failure --no-tests=error -j "$(nproc)" \
-    -E '^(format\.|docs\.|json\.schemas|golden\.|report\.chromium|reproducible: |e2e: the same inputs give byte-identical output)'
+    -E '^(format\.|docs\.|json\.schemas|golden\.|report\.chromium|install\.|reproducible: |e2e: the same inputs give byte-identical output)'
 else
   scripts/bootstrap.sh --test build
   ctest --test-dir build --output-on-failure --no-tests=error -j "$(nproc)"

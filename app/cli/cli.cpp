@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "cli/commands.hpp"
+#include "cli/completion.hpp"
 #include "cli/parse_errors.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/text.hpp"
@@ -169,6 +170,11 @@ constexpr int kParsed = -1;
 /// kParsed with `p.command` set.
 int parse_into(CLI::App& app, const std::vector<std::string>& raw_args, ParsedCli& p, std::ostream& out,
                std::ostream& err) {
+  // `mla-plan --completions bash|zsh`, `mla-plan --man`: the files an install puts in place,
+  // generated from this command line (completion.hpp).
+  if (!raw_args.empty() && is_generated_file_request(raw_args.front())) {
+    return write_generated_file(app, raw_args, out, err);
+  }
   // `mla-plan CONFIG ...` means `mla-plan plan CONFIG ...`.
   std::vector<std::string> args = raw_args;
   // `mla-plan vllm serve MODEL [vLLM flags]` is plan with the flags vLLM's parser reads.
