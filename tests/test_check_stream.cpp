@@ -194,11 +194,18 @@ TEST_CASE("check: a flag that is wrong for a later file is that file's failure, 
   CHECK(doc.at("exit_code") == 1);
   CHECK(doc.at("files").size() == 3);
   CHECK(doc.at("files").at(2).at("findings").at(0).at("id") == "flag.invalid");
-  // The first file is wrong for the flag: the run stops there, one error line, nothing printed.
+  // The first file is wrong for the flag: the run stops there, one error line, and with --json the
+  // error document in place of check's (docs/cli.md, "Errors as JSON").
   const auto only = run({"check", files[2], files[0], "--max-model-len", "1048576", "--tp", "8", "--json"});
   CHECK(only.code == 1);
-  CHECK(only.out.empty());
+  const auto only_doc = nlohmann::json::parse(only.out);
+  CHECK(only_doc.at("command") == "check");
+  CHECK(only_doc.at("error").at("message") == message);
+  CHECK(only_doc.at("error").at("field") == "--max-model-len");
   CHECK(only.err == "mla-plan: error: " + message + "\n");
+  const auto only_text = run({"check", files[2], files[0], "--max-model-len", "1048576", "--tp", "8"});
+  CHECK(only_text.code == 1);
+  CHECK(only_text.out.empty());
 }
 
 TEST_CASE("check --format json written file by file has the bytes of one dump", "[check][stream][json]") {

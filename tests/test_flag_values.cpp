@@ -13,6 +13,7 @@
 
 #include "cli/cli.hpp"
 #include "cli_run.hpp"
+#include "output/error_json.hpp"
 #include "flags/flag_values.hpp"
 #include "cli/gpu_runner.hpp"
 #include "mlaplan/gpu_check/bench.hpp"
@@ -36,14 +37,22 @@ const std::string kMissing = cfg("does-not-exist.json");
 /// The one line a usage error prints.
 std::string error_line(const std::string& message) { return "mla-plan: error: " + message + "\n"; }
 
-/// A usage error: exit 1, nothing on stdout, exactly `message` as the one line on stderr.
+/// A usage error: exit 1, nothing on stdout (with --json among the arguments, the error document
+/// of the same message), exactly `message` as the one line on stderr.
 void require_usage(const std::vector<std::string>& args, const std::string& message) {
   std::string shown;
   for (const auto& a : args) shown += "[" + a + "] ";
   INFO(shown);
   const Run r = run(args);
   CHECK(r.code == 1);
-  CHECK(r.out.empty());
+  if (mlaplan::cli::error_json::json_requested(args)) {
+    const auto doc = nlohmann::json::parse(r.out, nullptr, false);
+    REQUIRE(doc.is_object());
+    CHECK(doc["exit_code"] == 1);
+    CHECK(doc["error"]["message"] == message);
+  } else {
+    CHECK(r.out.empty());
+  }
   CHECK(r.err == error_line(message));
 }
 
