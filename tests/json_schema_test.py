@@ -273,7 +273,15 @@ def cli_commands(work, source_dir):
     model_dir = model_dir_with_safetensors(work, source_dir, "model-dir", 160 * 10**9)
     partial_dir = model_dir_with_safetensors(work, source_dir, "partial-model-dir", 0)
     unknown = config_with_unknown_scheme(work, source_dir)
+    # A folder of configs: two configs, a JSON file that is none (skipped) and a subdirectory.
+    folder = os.path.join(work, "ci-configs")
+    os.makedirs(os.path.join(folder, "more"), exist_ok=True)
+    shutil.copy(os.path.join(source_dir, v4), os.path.join(folder, "a.json"))
+    shutil.copy(os.path.join(source_dir, v32), os.path.join(folder, "more", "b.json"))
+    write_json(os.path.join(folder, "package.json"), {"name": "x", "version": "1.0.0"})
     cmds = [
+        ("check", ["check", folder, "--tp", "8", "--json"]),
+        ("check", ["check", folder, "--recursive", "--gpu", "h200,b200", "--tp", "8", "--json"]),
         ("plan", [v41, "--tp", "8", "--json"]),
         ("plan", [v41, "--json"]),  # does not fit on one GPU: exit 4, suggestions
         ("plan", ["plan", v41, "--gpu", "b200", "--kv-cache-dtype", "nvfp4_ds_mla", "--indexer-cache-dtype", "fp4",

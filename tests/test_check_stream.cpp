@@ -137,7 +137,11 @@ TEST_CASE("check prints each file's result as soon as it is checked", "[check][s
     } else {
       CHECK(first.find(good) != std::string::npos);
     }
-    if (format == "text") CHECK(first == "PASS " + good + "  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 31.30x\n");
+    if (format == "text") {
+      CHECK(first == "PASS " + good +
+                         "  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 31.30x requests of 1,048,576 tokens, 66.01 GiB "
+                         "to spare\n");
+    }
     if (format == "json") {
       CHECK_THAT(first, Catch::StartsWith(std::string("{\n  \"schema\": \"mla-plan/3\",\n  \"tool_version\": \"") +
                                           mlaplan::kVersion + "\",\n  \"files\": [\n"));
@@ -183,9 +187,13 @@ TEST_CASE("check: a flag that is wrong for a later file is that file's failure, 
   const std::string message =
       "--max-model-len: '1048576' is out of range; allowed 1..163840 (the model's "
       "max_position_embeddings is 163840)";
-  CHECK(r.out == "PASS " + files[0] + "  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 31.30x\nPASS " + files[1] +
-                     "  [deepseek_v4 on h200, fp8_ds_mla, TP 8] 9.70x\nFAIL " + files[2] +
-                     " (exit 1)\n  error [flag.invalid]: " + message + "\n2 of 3 configs passed\n");
+  CHECK(r.out == "PASS " + files[0] +
+                     "  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 31.30x requests of 1,048,576 tokens, 66.01 GiB to "
+                     "spare\nPASS " +
+                     files[1] +
+                     "  [deepseek_v4 on h200, fp8_ds_mla, TP 8] 9.70x requests of 1,048,576 tokens, 87.54 GiB to "
+                     "spare\nFAIL " +
+                     files[2] + " (exit 1)\n  error [flag.invalid]: " + message + "\n2 of 3 configs passed\n");
   auto json = args;
   json.push_back("--json");
   const auto j = run(json);
