@@ -672,8 +672,8 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
                 "--lengths given twice ('1' and '2'); give it once");
   // Required arguments.
   require_usage({"plan"},
-                "plan: CONFIG is required (config.json, or a directory holding one); run 'mla-plan plan "
-                "--help' for the flags");
+                "plan: CONFIG is required (config.json, a model directory, a Hugging Face cache directory, or "
+                "ORG/NAME in the local Hugging Face cache); run 'mla-plan plan --help' for the flags");
   require_usage({"schedule", "--kernel", "sm90-sparse"},
                 "schedule: --num-sms, --h-q and --lengths are required; run 'mla-plan schedule --help' for the flags");
   require_usage({"report", kV41}, "report: --output is required; run 'mla-plan report --help' for the flags");

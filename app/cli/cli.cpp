@@ -177,6 +177,14 @@ std::size_t parsed_command(const CLI::App& app) {
 std::unique_ptr<CLI::App> make_app(ParsedCli& p) {
   auto app = std::make_unique<CLI::App>(kDescription, "mla-plan");
   app->set_version_flag("--version", std::string("mla-plan ") + kVersion);
+  app->footer(
+      "Examples:\n"
+      "  mla-plan configs/deepseek-v4.1-flash.json              the layouts of one node of H200 searched, the best "
+      "planned\n"
+      "  mla-plan configs/deepseek-v4.1-flash.json --tp 8       one layout: does it fit, how many requests\n"
+      "  mla-plan check configs/ --tp 8 --gpu h200,b200         a CI gate over a folder of configs (docs/ci.md)\n"
+      "  mla-plan report configs/deepseek-v4.1-flash.json --tp 8 -o plan.html\n"
+      "Each command's flags: mla-plan COMMAND --help. Add --json for one JSON document on stdout, errors included.");
   app->require_subcommand(1);
   const auto table = command_table();
   for (std::size_t i = 0; i < table.size(); ++i) {
