@@ -89,6 +89,20 @@ TEST_CASE("check inputs: a folder of configs, with and without --recursive", "[c
     CHECK(r.out.find("/a.json") < r.out.find("/small/b.json"));
     CHECK(r.out.find("/small/b.json") < r.out.find("/small/m "));
   }
+  SECTION("hidden directories and links to directories are not searched") {
+    std::filesystem::create_directories(dir.path / "ci" / ".git");
+    std::filesystem::copy_file(config_file("deepseek-v3.2.json"), dir.path / "ci" / ".git" / "c.json");
+    std::filesystem::create_directory_symlink(dir.path / "ci" / "small", dir.path / "ci" / "link");
+    const auto flat = run({"check", ci, "--tp", "8"});
+    CHECK(flat.out.find(".git") == std::string::npos);  // not even listed
+    CHECK(flat.out.find("SKIP " + ci + "/link/ (a subdirectory: --recursive searches it)") != std::string::npos);
+    const auto deep = run({"check", ci, "--recursive", "--tp", "8"});
+    CHECK(deep.code == 0);
+    CHECK(deep.out.find("SKIP " + ci + "/.git/ (a hidden directory: not searched)") != std::string::npos);
+    CHECK(deep.out.find("SKIP " + ci + "/link/ (a symbolic link to a directory: not followed)") != std::string::npos);
+    CHECK(deep.out.find("c.json") == std::string::npos);
+    CHECK(deep.out.find("3 of 3 configs passed") != std::string::npos);
+  }
   SECTION("--json lists the skipped files") {
     const auto r = run({"check", ci, "--tp", "8", "--json"});
     CHECK(r.code == 0);
@@ -167,8 +181,8 @@ TEST_CASE("check --format github: the numbers that passed, an invalid config's f
   const std::string text = read_text(bad);
   const auto loc = mlaplan::locate_json_value(text, "/compress_ratios/3");
   REQUIRE(loc);
-  CHECK(r.out.find("::error file=" + bad + ",line=" + std::to_string(loc->line) + ",col=" +
-                   std::to_string(loc->column) + ",title=mla-plan config.invalid::") != std::string::npos);
+  CHECK(r.out.find("::error file=" + bad + ",line=" + std::to_string(loc->line) +
+                   ",col=" + std::to_string(loc->column) + ",title=mla-plan config.invalid::") != std::string::npos);
   // stdout holds the annotations; what passed, with its numbers, is in the log on stderr.
   CHECK(r.out.find(v4) == std::string::npos);
   CHECK(r.err.find("mla-plan check: PASS " + v4 + "  [deepseek_v4 on h200, fp8_ds_mla, TP 8] ") != std::string::npos);
@@ -180,8 +194,7 @@ TEST_CASE("check --format github: the numbers that passed, an invalid config's f
   CHECK(t.out.find(" GiB to spare\n") != std::string::npos);
 }
 
-TEST_CASE("errors as JSON: one document on stdout, with the exit code of the run without --json",
-          "[json][errors]") {
+TEST_CASE("errors as JSON: one document on stdout, with the exit code of the run without --json", "[json][errors]") {
   const TempDir dir;
   const std::string bad = bad_ratio_config(dir, "bad.json");
   const std::string v41 = config_file("deepseek-v4.1-flash.json");

@@ -88,8 +88,8 @@ class Expander {
     folder(p, json_files);
     if (out_.inputs.size() == before) {
       add({p, "directory " + mlaplan::quoted(p, kQuotedPathMaxBytes) +
-                  " holds no config.json and no model config among its " + std::to_string(json_files) +
-                  " *.json file" + (json_files == 1 ? "" : "s") +
+                  " holds no config.json and no model config among its " + std::to_string(json_files) + " *.json file" +
+                  (json_files == 1 ? "" : "s") +
                   (recursive_ ? std::string(" (subdirectories searched)")
                               : std::string(" (--recursive searches its subdirectories too)"))});
     }
@@ -112,11 +112,13 @@ class Expander {
       std::error_code sec;
       const bool link = e.is_symlink(sec);
       if (e.is_directory(sec)) {
+        const bool hidden = !name.empty() && name.front() == '.';
         if (!recursive_) {
-          out_.skipped.push_back({shown + "/", "a subdirectory: --recursive searches it"});
+          // (a hidden one, .git, is not even worth a line)
+          if (!hidden) out_.skipped.push_back({shown + "/", "a subdirectory: --recursive searches it"});
         } else if (link) {
           out_.skipped.push_back({shown + "/", "a symbolic link to a directory: not followed"});
-        } else if (!name.empty() && name.front() == '.') {
+        } else if (hidden) {
           out_.skipped.push_back({shown + "/", "a hidden directory: not searched"});
         } else if (is_model_directory(e.path())) {
           add({shown, {}});
@@ -145,8 +147,9 @@ class Expander {
     }
     return looks_like_model_config(text)
                ? std::string()
-               : std::string("not a model config: no model_type, architectures, num_hidden_layers or text_config "
-                             "at its top level");
+               : std::string(
+                     "not a model config: no model_type, architectures, num_hidden_layers or text_config "
+                     "at its top level");
   }
 
   static std::vector<std::string> glob_matches(const std::string& pattern) {

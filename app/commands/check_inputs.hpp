@@ -6,7 +6,8 @@
 // - any other directory is a folder of configs: each `*.json` in it that is a model config (rule
 //   below) is checked, in name order; the other `*.json` files are listed as skipped. Its
 //   subdirectories are searched with --recursive (a model directory among them is one config;
-//   hidden directories and links to directories are skipped), listed as skipped without it;
+//   hidden directories and links to directories are skipped), listed as skipped without it
+//   (hidden ones not listed);
 // - an argument that names nothing and holds a glob character (`*`, `?`, `[`) is a pattern (a
 //   quoted glob): its matches, sorted, each as if it had been typed.
 //
