@@ -645,6 +645,12 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
   require_usage({kV41, "--gpu-memory-utilization"},
                 "plan: --gpu-memory-utilization needs a value (a decimal number); run 'mla-plan plan --help' for the "
                 "flags");
+  // A fraction given as a percent says which fraction it means (1.5 is no percent: no hint).
+  require_usage({kV41, "--gpu-memory-utilization", "92"},
+                "--gpu-memory-utilization: '92' is out of range; allowed above 0 up to 1 (a fraction, not a percent: "
+                "0.92 is 92%)");
+  require_usage({kV41, "--gpu-memory-utilization", "1.5"},
+                "--gpu-memory-utilization: '1.5' is out of range; allowed above 0 up to 1");
   // The argument after a flag is its value, whatever it looks like.
   require_usage({kV41, "--gpu-memory-utilization", "--json"},
                 "--gpu-memory-utilization: '--json' is not a decimal number; allowed above 0 up to 1");
