@@ -85,7 +85,8 @@ void usage_facts(ErrorFacts& f) {
     if (const auto v = first_quoted(rest, flag.size())) f.value = *v;
   } else if (starts_with(after, ": ")) {
     // "--context-lens[1]: empty item in '1,,3'", "--x: 'v' ...": the first quoted text.
-    if (const auto v = first_quoted(rest, flag.size()); v && after.find("needs") == std::string_view::npos) f.value = *v;
+    if (const auto v = first_quoted(rest, flag.size()); v && after.find("needs") == std::string_view::npos)
+      f.value = *v;
   }
 }
 

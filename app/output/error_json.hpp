@@ -26,9 +26,9 @@ namespace mlaplan::cli::error_json {
 struct ErrorFacts {
   int exit_code = 0;
   std::string message;
-  std::string field;                 ///< a flag ("--batch"), a JSON pointer ("/compress_ratios/3"), ""
-  std::optional<ojson> value;        ///< the value as given: the flag's text, the config's JSON value
-  std::string file;                  ///< the file the error is in, "" when none is named
+  std::string field;                         ///< a flag ("--batch"), a JSON pointer ("/compress_ratios/3"), ""
+  std::optional<ojson> value;                ///< the value as given: the flag's text, the config's JSON value
+  std::string file;                          ///< the file the error is in, "" when none is named
   std::optional<JsonTextLocation> location;  ///< where in `file` (a field's value, a parse error)
 };
 
