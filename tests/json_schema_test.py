@@ -5,10 +5,12 @@
    carry; the $defs that several schemas share are the same in each.
 2. Every golden CLI output under tests/ (a .json file whose top-level "schema" is "mla-plan/...",
    tests/golden/ above all) is valid against the schema of its command; finding none fails.
-3. The binary's outputs on the bundled configs (plan, check, check --matrix, schedule, gpus,
-   formats, with a range of flags) and the verify and bench documents that mlaplan_json_samples
-   renders from host-side reports are valid; each carries the tool_version that --version prints,
-   and its exit_code is the process's.
+3. The binary's outputs on the bundled configs (plan, check, check --matrix, check of a folder,
+   schedule, gpus, formats, with a range of flags), the error documents of every command with
+   --json (an invalid config, a syntax error, bad flags at parsing and after, no GPU), and the
+   verify and bench documents that mlaplan_json_samples renders from host-side reports are valid;
+   each carries the tool_version that --version prints, and its exit_code is the process's (for an
+   error document, also the exit code of the same run without --json).
 4. Together those documents use every key each schema describes (a key the code no longer writes
    is caught), and the schemas reject what they must: an unknown key in any object, a missing
    required key, a wrong type, another schema version.
@@ -118,6 +120,7 @@ def error_commands(work, source_dir):
         ("bench", ["bench", v41, "--replays", "0", "--json"], 1),
         ("bench", ["bench", "missing.json", "--json"], 2),
         ("gpus", ["gpus", "--json", "--bogus"], 1),
+        ("plan", ["plna", "--json"], 1),  # a mistyped command: command null
         ("formats", ["formats", "--json", "--bogus"], 1),
         ("check", ["check", "missing.json", "--format", "json", "--tp", "0"], 1),  # --format json asks too
     ]

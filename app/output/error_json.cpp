@@ -200,7 +200,8 @@ ErrorFacts facts_of(int code, const std::string& message) {
 
 std::string render(const std::string& command, const ErrorFacts& facts) {
   ojson j = json_document();
-  j["command"] = command.empty() ? ojson(nullptr) : ojson(command);
+  // A mistyped command names none (`mla-plan plna`): null, not the plan of a CONFIG.
+  j["command"] = command.empty() || facts.field == "COMMAND" ? ojson(nullptr) : ojson(command);
   ojson e = {{"kind", kind_name(facts.exit_code)},
              {"message", facts.message},
              {"exit_code", facts.exit_code},
