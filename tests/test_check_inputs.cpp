@@ -112,6 +112,16 @@ TEST_CASE("check inputs: a folder of configs, with and without --recursive", "[c
     CHECK(doc["skipped"][0]["path"] == ci + "/package.json");
     CHECK(doc["files"][0]["spare_bytes"].get<std::int64_t>() > 0);
   }
+  SECTION("the skipped files in --format github (stderr) and markdown (under the table)") {
+    const auto gh = run({"check", ci, "--tp", "8", "--format", "github"});
+    CHECK(gh.code == 0);
+    CHECK(gh.out.empty());  // no finding: no annotation
+    CHECK(gh.err.find("mla-plan check: skipped " + ci + "/package.json (not a model config") != std::string::npos);
+    CHECK(gh.err.find("mla-plan check: 1 passed, 0 failed, 2 files skipped\n") != std::string::npos);
+    const auto md = run({"check", ci, "--tp", "8", "--format", "markdown"});
+    CHECK(md.code == 0);
+    CHECK(md.out.find("- skipped `" + ci + "/package.json`: not a model config") != std::string::npos);
+  }
   SECTION("a model directory keeps working as one model") {
     const auto r = run({"check", ci + "/small/m", "--tp", "8"});
     CHECK(r.code == 0);
