@@ -682,7 +682,9 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
                 "ORG/NAME in the local Hugging Face cache); run 'mla-plan plan --help' for the flags");
   require_usage({"schedule", "--kernel", "sm90-sparse"},
                 "schedule: --num-sms, --h-q and --lengths are required; run 'mla-plan schedule --help' for the flags");
-  require_usage({"report", kV41}, "report: --output is required; run 'mla-plan report --help' for the flags");
+  require_usage({"report", kV41},
+                "report: --output is required (the report file: FILE.svg (one drawing) or FILE.html (drawings and "
+                "tables)); run 'mla-plan report --help' for the flags");
   require_usage({},
                 "a command or a CONFIG is required: mla-plan CONFIG [flags], or mla-plan COMMAND with COMMAND "
                 "one of plan, check, schedule, verify, bench, report, gpus, formats; run 'mla-plan --help' for "
