@@ -198,6 +198,10 @@ TEST_CASE("check --format github: the numbers that passed, an invalid config's f
   CHECK(r.err.find("mla-plan check: PASS " + v4 + "  [deepseek_v4 on h200, fp8_ds_mla, TP 8] ") != std::string::npos);
   CHECK(r.err.find("x requests of 1,048,576 tokens, ") != std::string::npos);
   CHECK(r.err.find(" GiB to spare\nmla-plan check: 1 passed, 1 failed\n") != std::string::npos);
+  // --format json: the finding carries the field's pointer, as the rules' findings do.
+  const auto j = nlohmann::json::parse(run({"check", bad, "--tp", "8", "--json"}).out);
+  CHECK(j["files"][0]["findings"][0]["id"] == "config.invalid");
+  CHECK(j["files"][0]["findings"][0]["path"] == "/compress_ratios/3");
   // The text PASS line has the same numbers.
   const auto t = run({"check", v4, "--tp", "8"});
   CHECK(t.out.find("x requests of 1,048,576 tokens, ") != std::string::npos);

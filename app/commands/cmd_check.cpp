@@ -249,7 +249,13 @@ CheckFileResult check_one(const std::string& path, const CheckOptions& opt, Plan
     const char* id = e.kind() == ErrorKind::invalid_config ? "config.invalid"
                      : e.kind() == ErrorKind::usage        ? "flag.invalid"
                                                            : "error";
-    fr.findings.push_back(Finding{id, Severity::error, e.what(), {}, {}});
+    Finding f{id, Severity::error, e.what(), {}, {}};
+    // An invalid config's error about a field ("FILE: /compress_ratios/3: ..."): its JSON pointer,
+    // as the rules' findings carry theirs (--format json's path).
+    if (e.kind() == ErrorKind::invalid_config) {
+      if (const auto field = error_json::config_field_of(f.message)) f.path = field->second;
+    }
+    fr.findings.push_back(std::move(f));
     if (e.kind() == ErrorKind::invalid_config && locate) fr.config_file = config_file_of(path);
   } catch (const std::exception& e) {
     fr.code = exit_code(ErrorKind::internal);
