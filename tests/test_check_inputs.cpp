@@ -121,6 +121,8 @@ TEST_CASE("check inputs: a folder of configs, with and without --recursive", "[c
     const auto md = run({"check", ci, "--tp", "8", "--format", "markdown"});
     CHECK(md.code == 0);
     CHECK(md.out.find("- skipped `" + ci + "/package.json`: not a model config") != std::string::npos);
+    CHECK(md.out.find("TP 8") == std::string::npos);  // the row: family on target, dtype: the numbers
+    CHECK(md.out.find("x requests of 1,048,576 tokens, ") != std::string::npos);
   }
   SECTION("a model directory keeps working as one model") {
     const auto r = run({"check", ci + "/small/m", "--tp", "8"});

@@ -125,8 +125,13 @@ void CheckPrinter::file(const CheckFileResult& r) {
     json_.file(file_json(r));
   } else if (format_ == "markdown") {
     if (files_ == 1) out_ << render_check_markdown_head();
+    // A file that passed shows the numbers that passed, as the text line does.
+    const std::string numbers = r.code == 0 ? passed_numbers(r) : std::string();
     out_ << render_check_markdown_row(
-        {r.path, r.code, r.planned ? r.family + " on " + r.target + ", " + r.kv_cache_dtype : "", r.findings});
+        {r.path, r.code,
+         r.planned ? r.family + " on " + r.target + ", " + r.kv_cache_dtype + (numbers.empty() ? "" : ": " + numbers)
+                   : "",
+         r.findings});
   } else if (format_ == "github") {
     const std::string on_gpu = r.gpu_count > 1 && !r.target.empty() ? " (" + printable(r.target) + ")" : "";
     if (r.code == 0) {
