@@ -191,7 +191,8 @@ TEST_CASE("engine kernels: no Python, no probe, a probe that crashes, hangs or l
     CHECK(r.exit_code == 6);
     const auto& x = *r.cells.front().engine;
     CHECK(x.status == EngineStatus::no_python);
-    CHECK_THAT(x.message, Catch::StartsWith("cannot run the Python interpreter '/nonexistent/bin/python3': No such file"));
+    CHECK_THAT(x.message,
+               Catch::StartsWith("cannot run the Python interpreter '/nonexistent/bin/python3': No such file"));
     CHECK(x.looked_for == std::vector<std::string>{"/nonexistent/bin/python3"});
   }
   SECTION("no probe beside mla-plan") {
@@ -335,4 +336,32 @@ TEST_CASE("engine kernels: the flags", "[verify][engine][cli]") {
   e = cli::verify_engine_options(opt, probe_dir);
   CHECK(e->python == "/venv/bin/python");
   CHECK(e->probe == probe_dir + "/mla_plan_engine_probe.py");
+}
+
+TEST_CASE("engine kernels: the probe runs on the device of the cell, and a bundle that cannot be written",
+          "[verify][engine]") {
+  const auto cfg = released("deepseek-v4.1-flash.json");
+  const auto topo = build_topology(cfg);
+  TempDir tmp;
+  VerifyDeviceEntry entry;
+  entry.index = 3;
+  entry.label = "device 3";
+  entry.target = gpu("h200");
+  entry.open = [] { return make_host_verify_device(); };
+  const auto multi = run_verify_device(cfg, topo, entry, options(fake_engine("ok", tmp.path.string())));
+  CHECK(multi.exit_code == 0);
+  const auto& c = multi.devices.front().report.cells.front();
+  REQUIRE(c.engine);
+  CHECK(read_json(std::filesystem::path(c.engine->bundle) / "manifest.json")["device_index"] == 3);
+
+  // --engine-bundles under a regular file: the cell's engine result is an error, the run goes on.
+  const std::string file = tmp.write("not-a-dir", "x");
+  const auto r = run_v41(options(fake_engine("ok", file)));
+  CHECK(r.exit_code == 5);
+  for (const auto& x : r.cells) {
+    CHECK(x.status == VerifyStatus::pass);
+    REQUIRE(x.engine);
+    CHECK(x.engine->status == EngineStatus::error);
+    CHECK_THAT(x.engine->message, Catch::StartsWith("cannot write the case bundle: "));
+  }
 }

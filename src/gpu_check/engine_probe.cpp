@@ -39,8 +39,8 @@ constexpr const char* kResultSchema = "mla-plan/engine-result/1";
 constexpr int kDv = 512;
 
 /// Writes `n` bytes to dir/name and returns the manifest's entry of the file.
-ojson write_file(const fs::path& dir, const std::string& name, const std::string& file, const void* data,
-                 std::size_t n, const char* dtype, std::vector<std::int64_t> shape) {
+ojson write_file(const fs::path& dir, const std::string& name, const std::string& file, const void* data, std::size_t n,
+                 const char* dtype, std::vector<std::int64_t> shape) {
   std::ofstream f(dir / file, std::ios::binary);
   f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
   f.close();
@@ -168,8 +168,8 @@ int engine_exit_code(EngineStatus s) {
 }
 
 const std::vector<std::string>& engine_probe_statuses() {
-  static const std::vector<std::string> v = {"ok",       "no_torch",   "no_engine", "schema_mismatch",
-                                             "unsupported_gpu", "bad_bundle", "error"};
+  static const std::vector<std::string> v = {
+      "ok", "no_torch", "no_engine", "schema_mismatch", "unsupported_gpu", "bad_bundle", "error"};
   return v;
 }
 
@@ -182,7 +182,8 @@ std::string engine_skip_reason(const VerifyProblem& p, const Target& target) {
   const auto extra = p.has_extra ? std::optional<RowFormatId>(p.extra.format) : std::nullopt;
   const bool v4 = main == RowFormatId::fp8_ds_mla_v4 && (!extra || *extra == RowFormatId::fp8_ds_mla_v4);
   const bool v32 = main == RowFormatId::fp8_ds_mla_v32 && !extra;
-  const bool v41 = main == RowFormatId::v41_fp8 && (!extra || *extra == RowFormatId::v41_fp8 || *extra == RowFormatId::v41_fp4);
+  const bool v41 =
+      main == RowFormatId::v41_fp8 && (!extra || *extra == RowFormatId::v41_fp8 || *extra == RowFormatId::v41_fp4);
   const std::string pair =
       std::string(row_format(main).name) + (extra ? " + " + std::string(row_format(*extra).name) : std::string());
   if (v41 && target.cc.major != 10) {
@@ -212,7 +213,8 @@ void write_engine_bundle(const std::string& dir_name, const VerifyProblem& p, co
     files["extra_topk_length"] =
         write_vec(dir, "extra_topk_length", "extra_topk_length.bin", p.extra_topk_length, "int32", {b});
   }
-  if (!p.attn_sink.empty()) files["attn_sink"] = write_vec(dir, "attn_sink", "attn_sink.bin", p.attn_sink, "float32", {h_q});
+  if (!p.attn_sink.empty())
+    files["attn_sink"] = write_vec(dir, "attn_sink", "attn_sink.bin", p.attn_sink, "float32", {h_q});
   files["own_out"] = write_vec(dir, "own_out", "out.mla-plan.bin", own.out, "bfloat16", {b, s_q, h_q, kDv});
   files["own_lse"] = write_vec(dir, "own_lse", "lse.mla-plan.bin", own.lse, "float32", {b, s_q, h_q});
 
@@ -227,7 +229,8 @@ void write_engine_bundle(const std::string& dir_name, const VerifyProblem& p, co
       "indices[i, s] select (-1: none) and the first extra_topk_length[i] of extra_indices[i, s] in the extra cache, "
       "of softmax_scale * q[i, s, h] . k (all d_qk dims), then out = sum of p * v (the row's first d_v dims), "
       "scaled by exp(lse) / (exp(lse) + exp(attn_sink[h])); lse = natural log of the sum of exp. Rows are "
-      "dequantised from the pages as the format says (docs/layouts.md, `mla-plan formats`). Index = page * page_block_size + row.";
+      "dequantised from the pages as the format says (docs/layouts.md, `mla-plan formats`). Index = page * "
+      "page_block_size + row.";
   m["device_index"] = o.device_index;
   m["cell"] = {{"kv_cache_dtype", cell.kv_cache_dtype},
                {"layer_type", std::string(to_string(cell.type))},
@@ -436,8 +439,7 @@ ProbeProcess run_probe_process(const std::string& dir, const EngineProbeOptions&
     if (std::chrono::steady_clock::now() >= deadline) {
       pr.timed_out = true;
       kill(pid, SIGKILL);  // the probe this call started, by its pid
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -471,17 +473,35 @@ EngineCellResult run_engine_cell(const VerifyProblem& p, const VerifyRun& own, c
                 std::string(to_string(cell.type)).c_str(), static_cast<int>(p.h_q));
   fs::path dir;
   bool temporary = false;
-  if (!o.bundles_dir.empty()) {
-    dir = fs::path(o.bundles_dir) / name;
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  } else {
-    std::string tmpl = (fs::temp_directory_path() / "mla-plan-engine-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw_output("cannot create a temporary directory " + tmpl + ": " + std::strerror(errno));
-    dir = fs::path(tmpl) / name;
-    temporary = true;
+  // A bundle that cannot be written (a full disk, a directory not writable) is this cell's error,
+  // not a fault of the device's.
+  try {
+    if (!o.bundles_dir.empty()) {
+      dir = fs::path(o.bundles_dir) / name;
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    } else {
+      std::string tmpl = (fs::temp_directory_path() / "mla-plan-engine-XXXXXX").string();
+      if (!mkdtemp(tmpl.data())) {
+        throw_output("cannot create a temporary directory " + tmpl + ": " + std::strerror(errno));
+      }
+      dir = fs::path(tmpl) / name;
+      temporary = true;
+    }
+    write_engine_bundle(dir.string(), p, own, cell, o);
+  } catch (const Error& e) {
+    r.status = EngineStatus::error;
+    r.message = std::string("cannot write the case bundle: ") + e.what();
+    if (temporary) {
+      std::error_code ec;
+      fs::remove_all(dir.parent_path(), ec);
+    }
+    return r;
+  } catch (const fs::filesystem_error& e) {
+    r.status = EngineStatus::error;
+    r.message = std::string("cannot write the case bundle: ") + e.what();
+    return r;
   }
-  write_engine_bundle(dir.string(), p, own, cell, o);
   const ProbeProcess pr = run_probe_process(dir.string(), o);
   if (!pr.started) {
     r.status = EngineStatus::no_python;

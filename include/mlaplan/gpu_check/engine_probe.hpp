@@ -34,8 +34,8 @@ struct EngineProbeOptions {
   int device_index = 0;                   ///< the CUDA device the probe runs on (the cell's)
   std::int32_t replays = 100;             ///< timed CUDA-graph replays (median)
   std::int32_t warmup = 10;
-  std::int64_t flush_bytes = std::int64_t{256} << 20;  ///< memset before every replay (cold L2)
-  std::int32_t eager_iterations = 20;                  ///< eager timed calls (verify's own method)
+  std::int64_t flush_bytes = std::int64_t{256} << 20;    ///< memset before every replay (cold L2)
+  std::int32_t eager_iterations = 20;                    ///< eager timed calls (verify's own method)
   std::vector<std::pair<std::string, std::string>> env;  ///< added to the probe's environment (tests)
 };
 
@@ -64,7 +64,7 @@ const std::vector<std::string>& engine_probe_statuses();
 
 struct EngineCellResult {
   EngineStatus status = EngineStatus::not_run;
-  std::string message;                ///< the probe's message, or why it did not run, or the first difference
+  std::string message;                  ///< the probe's message, or why it did not run, or the first difference
   std::vector<std::string> looked_for;  ///< what the probe looked for (torch, the op libraries)
   std::vector<std::string> where;       ///< where it looked, what it found there
   // what ran
@@ -73,10 +73,10 @@ struct EngineCellResult {
   std::string python_version, torch_version, cuda_version;
   // results (status pass or fail)
   bool ran = false;
-  DecodeComparison decode;        ///< the engine's output against the host reference
-  bool metadata_returned = false;  ///< the op returned tile_scheduler_metadata and num_splits
-  bool metadata_match = false;     ///< ... equal to the plan mla-plan computed, record for record
-  std::string metadata_message;   ///< "" or the first difference
+  DecodeComparison decode;          ///< the engine's output against the host reference
+  bool metadata_returned = false;   ///< the op returned tile_scheduler_metadata and num_splits
+  bool metadata_match = false;      ///< ... equal to the plan mla-plan computed, record for record
+  std::string metadata_message;     ///< "" or the first difference
   std::int64_t metadata_parts = 0;  ///< num_sm_parts of the engine's plan
   std::optional<double> graph_us;   ///< median of CUDA-graph replays, L2 flushed (as bench times)
   std::optional<double> graph_min_us;
