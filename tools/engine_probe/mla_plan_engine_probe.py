@@ -483,7 +483,11 @@ def time_engine(torch, fn, timing):
     st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     try:
         g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
+        try:  # relaxed: a wrapper's host-side checks during capture are not errors (as sxs_bench.py)
+            ctx = torch.cuda.graph(g, capture_error_mode="relaxed")
+        except TypeError:  # a PyTorch without capture_error_mode
+            ctx = torch.cuda.graph(g)
+        with ctx:
             fn()
         torch.cuda.synchronize()
         ts = []
