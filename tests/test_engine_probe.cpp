@@ -14,7 +14,9 @@
 #include <sstream>
 #include <string>
 
+#include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "cli/gpu_runner.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/gpu_check/engine_probe.hpp"
 #include "mlaplan/gpu_check/verify.hpp"
@@ -364,4 +366,51 @@ TEST_CASE("engine kernels: the probe runs on the device of the cell, and a bundl
     CHECK(x.engine->status == EngineStatus::error);
     CHECK_THAT(x.engine->message, Catch::StartsWith("cannot write the case bundle: "));
   }
+}
+
+TEST_CASE("engine kernels: the command line gives the runner the probe's options", "[verify][engine][cli]") {
+  using namespace mlaplan::cli;
+  static std::optional<EngineProbeOptions> seen;
+  static int calls = 0;
+  static const GpuRunner fake{[](const VerifyCliOptions&, const ModelConfig&, const Topology&, VerifyOptions& vo,
+                                 std::int64_t, std::ostream&, std::ostream&) {
+                                ++calls;
+                                seen = vo.engine;
+                                return 0;
+                              },
+                              nullptr};
+  struct Restore {
+    ~Restore() { set_gpu_runner(nullptr); }
+  } restore;
+  set_gpu_runner(&fake);
+  const std::string config = std::string(MLAPLAN_SOURCE_DIR) + "/configs/deepseek-v4.1-flash.json";
+  auto run = [](const std::vector<std::string>& args) {
+    std::ostringstream out, err;
+    const int code = run_cli(args, out, err);
+    return std::make_pair(code, err.str());
+  };
+  CHECK(run({"verify", config}).first == 0);
+  CHECK_FALSE(seen);
+  CHECK(run({"verify", config, "--engine-kernels"}).first == 0);
+  REQUIRE(seen);
+  CHECK(seen->python == "python3");
+  CHECK(seen->timeout_s == 600);
+  CHECK(run({"verify", config, "--engine-kernels=/venv/bin/python", "--engine-path", "/a", "--engine-path", "/b",
+             "--engine-route", "flash_mla", "--engine-timeout", "30"})
+            .first == 0);
+  REQUIRE(seen);
+  CHECK(seen->python == "/venv/bin/python");
+  CHECK(seen->engine_paths == std::vector<std::string>{"/a", "/b"});
+  CHECK(seen->route == "flash_mla");
+  CHECK(seen->timeout_s == 30);
+  CHECK(run({"verify", config, "--engine-kernels", "/venv/bin/python"}).first == 0);
+  CHECK(seen->python == "/venv/bin/python");
+  const int before = calls;
+  auto [code, err] = run({"verify", config, "--engine-bundles", "/tmp/x"});
+  CHECK(code == 1);
+  CHECK(err ==
+        "mla-plan: error: --engine-bundles needs --engine-kernels (the engine's kernels are not run without it)\n");
+  CHECK(run({"verify", config, "--engine-kernels", "--engine-timeout", "0"}).first == 1);
+  CHECK(run({"verify", config, "--engine-kernels", "--engine-route", "sglang"}).first == 1);
+  CHECK(calls == before);
 }
