@@ -218,8 +218,9 @@ void write_engine_table(std::ostream& out, const VerifyReport& report) {
                   e.ran ? sci(e.decode.max_abs).c_str() : "-", e.ran ? sci(e.decode.cos_diff).c_str() : "-",
                   sci(c.decode.max_abs).c_str(), sci(c.decode.cos_diff).c_str(), us(e.graph_us).c_str(),
                   us(e.eager_us).c_str(), format_fixed(c.decode_us, 1).c_str(), meta.c_str());
-    std::string last = e.status == EngineStatus::pass ? std::string() : printable(e.message);
-    out << line << last << "\n";
+    std::string row = std::string(line) + (e.status == EngineStatus::pass ? std::string() : printable(e.message));
+    while (!row.empty() && row.back() == ' ') row.pop_back();
+    out << row << "\n";
     if (e.status != EngineStatus::pass && e.status != EngineStatus::fail && e.status != EngineStatus::not_run) {
       std::string where;
       for (const auto& w : e.looked_for) where += (where.empty() ? "  looked for: " : "; ") + printable(w);
@@ -231,7 +232,8 @@ void write_engine_table(std::ostream& out, const VerifyReport& report) {
   }
   for (const auto& t : said) out << t << "\n";
   out << "engine us: the engine's op in a CUDA graph, L2 flushed before each replay, median (as bench times); "
-         "eager us: eager calls, median (as verify times its own kernels: own us)\n";
+         "eager us: eager calls, median (as verify times its own kernels); own: mla-plan's kernels in the cell's "
+         "mode\n";
 }
 
 void write_findings_and_batch(std::ostream& out, const VerifyReport& report) {
