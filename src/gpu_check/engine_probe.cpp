@@ -407,10 +407,18 @@ ProbeProcess run_probe_process(const std::string& dir, const EngineProbeOptions&
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // This process's environment, with the variables set here replacing any of the same name.
+  std::vector<std::pair<std::string, std::string>> set = o.env;
+  set.emplace_back("PYTHONDONTWRITEBYTECODE", "1");
   std::vector<std::string> env_store;
-  for (char** e = environ; e && *e; ++e) env_store.emplace_back(*e);
-  env_store.emplace_back("PYTHONDONTWRITEBYTECODE=1");
-  for (const auto& [k, v] : o.env) env_store.push_back(k + "=" + v);
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry(*e);
+    const std::string name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const auto& kv : set) replaced = replaced || kv.first == name;
+    if (!replaced) env_store.push_back(entry);
+  }
+  for (const auto& [k, v] : set) env_store.push_back(k + "=" + v);
   std::vector<char*> envp;
   for (auto& e : env_store) envp.push_back(e.data());
   envp.push_back(nullptr);
