@@ -4,7 +4,8 @@
 A tiny case bundle is written here in pure Python (the format of docs/verify.md, "The case
 bundle"); the probe runs on it with fake_engine.py standing in for PyTorch and the engine's op
 (MLAPLAN_ENGINE_PROBE_FAKE), in each of its modes, and without the fake (the real route, which
-must say no_torch on a machine without PyTorch).
+must say no_torch on a machine without PyTorch); and the PyTorch route itself with fake_torch/
+standing in for PyTorch beside a fake vllm package (torch.ops._flashmla_C) and a fake flash_mla.
 
     python3 tests/engine_probe/test_engine_probe.py [-v]
 """
@@ -174,6 +175,91 @@ class ProbeTest(unittest.TestCase):
         self.assertEqual(p.returncode, 139)
         self.assertIn("Segmentation fault", p.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "result.json")))
+
+
+FAKE_FLASH_MLA = """
+import torch
+
+
+class FlashMLASchedMeta:
+    tile_scheduler_metadata = None
+    num_splits = None
+
+
+def get_mla_metadata(*args, **kwargs):
+    return FlashMLASchedMeta(), None
+
+
+def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v, tile_scheduler_metadata, num_splits=None,
+                           softmax_scale=None, causal=False, is_fp8_kvcache=False, indices=None, attn_sink=None,
+                           extra_k_cache=None, extra_indices_in_kvcache=None, topk_length=None, extra_topk_length=None):
+    assert block_table is None and cache_seqlens is None and num_splits is None and is_fp8_kvcache and not causal
+    s = tile_scheduler_metadata
+    o, lse, s.tile_scheduler_metadata, s.num_splits = torch._sparse_decode_fwd(
+        q, k_cache, indices, topk_length, attn_sink, s.tile_scheduler_metadata, s.num_splits, extra_k_cache,
+        extra_indices_in_kvcache, extra_topk_length, head_dim_v, softmax_scale)
+    return o, lse
+"""
+
+
+class TorchRouteTest(unittest.TestCase):
+    """The PyTorch route with fake_torch/ for PyTorch and a fake vllm / flash_mla package (in a
+    subprocess: the fake torch must not stay imported here)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="mlaplan-probe-torch-")
+        self.bundle = os.path.join(self.dir, "bundle")
+        os.mkdir(self.bundle)
+        write_bundle(self.bundle, extra=True)
+        pkgs = os.path.join(self.dir, "site")
+        os.makedirs(os.path.join(pkgs, "vllm"))
+        os.makedirs(os.path.join(pkgs, "flash_mla"))
+        open(os.path.join(pkgs, "vllm", "__init__.py"), "w").close()
+        open(os.path.join(pkgs, "vllm", "_flashmla_C.abi3.so"), "w").close()
+        with open(os.path.join(pkgs, "flash_mla", "__init__.py"), "w") as f:
+            f.write(FAKE_FLASH_MLA)
+        self.paths = ["--engine-path", os.path.join(HERE, "fake_torch"), "--engine-path", pkgs]
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def run_probe(self, *extra):
+        env = {k: v for k, v in os.environ.items() if k not in ("MLAPLAN_ENGINE_PROBE_FAKE", "PYTHONPATH")}
+        p = subprocess.run([sys.executable, os.path.join(PROBE_DIR, "mla_plan_engine_probe.py"), "--bundle",
+                            self.bundle] + self.paths + list(extra), env=env, capture_output=True, text=True,
+                           check=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(self.bundle, "result.json")) as f:
+            return json.load(f)
+
+    def check_outputs(self, r):
+        self.assertEqual(r["status"], "ok", r)
+        self.assertEqual(r["device"]["capability"], "9.0")
+        self.assertEqual(r["lse_returned_as"], "b,h_q,s_q")
+        self.assertEqual(os.path.getsize(os.path.join(self.bundle, "out.bin")), B * S_Q * H_Q * D_V * 2)
+        self.assertEqual(os.path.getsize(os.path.join(self.bundle, "lse.bin")), B * S_Q * H_Q * 4)
+        self.assertEqual(r["outputs"]["tile_scheduler_metadata"]["shape"], [132, 8])
+        self.assertEqual(r["outputs"]["num_splits"]["shape"], [B + 1])
+        t = r["timing"]
+        self.assertEqual(t["method"], "cuda_graph_cold_l2")
+        self.assertAlmostEqual(t["median_us"], 10.0)
+        self.assertAlmostEqual(t["eager_median_us"], 10.0)
+        self.assertEqual(t["replays"], 3)
+        self.assertEqual(r["versions"]["torch"], "0.0-fake")
+
+    def test_vllm_ops(self):
+        r = self.run_probe()
+        self.check_outputs(r)
+        self.assertEqual(r["engine"]["route"], "vllm")
+        self.assertEqual(r["engine"]["op"], "torch.ops._flashmla_C.sparse_decode_fwd")
+        self.assertTrue(r["engine"]["file"].endswith("_flashmla_C.abi3.so"))
+        self.assertIn("Tensor? extra_kv", r["engine"]["schema"])
+
+    def test_flash_mla_package(self):
+        r = self.run_probe("--route", "flash_mla")
+        self.check_outputs(r)
+        self.assertEqual(r["engine"]["route"], "flash_mla")
+        self.assertIn("extra_indices_in_kvcache", r["engine"]["schema"])
 
 
 class SchemaTest(unittest.TestCase):
