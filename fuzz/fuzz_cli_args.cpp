@@ -17,7 +17,8 @@
 // line that is not a message of its own, a crash, a sanitizer report or a leak), plus what
 // the parse stage promises:
 // - it ends with exit 0 (a command ready to run, --help, --version) or exit 1 (a usage error);
-// - a usage error is a message on stderr starting "mla-plan: error: ", with nothing on stdout;
+// - a usage error is a message on stderr starting "mla-plan: error: ", with nothing on stdout, or
+//   (the arguments ask for --json) the error document of exit 1 carrying that message;
 // - a command ready to run has written nothing.
 
 #include <cstdint>
@@ -27,8 +28,11 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/cli.hpp"
 #include "fuzz_check.hpp"
+#include "output/error_json.hpp"
 
 namespace {
 
@@ -47,6 +51,17 @@ Parse parse_with(mlaplan::cli::CommandLine& command_line, const std::vector<std:
   return p;
 }
 
+/// Whether `out` is what a usage error prints on stdout for `args`: nothing, or with --json the
+/// error document of exit 1 whose message is stderr's line.
+bool usage_stdout_ok(const std::vector<std::string>& args, const std::string& out, const std::string& err) {
+  if (out.empty()) return true;
+  if (!mlaplan::cli::error_json::json_requested(args)) return false;
+  const auto doc = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
+  return doc.is_object() && doc.value("exit_code", 0) == 1 && doc.contains("error") && doc["error"].is_object() &&
+         doc["error"].value("kind", "") == "usage" &&
+         "mla-plan: error: " + doc["error"].value("message", "") + "\n" == err;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -61,7 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (o.code != 0 && o.code != 1) {
     mlaplan::fuzz::fail("the parse ended with exit " + std::to_string(o.code) + " (expected 0 or 1): " + o.err);
   }
-  if (o.code == 1 && (o.err.rfind("mla-plan: error: ", 0) != 0 || !o.out.empty())) {
+  if (o.code == 1 && (o.err.rfind("mla-plan: error: ", 0) != 0 || !usage_stdout_ok(args, o.out, o.err))) {
     mlaplan::fuzz::fail("usage error without its message on stderr alone: out '" + o.out + "', err '" + o.err + "'");
   }
   if (p.command != nullptr && (o.code != 0 || !o.out.empty() || !o.err.empty())) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what mla-plan needs on Debian 12 (apt-get, when missing), then configures and builds.
 # Usage: scripts/bootstrap.sh [--test] [BUILD_DIR] [extra CMake arguments...]   (default BUILD_DIR: build)
+#   BUILD_DIR        relative to the current directory; without it, build/ of the checkout
 #   without --test  the planner alone: CMake, g++, Ninja, CLI11 and nlohmann/json, then the one
 #                   target build/app/mla-plan (no tests, no CUDA kernels: they are not linked into it)
 #   --test          (scripts/test.sh) also what the tests need (Catch2, python3-jsonschema,
@@ -13,8 +14,14 @@ if [ "${1:-}" = "--test" ]; then
   all=1
   shift
 fi
-build="${1:-build}"
+# BUILD_DIR as given is relative to where the script is run from (`mla-plan/scripts/bootstrap.sh
+# mla-plan/build` builds in mla-plan/build); the default is the checkout's build/.
+build="${1:-$root/build}"
 shift || true
+case "$build" in
+  /*) ;;
+  *) build="$PWD/$build" ;;
+esac
 
 packages=(cmake g++ ninja-build libcli11-dev nlohmann-json3-dev)
 [ "$all" = 1 ] && packages+=(catch2 python3-jsonschema clang-format dpkg-dev)

@@ -25,6 +25,10 @@ def detect_kind(doc):
     """The command that wrote `doc`, from its keys; None when none matches."""
     if not isinstance(doc, dict):
         return None
+    if "error" in doc and "command" in doc:
+        # The error document of --json (docs/cli.md, "Errors as JSON"): the same shape in every
+        # schema; the command's own when it has one.
+        return doc["command"] if doc["command"] in KINDS else "plan"
     if "model" in doc:
         return "plan"
     if "files" in doc:

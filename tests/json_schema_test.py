@@ -5,10 +5,12 @@
    carry; the $defs that several schemas share are the same in each.
 2. Every golden CLI output under tests/ (a .json file whose top-level "schema" is "mla-plan/...",
    tests/golden/ above all) is valid against the schema of its command; finding none fails.
-3. The binary's outputs on the bundled configs (plan, check, check --matrix, schedule, gpus,
-   formats, with a range of flags) and the verify and bench documents that mlaplan_json_samples
-   renders from host-side reports are valid; each carries the tool_version that --version prints,
-   and its exit_code is the process's.
+3. The binary's outputs on the bundled configs (plan, check, check --matrix, check of a folder,
+   schedule, gpus, formats, with a range of flags), the error documents of every command with
+   --json (an invalid config, a syntax error, bad flags at parsing and after, no GPU), and the
+   verify and bench documents that mlaplan_json_samples renders from host-side reports are valid;
+   each carries the tool_version that --version prints, and its exit_code is the process's (for an
+   error document, also the exit code of the same run without --json).
 4. Together those documents use every key each schema describes (a key the code no longer writes
    is caught), and the schemas reject what they must: an unknown key in any object, a missing
    required key, a wrong type, another schema version.
@@ -77,6 +79,53 @@ def schema_key_paths(root):
     return out
 
 
+def resolve(root, node):
+    """`node`, or the $defs entry it refers to."""
+    if isinstance(node, dict) and "$ref" in node:
+        return root["$defs"][node["$ref"][len("#/$defs/"):]]
+    return node
+
+
+def error_key_paths(root):
+    """The key paths of the error document alone (shared by every schema)."""
+    return schema_key_paths({"$defs": root["$defs"], "$ref": "#/$defs/error_document"})
+
+
+def error_commands(work, source_dir):
+    """(kind, arguments, exit code) of commands that end by an error with --json: each must print
+    the error document on stdout, with the exit code it has without --json."""
+    with open(os.path.join(source_dir, "configs", "deepseek-v4-flash.json"), encoding="utf-8") as f:
+        cfg = json.load(f)
+    cfg["compress_ratios"][3] = 7
+    bad = os.path.join(work, "bad-ratio.json")
+    write_json(bad, cfg)
+    broken = os.path.join(work, "broken.json")
+    with open(broken, "w", encoding="utf-8") as f:
+        f.write('{"model_type": "deepseek_v4",\n  "num_hidden_layers": 4,,\n}\n')
+    v41 = "configs/deepseek-v4.1-flash.json"
+    return [
+        ("plan", [bad, "--tp", "8", "--json"], 2),  # a field's error: field, value, file, line, column
+        ("plan", [broken, "--json"], 2),  # not JSON: file, line, column
+        ("plan", [v41, "--json", "--batch", "0"], 1),  # a bad flag value: field and value
+        ("plan", [v41, "--json", "--max-model-len", "99999999"], 1),  # a bound from the config, after parsing
+        ("plan", ["missing.json", "--json"], 2),
+        ("plan", ["vllm", "serve", bad, "-tp", "8", "--json"], 2),
+        ("check", ["check", v41, "--json", "--bogus"], 1),
+        ("check", ["check", v41, "--tp", "1,2", "--json"], 1),
+        ("schedule", ["schedule", "--json"], 1),
+        ("schedule", ["schedule", "--kernel", "sm90-sparse", "--num-sms", "0", "--h-q", "64", "--lengths", "1",
+                      "--json"], 1),
+        ("verify", ["verify", bad, "--json"], 2),
+        ("verify", ["verify", v41, "--iterations", "0", "--json"], 1),
+        ("bench", ["bench", v41, "--replays", "0", "--json"], 1),
+        ("bench", ["bench", "missing.json", "--json"], 2),
+        ("gpus", ["gpus", "--json", "--bogus"], 1),
+        ("plan", ["plna", "--json"], 1),  # a mistyped command: command null
+        ("formats", ["formats", "--json", "--bogus"], 1),
+        ("check", ["check", "missing.json", "--format", "json", "--tp", "0"], 1),  # --format json asks too
+    ]
+
+
 def check_schemas(vj, schema_dir, fail):
     """The schemas themselves; returns {kind: schema}."""
     import jsonschema
@@ -96,7 +145,9 @@ def check_schemas(vj, schema_dir, fail):
         if s.get("$schema") != "https://json-schema.org/draft/2020-12/schema":
             fail.add(f"{kind}.schema.json: $schema is {s.get('$schema')!r}, not draft 2020-12")
         # The document's "schema" (one const for every top-level shape) and the file's $id agree.
-        shapes = s["oneOf"] if "oneOf" in s else [s]
+        shapes = [resolve(s, shape) for shape in s["oneOf"]] if "oneOf" in s else [s]
+        if "oneOf" in s and {"$ref": "#/$defs/error_document"} not in s["oneOf"]:
+            fail.add(f"{kind}.schema.json: the error document is not one of its shapes")
         consts = {shape["properties"]["schema"].get("const") for shape in shapes}
         if len(consts) != 1 or None in consts:
             fail.add(f"{kind}.schema.json: its \"schema\" property is not one const: {consts}")
@@ -225,7 +276,15 @@ def cli_commands(work, source_dir):
     model_dir = model_dir_with_safetensors(work, source_dir, "model-dir", 160 * 10**9)
     partial_dir = model_dir_with_safetensors(work, source_dir, "partial-model-dir", 0)
     unknown = config_with_unknown_scheme(work, source_dir)
+    # A folder of configs: two configs, a JSON file that is none (skipped) and a subdirectory.
+    folder = os.path.join(work, "ci-configs")
+    os.makedirs(os.path.join(folder, "more"), exist_ok=True)
+    shutil.copy(os.path.join(source_dir, v4), os.path.join(folder, "a.json"))
+    shutil.copy(os.path.join(source_dir, v32), os.path.join(folder, "more", "b.json"))
+    write_json(os.path.join(folder, "package.json"), {"name": "x", "version": "1.0.0"})
     cmds = [
+        ("check", ["check", folder, "--tp", "8", "--json"]),
+        ("check", ["check", folder, "--recursive", "--gpu", "h200,b200", "--tp", "8", "--json"]),
         ("plan", [v41, "--tp", "8", "--json"]),
         ("plan", [v41, "--json"]),  # does not fit on one GPU: exit 4, suggestions
         ("plan", ["plan", v41, "--gpu", "b200", "--kv-cache-dtype", "nvfp4_ds_mla", "--indexer-cache-dtype", "fp4",
@@ -303,7 +362,7 @@ def mutations(kind, doc):
         "verify": [("device", "name"), ("matrix", 0, "status"), ("devices", 0, "label"),
                    ("devices", 0, "matrix", 0, "kv_cache_dtype")],
         "bench": [("ceilings", "copy_gbps"), ("rows", 0, "b"), ("findings", 0, "severity")],
-    }[kind]
+    }[kind] + [("error", "kind"), ("error", "field"), ("command",)]
     for pointer in nested:
         try:
             at(doc, pointer)
@@ -399,6 +458,51 @@ def main():
         if kind in ("plan", "check") and doc.get("exit_code") != code:
             fail.add(f"{name}: exit_code {doc.get('exit_code')} in the document, the process exited {code}")
         take(kind, name, doc)
+    # Errors: one JSON document on stdout, the error as data, the exit code without --json.
+    error_docs = []
+    for kind, cli_args, want in error_commands(work, source_dir):
+        name = "mla-plan " + " ".join(cli_args)
+        code, out, err = run([args.binary] + cli_args, source_dir)
+        plain = [a for a in cli_args if a != "--json"]
+        if "--format" in plain:
+            i = plain.index("--format")
+            del plain[i:i + 2]
+        plain_code, _, _ = run([args.binary] + plain, source_dir)
+        if code != want or plain_code != want:
+            fail.add(f"{name}: exit {code} with --json, {plain_code} without; expected {want}")
+        try:
+            doc = json.loads(out)
+        except ValueError:
+            fail.add(f"{name}: exit {code}, stdout is not one JSON document: {out[:200]!r}")
+            continue
+        if vj.detect_kind(doc) != kind:
+            fail.add(f"{name}: told as {vj.detect_kind(doc)}, not {kind}")
+        e = doc.get("error", {})
+        if doc.get("exit_code") != code or e.get("exit_code") != code:
+            fail.add(f"{name}: exit_code {doc.get('exit_code')} / {e.get('exit_code')} in the document, exit {code}")
+        line = err.strip().splitlines()[-1] if err.strip() else ""
+        if line != "mla-plan: error: " + e.get("message", ""):
+            fail.add(f"{name}: the document's message {e.get('message')!r} is not stderr's line {line!r}")
+        take(kind, name, doc)
+        error_docs.append((name, doc))
+    by_name = dict(error_docs)
+    expect = {
+        0: {"field": "/compress_ratios/3", "value": 7, "kind": "invalid_config"},
+        2: {"field": "--batch", "value": "0", "kind": "usage"},
+        3: {"field": "--max-model-len", "value": "99999999", "kind": "usage"},
+        6: {"field": "--bogus", "kind": "usage"},
+    }
+    cmds = error_commands(work, source_dir)
+    for i, want in expect.items():
+        name = "mla-plan " + " ".join(cmds[i][1])
+        got = by_name.get(name, {}).get("error", {})
+        for key, value in want.items():
+            if got.get(key) != value:
+                fail.add(f"{name}: error.{key} is {got.get(key)!r}, expected {value!r}")
+    first = by_name.get("mla-plan " + " ".join(cmds[0][1]), {}).get("error", {})
+    if not (first.get("file", "").endswith("bad-ratio.json") and isinstance(first.get("line"), int)):
+        fail.add(f"the invalid config's error names no file and line: {first!r}")
+    print(f"error documents: {len(error_docs)} checked")
     samples_dir = os.path.join(work, "samples")
     code, out, err = run([args.samples, samples_dir], source_dir)
     if code != 0:
@@ -413,21 +517,36 @@ def main():
             fail.add(f"no {kind} document was made")
 
     # 4. Every key a schema describes is written by some document; the schemas reject what they must.
+    # The error document is the same in every schema: its keys are checked over every command's
+    # error documents together, the others per command.
+    error_paths = error_key_paths(schemas["plan"])
+    seen_errors = set()
+    for _, doc in error_docs:
+        instance_key_paths(doc, "", seen_errors)
+    unused = sorted(error_paths - seen_errors)
+    if unused:
+        fail.add("the error document describes keys no error document wrote: " + ", ".join(unused))
     for kind in KINDS:
         seen = set()
         for _, doc in docs[kind]:
             instance_key_paths(doc, "", seen)
-        unused = sorted(schema_key_paths(schemas[kind]) - seen)
+        own = set()
+        for shape in schemas[kind].get("oneOf", [schemas[kind]]):
+            if shape != {"$ref": "#/$defs/error_document"}:
+                own |= schema_key_paths(dict(resolve(schemas[kind], shape), **{"$defs": schemas[kind].get("$defs", {})}))
+        unused = sorted((schema_key_paths(schemas[kind]) - seen) - (error_paths - own))
         if unused:
             fail.add(f"{kind}.schema.json describes keys no {kind} document wrote: " + ", ".join(unused))
     rejected = 0
     for kind in KINDS:
         # The first document, and for verify and check the other top-level shape too.
-        picks = [docs[kind][0]]
+        is_error = lambda d: "error" in d[1] and "command" in d[1]  # noqa: E731
+        picks = [d for d in docs[kind] if not is_error(d)][:1]
         if kind == "verify":
             picks += [d for d in docs[kind] if "devices" in d[1]][:1]
         if kind == "check":
-            picks += [d for d in docs[kind] if any("matrix" in f for f in d[1]["files"])][:1]
+            picks += [d for d in docs[kind] if any("matrix" in f for f in d[1].get("files", []))][:1]
+        picks += [d for d in docs[kind] if is_error(d)][:1]
         for name, doc in picks:
             for what, bad in mutations(kind, doc):
                 if validators[kind].is_valid(bad):

@@ -208,13 +208,15 @@ TEST_CASE("batch fit: check warns, and fails with --require-batch-fits", "[cli][
   const Run warn = run({"check", kV41, "--tp", "8", "--batch", "400", "--context-len", "100000"});
   CHECK(warn.code == 0);
   CHECK(warn.out == "PASS " + kV41 +
-                        "  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 31.30x\n  warning [fit.decode_batch]: " + message +
-                        "\n    fix: " + fix + "\n1 of 1 configs passed\n");
+                        "  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 31.30x requests of 1,048,576 tokens, 66.01 GiB to "
+                        "spare\n  warning [fit.decode_batch]: " +
+                        message + "\n    fix: " + fix + "\n1 of 1 configs passed\n");
   const Run guard =
       run({"check", kV41, "--tp", "8", "--batch", "400", "--context-len", "100000", "--require-batch-fits"});
   CHECK(guard.code == 4);
   CHECK(guard.out == "FAIL " + kV41 +
-                         " (exit 4)  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 31.30x\n  error [guard.decode_batch]: " +
+                         " (exit 4)  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 31.30x requests of 1,048,576 tokens, "
+                         "66.01 GiB to spare\n  error [guard.decode_batch]: " +
                          message + "\n    fix: " + fix + "\n0 of 1 configs passed\n");
   // A batch that fits passes the guard.
   CHECK(run({"check", kV41, "--tp", "8", "--batch", "389", "--context-len", "100000", "--require-batch-fits"}).code ==

@@ -137,7 +137,11 @@ TEST_CASE("check prints each file's result as soon as it is checked", "[check][s
     } else {
       CHECK(first.find(good) != std::string::npos);
     }
-    if (format == "text") CHECK(first == "PASS " + good + "  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 31.30x\n");
+    if (format == "text") {
+      CHECK(first == "PASS " + good +
+                         "  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 31.30x requests of 1,048,576 tokens, 66.01 GiB "
+                         "to spare\n");
+    }
     if (format == "json") {
       CHECK_THAT(first, Catch::StartsWith(std::string("{\n  \"schema\": \"mla-plan/3\",\n  \"tool_version\": \"") +
                                           mlaplan::kVersion + "\",\n  \"files\": [\n"));
@@ -183,9 +187,13 @@ TEST_CASE("check: a flag that is wrong for a later file is that file's failure, 
   const std::string message =
       "--max-model-len: '1048576' is out of range; allowed 1..163840 (the model's "
       "max_position_embeddings is 163840)";
-  CHECK(r.out == "PASS " + files[0] + "  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 31.30x\nPASS " + files[1] +
-                     "  [deepseek_v4 on h200, fp8_ds_mla, TP 8] 9.70x\nFAIL " + files[2] +
-                     " (exit 1)\n  error [flag.invalid]: " + message + "\n2 of 3 configs passed\n");
+  CHECK(r.out == "PASS " + files[0] +
+                     "  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 31.30x requests of 1,048,576 tokens, 66.01 GiB to "
+                     "spare\nPASS " +
+                     files[1] +
+                     "  [deepseek_v4 on h200, fp8_ds_mla, TP 8] 9.70x requests of 1,048,576 tokens, 87.54 GiB to "
+                     "spare\nFAIL " +
+                     files[2] + " (exit 1)\n  error [flag.invalid]: " + message + "\n2 of 3 configs passed\n");
   auto json = args;
   json.push_back("--json");
   const auto j = run(json);
@@ -194,11 +202,18 @@ TEST_CASE("check: a flag that is wrong for a later file is that file's failure, 
   CHECK(doc.at("exit_code") == 1);
   CHECK(doc.at("files").size() == 3);
   CHECK(doc.at("files").at(2).at("findings").at(0).at("id") == "flag.invalid");
-  // The first file is wrong for the flag: the run stops there, one error line, nothing printed.
+  // The first file is wrong for the flag: the run stops there, one error line, and with --json the
+  // error document in place of check's (docs/cli.md, "Errors as JSON").
   const auto only = run({"check", files[2], files[0], "--max-model-len", "1048576", "--tp", "8", "--json"});
   CHECK(only.code == 1);
-  CHECK(only.out.empty());
+  const auto only_doc = nlohmann::json::parse(only.out);
+  CHECK(only_doc.at("command") == "check");
+  CHECK(only_doc.at("error").at("message") == message);
+  CHECK(only_doc.at("error").at("field") == "--max-model-len");
   CHECK(only.err == "mla-plan: error: " + message + "\n");
+  const auto only_text = run({"check", files[2], files[0], "--max-model-len", "1048576", "--tp", "8"});
+  CHECK(only_text.code == 1);
+  CHECK(only_text.out.empty());
 }
 
 TEST_CASE("check --format json written file by file has the bytes of one dump", "[check][stream][json]") {

@@ -485,7 +485,10 @@ TEST_CASE("check --format github: one annotation per finding", "[cli][check]") {
       run({"check", cfg("small/v41-8layer-flat.json"), cfg("deepseek-v4.1-flash.json"), "--tp", "8", "--json"}).out);
   CHECK(j.at("files")[0].at("findings").size() == 7);
   CHECK(j.at("files")[1].at("findings").empty());
-  CHECK(r.err == "mla-plan check: 1 passed, 1 failed\n");
+  // What passed goes to the log (stderr) with its numbers, before the summary.
+  CHECK(r.err == "mla-plan check: PASS " + cfg("deepseek-v4.1-flash.json") +
+                     "  [deepseek_v41 on h200, fp8_ds_mla, TP 8] 31.30x requests of 1,048,576 tokens, 66.01 GiB to "
+                     "spare\nmla-plan check: 1 passed, 1 failed\n");
 }
 
 TEST_CASE("check --format github: line= and col= of a finding's value, in the config.json read", "[cli][check]") {

@@ -203,7 +203,16 @@ TEST_CASE("e2e: bad input exits 2 with a clear message, never a crash", "[e2e][b
     for (bool json : {false, true}) {
       auto r = json ? run({b.path, "--json"}) : run({b.path});
       CHECK(r.code == 2);
-      CHECK(r.out.empty());
+      if (json) {
+        // --json: the error document on stdout, the same line on stderr (docs/cli.md, "Errors as JSON").
+        const auto doc = nlohmann::json::parse(r.out, nullptr, false);
+        REQUIRE(doc.is_object());
+        CHECK(doc["exit_code"] == 2);
+        CHECK(doc["error"]["kind"] == "invalid_config");
+        CHECK(r.err == "mla-plan: error: " + doc["error"]["message"].get<std::string>() + "\n");
+      } else {
+        CHECK(r.out.empty());
+      }
       CHECK_THAT(r.err, Catch::StartsWith("mla-plan: error: "));
       CHECK_THAT(r.err, Catch::Contains(b.message_part));
       CHECK_THAT(r.err, !Catch::Contains("AddressSanitizer") && !Catch::Contains("runtime error"));

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -49,8 +51,8 @@ struct Scratch {
   }
 };
 
-/// A run that fails with exit 2 within the time limit: nothing on stdout, one printable line on
-/// stderr that says `what`.
+/// A run that fails with exit 2 within the time limit: nothing on stdout (with --json, the error
+/// document of exit 2 carrying stderr's message), one printable line on stderr that says `what`.
 void require_invalid_file(const std::vector<std::string>& args, const std::string& what, bool unprivileged = false) {
   e2e::RunOptions o;
   o.timeout_s = 20;
@@ -59,7 +61,14 @@ void require_invalid_file(const std::vector<std::string>& args, const std::strin
   INFO(args.back() << "\n" << r.err);
   REQUIRE(!r.timed_out);
   CHECK(r.code == 2);
-  CHECK(r.out.empty());
+  if (std::find(args.begin(), args.end(), "--json") != args.end()) {
+    const auto doc = nlohmann::json::parse(r.out, nullptr, false);
+    REQUIRE(doc.is_object());
+    CHECK(doc["exit_code"] == 2);
+    CHECK(r.err == "mla-plan: error: " + doc["error"]["message"].get<std::string>() + "\n");
+  } else {
+    CHECK(r.out.empty());
+  }
   REQUIRE(r.err.size() > 1);
   CHECK(r.err.find('\n') == r.err.size() - 1);
   CHECK_THAT(r.err, Catch::StartsWith("mla-plan: error: "));

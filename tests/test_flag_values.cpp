@@ -13,6 +13,7 @@
 
 #include "cli/cli.hpp"
 #include "cli_run.hpp"
+#include "output/error_json.hpp"
 #include "flags/flag_values.hpp"
 #include "cli/gpu_runner.hpp"
 #include "mlaplan/gpu_check/bench.hpp"
@@ -36,14 +37,22 @@ const std::string kMissing = cfg("does-not-exist.json");
 /// The one line a usage error prints.
 std::string error_line(const std::string& message) { return "mla-plan: error: " + message + "\n"; }
 
-/// A usage error: exit 1, nothing on stdout, exactly `message` as the one line on stderr.
+/// A usage error: exit 1, nothing on stdout (with --json among the arguments, the error document
+/// of the same message), exactly `message` as the one line on stderr.
 void require_usage(const std::vector<std::string>& args, const std::string& message) {
   std::string shown;
   for (const auto& a : args) shown += "[" + a + "] ";
   INFO(shown);
   const Run r = run(args);
   CHECK(r.code == 1);
-  CHECK(r.out.empty());
+  if (mlaplan::cli::error_json::json_requested(args)) {
+    const auto doc = nlohmann::json::parse(r.out, nullptr, false);
+    REQUIRE(doc.is_object());
+    CHECK(doc["exit_code"] == 1);
+    CHECK(doc["error"]["message"] == message);
+  } else {
+    CHECK(r.out.empty());
+  }
   CHECK(r.err == error_line(message));
 }
 
@@ -636,6 +645,12 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
   require_usage({kV41, "--gpu-memory-utilization"},
                 "plan: --gpu-memory-utilization needs a value (a decimal number); run 'mla-plan plan --help' for the "
                 "flags");
+  // A fraction given as a percent says which fraction it means (1.5 is no percent: no hint).
+  require_usage({kV41, "--gpu-memory-utilization", "92"},
+                "--gpu-memory-utilization: '92' is out of range; allowed above 0 up to 1 (a fraction, not a percent: "
+                "0.92 is 92%)");
+  require_usage({kV41, "--gpu-memory-utilization", "1.5"},
+                "--gpu-memory-utilization: '1.5' is out of range; allowed above 0 up to 1");
   // The argument after a flag is its value, whatever it looks like.
   require_usage({kV41, "--gpu-memory-utilization", "--json"},
                 "--gpu-memory-utilization: '--json' is not a decimal number; allowed above 0 up to 1");
@@ -663,11 +678,13 @@ TEST_CASE("flag values: CLI11's parse errors are one line naming what is wrong",
                 "--lengths given twice ('1' and '2'); give it once");
   // Required arguments.
   require_usage({"plan"},
-                "plan: CONFIG is required (config.json, or a directory holding one); run 'mla-plan plan "
-                "--help' for the flags");
+                "plan: CONFIG is required (config.json, a model directory, a Hugging Face cache directory, or "
+                "ORG/NAME in the local Hugging Face cache); run 'mla-plan plan --help' for the flags");
   require_usage({"schedule", "--kernel", "sm90-sparse"},
                 "schedule: --num-sms, --h-q and --lengths are required; run 'mla-plan schedule --help' for the flags");
-  require_usage({"report", kV41}, "report: --output is required; run 'mla-plan report --help' for the flags");
+  require_usage({"report", kV41},
+                "report: --output is required (the report file: FILE.svg (one drawing) or FILE.html (drawings and "
+                "tables)); run 'mla-plan report --help' for the flags");
   require_usage({},
                 "a command or a CONFIG is required: mla-plan CONFIG [flags], or mla-plan COMMAND with COMMAND "
                 "one of plan, check, schedule, verify, bench, report, gpus, formats; run 'mla-plan --help' for "

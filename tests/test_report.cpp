@@ -1013,7 +1013,9 @@ TEST_CASE("check --format markdown: a table of files", "[report]") {
   CHECK_THAT(r.out, Catch::StartsWith("### mla-plan check\n\n| file | status | exit | findings |\n"));
   CHECK_THAT(r.out, Catch::EndsWith(" |\n\n**1 of 3 configs passed**\n"));
   CHECK_THAT(r.out, Catch::Contains("| `" + cfg("deepseek-v4.1-flash.json") +
-                                    "`<br>deepseek\\_v41 on h200, fp8\\_ds\\_mla | pass | 0 | none |"));
+                                    "`<br>deepseek\\_v41 on h200, fp8\\_ds\\_mla: 31.30x requests of 1,048,576 tokens, "
+                                    "66.01 GiB to spare | pass | 0 | "
+                                    "none |"));
   CHECK_THAT(r.out, Catch::Contains("| `" + cfg("small/v41-8layer-flat.json") + "`"));
   CHECK_THAT(r.out, Catch::Contains("| **FAIL** | 3 | warning `config.structural_default`: assumed "
                                     "num\\_nextn\\_predict\\_layers = 3, the transformers default<br>**error** "

@@ -20,6 +20,7 @@
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/text.hpp"
 #include "mlaplan/version.hpp"
+#include "output/error_json.hpp"
 #include "output/output.hpp"
 
 namespace mlaplan::cli {
@@ -78,14 +79,46 @@ bool names_no_file(const std::string& path) {
   return path.find('\0') == std::string::npos && ::lstat(path.c_str(), &st) != 0 && errno == ENOENT;
 }
 
+/// A stream buffer that passes everything to another and keeps the last lines written (up to
+/// 64 KiB): the error line a stage wrote, for the error document of --json.
+class ErrLineCapture final : public std::streambuf {
+ public:
+  explicit ErrLineCapture(std::streambuf* target) : target_(target) {}
+  const std::string& text() const { return text_; }
+
+ protected:
+  int_type overflow(int_type ch) override {
+    if (traits_type::eq_int_type(ch, traits_type::eof())) return traits_type::not_eof(ch);
+    keep(std::string(1, traits_type::to_char_type(ch)));
+    return target_->sputc(traits_type::to_char_type(ch));
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    keep(std::string(s, static_cast<std::size_t>(n)));
+    return target_->sputn(s, n);
+  }
+  int sync() override { return target_->pubsync(); }
+
+ private:
+  void keep(const std::string& s) {
+    text_ += s;
+    if (text_.size() > 65536) text_.erase(0, text_.size() - 65536);
+  }
+  std::streambuf* target_;
+  std::string text_;
+};
+
 /// The error boundary of both stages: runs `stage` under the classic locale and turns every
 /// exception into its message on `err` and an exit code. A usage error names its flag as typed
-/// (`typed`: as_typed()).
+/// (`typed`: as_typed()). `threw`, when given, says whether the stage ended by an exception.
 template <typename Stage>
-int guarded(std::ostream& out, std::ostream& err, const std::vector<TypedFlag>& typed, Stage&& stage) {
+int guarded(std::ostream& out, std::ostream& err, const std::vector<TypedFlag>& typed, Stage&& stage,
+            bool* threw = nullptr) {
   const ClassicLocale classic(out, err);
+  if (threw != nullptr) *threw = true;
   try {
-    return stage();
+    const int code = stage();
+    if (threw != nullptr) *threw = false;
+    return code;
   } catch (const Error& e) {
     // printable(): a message is one line whatever input text it quotes (docs/robustness.md)
     err << "mla-plan: error: " << printable(e.kind() == ErrorKind::usage ? as_typed(e.what(), typed) : e.what())
@@ -97,6 +130,18 @@ int guarded(std::ostream& out, std::ostream& err, const std::vector<TypedFlag>& 
   } catch (const std::exception& e) {
     err << "mla-plan: internal error: " << printable(e.what()) << "\n";
     return exit_code(ErrorKind::internal);
+  }
+}
+
+/// With --json: the error document of a stage that ended with `code` and wrote no document of
+/// its own, on `out` (the message is the last error line of `err_text`).
+void print_error_document(const ParsedCli& p, int code, const std::string& err_text, std::ostream& out) {
+  if (!p.json_errors || code == 0) return;
+  const ClassicLocale classic(out, out);
+  try {
+    out << error_json::render(p.command_name, error_json::facts_of(code, error_json::last_error_message(err_text)));
+  } catch (const std::exception&) {
+    // out of memory while rendering it: stderr has the message
   }
 }
 
@@ -133,6 +178,14 @@ std::size_t parsed_command(const CLI::App& app) {
 std::unique_ptr<CLI::App> make_app(ParsedCli& p) {
   auto app = std::make_unique<CLI::App>(kDescription, "mla-plan");
   app->set_version_flag("--version", std::string("mla-plan ") + kVersion);
+  app->footer(
+      "Examples:\n"
+      "  mla-plan configs/deepseek-v4.1-flash.json              the layouts of one node of H200 searched, the best "
+      "planned\n"
+      "  mla-plan configs/deepseek-v4.1-flash.json --tp 8       one layout: does it fit, how many requests\n"
+      "  mla-plan check configs/ --tp 8 --gpu h200,b200         a CI gate over a folder of configs (docs/ci.md)\n"
+      "  mla-plan report configs/deepseek-v4.1-flash.json --tp 8 -o plan.html\n"
+      "Each command's flags: mla-plan COMMAND --help. Add --json for one JSON document on stdout, errors included.");
   app->require_subcommand(1);
   const auto table = command_table();
   for (std::size_t i = 0; i < table.size(); ++i) {
@@ -326,7 +379,11 @@ const ParsedCli& CommandLine::parse(const std::vector<std::string>& args, std::o
   parsed_.typed_flags.clear();
   parsed_.vllm.reset();
   parsed_.sglang_serve.reset();
-  const int code = guarded(out, err, parsed_.typed_flags, [&] {
+  parsed_.json_errors = error_json::json_requested(args);
+  parsed_.command_name = error_json::command_of(args, command_names());
+  ErrLineCapture capture(err.rdbuf());
+  std::ostream captured_err(&capture);
+  const int code = guarded(out, captured_err, parsed_.typed_flags, [&] {
     const auto table = command_table();
     if (app_) {
       for (std::size_t i = 0; i < table.size(); ++i) table[i].reset_options(parsed_.options[i].get());
@@ -336,26 +393,38 @@ const ParsedCli& CommandLine::parse(const std::vector<std::string>& args, std::o
       for (const auto& row : table) parsed_.options.push_back(row.make_options());
       app_ = make_app(parsed_);
     }
-    return parse_into(*app_, args, parsed_, out, err);
+    return parse_into(*app_, args, parsed_, out, captured_err);
   });
+  captured_err.flush();
   if (code == kParsed) {
     parsed_.exit_code = 0;
   } else {
     parsed_.command = nullptr;
     parsed_.exit_code = code;
+    print_error_document(parsed_, code, capture.text(), out);
   }
   return parsed_;
 }
 
 int execute_cli(const ParsedCli& p, std::ostream& out, std::ostream& err) {
-  const int code = guarded(out, err, p.typed_flags, [&]() -> int {
-    if (p.command == nullptr) return p.exit_code;
-    const auto table = command_table();
-    for (std::size_t i = 0; i < table.size() && i < p.options.size(); ++i) {
-      if (&table[i] == p.command) return table[i].run(p.options[i].get(), out, err);
-    }
-    throw_internal("unknown command");
-  });
+  ErrLineCapture capture(err.rdbuf());
+  std::ostream captured_err(&capture);
+  bool threw = false;
+  const int code = guarded(
+      out, captured_err, p.typed_flags,
+      [&]() -> int {
+        if (p.command == nullptr) return p.exit_code;
+        const auto table = command_table();
+        for (std::size_t i = 0; i < table.size() && i < p.options.size(); ++i) {
+          if (&table[i] == p.command) return table[i].run(p.options[i].get(), out, captured_err);
+        }
+        throw_internal("unknown command");
+      },
+      &threw);
+  captured_err.flush();
+  // A command that ends by an error writes nothing on stdout before it (each writes its document
+  // once it is made): with --json, the error's document takes its place.
+  if (threw && p.command != nullptr && out.good()) print_error_document(p, code, capture.text(), out);
   return checked_output(code, out, err);
 }
 

@@ -85,6 +85,11 @@ struct ParsedCli {
   /// `mla-plan sglang serve ...` / `mla-plan python -m sglang.launch_server ...`: what the SGLang
   /// command line became (given to plan's options).
   std::optional<SglangServeInput> sglang_serve;
+  /// --json (or --format json) was given: an error the command cannot report in its own document
+  /// is printed as the error document on stdout (output/error_json.hpp), beside stderr's line.
+  bool json_errors = false;
+  /// The command the arguments name ("plan" for `mla-plan CONFIG`), for the error document.
+  std::string command_name;
 
   /// Whether the command to run is `name`.
   bool is(std::string_view name) const { return command != nullptr && command->name == name; }

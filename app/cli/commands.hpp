@@ -111,6 +111,7 @@ struct CheckOptions {
   std::string format = "text";
   bool json = false;
   bool matrix = false;
+  bool recursive = false;  ///< --recursive: a folder of configs' subdirectories too
   std::vector<std::int64_t> tp_sizes;
   std::vector<std::int64_t> dp_sizes;
   PlanGuards guards;                       ///< the guard flags, bound as they are (plan.hpp)

@@ -165,7 +165,9 @@ std::string required_missing(const CLI::App* sub) {
     names += missing[i]->get_name();
   }
   std::string msg = prefix(sub) + names + (missing.size() == 1 ? " is" : " are") + " required";
-  if (missing.size() == 1 && missing.front()->get_positional()) {
+  if (missing.size() == 1 && !missing.front()->get_description().empty()) {
+    // What to give: the argument's or the flag's description (`report: --output is required (the
+    // report file: FILE.svg ...)`).
     msg += " (" + missing.front()->get_description() + ")";
   }
   return msg + "; " + help_hint(sub);

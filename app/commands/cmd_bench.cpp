@@ -17,7 +17,10 @@ namespace mlaplan::cli {
 
 void setup_bench(CLI::App& app, BenchCliOptions& opt) {
   CLI::App* sub = &app;  // created by the command table (cli.cpp) with its name and summary
-  sub->add_option("CONFIG", opt.config, "config.json, or a directory holding one")->required();
+  sub->add_option(
+         "CONFIG", opt.config,
+         "config.json, a model directory, a Hugging Face cache directory, or ORG/NAME in the local Hugging Face cache")
+      ->required();
   add_int_option(*sub, "--device", opt.device, "CUDA device index (default 0)",
                  IntRange{0, std::numeric_limits<int>::max(), {}});
   sub->add_option("--kv-cache-dtype", opt.kv_cache_dtype, "auto|fp8|fp8_ds_mla|nvfp4_ds_mla (default auto)");

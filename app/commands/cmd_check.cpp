@@ -15,7 +15,9 @@
 #include "output/backend_text.hpp"
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "commands/check_inputs.hpp"
 #include "output/check_output.hpp"
+#include "output/error_json.hpp"
 #include "output/json_out.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/plan/launch.hpp"
@@ -40,7 +42,11 @@ const RealRange kGlobalBytesRange{0.0, CheckLimits::max_global_bytes_per_token, 
 
 void setup_check(CLI::App& app, CheckOptions& opt) {
   CLI::App* sub = &app;  // created by the command table (cli.cpp) with its name and summary
-  sub->add_option("CONFIG", opt.configs, "config.json files or directories holding one")->required();
+  sub->add_option("CONFIG", opt.configs,
+                  "config.json files, model directories, folders of configs (every *.json that is a model config) "
+                  "or quoted globs")
+      ->required();
+  sub->add_flag("--recursive,-r", opt.recursive, "search the subdirectories of a folder of configs too");
   sub->add_option("--format", opt.format, "text | json | github (workflow annotations) | markdown (a PR comment)")
       ->check(one_of({"text", "json", "github", "markdown"}));
   sub->add_flag("--json", opt.json, "same as --format json");
@@ -79,6 +85,9 @@ void setup_check(CLI::App& app, CheckOptions& opt) {
                  IntRange{1, ConfigLimits::max_positions, {}})
       ->group("Guards");
   bind_target_flags(*sub, opt.plan.target);
+  sub->get_option("--gpu")->description(
+      "target GPU preset, or several comma-separated (h200,b200): one verdict per GPU (mla-plan gpus lists them; "
+      "default h200)");
   bind_layout_flags(*sub, opt.plan.layout);
   // For the matrix, --tensor-parallel-size takes a list; the layout flag keeps the first value.
   sub->remove_option(sub->get_option("--tensor-parallel-size"));
@@ -102,31 +111,6 @@ void setup_check(CLI::App& app, CheckOptions& opt) {
 
 namespace {
 
-/// Where the JSON parse error in `message`, an error of reading `file`, is: nlohmann's "parse
-/// error at line N, column M" after parse_config()'s "FILE: not valid JSON: ".
-std::optional<JsonTextLocation> parse_error_location(const std::string& message, const std::string& file) {
-  const std::string head = printable(file) + ": not valid JSON: parse error at line ";
-  if (file.empty() || message.rfind(head, 0) != 0) return std::nullopt;
-  const auto number = [&message](std::size_t& pos) -> std::optional<std::size_t> {
-    std::size_t v = 0, digits = 0;
-    for (; pos < message.size() && message[pos] >= '0' && message[pos] <= '9' && digits < 9; ++pos, ++digits) {
-      v = v * 10 + static_cast<std::size_t>(message[pos] - '0');
-    }
-    if (digits == 0 || v == 0) return std::nullopt;
-    return v;
-  };
-  std::size_t pos = head.size();
-  JsonTextLocation loc;
-  const auto line = number(pos);
-  if (!line) return std::nullopt;
-  loc.line = *line;
-  if (message.compare(pos, 9, ", column ") == 0) {
-    pos += 9;
-    if (const auto column = number(pos)) loc.column = *column;
-  }
-  return loc;
-}
-
 /// The config.json that `path` (a file or a model directory) reads, or "" when a directory has
 /// none that can be named.
 std::string config_file_of(const std::string& path) {
@@ -148,7 +132,19 @@ void locate_findings(CheckFileResult& fr) {
   for (std::size_t i = 0; i < fr.findings.size(); ++i) {
     const Finding& f = fr.findings[i];
     if (f.id == "config.invalid") {
-      fr.locations[i] = parse_error_location(f.message, fr.config_file);
+      fr.locations[i] = error_json::parse_error_location(f.message, fr.config_file);
+      if (fr.locations[i]) continue;
+      // A field's error ("FILE: /compress_ratios/3: ..."): where that field's value is.
+      const auto field = error_json::config_field_of(f.message);
+      if (!field || field->first != printable(fr.config_file)) continue;
+      if (!text) {
+        try {
+          text = read_input_file(fr.config_file, config_file_rules());
+        } catch (const Error&) {
+          return;
+        }
+      }
+      fr.locations[i] = locate_json_value(*text, field->second);
     } else if (!f.path.empty()) {
       if (!text) {
         try {
@@ -244,6 +240,7 @@ CheckFileResult check_one(const std::string& path, const CheckOptions& opt, Plan
         fr.kv_tokens = plan.fit->total_kv_tokens;
         fr.max_model_len = plan.layout->max_model_len;
         fr.weights_bytes = plan.fit->placement.max_rank_bytes;
+        if (plan.fit->margin) fr.spare_bytes = plan.fit->margin->spare_bytes;
       }
     }
   } catch (const Error& e) {
@@ -252,7 +249,13 @@ CheckFileResult check_one(const std::string& path, const CheckOptions& opt, Plan
     const char* id = e.kind() == ErrorKind::invalid_config ? "config.invalid"
                      : e.kind() == ErrorKind::usage        ? "flag.invalid"
                                                            : "error";
-    fr.findings.push_back(Finding{id, Severity::error, e.what(), {}, {}});
+    Finding f{id, Severity::error, e.what(), {}, {}};
+    // An invalid config's error about a field ("FILE: /compress_ratios/3: ..."): its JSON pointer,
+    // as the rules' findings carry theirs (--format json's path).
+    if (e.kind() == ErrorKind::invalid_config) {
+      if (const auto field = error_json::config_field_of(f.message)) f.path = field->second;
+    }
+    fr.findings.push_back(std::move(f));
     if (e.kind() == ErrorKind::invalid_config && locate) fr.config_file = config_file_of(path);
   } catch (const std::exception& e) {
     fr.code = exit_code(ErrorKind::internal);
@@ -273,16 +276,21 @@ struct MatrixInput {
 /// Reads every config of the matrix, holding each parsed config (a few bytes per layer) until
 /// it is planned, and counts the layer rows (layers x TP sizes) the run would plan: past
 /// CheckLimits::max_matrix_layer_rows it stops with a usage error before anything is printed.
-std::vector<MatrixInput> read_matrix_inputs(const CheckOptions& opt, std::int64_t tp_sizes) {
+std::vector<MatrixInput> read_matrix_inputs(const CheckOptions& opt, const std::vector<check_inputs::Input>& given,
+                                            std::int64_t tp_sizes) {
   std::vector<MatrixInput> inputs;
-  inputs.reserve(opt.configs.size());
+  inputs.reserve(given.size());
   std::int64_t layers = 0;
-  for (const auto& path : opt.configs) {
+  for (const auto& [path, error] : given) {
     MatrixInput in{path, std::nullopt, std::nullopt};
-    try {
-      in.config = load_config(path, model_source(opt.plan));
-    } catch (const Error& e) {
-      in.error = e;
+    if (!error.empty()) {
+      in.error = Error(ErrorKind::invalid_config, error);
+    } else {
+      try {
+        in.config = load_config(path, model_source(opt.plan));
+      } catch (const Error& e) {
+        in.error = e;
+      }
     }
     if (in.config) {
       layers += in.config->total_layers();
@@ -343,7 +351,8 @@ int run_matrix(const CheckOptions& options, std::ostream& out) {
   CheckOptions opt = options;
   opt.plan.batch.read_files();  // once for every cell
   const auto layouts = opt.layouts();
-  std::vector<MatrixInput> inputs = read_matrix_inputs(opt, static_cast<std::int64_t>(layouts.size()));
+  const check_inputs::Inputs given = check_inputs::expand(opt.configs, opt.recursive);
+  std::vector<MatrixInput> inputs = read_matrix_inputs(opt, given.inputs, static_cast<std::int64_t>(layouts.size()));
   const std::string format = opt.effective_format();
   const bool as_json = format == "json";
   JsonFilesStream json(out);
@@ -355,7 +364,11 @@ int run_matrix(const CheckOptions& options, std::ostream& out) {
     out.flush();
     if (!out) return overall;  // the output is gone: plan nothing more (the caller reports it)
   }
-  if (as_json) json.close(overall);
+  if (as_json) {
+    json.close(overall, given.skipped);
+  } else {
+    for (const auto& sk : given.skipped) out << "SKIP " << printable(sk.path) << " (" << printable(sk.reason) << ")\n";
+  }
   if (format == "markdown") out << "```\n";
   return overall;
 }
@@ -427,6 +440,18 @@ void validate_check(const CheckOptions& opt) {
                   (guards.size() == 1 ? "it" : "them"));
     }
   }
+  if (opt.plan.target.gpu) {
+    // --gpu h200,b200: every preset known before any file is read (check: one verdict per GPU).
+    const std::vector<std::string> gpus = split_list_value("--gpu", *opt.plan.target.gpu);
+    if (static_cast<std::int64_t>(gpus.size()) > CheckLimits::max_tp_sizes) {
+      throw_usage("--gpu has " + std::to_string(gpus.size()) + " values; allowed 1.." +
+                  std::to_string(CheckLimits::max_tp_sizes));
+    }
+    for (const auto& g : gpus) (void)find_gpu_preset(g);
+    if (gpus.size() > 1 && opt.plan.target.arch) {
+      throw_usage("--gpu takes several values only without --arch (--arch describes one GPU)");
+    }
+  }
   if (!opt.matrix && tps.size() > 1) throw_usage("--tensor-parallel-size takes several values only with --matrix");
   if (!opt.matrix && ndp > 1) throw_usage("--data-parallel-size takes several values only with --matrix");
 }
@@ -438,19 +463,42 @@ int run_check(const CheckOptions& opt, std::ostream& out, std::ostream& err) {
   plan_opt.layout.options.tensor_parallel_size = opt.effective_tp_sizes().front();
   plan_opt.layout.options.data_parallel_size = opt.effective_dp_sizes().front();
 
+  // Files, model directories, folders of configs and quoted globs, as check_inputs.hpp says.
+  const check_inputs::Inputs given = check_inputs::expand(opt.configs, opt.recursive);
+  // --gpu h200,b200: one verdict per GPU for every file, in that order.
+  std::vector<std::optional<std::string>> gpus{opt.plan.target.gpu};
+  if (opt.plan.target.gpu) {
+    gpus.clear();
+    for (auto& g : split_list_value("--gpu", *opt.plan.target.gpu)) gpus.emplace_back(std::move(g));
+  }
+
   // Each file's result is printed as soon as it is checked, in every format.
   CheckPrinter printer(opt.effective_format(), out, err);
   int overall = 0;
   bool first = true;
-  for (const auto& path : opt.configs) {
-    const CheckFileResult r = check_one(path, opt, plan_opt, first);
-    first = false;
-    overall = combine_exit_codes(overall, r.code);
-    printer.file(r);
-    out.flush();
-    if (!out) return overall;  // the output is gone: check nothing more (the caller reports it)
+  for (const auto& [path, error] : given.inputs) {
+    for (const auto& gpu : gpus) {
+      CheckFileResult r;
+      if (!error.empty()) {
+        // An argument that gives no config (a pattern without matches, a folder without one).
+        r.path = path;
+        r.code = exit_code(ErrorKind::invalid_config);
+        r.findings.push_back(Finding{"config.invalid", Severity::error, error, {}, {}});
+      } else {
+        plan_opt.target.gpu = gpu;
+        r = check_one(path, opt, plan_opt, first);
+        r.gpu_count = gpus.size();
+      }
+      first = false;
+      overall = combine_exit_codes(overall, r.code);
+      printer.file(r);
+      out.flush();
+      if (!out) return overall;  // the output is gone: check nothing more (the caller reports it)
+      // A file that cannot be read fails once, not once per GPU.
+      if (!r.planned && r.code == exit_code(ErrorKind::invalid_config)) break;
+    }
   }
-  printer.finish(overall);
+  printer.finish(overall, given.skipped);
   return overall;
 }
 

@@ -21,7 +21,10 @@ namespace mlaplan::cli {
 
 void setup_plan(CLI::App& app, PlanOptions& opt) {
   CLI::App* sub = &app;  // created by the command table (cli.cpp) with its name and summary
-  sub->add_option("CONFIG", opt.config, "config.json, or a directory holding one")->required();
+  sub->add_option(
+         "CONFIG", opt.config,
+         "config.json, a model directory, a Hugging Face cache directory, or ORG/NAME in the local Hugging Face cache")
+      ->required();
   sub->add_flag("--json", opt.json, "Print the machine-readable plan (docs/cli.md); same as --format json");
   sub->add_option("--format", opt.format, "text | json | markdown (a summary for a pull-request comment)")
       ->check(one_of({"text", "json", "markdown"}));

@@ -23,7 +23,10 @@ namespace mlaplan::cli {
 
 void setup_report(CLI::App& app, ReportOptions& opt) {
   CLI::App* sub = &app;  // created by the command table (cli.cpp) with its name and summary
-  sub->add_option("CONFIG", opt.plan.config, "config.json, or a directory holding one")->required();
+  sub->add_option(
+         "CONFIG", opt.plan.config,
+         "config.json, a model directory, a Hugging Face cache directory, or ORG/NAME in the local Hugging Face cache")
+      ->required();
   sub->add_option("-o,--output", opt.output,
                   "the report file: FILE.svg (one drawing) or FILE.html (drawings and tables)")
       ->required();

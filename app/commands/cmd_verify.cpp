@@ -24,7 +24,10 @@ namespace mlaplan::cli {
 
 void setup_verify(CLI::App& app, VerifyCliOptions& opt) {
   CLI::App* sub = &app;  // created by the command table (cli.cpp) with its name and summary
-  sub->add_option("CONFIG", opt.config, "config.json, or a directory holding one")->required();
+  sub->add_option(
+         "CONFIG", opt.config,
+         "config.json, a model directory, a Hugging Face cache directory, or ORG/NAME in the local Hugging Face cache")
+      ->required();
   add_device_list_option(*sub, "--device", opt.device,
                          "CUDA device index, a comma-separated list (each runs at once on its own thread; an index "
                          "may repeat), or all (default 0)");

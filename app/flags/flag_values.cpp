@@ -192,7 +192,11 @@ double parse_real_value(std::string_view flag, std::string_view text, const Real
   const bool low =
       (range.lo_open ? !(v > range.lo) : !(v >= range.lo)) || (range.min_one_byte && !(v * 1073741824.0 >= 1.0));
   if (ec == std::errc::result_out_of_range || low || !std::isfinite(v) || v > range.hi) {
-    throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is out of range; allowed " + range.text());
+    // A fraction given as a percent (--gpu-memory-utilization 92): say which fraction it means.
+    const bool percent = range.lo == 0.0 && range.hi == 1.0 && range.unit.empty() && v >= 2.0 && v <= 100.0;
+    throw_usage(std::string(flag) + ": " + mlaplan::quoted(text) + " is out of range; allowed " + range.text() +
+                (percent ? " (a fraction, not a percent: " + real_text(v / 100.0) + " is " + std::string(text) + "%)"
+                         : std::string()));
   }
   return v;
 }

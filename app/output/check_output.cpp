@@ -55,6 +55,7 @@ ojson file_json(const CheckFileResult& r) {
       f["gpu_kv_cache_tokens"] = *r.kv_tokens;
       f["max_model_len"] = *r.max_model_len;
       f["weights_bytes_per_gpu"] = *r.weights_bytes;
+      if (r.spare_bytes) f["spare_bytes"] = *r.spare_bytes;
     }
   }
   return f;
@@ -106,6 +107,15 @@ class ReasonLegend {
   std::vector<std::string> reasons_;
 };
 
+/// What passed, in numbers: "31.30x requests of 1,048,576 tokens, 62.76 GiB to spare" ("" when
+/// the fit gave none).
+std::string passed_numbers(const CheckFileResult& r) {
+  if (!r.concurrency) return {};
+  std::string o = format_fixed(*r.concurrency, 2) + "x requests of " + format_grouped(*r.max_model_len) + " tokens";
+  if (r.spare_bytes) o += ", " + format_gib(*r.spare_bytes) + " to spare";
+  return o;
+}
+
 }  // namespace
 
 void CheckPrinter::file(const CheckFileResult& r) {
@@ -115,9 +125,26 @@ void CheckPrinter::file(const CheckFileResult& r) {
     json_.file(file_json(r));
   } else if (format_ == "markdown") {
     if (files_ == 1) out_ << render_check_markdown_head();
+    // A file that passed shows the numbers that passed, as the text line does.
+    const std::string numbers = r.code == 0 ? passed_numbers(r) : std::string();
     out_ << render_check_markdown_row(
-        {r.path, r.code, r.planned ? r.family + " on " + r.target + ", " + r.kv_cache_dtype : "", r.findings});
+        {r.path, r.code,
+         r.planned ? r.family + " on " + r.target + ", " + r.kv_cache_dtype + (numbers.empty() ? "" : ": " + numbers)
+                   : "",
+         r.findings});
   } else if (format_ == "github") {
+    const std::string on_gpu = r.gpu_count > 1 && !r.target.empty() ? " (" + printable(r.target) + ")" : "";
+    if (r.code == 0) {
+      // stdout holds one workflow command per finding; what passed, with its numbers, goes to the
+      // job's log on stderr, beside the summary.
+      err_ << "mla-plan check: PASS " << printable(r.path);
+      if (r.planned) {
+        err_ << "  [" << printable(r.family) << " on " << printable(r.target) << ", " << printable(r.kv_cache_dtype)
+             << ", " << printable(r.layout) << "]";
+        if (const std::string numbers = passed_numbers(r); !numbers.empty()) err_ << " " << numbers;
+      }
+      err_ << "\n";
+    }
     for (std::size_t i = 0; i < r.findings.size(); ++i) {
       const Finding& f = r.findings[i];
       // With a location, the file that holds it: a directory's config.json.
@@ -125,7 +152,7 @@ void CheckPrinter::file(const CheckFileResult& r) {
       out_ << "::" << (f.severity == Severity::error ? "error" : "warning")
            << " file=" << gh_escape_property(printable(loc ? r.config_file : r.path));
       if (loc) out_ << ",line=" << std::to_string(loc->line) << ",col=" << std::to_string(loc->column);
-      out_ << ",title=" << gh_escape_property("mla-plan " + printable(f.id))
+      out_ << ",title=" << gh_escape_property("mla-plan " + printable(f.id) + on_gpu)
            << "::" << gh_escape_data(printable(f.message))
            << (f.fix.empty() ? "" : gh_escape_data(" (fix: " + printable(f.fix) + ")")) << "\n";
     }
@@ -135,7 +162,7 @@ void CheckPrinter::file(const CheckFileResult& r) {
     if (r.planned) {
       out_ << "  [" << printable(r.family) << " on " << printable(r.target) << ", " << printable(r.kv_cache_dtype)
            << ", " << printable(r.layout) << (r.recommended ? " (recommended for one node)" : "") << "]";
-      if (r.concurrency) out_ << " " << format_fixed(*r.concurrency, 2) << "x";
+      if (r.concurrency) out_ << " " << passed_numbers(r);
     }
     out_ << "\n";
     for (const auto& f : r.findings) {
@@ -145,16 +172,23 @@ void CheckPrinter::file(const CheckFileResult& r) {
   }
 }
 
-void CheckPrinter::finish(int overall) {
+void CheckPrinter::finish(int overall, const std::vector<check_inputs::Skipped>& skipped) {
+  const std::string skipped_count =
+      skipped.empty() ? std::string()
+                      : ", " + std::to_string(skipped.size()) + (skipped.size() == 1 ? " file" : " files") + " skipped";
   if (format_ == "json") {
-    json_.close(overall);
+    json_.close(overall, skipped);
   } else if (format_ == "markdown") {
     if (files_ == 0) out_ << render_check_markdown_head();
     out_ << render_check_markdown_tail(files_ - failed_, files_);
+    for (const auto& sk : skipped) out_ << "- skipped `" << printable(sk.path) << "`: " << printable(sk.reason) << "\n";
   } else if (format_ == "github") {
-    err_ << "mla-plan check: " << files_ - failed_ << " passed, " << failed_ << " failed\n";
+    for (const auto& sk : skipped)
+      err_ << "mla-plan check: skipped " << printable(sk.path) << " (" << printable(sk.reason) << ")\n";
+    err_ << "mla-plan check: " << files_ - failed_ << " passed, " << failed_ << " failed" << skipped_count << "\n";
   } else {
-    out_ << files_ - failed_ << " of " << files_ << " configs passed\n";
+    for (const auto& sk : skipped) out_ << "SKIP " << printable(sk.path) << " (" << printable(sk.reason) << ")\n";
+    out_ << files_ - failed_ << " of " << files_ << " configs passed" << skipped_count << "\n";
   }
 }
 

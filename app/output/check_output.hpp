@@ -12,6 +12,7 @@
 #include "mlaplan/base/json_locate.hpp"
 #include "mlaplan/plan/matrix.hpp"
 #include "cli/commands.hpp"
+#include "commands/check_inputs.hpp"
 #include "output/json_out.hpp"
 
 namespace mlaplan::cli {
@@ -42,6 +43,8 @@ struct CheckFileResult {
   std::optional<std::int64_t> kv_tokens;      ///< vLLM's GPU KV cache size, all DP engines
   std::optional<std::int64_t> max_model_len;  ///< with a fit
   std::optional<std::int64_t> weights_bytes;  ///< per GPU, the largest stage
+  std::optional<std::int64_t> spare_bytes;    ///< the fit's margin on the limiting GPU (a fit that fits)
+  std::size_t gpu_count = 1;                  ///< the GPUs of --gpu: with several, messages name the GPU
   /// --format github: the config.json read (the directory's, for a directory; "" when unknown),
   /// and where each finding points into it (its JSON pointer's value, or a parse error's place).
   std::string config_file;
@@ -58,9 +61,15 @@ class JsonFilesStream {
          << dump_json_nested(f, 2);
     ++files_;
   }
-  void close(int exit_code) {
+  /// The end of the document: the files passed over (when any), then the exit code.
+  void close(int exit_code, const std::vector<check_inputs::Skipped>& skipped = {}) {
     if (files_ == 0) out_ << json_document_head() << "  \"files\": [],\n";
     else out_ << "\n  ],\n";
+    if (!skipped.empty()) {
+      ojson list = ojson::array();
+      for (const auto& sk : skipped) list.push_back({{"path", sk.path}, {"reason", sk.reason}});
+      out_ << "  \"skipped\": " << dump_json_nested(list, 1) << ",\n";
+    }
     out_ << "  \"exit_code\": " << exit_code << "\n}\n";
   }
 
@@ -75,7 +84,7 @@ class CheckPrinter {
   CheckPrinter(std::string format, std::ostream& out, std::ostream& err)
       : format_(std::move(format)), out_(out), err_(err), json_(out) {}
   void file(const CheckFileResult& r);
-  void finish(int overall);
+  void finish(int overall, const std::vector<check_inputs::Skipped>& skipped = {});
 
  private:
   std::string format_;
