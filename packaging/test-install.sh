@@ -29,7 +29,7 @@ elapsed() {
 # The files of an install under ROOT/PREFIX, and the installed binary's two runs.
 check_tree() {
   local root="$1" what="$2" zsh_dir="$3" f
-  for f in bin/mla-plan share/man/man1/mla-plan.1 share/bash-completion/completions/mla-plan \
+  for f in bin/mla-plan bin/mla_plan_engine_probe.py share/man/man1/mla-plan.1 share/bash-completion/completions/mla-plan \
     "share/zsh/$zsh_dir/_mla-plan" share/mla-plan/schemas/plan.schema.json \
     share/mla-plan/schemas/check.schema.json share/mla-plan/configs/deepseek-v4.1-flash.json \
     share/doc/mla-plan/README.md; do

@@ -110,6 +110,13 @@ void verify_samples() {
     auto dev = make_host_verify_device();
     auto o = small_batch();
     o.kv_cache_dtypes = {"fp8_ds_mla"};
+    // With the engine's kernels: the fake engine (tests/engine_probe/) has no kernel for the 8
+    // unpadded heads of TP 8 on TRITON_MLA_SPARSE_DSV41; at TP 8 on FlashMLA (64 padded) it runs.
+    o.engine = EngineProbeOptions{};
+    o.engine->probe = std::string(MLAPLAN_SOURCE_DIR) + "/tools/engine_probe/mla_plan_engine_probe.py";
+    o.engine->env = {
+        {"MLAPLAN_ENGINE_PROBE_FAKE", std::string(MLAPLAN_SOURCE_DIR) + "/tests/engine_probe/fake_engine.py"},
+        {"MLAPLAN_FAKE_ENGINE_MODE", "ok"}};
     o.layout.tensor_parallel_size = 8;
     VerifyMultiReport multi;
     multi.devices.push_back(device_report(run_verify(cfg, topo, t, *dev, o), 0));
@@ -160,6 +167,31 @@ void verify_samples() {
     one.devices.front().rank = verify_rank(o, 0);
     one.exit_code = one.devices.front().exit_code;
     write("verify-rank0.json", cli::verify_json("deepseek-v4.1-flash.json", {verify_gpu(t, 0)}, one, "planned"));
+  }
+  // --engine-kernels: the probe under python3 with the fake engine (tests/engine_probe/): a PASS
+  // with a kept bundle, a FAIL, an absent case; the small-head cells the engine does not run.
+  for (const char* mode : {"ok", "corrupt", "notorch"}) {
+    auto dev = make_host_verify_device();
+    auto o = small_batch();
+    o.kv_cache_dtypes = {"fp8_ds_mla"};
+    o.decode_modes = {DecodeMode::split_kv, DecodeMode::one_pass};
+    EngineProbeOptions e;
+    e.probe = std::string(MLAPLAN_SOURCE_DIR) + "/tools/engine_probe/mla_plan_engine_probe.py";
+    e.env = {{"MLAPLAN_ENGINE_PROBE_FAKE", std::string(MLAPLAN_SOURCE_DIR) + "/tests/engine_probe/fake_engine.py"},
+             {"MLAPLAN_FAKE_ENGINE_MODE", mode}};
+    if (std::string(mode) == "ok") e.bundles_dir = (out_dir / "engine-bundles").string();
+    o.engine = e;
+    verify_one(std::string("verify-v41-h200-engine-") + mode + ".json", "deepseek-v4.1-flash.json", "h200", *dev, o,
+               "all");
+  }
+  {
+    auto dev = make_host_verify_device();
+    auto o = small_batch();
+    o.kv_cache_dtypes = {"fp8_ds_mla"};
+    o.layout.tensor_parallel_size = 8;
+    o.layout.attention_backend = "TRITON_MLA_SPARSE_DSV41";
+    o.engine = EngineProbeOptions{};
+    verify_one("verify-v41-h200-engine-not-run.json", "deepseek-v4.1-flash.json", "h200", *dev, o, "planned");
   }
 }
 

@@ -7,6 +7,7 @@
 // into its row (command_row(), cli.hpp); an options struct no other file needs can live there too.
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "mlaplan/cache/decode.hpp"
 #include "mlaplan/cache/layout.hpp"
 #include "mlaplan/plan/plan.hpp"
+#include "mlaplan/gpu_check/engine_probe.hpp"
 #include "mlaplan/plan/search.hpp"
 #include "mlaplan/rules/rules.hpp"
 #include "mlaplan/cache/scheduler.hpp"
@@ -142,7 +144,21 @@ struct VerifyCliOptions {
   std::int64_t tensor_parallel_size = 1;
   std::int64_t data_parallel_size = 1;  ///< --data-parallel-size: each listed device one rank of TP x DP
   BatchFlags batch;
+  /// --engine-kernels [PYTHON]: also run the engine's own op through the probe; "" given without a
+  /// value (python3)
+  std::optional<std::string> engine_kernels;
+  std::vector<std::string> engine_paths;      ///< --engine-path DIR (repeatable): first on the probe's sys.path
+  std::optional<std::string> engine_route;    ///< --engine-route vllm|flash_mla
+  std::optional<std::string> engine_bundles;  ///< --engine-bundles DIR: keep the case bundles here
+  std::optional<std::string> engine_probe;    ///< --engine-probe FILE: another probe than the one beside mla-plan
+  std::int64_t engine_timeout = 600;          ///< --engine-timeout SECONDS per probe run
 };
+/// The engine probe options of verify's --engine-* flags (nullopt without --engine-kernels):
+/// Error(usage) for an --engine-* flag without --engine-kernels, naming it. `exe_dir`: where the
+/// probe is looked for when --engine-probe is not given.
+std::optional<EngineProbeOptions> verify_engine_options(const VerifyCliOptions& opt, const std::string& exe_dir);
+/// The directory of this executable ("" when /proc/self/exe cannot be read).
+std::string executable_directory();
 void setup_verify(CLI::App& app, VerifyCliOptions& opt);
 int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream& err);
 

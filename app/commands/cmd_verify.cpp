@@ -2,8 +2,11 @@
 // schedules with the project's kernels, numerically (docs/verify.md). Here the config and every
 // flag are checked; the run on the GPU is mla-plan-cuda's (gpu_runner_cuda.cpp).
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <limits>
 #include <ostream>
 
@@ -14,6 +17,7 @@
 #include "mlaplan/rules/backends.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/limits.hpp"
+#include "mlaplan/base/text.hpp"
 #include "mlaplan/gpu_check/verify.hpp"
 
 namespace mlaplan::cli {
@@ -51,6 +55,75 @@ void setup_verify(CLI::App& app, VerifyCliOptions& opt) {
                  parallel_size_range())
       ->group("Parallelism");
   bind_batch_flags(*sub, opt.batch);
+  sub->add_option("--engine-kernels", opt.engine_kernels,
+                  "also run the engine's own sparse decode op (vLLM's FlashMLA ops, else the flash_mla package) on "
+                  "every cell's bytes, under this Python (default python3; give it after CONFIG or as "
+                  "--engine-kernels=PYTHON)")
+      ->expected(0, 1)
+      ->group("Engine kernels");
+  sub->add_option("--engine-path", opt.engine_paths,
+                  "a directory put first on the probe's sys.path, e.g. a FlashMLA build (repeatable)")
+      ->group("Engine kernels");
+  sub->add_option("--engine-route", opt.engine_route,
+                  "only this op library: vllm (torch.ops._flashmla_C) or flash_mla (default: vllm, then flash_mla)")
+      ->check(one_of({"vllm", "flash_mla"}))
+      ->group("Engine kernels");
+  sub->add_option("--engine-bundles", opt.engine_bundles,
+                  "keep each cell's case bundle and the probe's results in this directory (default: a temporary "
+                  "one, removed)")
+      ->group("Engine kernels");
+  sub->add_option("--engine-probe", opt.engine_probe,
+                  "the probe to run (default: mla_plan_engine_probe.py beside mla-plan)")
+      ->group("Engine kernels");
+  add_int_option(*sub, "--engine-timeout", opt.engine_timeout, "seconds one probe run may take (default 600)",
+                 IntRange{1, 86400, {}})
+      ->group("Engine kernels");
+}
+
+std::string executable_directory() {
+  std::vector<char> buf(4096);
+  const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size());
+  if (n <= 0 || static_cast<std::size_t>(n) >= buf.size()) return {};
+  const std::string self(buf.data(), static_cast<std::size_t>(n));
+  const auto slash = self.rfind('/');
+  return slash == std::string::npos ? std::string(".") : self.substr(0, slash == 0 ? 1 : slash);
+}
+
+std::optional<EngineProbeOptions> verify_engine_options(const VerifyCliOptions& opt, const std::string& exe_dir) {
+  if (!opt.engine_kernels) {
+    const char* given = !opt.engine_paths.empty()   ? "--engine-path"
+                        : opt.engine_route          ? "--engine-route"
+                        : opt.engine_bundles        ? "--engine-bundles"
+                        : opt.engine_probe          ? "--engine-probe"
+                        : opt.engine_timeout != 600 ? "--engine-timeout"
+                                                    : nullptr;
+    if (given)
+      throw_usage(std::string(given) + " needs --engine-kernels (the engine's kernels are not run without it)");
+    return std::nullopt;
+  }
+  EngineProbeOptions e;
+  e.python = opt.engine_kernels->empty() ? std::string("python3") : *opt.engine_kernels;
+  e.engine_paths = opt.engine_paths;
+  e.route = opt.engine_route.value_or("");
+  e.bundles_dir = opt.engine_bundles.value_or("");
+  e.timeout_s = static_cast<int>(opt.engine_timeout);
+  if (opt.engine_probe) {
+    e.probe = *opt.engine_probe;
+    e.probe_looked_in = *opt.engine_probe;
+  } else {
+    e.probe_looked_in =
+        exe_dir.empty() ? std::string("the directory of mla-plan (/proc/self/exe unreadable)") : exe_dir;
+    e.probe = exe_dir.empty() ? std::string() : find_engine_probe(exe_dir);
+  }
+  if (!e.bundles_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(e.bundles_dir, ec);
+    if (ec || !std::filesystem::is_directory(e.bundles_dir)) {
+      throw_usage("--engine-bundles: cannot create the directory " + mlaplan::quoted(e.bundles_dir) +
+                  (ec ? ": " + ec.message() : std::string()));
+    }
+  }
+  return e;
 }
 
 /// With TP x DP > 1 the devices are the layout's ranks, one each (device k runs rank k), or a
@@ -94,6 +167,7 @@ int run_verify_cli(const VerifyCliOptions& opt, std::ostream& out, std::ostream&
   vo.force = opt.force;
   vo.seed = opt.seed;
   vo.timing_iterations = static_cast<std::int32_t>(opt.iterations);
+  vo.engine = verify_engine_options(opt, executable_directory());
   check_verify_options(cfg, topo, vo);  // TP, --spec-tokens, the batch and its decode tokens
   // A TP x DP layout: every rank's share of the batch is checked here too (one request per DP rank).
   const std::int64_t ranks = verify_rank_count(vo);

@@ -3,6 +3,7 @@
 #include "output/verify_output.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -29,6 +30,53 @@ ojson launch_json(const VerifyLaunch& l) {
           {"combine", l.combine},
           {"fallback", l.fallback},
           {"description", l.description}};
+}
+
+/// A status as the JSON documents spell it: pass, fail, not_run, no_python, ... (lower, snake case).
+std::string engine_status_id(EngineStatus st) {
+  std::string s(to_string(st));
+  for (auto& ch : s) ch = ch == ' ' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+ojson optional_number(const std::optional<double>& v) { return v ? ojson(*v) : ojson(nullptr); }
+
+ojson engine_json(const VerifyCell& c) {
+  const EngineCellResult& e = *c.engine;
+  ojson j = {{"status", engine_status_id(e.status)},
+             {"message", e.message},
+             {"looked_for", e.looked_for},
+             {"where", e.where},
+             {"route", e.route},
+             {"module", e.module},
+             {"file", e.file},
+             {"version", e.version},
+             {"op", e.op},
+             {"schema", e.schema},
+             {"device", {{"name", e.device_name}, {"capability", e.device_capability}}},
+             {"versions", {{"python", e.python_version}, {"torch", e.torch_version}, {"cuda", e.cuda_version}}},
+             {"ran", e.ran}};
+  if (e.ran) {
+    j["max_abs"] = e.decode.max_abs;
+    j["max_rel"] = e.decode.max_rel;
+    j["cos_diff"] = e.decode.cos_diff;
+    j["lse_max_abs"] = e.decode.lse_max_abs;
+    j["own_max_abs"] = c.decode.max_abs;
+    j["own_cos_diff"] = c.decode.cos_diff;
+    j["metadata"] = {{"returned", e.metadata_returned},
+                     {"match", e.metadata_returned ? ojson(e.metadata_match) : ojson(nullptr)},
+                     {"message", e.metadata_message},
+                     {"num_sm_parts", e.metadata_parts}};
+    j["engine_us"] = optional_number(e.graph_us);
+    j["engine_min_us"] = optional_number(e.graph_min_us);
+    j["engine_eager_us"] = optional_number(e.eager_us);
+    j["own_decode_us"] = c.decode_us;
+    j["timing_note"] = e.timing_note;
+  }
+  j["bundle"] = e.bundle;
+  j["probe_exit"] = e.probe_exit;
+  j["probe_stderr"] = e.probe_stderr;
+  return j;
 }
 
 ojson cell_json(const VerifyCell& c) {
@@ -70,6 +118,7 @@ ojson cell_json(const VerifyCell& c) {
         {"abs", 1e-3}, {"rel", 2.01 / 128}, {"cos_diff", 5e-6}, {"lse_abs", 1e-6}, {"lse_rel", 8.01 / 65536}};
     j["decode_us"] = c.decode_us;
   }
+  if (c.engine) j["engine"] = engine_json(c);
   return j;
 }
 
@@ -135,6 +184,56 @@ void write_matrix(std::ostream& out, const VerifyReport& report, bool mark_plann
     }
     out << line << last << "\n";
   }
+}
+
+/// verify --engine-kernels: the engine's op beside mla-plan's kernels, one row per cell that has a
+/// result, then what was looked for and where for each result that is not a PASS or FAIL (once).
+void write_engine_table(std::ostream& out, const VerifyReport& report) {
+  bool any = false;
+  for (const auto& c : report.cells) any = any || c.engine.has_value();
+  if (!any) return;
+  std::string op;
+  for (const auto& c : report.cells) {
+    if (c.engine && !c.engine->op.empty()) {
+      const auto& e = *c.engine;
+      op = e.op + (e.version.empty() ? "" : " " + e.version) + (e.file.empty() ? "" : " (" + e.file + ")");
+      break;
+    }
+  }
+  out << "\nthe engine's kernels on the same bytes" << (op.empty() ? "" : ": " + op) << "\n";
+  constexpr const char* kFormat = "%-13s %-8s %4s %-14s %-16s %9s %9s %9s %9s %9s %9s %9s  %-8s  ";
+  char line[1024];
+  std::snprintf(line, sizeof line, kFormat, "kv dtype", "type", "h_q", "mode", "engine", "max abs", "cos diff",
+                "own abs", "own cos", "engine us", "eager us", "own us", "metadata");
+  out << line << "message\n";
+  std::vector<std::string> said;
+  for (const auto& c : report.cells) {
+    if (!c.engine) continue;
+    const auto& e = *c.engine;
+    const std::string mode = c.mode ? mode_name(c.mode) : "-";
+    auto us = [](const std::optional<double>& v) { return v ? format_fixed(*v, 1) : std::string("-"); };
+    const std::string meta = !e.ran ? "-" : !e.metadata_returned ? "none" : e.metadata_match ? "equal" : "DIFFERS";
+    std::snprintf(line, sizeof line, kFormat, c.kv_cache_dtype.c_str(), std::string(to_string(c.type)).c_str(),
+                  std::to_string(c.h_q).c_str(), mode.c_str(), std::string(to_string(e.status)).c_str(),
+                  e.ran ? sci(e.decode.max_abs).c_str() : "-", e.ran ? sci(e.decode.cos_diff).c_str() : "-",
+                  sci(c.decode.max_abs).c_str(), sci(c.decode.cos_diff).c_str(), us(e.graph_us).c_str(),
+                  us(e.eager_us).c_str(), format_fixed(c.decode_us, 1).c_str(), meta.c_str());
+    std::string row = std::string(line) + (e.status == EngineStatus::pass ? std::string() : printable(e.message));
+    while (!row.empty() && row.back() == ' ') row.pop_back();
+    out << row << "\n";
+    if (e.status != EngineStatus::pass && e.status != EngineStatus::fail && e.status != EngineStatus::not_run) {
+      std::string where;
+      for (const auto& w : e.looked_for) where += (where.empty() ? "  looked for: " : "; ") + printable(w);
+      std::string in;
+      for (const auto& w : e.where) in += (in.empty() ? "\n  where: " : "\n         ") + printable(w);
+      const std::string text = where + in;
+      if (!text.empty() && std::find(said.begin(), said.end(), text) == said.end()) said.push_back(text);
+    }
+  }
+  for (const auto& t : said) out << t << "\n";
+  out << "engine us: the engine's op in a CUDA graph, L2 flushed before each replay, median (as bench times); "
+         "eager us: eager calls, median (as verify times its own kernels); own: mla-plan's kernels in the cell's "
+         "mode\n";
 }
 
 void write_findings_and_batch(std::ostream& out, const VerifyReport& report) {
@@ -203,6 +302,7 @@ void write_verify_text(std::ostream& out, const std::string& config, const std::
     if (d.rank) out << "  runs " << d.rank->text() << " of the layout: its query heads, its DP rank's requests\n";
     write_findings_and_batch(out, d.report);
     write_matrix(out, d.report, mark_planned);
+    write_engine_table(out, d.report);
     write_legend(out, report, mark_planned);
     return;
   }
@@ -222,6 +322,7 @@ void write_verify_text(std::ostream& out, const std::string& config, const std::
     if (d.rank) out << "  runs " << d.rank->text() << " of the layout\n";
     write_findings_and_batch(out, d.report);
     write_matrix(out, d.report, mark_planned);
+    write_engine_table(out, d.report);
   }
   out << "\n";
   write_legend(out, report, mark_planned);

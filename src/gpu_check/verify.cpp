@@ -16,6 +16,7 @@
 #include "mlaplan/engine/vllm/release.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/limits.hpp"
+#include "mlaplan/base/number_format.hpp"
 #include "mlaplan/hardware/quant.hpp"
 #include "mlaplan/base/suggest.hpp"
 #include "mlaplan/base/text.hpp"
@@ -538,6 +539,7 @@ VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Targ
         }
       }
       std::optional<RefDecodeOutput> reference;  // one per problem, whatever the modes
+      std::optional<EngineCellResult> engine;    // --engine-kernels: one run per problem
       for (auto& c : cells) {
         problem.mode = *c.mode;
         if (auto why = device.unsupported_reason(problem); !why.empty()) {
@@ -554,17 +556,28 @@ VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Targ
           const VerifyRun run = device.run(problem);
           if (!reference) reference = verify_reference(problem);
           judge_verify_run(problem, run, *reference, c);
+          if (options.engine && !engine) {
+            say("verify:   the engine's kernels on the same bytes (" + options.engine->python + ") ...");
+            engine = run_engine_cell(problem, run, c, *reference, target, *options.engine);
+          }
         } catch (const Error& e) {
           if (e.kind() == ErrorKind::usage || e.kind() == ErrorKind::internal) throw;
           c.status = VerifyStatus::fail;
           c.reason = std::string("device fault: ") + e.what();
         }
+        if (c.ran && engine) c.engine = engine;
         std::string ran;
         if (c.launch.reported) {
           ran = " (" + (c.launch.description.empty() ? std::string(to_string(c.launch.mode)) : c.launch.description) +
                 (c.launch.fallback.empty() ? "" : "; " + c.launch.fallback) + ")";
         }
         say("verify:   " + std::string(to_string(c.status)) + ran + (c.reason.empty() ? "" : ": " + c.reason));
+        if (c.engine) {
+          const auto& e = *c.engine;
+          say("verify:   engine: " + std::string(to_string(e.status)) + (e.op.empty() ? "" : " (" + e.op + ")") +
+              (e.graph_us ? ", " + format_fixed(*e.graph_us, 1) + " us" : "") +
+              (e.message.empty() ? "" : ": " + e.message));
+        }
         report.cells.push_back(c);
       }
     }
@@ -587,6 +600,16 @@ VerifyReport run_verify(const ModelConfig& cfg, const Topology& topo, const Targ
     report.exit_code = exit_code(ErrorKind::unsupported);
     report.exit_message = "nothing of this config can run on " + target.name + " with this build: " +
                           (report.cells.empty() ? std::string("no layer types") : report.cells.front().reason);
+  }
+  // --engine-kernels: the engine's results weigh in as docs/cli.md says (engine_exit_code()).
+  for (const auto& c : report.cells) {
+    if (!c.engine) continue;
+    const int code = engine_exit_code(c.engine->status);
+    if (combine_exit_codes(report.exit_code, code) != report.exit_code) {
+      report.exit_code = code;
+      report.exit_message = "the engine's kernels: " + c.kv_cache_dtype + " " + std::string(to_string(c.type)) + ": " +
+                            std::string(to_string(c.engine->status)) + ": " + c.engine->message;
+    }
   }
   return report;
 }
@@ -649,7 +672,9 @@ void verify_on(const ModelConfig& cfg, const Topology& topo, const VerifyDeviceE
   if (!device.open) throw_internal("verify: " + r.label + " has no way to open it");
   std::unique_ptr<VerifyDevice> opened = device.open();
   if (!opened) throw_internal("verify: " + r.label + " opened as nothing");
-  r.report = run_verify(cfg, topo, device.target, *opened, options);
+  VerifyOptions o = options;
+  if (o.engine) o.engine->device_index = device.index;  // the probe runs on the device's GPU
+  r.report = run_verify(cfg, topo, device.target, *opened, o);
   r.exit_code = r.report.exit_code;
   r.exit_message = r.report.exit_message;
 }

@@ -19,6 +19,7 @@
 #include "mlaplan/cache/decode_mode.hpp"
 #include "mlaplan/hardware/formats.hpp"
 #include "mlaplan/cache/layout.hpp"
+#include "mlaplan/gpu_check/engine_probe.hpp"
 #include "mlaplan/gpu_check/reference.hpp"
 #include "mlaplan/rules/rules.hpp"
 #include "mlaplan/cache/scheduler.hpp"
@@ -134,6 +135,10 @@ struct VerifyCell {
   std::string schedule_message;
   DecodeComparison decode;
   double decode_us = 0;
+  /// verify --engine-kernels: the engine's op on this cell's bytes (run once per problem: the
+  /// cells of one layer type in several modes share it). Absent without --engine-kernels, or where
+  /// mla-plan's own kernels did not run the cell.
+  std::optional<EngineCellResult> engine;
 };
 
 struct VerifyOptions {
@@ -149,6 +154,9 @@ struct VerifyOptions {
   std::vector<DecodeMode> decode_modes;
   /// Progress lines ("verify: fp8_ds_mla c1a ...") while kernels run; may be empty.
   std::function<void(const std::string&)> progress;
+  /// --engine-kernels: also run the engine's own op on every cell's bytes through the probe
+  /// (engine_probe.hpp); its device_index is set per device by run_verify_device(s).
+  std::optional<EngineProbeOptions> engine;
 };
 
 struct VerifyReport {
@@ -156,7 +164,9 @@ struct VerifyReport {
   std::vector<RuleResult> rules;  ///< the rules with the default kv dtype
   std::vector<VerifyCell> cells;
   DecodeBatch batch;
-  int exit_code = 0;  ///< 0 all supported pass, 3 nothing can run, 5 a failure
+  /// 0 all supported pass, 3 nothing can run, 5 a failure; with --engine-kernels combined with
+  /// the engine's results (engine_exit_code(): 5 a failure, 6 the engine's kernels cannot run here)
+  int exit_code = 0;
   std::string exit_message;
 };
 

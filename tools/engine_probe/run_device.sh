@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# verify --engine-kernels on a GPU machine against FlashMLA built from source (docs/verify.md,
+# "On a GPU machine"): FlashMLA's build into the stage if its module is not there yet (as
+# kernels/bench/sxs/run_device.sh builds it), then mla-plan verify with the engine's kernels for each
+# config given (default: V4.1-Flash, V4-Flash, V3.2), JSON, text and the kept bundles under $OUT.
+#
+#   bash tools/engine_probe/run_device.sh STAGE BUILD [CONFIG ...]
+#
+# STAGE: the folder kernels/bench/sxs/stage.sh filled (.sxs-stage: FlashMLA + CUTLASS headers).
+# BUILD: a CUDA build of mla-plan (build-gpu: app/mla-plan, app/mla-plan-cuda and the probe beside them).
+set -u -o pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+STAGE=$(cd "$1" && pwd)
+BUILD=$(cd "$2" && pwd)
+shift 2
+CONFIGS=("$@")
+[ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=(configs/deepseek-v4.1-flash.json configs/deepseek-v4-flash.json configs/deepseek-v3.2.json)
+FM=$STAGE/flashmla
+OUT=${OUT:-$STAGE/engine-out}
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/run.log") 2>&1
+cd "$ROOT"
+echo "== GPU"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
+python3 -c "import torch; p=torch.cuda.get_device_properties(0); print(torch.__version__, torch.version.cuda, p.name, p.multi_processor_count)"
+if ! ls "$FM"/flash_mla/cuda*.so >/dev/null 2>&1; then
+  echo "== build FlashMLA (sm_90a, sparse decode)"
+  (cd "$FM" && MAX_JOBS=16 python3 "$ROOT/kernels/bench/sxs/setup_flashmla_sm90.py" build_ext --inplace) >"$OUT/flashmla-build.log" 2>&1
+  echo "FlashMLA build exit $?"
+fi
+rc=0
+for cfg in "${CONFIGS[@]}"; do
+  name=$(basename "$cfg" .json)
+  echo "== $name"
+  "$BUILD/app/mla-plan" verify "$cfg" --kv-cache-dtype fp8_ds_mla --engine-kernels=python3 --engine-route flash_mla \
+    --engine-path "$FM" --engine-bundles "$OUT/bundles-$name" --json >"$OUT/verify-$name.json"
+  code=$?
+  echo "exit $code (JSON: $OUT/verify-$name.json)"
+  "$BUILD/app/mla-plan" verify "$cfg" --kv-cache-dtype fp8_ds_mla --engine-kernels=python3 --engine-route flash_mla \
+    --engine-path "$FM" >"$OUT/verify-$name.txt"
+  cat "$OUT/verify-$name.txt"
+  [ $code -gt $rc ] && rc=$code
+done
+exit $rc
