@@ -225,7 +225,7 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
     named_barrier_sync(kMathBar, 256);
     // Head hd: the merged maximum m and sum l; factor = this warpgroup's weight times the finish
     // factor (split: 1 / l, the partial normalised by its own sum).
-    auto merged = [&](int hd, float& m, float& l, float (&wgt)[2]) {
+    auto merged = [&](int hd, float& m, float& l, float(&wgt)[2]) {
       const float m0 = xrun[hd];
       const float m1 = xrun[16 + hd];
       m = fmaxf(m0, m1);
@@ -322,9 +322,9 @@ __global__ void __launch_bounds__(S9::kThreads, 1) small_decode_sm90ws_kernel(co
   const std::uint32_t bar_full = smem_addr(smem + S9::bars);  // + 8 buf
   const std::uint32_t bar_empty = bar_full + 16;              // + 8 buf
   if (tid == 0) {
-    mbar_init(bar_full, 256);       // every producer thread
+    mbar_init(bar_full, 256);  // every producer thread
     mbar_init(bar_full + 8, 256);
-    mbar_init(bar_empty, 128);      // every thread of the math warpgroup that owns the buffer
+    mbar_init(bar_empty, 128);  // every thread of the math warpgroup that owns the buffer
     mbar_init(bar_empty + 8, 128);
   }
   // Rows h_q .. 15 of Q stay zero (h_q 8): their columns of S^T are 0, never stored.
