@@ -113,10 +113,11 @@ namespace {
 
 struct VariantEntry {
   DecodeVariant variant;
-  detail::DecodeLauncher launch;                ///< the portable kernel
-  detail::DecodeLauncher launch_ws;             ///< the warp-specialised sm_90a kernel, null where there is none
-  detail::DecodeLauncher launch_h8 = nullptr;   ///< the small-head kernel at h_q 8, null where there is none
-  detail::DecodeLauncher launch_h16 = nullptr;  ///< ... at h_q 16
+  detail::DecodeLauncher launch;                     ///< the portable kernel
+  detail::DecodeLauncher launch_ws;                  ///< the warp-specialised sm_90a kernel, null where there is none
+  detail::DecodeLauncher launch_h8 = nullptr;        ///< the small-head kernel at h_q 8, null where there is none
+  detail::DecodeLauncher launch_h16 = nullptr;       ///< ... at h_q 16
+  detail::DecodeLauncher launch_small_ws = nullptr;  ///< the warp-specialised small-head kernel (sm_90a), or null
 };
 
 const std::vector<VariantEntry>& variant_table() {
@@ -125,12 +126,14 @@ const std::vector<VariantEntry>& variant_table() {
        &detail::launch_decode_584,
        &detail::launch_decode_sm90ws_584,
        &detail::launch_small_decode_584_h8,
-       &detail::launch_small_decode_584_h16},
+       &detail::launch_small_decode_584_h16,
+       &detail::launch_small_decode_sm90ws_584},
       {{RowFormat::fp8_ds_mla_584, true, RowFormat::fp8_ds_mla_584, true},
        &detail::launch_decode_584_584,
        &detail::launch_decode_sm90ws_584_584,
        &detail::launch_small_decode_584_584_h8,
-       &detail::launch_small_decode_584_584_h16},
+       &detail::launch_small_decode_584_584_h16,
+       &detail::launch_small_decode_sm90ws_584_584},
       {{RowFormat::v41_fp8_528, false, RowFormat::v41_fp8_528}, &detail::launch_decode_528, nullptr},
       {{RowFormat::v41_fp8_528, true, RowFormat::v41_fp4_288}, &detail::launch_decode_528_288, nullptr},
       {{RowFormat::fp8_ds_mla_656, false, RowFormat::fp8_ds_mla_656, true},
@@ -251,6 +254,7 @@ std::string_view to_string(DecodeKernel k) {
     case DecodeKernel::generic: return "generic";
     case DecodeKernel::sm90_ws: return "sm90_ws";
     case DecodeKernel::small_heads: return "small_heads";
+    case DecodeKernel::small_heads_sm90: return "small_heads_sm90";
   }
   return "unknown";
 }
@@ -272,14 +276,21 @@ DecodeLaunch plan_decode_launch(const DecodeParams& p, const DecodeDevice& dev) 
   DecodeLaunch L;
   L.asked = p.mode;
   L.mode = p.mode;
+  const bool sm90a = dev.cc_major == 9 && dev.cc_minor == 0;
   if (small_head_count(p.h_q)) {
-    // The small-head kernel: one CTA per request (one_pass) or per partition (split_kv), every head
-    // in it; no clusters.
-    if (p.force.kernel.has_value() && p.force.kernel != DecodeKernel::small_heads) {
-      throw_unsupported("decode: h_q " + std::to_string(p.h_q) + " runs on the small_heads kernel only; asked for " +
+    // The small-head kernels, every head in one CTA, no clusters: the portable one (one CTA per
+    // request or partition); the warp-specialised one (compute capability 9.0, 584 rows; one CTA
+    // per SM at most in one_pass, each over a range of requests) only when forced: it is not the
+    // default while a compute-sanitizer racecheck report on it is open (docs/perf-history.md "v15").
+    const bool ws_small = e.launch_small_ws != nullptr && sm90a;
+    if (p.force.kernel.has_value() && p.force.kernel != DecodeKernel::small_heads &&
+        !(p.force.kernel == DecodeKernel::small_heads_sm90 && ws_small)) {
+      throw_unsupported("decode: h_q " + std::to_string(p.h_q) + " runs on the small-head kernels only (" +
+                        (ws_small ? "small_heads_sm90 or small_heads" : "small_heads") + " here); asked for " +
                         std::string(to_string(*p.force.kernel)));
     }
-    L.kernel = DecodeKernel::small_heads;
+    const bool ws = ws_small && p.force.kernel == DecodeKernel::small_heads_sm90;
+    L.kernel = ws ? DecodeKernel::small_heads_sm90 : DecodeKernel::small_heads;
     if (L.mode == DecodeMode::cluster_split) {
       L.mode = DecodeMode::one_pass;
       L.fallback = "cluster_split has no small-head kernel; ran one_pass";
@@ -288,13 +299,20 @@ DecodeLaunch plan_decode_launch(const DecodeParams& p, const DecodeDevice& dev) 
     d.grid_x = static_cast<unsigned>(L.mode == DecodeMode::split_kv ? p.num_sm_parts : p.b);
     d.grid_y = static_cast<unsigned>(p.s_q);
     d.grid_z = 1;
-    d.block = static_cast<unsigned>(detail::SmallSmem::kDecodeThreads);
-    d.smem_bytes = detail::small_decode_smem_bytes(p.main.format);
+    if (ws) {
+      d.block = detail::DecodeSm90SmallSmem::kThreads;
+      d.smem_bytes = detail::DecodeSm90SmallSmem::alloc;
+      if (L.mode == DecodeMode::one_pass && dev.num_sms > 0 && static_cast<std::int64_t>(p.b) * p.s_q > dev.num_sms) {
+        d.grid_x = static_cast<unsigned>(std::max<std::int64_t>(1, dev.num_sms / p.s_q));
+      }
+    } else {
+      d.block = static_cast<unsigned>(detail::SmallSmem::kDecodeThreads);
+      d.smem_bytes = detail::small_decode_smem_bytes(p.main.format);
+    }
     L.combine = L.mode == DecodeMode::split_kv;
     L.pdl = L.combine && !p.force.no_pdl;
     return L;
   }
-  const bool sm90a = dev.cc_major == 9 && dev.cc_minor == 0;
   const bool ws_here = e.launch_ws != nullptr && sm90a;
   if (p.force.kernel == DecodeKernel::sm90_ws && !ws_here) {
     throw_unsupported(
@@ -400,7 +418,9 @@ DecodeLaunch sparse_decode(const DecodeParams& p) {
   }
   const DecodeLaunch L = plan_decode_launch(p, current_decode_device());
   const VariantEntry& e = variant_table()[select_decode_variant(p)];
-  if (L.kernel == DecodeKernel::small_heads) {
+  if (L.kernel == DecodeKernel::small_heads_sm90) {
+    e.launch_small_ws(p, L);
+  } else if (L.kernel == DecodeKernel::small_heads) {
     (p.h_q == 8 ? e.launch_h8 : e.launch_h16)(p, L);
   } else {
     (L.kernel == DecodeKernel::sm90_ws ? e.launch_ws : e.launch)(p, L);

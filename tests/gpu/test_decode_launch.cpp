@@ -279,10 +279,11 @@ TEST_CASE("no usable GPU: each cause has its own sentence", "[device]") {
   }
 }
 
-TEST_CASE("plan_decode_launch: h_q 8 and 16 run the small-head kernel unpadded", "[launch]") {
+TEST_CASE("plan_decode_launch: h_q 8 and 16 run the small-head kernels unpadded", "[launch]") {
   for (const int h : {8, 16}) {
     INFO("h_q " << h);
-    // split_kv: one CTA per partition (132 / s_q on 132 SMs), all heads in it, PDL and combine.
+    // split_kv on sm_90a, 584 rows: the portable small-head kernel by default, one CTA per
+    // partition (132 / s_q on 132 SMs), all heads in it, PDL and combine.
     auto p = params(DecodeMode::split_kv, 64, h, true);
     CHECK(p.num_sm_parts == 132);
     auto l = mk::plan_decode_launch(p, device(9, 0, 132));
@@ -295,16 +296,39 @@ TEST_CASE("plan_decode_launch: h_q 8 and 16 run the small-head kernel unpadded",
     CHECK(l.combine);
     CHECK(l.pdl);
     CHECK(l.describe().find("small_heads split_kv, grid 132x1x1, 256 threads, PDL, combine") == 0);
-    // one_pass: a CTA per request; cluster_split has no small-head form and runs one_pass.
+    // Forced: the warp-specialised small-head kernel (sm_90a, 584 rows), 512 threads; in one_pass a
+    // CTA per request up to one per SM, then request ranges.
+    auto pw = params(DecodeMode::split_kv, 64, h, true);
+    pw.force.kernel = mk::DecodeKernel::small_heads_sm90;
+    l = mk::plan_decode_launch(pw, device(9, 0, 132));
+    CHECK(l.kernel == mk::DecodeKernel::small_heads_sm90);
+    CHECK(l.dims.block == 512);
+    CHECK(l.dims.smem_bytes > 150u * 1024u);
+    CHECK(l.dims.smem_bytes <= 227u * 1024u);
+    CHECK(l.describe().find("small_heads_sm90 split_kv, grid 132x1x1, 512 threads, PDL, combine") == 0);
+    auto po = params(DecodeMode::one_pass, 37, h, true);
+    po.force.kernel = mk::DecodeKernel::small_heads_sm90;
+    CHECK(mk::plan_decode_launch(po, device(9, 0, 132)).dims.grid_x == 37);
+    po = params(DecodeMode::one_pass, 200, h, true);
+    po.force.kernel = mk::DecodeKernel::small_heads_sm90;
+    CHECK(mk::plan_decode_launch(po, device(9, 0, 132)).dims.grid_x == 132);
+    CHECK(mk::plan_decode_launch(params(DecodeMode::one_pass, 200, h, true), device(9, 0, 132)).dims.grid_x == 200);
+    // Elsewhere (sm_100a): the portable one, a CTA per request in one_pass; cluster_split has no
+    // small-head form and runs one_pass.
     l = mk::plan_decode_launch(params(DecodeMode::one_pass, 37, h, true), device(10, 0, 148));
     CHECK(l.kernel == mk::DecodeKernel::small_heads);
     CHECK(l.dims.grid_x == 37);
     CHECK_FALSE(l.combine);
+    l = mk::plan_decode_launch(params(DecodeMode::one_pass, 200, h, true), device(10, 0, 148));
+    CHECK(l.dims.grid_x == 200);
+    auto ps = params(DecodeMode::split_kv, 64, h, true);
+    ps.force.kernel = mk::DecodeKernel::small_heads_sm90;
+    CHECK_THROWS_AS(mk::plan_decode_launch(ps, device(10, 0, 148)), mlaplan::Error);
     l = mk::plan_decode_launch(params(DecodeMode::cluster_split, 37, h, true), device(9, 0, 132));
     CHECK(l.mode == DecodeMode::one_pass);
     CHECK(l.dims.cluster_x == 1);
     CHECK(l.fallback == "cluster_split has no small-head kernel; ran one_pass");
-    // V3.2's 656-byte rows have it too, with their own (smaller, two-stage) shared memory.
+    // V3.2's 656-byte rows: the portable small-head kernel, with its own (two-stage) shared memory.
     auto v32 = params(DecodeMode::split_kv, 4, h, false, mk::RowFormat::fp8_ds_mla_656);
     v32.d_qk = 576;
     CHECK(mk::plan_decode_launch(v32, device(9, 0, 132)).kernel == mk::DecodeKernel::small_heads);
@@ -324,5 +348,6 @@ TEST_CASE("plan_decode_launch: h_q 8 and 16 run the small-head kernel unpadded",
   CHECK(mk::decode_num_sm_parts(132, 2, 8) == 66);
   CHECK(mk::decode_num_sm_parts(132, 1, 128) == 66);
   CHECK(std::string(mk::to_string(mk::DecodeKernel::small_heads)) == "small_heads");
+  CHECK(std::string(mk::to_string(mk::DecodeKernel::small_heads_sm90)) == "small_heads_sm90");
   CHECK_THROWS_AS(mk::plan_decode_launch(params(DecodeMode::split_kv, 4, 32, true), device(9, 0, 132)), mlaplan::Error);
 }

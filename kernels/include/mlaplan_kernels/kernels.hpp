@@ -236,8 +236,11 @@ using mlaplan::to_string;
 /// warp-specialised sm_90a one (fp8_ds_mla 584, alone or with a 584 extra cache, compute
 /// capability 9.0, h_q 64 / 128) and the small-head one (h_q 8 / 16 unpadded; fp8_ds_mla 584 alone
 /// or with a 584 extra cache, fp8_ds_mla 656; every arch).
-enum class DecodeKernel { generic, sm90_ws, small_heads };
-std::string_view to_string(DecodeKernel k);  ///< "generic", "sm90_ws", "small_heads"
+/// generic: the portable 64-head kernel; sm90_ws: the warp-specialised 64-head kernel (sm_90a, 584
+/// rows); small_heads: the portable small-head kernel (h_q 8 / 16 unpadded); small_heads_sm90: the
+/// warp-specialised small-head kernel (sm_90a, 584 rows).
+enum class DecodeKernel { generic, sm90_ws, small_heads, small_heads_sm90 };
+std::string_view to_string(DecodeKernel k);  ///< "generic", "sm90_ws", "small_heads", "small_heads_sm90"
 
 /// An explicit choice of path, for tests and benchmarks; callers leave it default and the rule of
 /// plan_decode_launch() decides.

@@ -124,6 +124,43 @@ struct DecodeSm90WsSmem {
   static constexpr std::size_t alloc = total + 1024;
 };
 
+/// Shared memory of the warp-specialised small-head kernel (sm90/decode_small_ws.cuh): h_q 8 or 16
+/// unpadded on sm_90a, fp8_ds_mla_584 rows. The producer warpgroups of the 64-head kernel
+/// (ws_producer) fill the two K buffers exactly as there (same tile layout, masks and barriers);
+/// each of the two math warpgroups owns one buffer, i.e. every other block, and computes
+/// S^T = K Q^T (wgmma M = 64 keys, N = 16 heads) and O^T += V^T P^T (M = 64 dims per chunk), so
+/// the 16 heads fill the N side of the MMA instead of being padded to 64 rows.
+struct DecodeSm90SmallSmem {
+  static constexpr int kRows = 64;
+  static constexpr int kHeads = 16;  // N of every wgmma: h_q 8 runs with rows 8..15 of Q zero
+  static constexpr int kDim = 512;
+  static constexpr int kThreads = 512;  // math warpgroups 0, 1; producer warpgroups 2, 3
+  static constexpr int kMathRegs = DecodeSm90WsSmem::kMathRegs;
+  static constexpr int kProducerRegs = DecodeSm90WsSmem::kProducerRegs;
+  static constexpr int kChunkBytes = DecodeSm90WsSmem::kChunkBytes;  // one 64-dim chunk of a K buffer
+  static constexpr std::size_t kTileBytes = DecodeSm90WsSmem::kTileBytes;
+  static constexpr int kQChunkBytes = kHeads * 128;  // one 64-dim chunk of Q: 16 rows of 128 bytes
+  static constexpr int kOStride = kDim + 4;          // floats per staged output row (bank spread)
+
+  static constexpr std::size_t k = 0;                                          // bf16 [2 buffers] 8 chunks
+  static constexpr std::size_t q = k + 2 * kTileBytes;                         // bf16 8 chunks of 16 rows
+  static constexpr std::size_t p = q + 8 * std::size_t(kQChunkBytes);          // bf16 [2 warpgroups] P^T [16][64]
+  static constexpr std::size_t o = p + 2 * std::size_t(kQChunkBytes);          // f32 [16][kOStride]: the merged O
+  static constexpr std::size_t xmax = o + std::size_t(kHeads) * kOStride * 4;  // f32 [2 wg][2 parity][4 warps][16]
+  static constexpr std::size_t xsum = xmax + 2 * 2 * 4 * kHeads * 4;           // f32 [2 wg][4 warps][16]
+  static constexpr std::size_t xrun = xsum + 2 * 4 * kHeads * 4;               // f32 [2 wg][16]: row maxima
+  static constexpr std::size_t mask = xrun + 2 * kHeads * 4;                   // u8 [2 buffers][16]
+  static constexpr std::size_t bars = mask + 2 * 16;                           // u64 full[2], empty[2]
+  static constexpr std::size_t total = bars + 4 * 8;
+  static constexpr std::size_t alloc = total + 1024;
+};
+
+static_assert(DecodeSm90SmallSmem::q % 1024 == 0 && DecodeSm90SmallSmem::p % 1024 == 0 &&
+                  DecodeSm90SmallSmem::kQChunkBytes % 1024 == 0 && DecodeSm90SmallSmem::o % 16 == 0 &&
+                  DecodeSm90SmallSmem::bars % 8 == 0,
+              "SM90 small-head decode: swizzled tiles need 1024-byte alignment");
+static_assert(DecodeSm90SmallSmem::alloc <= 227 * 1024, "SM90 small-head decode shared memory exceeds the sm_90 limit");
+
 static_assert(DecodeSm90WsSmem::k % 1024 == 0 && DecodeSm90WsSmem::xchg % 1024 == 0 &&
                   DecodeSm90WsSmem::bars % 8 == 0 &&
                   DecodeSm90WsSmem::row_sum + 2 * DecodeSm90WsSmem::kHeads * 4 <= DecodeSm90WsSmem::mask,

@@ -45,6 +45,9 @@ void launch_small_decode_584_584_h8(const DecodeParams& p, const DecodeLaunch& l
 void launch_small_decode_584_584_h16(const DecodeParams& p, const DecodeLaunch& launch);
 void launch_small_decode_656_h8(const DecodeParams& p, const DecodeLaunch& launch);
 void launch_small_decode_656_h16(const DecodeParams& p, const DecodeLaunch& launch);
+// The warp-specialised small-head kernel (sm90/decode_small_ws.cuh): h_q 8 or 16, sm_90a, 584 rows.
+void launch_small_decode_sm90ws_584(const DecodeParams& p, const DecodeLaunch& launch);
+void launch_small_decode_sm90ws_584_584(const DecodeParams& p, const DecodeLaunch& launch);
 /// Shared memory of the small-head kernel for a main format (SmallSmemT).
 std::size_t small_decode_smem_bytes(RowFormat main);
 

@@ -598,6 +598,225 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
 
 #endif  // MLAPLAN_SM90A_WGMMA
 
+#if MLAPLAN_SM90A_WGMMA
+/// The producer warpgroups (2 and 3) of the warp-specialised small-head kernel
+/// (sm90/decode_small_ws.cuh), for the CTA's work w: the same steps as the producer inside
+/// sparse_decode_sm90ws_kernel below, over layout L's K buffers. (That kernel keeps its producer
+/// inline: calling this function from it made ptxas spill 4 bytes in
+/// sparse_decode_sm90ws_kernel<true, false, false>, and that build measured 1-2 us slower at b 1
+/// and 8 on an H100; docs/perf-history.md "v15".) For
+/// every 64-row block, in order, each thread loads a quarter of one row (kPair: an eighth of one of
+/// this CTA's 32 rows) into registers, waits until K buffer (block & 1) is free (`empty`),
+/// dequantises into it in layout L's tile (128-byte swizzled), writes the block's valid-row bits
+/// and arrives on `full` (kPair: also copies its rows into the peer's buffer). Called after
+/// setmaxnreg_dec. q_heads: the rows of Q per CTA (from w.head0), prefetched into L2 for each next
+/// request.
+template <bool kHasExtra, bool kPair, class L>
+__device__ __forceinline__ void ws_producer(const DecodeParams& p, std::uint8_t* smem, const WsWork& w, int q_heads,
+                                            bool one_pass) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid & 31;
+  const std::uint32_t peer = kPair ? cluster_cta_rank() ^ 1u : 0u;
+  std::uint8_t* masks = smem + L::mask;
+  // One CTA: 4 threads per row, rows 8 pw + (lane & 7), units qtr + 4k (k 0..7) of the row.
+  // A 2-CTA pair: this CTA's 32 rows, 8 threads per row, rows 32 rank + 4 pw + (lane >> 3), units
+  // sub + 8k (k 0..3). A unit is 16 dims: units 0..27 fp8 (16 bytes, scale byte unit / 4), 28..31
+  // the bf16 RoPE dims (32 bytes).
+  constexpr int kT = kPair ? 8 : 4;  // threads per row
+  constexpr int kU = 32 / kT;        // units per thread
+  const int pw = (tid - 256) >> 5;   // producer warp 0..7
+  const int rank = static_cast<int>(peer ^ 1u);
+  const int row = kPair ? 32 * rank + 4 * pw + (lane >> 3) : 8 * pw + (lane & 7);
+  const int sub = kPair ? lane & 7 : lane >> 3;
+  const int sw = row & 7;
+  // The peer's shared memory (kPair): the same offsets, through the cluster window.
+  const std::uint32_t peer_smem = kPair ? map_shared_to_cta(smem_addr(smem), peer) : 0u;
+  const std::uint32_t peer_full = kPair ? map_shared_to_cta(w.bar_full, peer) : 0u;
+  std::uint32_t it = 0;  // blocks produced so far (buffer it & 1)
+  WsTrace tr;
+  tr.init(0, one_pass);
+  tr(0);
+  // Row id -> page: a shift where the page size is a power of two (every layout mla-plan plans),
+  // a division otherwise.
+  const int sh_main =
+      (p.main.page_block_size & (p.main.page_block_size - 1)) == 0 ? __ffs(p.main.page_block_size) - 1 : -1;
+  const int sh_extra = kHasExtra && (p.extra.page_block_size & (p.extra.page_block_size - 1)) == 0
+                           ? __ffs(p.extra.page_block_size) - 1
+                           : -1;
+  // Valid ids: 0 <= id < rows, i.e. unsigned(id) < min(rows, 2^31) (a 32-bit compare).
+  const std::uint32_t rows_main =
+      static_cast<std::uint32_t>(min(p.main.num_pages * p.main.page_block_size, std::int64_t{1} << 31));
+  const std::uint32_t rows_extra =
+      kHasExtra ? static_cast<std::uint32_t>(min(p.extra.num_pages * p.extra.page_block_size, std::int64_t{1} << 31))
+                : 0u;
+  for (int r = w.begin_req; r <= w.end_req && r < p.b; ++r) {
+    const WsRequest q = ws_request<kHasExtra>(p, r, w.s, w.begin_req, w.end_req, w.begin_block, w.end_block);
+    const std::int32_t* idx_main = p.indices + q.bs * p.topk;
+    const std::int32_t* idx_extra = kHasExtra ? p.extra_indices + q.bs * p.extra_topk : nullptr;
+    auto id_of = [&](int blk, int rw) -> std::int32_t {
+      const bool ex = kHasExtra && blk >= q.n_main;
+      const std::int32_t pos = (ex ? blk - q.n_main : blk) * L::kRows + rw;
+      if (pos >= (ex ? q.extra_limit : q.main_limit)) return -1;
+      return __ldg((ex ? idx_extra : idx_main) + pos);
+    };
+    // Where row `id` of block `blk` lives: its 576 data bytes and its 8 scale bytes (null: no valid id).
+    struct RowAt {
+      const std::uint8_t* data;
+      const std::uint8_t* scale;
+    };
+    auto locate = [&](int blk, std::int32_t id) -> RowAt {
+      const bool ex = kHasExtra && blk >= q.n_main;
+      const std::uint8_t* cdata = ex ? p.extra.data : p.main.data;
+      const int pbs = ex ? p.extra.page_block_size : p.main.page_block_size;
+      const std::int64_t stride = ex ? p.extra.page_stride_bytes : p.main.page_stride_bytes;
+      if (static_cast<std::uint32_t>(id) >= (ex ? rows_extra : rows_main)) return {nullptr, nullptr};
+      const int sh = ex ? sh_extra : sh_main;
+      const std::int32_t page = sh >= 0 ? id >> sh : id / pbs;
+      const std::int32_t t = id - page * pbs;
+      const std::uint8_t* base = cdata + page * stride;
+      return {base + t * 576, base + static_cast<std::int64_t>(pbs) * 576 + t * 8};
+    };
+    // kPair: whether the peer's row `row ^ 32` of block blk has a valid id (the peer's `ok`): this
+    // CTA writes the validity of all 64 rows of the block (the peer's rows arrive by bulk copy).
+    auto valid = [&](int blk, std::int32_t id) -> bool {
+      const bool ex = kHasExtra && blk >= q.n_main;
+      return static_cast<std::uint32_t>(id) < (ex ? rows_extra : rows_main);
+    };
+    // This thread's part of row `a` into registers (unit k in raw[k]; the RoPE unit's second 16
+    // bytes in raw[kU]). Rows without a valid id load nothing and dequantise zeros (0 x scale = 0).
+    auto load_row = [&](const RowAt& a, uint4(&raw)[kU + 1], uint2& sc) {
+      sc = make_uint2(0u, 0u);
+#pragma unroll
+      for (int k = 0; k <= kU; ++k) raw[k] = make_uint4(0u, 0u, 0u, 0u);
+      if (a.data != nullptr) {
+        const uint4* src = reinterpret_cast<const uint4*>(a.data);
+#pragma unroll
+        for (int k = 0; k < kU; ++k) {
+          const int gu = sub + kT * k;
+          if (k < kU - 1 || gu < 28) {
+            raw[k] = __ldg(src + gu);
+          } else {
+            raw[k] = __ldg(src + 28 + 2 * (gu - 28));
+            raw[kU] = __ldg(src + 29 + 2 * (gu - 28));
+          }
+        }
+        sc = __ldg(reinterpret_cast<const uint2*>(a.scale));
+      }
+    };
+    // Row `a` into L2 (the threads of a row touch every 128-byte line of its data and its scale line).
+    auto prefetch_row = [&](const RowAt& a) {
+      if (a.data == nullptr) return;
+      if constexpr (kPair) {
+        // sub 0..5: data offsets 0, 128, 256, 384, 512, 575; sub 6: the scales
+        if (sub <= 6) {
+          const std::uint8_t* x = sub == 6 ? a.scale : a.data + (sub == 5 ? 575 : 128 * sub);
+          asm volatile("prefetch.global.L2 [%0];\n" ::"l"(x));
+        }
+      } else {
+        // quarters 0..2: data offsets 0, 128 / 256, 384 / 512, 575; quarter 3: the scales
+        const std::uint8_t* x = sub == 3 ? a.scale : a.data + 256 * sub;
+        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(x));
+        if (sub < 3) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(sub == 2 ? x + 63 : x + 128));
+      }
+    };
+    RowAt at = q.blk0 < q.blk1 ? locate(q.blk0, id_of(q.blk0, row)) : RowAt{nullptr, nullptr};
+    std::int32_t id_next = q.blk0 + 1 < q.blk1 ? id_of(q.blk0 + 1, row) : -1;
+    bool pok = kPair && q.blk0 < q.blk1 && valid(q.blk0, id_of(q.blk0, row ^ 32));
+    if (r > w.begin_req) {
+      // This request's Q slice (64 heads x 1 KiB, contiguous) into L2: the math loads it after
+      // the previous request's last blocks and epilogue.
+      // (kQHeads rows of 1 KiB from head w.head0: two 128-byte lines per producer thread at 64
+      // heads, fewer threads below.)
+      const int pt = static_cast<int>(threadIdx.x) - 256;
+      const std::uint8_t* qn = reinterpret_cast<const std::uint8_t*>(p.q + (q.bs * p.h_q + w.head0) * 512) + 128 * pt;
+      if (pt < 8 * q_heads) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(qn));
+      if (pt + 256 < 8 * q_heads) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(qn + 32768));
+    }
+    for (int blk = q.blk0; blk < q.blk1; ++blk, ++it) {
+      // This block's row first (located in the previous iteration); the next blocks' ids, location
+      // and L2 prefetch are computed while its loads are in flight.
+      const bool ok = at.data != nullptr;
+      uint4 cur[kU + 1];
+      uint2 sc;
+      load_row(at, cur, sc);
+      tr(1);
+      const std::int32_t pid_next = kPair && blk + 1 < q.blk1 ? id_of(blk + 1, row ^ 32) : -1;
+      // The next block's row into L2 while this one is loaded and dequantised: its loads, issued at
+      // the top of the next iteration, then wait for L2 instead of DRAM. (Its location is kept for
+      // the next iteration.)
+      const RowAt nxt = blk + 1 < q.blk1 ? locate(blk + 1, id_next) : RowAt{nullptr, nullptr};
+      const std::int32_t id_next2 = blk + 2 < q.blk1 ? id_of(blk + 2, row) : -1;
+      prefetch_row(nxt);
+      const std::uint32_t bits = __ballot_sync(0xFFFFFFFFu, ok);
+      const std::uint32_t pbits = kPair ? __ballot_sync(0xFFFFFFFFu, pok) : 0u;
+      const int buf = static_cast<int>(it & 1u);
+      tr(2);
+      if (it >= 2) {  // block it - 2 is done with the buffer (in both CTAs of a pair)
+        mbar_wait(w.bar_empty + 8 * buf, ((it >> 1) + 1u) & 1u);
+      }
+      if (lane == 0) {
+        if constexpr (kPair) {
+          // lanes 0, 8, 16, 24 hold rows 4 pw .. 4 pw + 3 (pbits: the peer's rows 4 pw .. of its 32)
+          auto nib = [](std::uint32_t b) { return (b & 1u) | ((b >> 7) & 2u) | ((b >> 14) & 4u) | ((b >> 21) & 8u); };
+          smem[L::mask + buf * 16 + 8 * rank + pw] = static_cast<std::uint8_t>(nib(bits));
+          smem[L::mask + buf * 16 + 8 * (rank ^ 1) + pw] = static_cast<std::uint8_t>(nib(pbits));
+        } else {
+          masks[buf * 16 + pw] = static_cast<std::uint8_t>(bits & 0xFFu);
+        }
+      }
+      tr(3);
+      const std::uint32_t row_off = static_cast<std::uint32_t>(L::k + buf * L::kTileBytes + row * 128);
+#pragma unroll
+      for (int k = 0; k < kU; ++k) {
+        const int gu = sub + kT * k;
+        uint4 o0, o1;
+        if (k < kU - 1 || gu < 28) {
+          const int sidx = gu >> 2;
+          const std::uint32_t sbyte = (sidx < 4 ? sc.x : sc.y) >> (8 * (sidx & 3));
+          const float scale = ue8m0_to_float(sbyte & 0xFFu);
+          e4m3x16_to_bf16(cur[k], scale, o0, o1);
+        } else {
+          o0 = cur[k];
+          o1 = cur[kU];
+        }
+        // 16-dim unit gu of the row: chunk gu / 4, 16-byte units 2 (gu % 4) (+1), XOR the row's
+        // index within its 8-row group
+        const int u = 2 * (gu & 3);
+        const std::uint32_t off0 = row_off + (gu >> 2) * L::kChunkBytes + ((u ^ sw) << 4);
+        const std::uint32_t off1 = row_off + (gu >> 2) * L::kChunkBytes + (((u + 1) ^ sw) << 4);
+        *reinterpret_cast<uint4*>(smem + off0) = o0;
+        *reinterpret_cast<uint4*>(smem + off1) = o1;
+      }
+      if constexpr (kPair) {
+        // The warp's 4 rows (512 contiguous bytes in each of the 8 chunks) also go to the peer's
+        // buffer: 8 cp.async.bulk (one per chunk) completing on the peer's `full`; this CTA's
+        // `full` expects the peer's 4096 bytes of the same warp. (The peer's buffer is free:
+        // `empty` counted its math too. The source is not rewritten before the peer has consumed
+        // the copy: the same `empty`, two blocks later.)
+        fence_proxy_async();  // the tile (generic writes) -> this CTA's wgmma and the bulk copies
+        __syncwarp();
+        if (lane == 0) {
+          mbar_arrive_expect_tx(w.bar_full + 8 * buf, 4096u);
+          const std::uint32_t off = static_cast<std::uint32_t>(L::k + buf * L::kTileBytes + (32 * rank + 4 * pw) * 128);
+#pragma unroll
+          for (int c = 0; c < 8; ++c)
+            bulk_copy_to_cluster(peer_smem + off + c * L::kChunkBytes, smem_addr(smem) + off + c * L::kChunkBytes, 512u,
+                                 peer_full + 8 * buf);
+        }
+      } else {
+        fence_proxy_async();  // the tile (generic writes) -> the math warpgroups' wgmma
+        mbar_arrive(w.bar_full + 8 * buf);
+      }
+      tr(4);
+      at = nxt;
+      id_next = id_next2;
+      if constexpr (kPair) pok = blk + 1 < q.blk1 && valid(blk + 1, pid_next);
+    }
+  }
+}
+
+#endif  // MLAPLAN_SM90A_WGMMA
+
 template <bool kHasExtra, bool kPair, bool kCSplit = false>
 __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(const DecodeParams p) {
   static_assert(!(kCSplit && kPair), "cluster_split runs one CTA per 64 heads");

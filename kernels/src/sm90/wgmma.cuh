@@ -172,6 +172,29 @@ __device__ __forceinline__ void wgmma_m64n128k16_ss_tb(float* d, std::uint64_t d
       : "l"(desc_a), "l"(desc_b), "n"(1));
 }
 
+/// D[64 x 16] (+)= A[64 x 16] B[16 x 16]: A and B from shared memory (descriptors), both K-major;
+/// scale_d 0 overwrites D. The small-head kernel's S^T = K Q^T (sm90/decode_small_ws.cuh).
+__device__ __forceinline__ void wgmma_m64n16k16_ss(float (&d)[8], std::uint64_t desc_a, std::uint64_t desc_b,
+                                                   int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+/// D[64 x 16] += A[64 x 16] B[16 x 16]: A from shared memory MN-major (transpose bit set), B from
+/// shared memory K-major. The small-head kernel's O^T += V^T P^T (sm90/decode_small_ws.cuh).
+__device__ __forceinline__ void wgmma_m64n16k16_ss_ta(float (&d)[8], std::uint64_t desc_a, std::uint64_t desc_b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 1, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(desc_a), "l"(desc_b), "n"(1));
+}
+
 // Thread-block clusters (the 2-CTA kernel of h_q 128, sm90/decode_ws.cuh). PTX ISA: %cluster_ctarank,
 // mapa (the address of the same shared-memory location in another CTA of the cluster),
 // st.shared::cluster, barrier.cluster (every thread of every CTA of the cluster; arrive.release /
