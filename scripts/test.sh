@@ -15,10 +15,11 @@ if [ "${1:-}" = "--sanitize" ]; then
   # install and the .deb (a packaging check, not a code path), and the output-reproducibility tests
   # (the same code paths run under ASan in every other test). Also left to the normal build, to keep
   # CI under 30 minutes on 2 cores: verify's every-cell sweep (80 s under ASan; the other verify
-  # tests run its code paths) and the engine probe's absent and crashing cases (subprocess outcomes;
-  # the bundle writer and reader run under ASan in "a corrupted output or plan is a FAIL").
+  # tests run its code paths), the engine probe's absent and crashing cases (subprocess outcomes;
+  # the bundle writer and reader run under ASan in "a corrupted output or plan is a FAIL"), and the
+  # two slowest limit sweeps (87 s and 47 s under ASan; the other limits tests run under it).
   ctest --test-dir build-asan --output-on-failure --no-tests=error -j "$(nproc)" \
-    -E '^(format\.|docs\.|json\.schemas|golden\.|report\.chromium|install\.|reproducible: |e2e: the same inputs give byte-identical output|verify runs the planner.s decode mode per cell|engine kernels: each absent case|engine kernels: no Python)'
+    -E '^(format\.|docs\.|json\.schemas|golden\.|report\.chromium|install\.|reproducible: |e2e: the same inputs give byte-identical output|verify runs the planner.s decode mode per cell|engine kernels: each absent case|engine kernels: no Python|limits: check$|limits: backbone and draft layers)'
 else
   scripts/bootstrap.sh --test build
   ctest --test-dir build --output-on-failure --no-tests=error -j "$(nproc)"
