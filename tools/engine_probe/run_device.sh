@@ -17,7 +17,10 @@ CONFIGS=("$@")
 [ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=(configs/deepseek-v4.1-flash.json configs/deepseek-v4-flash.json configs/deepseek-v3.2.json)
 FM=$STAGE/flashmla
 OUT=${OUT:-$STAGE/engine-out}
-mkdir -p "$OUT"
+# The bundles hold the raw inputs (megabytes per cell): kept beside the stage; their manifests and
+# the probe's results are copied under $OUT at the end.
+BUNDLES=${BUNDLES:-$STAGE/engine-bundles}
+mkdir -p "$OUT" "$BUNDLES"
 exec > >(tee -a "$OUT/run.log") 2>&1
 cd "$ROOT"
 echo "== GPU"
@@ -33,7 +36,7 @@ for cfg in "${CONFIGS[@]}"; do
   name=$(basename "$cfg" .json)
   echo "== $name"
   "$BUILD/app/mla-plan" verify "$cfg" --kv-cache-dtype fp8_ds_mla --engine-kernels=python3 --engine-route flash_mla \
-    --engine-path "$FM" --engine-bundles "$OUT/bundles-$name" --json >"$OUT/verify-$name.json"
+    --engine-path "$FM" --engine-bundles "$BUNDLES/$name" --json >"$OUT/verify-$name.json"
   code=$?
   echo "exit $code (JSON: $OUT/verify-$name.json)"
   "$BUILD/app/mla-plan" verify "$cfg" --kv-cache-dtype fp8_ds_mla --engine-kernels=python3 --engine-route flash_mla \
@@ -41,4 +44,40 @@ for cfg in "${CONFIGS[@]}"; do
   cat "$OUT/verify-$name.txt"
   [ $code -gt $rc ] && rc=$code
 done
+
+# A deliberately corrupted engine: a stand-in flash_mla package that runs the real one (its
+# __init__ executed with the real folder as its package path) and adds 1.0 to one output element of
+# every call. verify must report the cells FAIL (exit 5); a PASS here means the comparison is blind.
+echo "== corrupted engine (one element + 1.0): expect FAIL, exit 5"
+CORRUPT=$OUT/corrupt-engine
+mkdir -p "$CORRUPT/flash_mla"
+cat >"$CORRUPT/flash_mla/__init__.py" <<'PY'
+import functools
+import os
+
+_real = os.path.join(os.environ["MLAPLAN_REAL_FLASHMLA"], "flash_mla")
+__path__ = [_real]
+with open(os.path.join(_real, "__init__.py")) as _f:
+    exec(compile(_f.read(), os.path.join(_real, "__init__.py"), "exec"))
+_engine_call = flash_mla_with_kvcache  # noqa: F821 - defined by the real __init__
+
+
+@functools.wraps(_engine_call)
+def flash_mla_with_kvcache(*args, **kwargs):
+    rets = _engine_call(*args, **kwargs)
+    out = rets[0].clone()
+    flat = out.view(-1)
+    flat[flat.numel() // 3] += 1.0
+    return (out,) + tuple(rets[1:])
+PY
+cfg=configs/deepseek-v4.1-flash.json
+MLAPLAN_REAL_FLASHMLA="$FM" "$BUILD/app/mla-plan" verify "$cfg" --kv-cache-dtype fp8_ds_mla --engine-kernels=python3 \
+  --engine-route flash_mla --engine-path "$CORRUPT" --json >"$OUT/verify-corrupted.json"
+ccode=$?
+MLAPLAN_REAL_FLASHMLA="$FM" "$BUILD/app/mla-plan" verify "$cfg" --kv-cache-dtype fp8_ds_mla --engine-kernels=python3 \
+  --engine-route flash_mla --engine-path "$CORRUPT" >"$OUT/verify-corrupted.txt"
+cat "$OUT/verify-corrupted.txt"
+echo "corrupted engine: exit $ccode (expected 5)"
+(cd "$BUNDLES" && find . -name '*.json' | tar -cf - -T - | tar -xf - -C "$OUT") 2>/dev/null
+[ $ccode -eq 5 ] || rc=$(( rc > 1 ? rc : 1 ))
 exit $rc
