@@ -5,8 +5,10 @@
 // success and 1 on failure; sxs_last_error() then gives the message.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include <cuda_runtime_api.h>
@@ -39,6 +41,24 @@ mk::CacheView cache_view(const void* data, int page, long long stride, long long
   v.page_stride_bytes = stride;
   v.num_pages = pages;
   return v;
+}
+
+// MLAPLAN_SXS_KERNEL=generic|sm90_ws|small_heads|small_heads_sm90: the decode kernel forced for
+// every call (DecodeForce::kernel), e.g. to time the portable small-head kernel beside the default;
+// unset or empty: the dispatch's own choice. Read at every call (the harness sets it per process).
+bool forced_kernel(std::optional<mk::DecodeKernel>& out) {
+  const char* v = std::getenv("MLAPLAN_SXS_KERNEL");
+  out.reset();
+  if (v == nullptr || *v == '\0') return true;
+  for (const mk::DecodeKernel k : {mk::DecodeKernel::generic, mk::DecodeKernel::sm90_ws, mk::DecodeKernel::small_heads,
+                                   mk::DecodeKernel::small_heads_sm90}) {
+    if (mk::to_string(k) == v) {
+      out = k;
+      return true;
+    }
+  }
+  g_error = std::string("MLAPLAN_SXS_KERNEL '") + v + "': expected generic, sm90_ws, small_heads or small_heads_sm90";
+  return false;
 }
 }  // namespace
 
@@ -154,6 +174,7 @@ int sxs_decode(int mode, int b, int s_q, int h_q, const void* q, const void* mai
     p.o_accum = static_cast<float*>(o_accum);
     p.lse_accum = lse_accum;
     p.stream = stream;
+    if (!forced_kernel(p.force.kernel)) return 1;
     const mk::DecodeLaunch L = mk::sparse_decode(p);
     copy_text(L.describe() + (L.fallback.empty() ? "" : " [" + L.fallback + "]"), describe, describe_cap);
     return 0;
