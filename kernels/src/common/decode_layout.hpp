@@ -142,15 +142,16 @@ struct DecodeSm90SmallSmem {
   static constexpr int kQChunkBytes = kHeads * 128;  // one 64-dim chunk of Q: 16 rows of 128 bytes
   static constexpr int kOStride = kDim + 4;          // floats per staged output row (bank spread)
 
-  static constexpr std::size_t k = 0;                                          // bf16 [2 buffers] 8 chunks
-  static constexpr std::size_t q = k + 2 * kTileBytes;                         // bf16 8 chunks of 16 rows
-  static constexpr std::size_t p = q + 8 * std::size_t(kQChunkBytes);          // bf16 [2 warpgroups] P^T [16][64]
-  static constexpr std::size_t o = p + 2 * std::size_t(kQChunkBytes);          // f32 [16][kOStride]: the merged O
-  static constexpr std::size_t xmax = o + std::size_t(kHeads) * kOStride * 4;  // f32 [2 wg][2 parity][4 warps][16]
-  static constexpr std::size_t xsum = xmax + 2 * 2 * 4 * kHeads * 4;           // f32 [2 wg][4 warps][16]
-  static constexpr std::size_t xrun = xsum + 2 * 4 * kHeads * 4;               // f32 [2 wg][16]: row maxima
-  static constexpr std::size_t mask = xrun + 2 * kHeads * 4;                   // u8 [2 buffers][16]
-  static constexpr std::size_t bars = mask + 2 * 16;                           // u64 full[2], empty[2]
+  static constexpr std::size_t k = 0;                                    // bf16 [2 buffers] 8 chunks
+  static constexpr std::size_t q = k + 2 * kTileBytes;                   // bf16 8 chunks of 16 rows
+  static constexpr std::size_t p = q + 8 * std::size_t(kQChunkBytes);    // bf16 [2 warpgroups] P^T [16][64]
+  static constexpr std::size_t o = p + 2 * std::size_t(kQChunkBytes);    // f32 [2 wg][16][kOStride]: their scaled O
+  static constexpr std::size_t o_half = std::size_t(kHeads) * kOStride;  // floats per warpgroup
+  static constexpr std::size_t xmax = o + 2 * o_half * 4;                // f32 [2 wg][2 parity][4 warps][16]
+  static constexpr std::size_t xsum = xmax + 2 * 2 * 4 * kHeads * 4;     // f32 [2 wg][4 warps][16]
+  static constexpr std::size_t xrun = xsum + 2 * 4 * kHeads * 4;         // f32 [2 wg][16]: row maxima
+  static constexpr std::size_t mask = xrun + 2 * kHeads * 4;             // u8 [2 buffers][16]
+  static constexpr std::size_t bars = mask + 2 * 16;                     // u64 full[2], empty[2]
   static constexpr std::size_t total = bars + 4 * 8;
   static constexpr std::size_t alloc = total + 1024;
 };

@@ -45,7 +45,7 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
   float* xmax = reinterpret_cast<float*>(smem + S9::xmax);  // [wg][parity][warp][16]
   float* xsum = reinterpret_cast<float*>(smem + S9::xsum);  // [wg][warp][16]
   float* xrun = reinterpret_cast<float*>(smem + S9::xrun);  // [wg][16]
-  float* so = reinterpret_cast<float*>(smem + S9::o);       // [16][kOStride]
+  float* so = reinterpret_cast<float*>(smem + S9::o);       // [2 wg][16][kOStride]
   std::uint8_t* my_p = smem + S9::p + wg * S9::kQChunkBytes;
   const std::uint8_t* masks = smem + S9::mask;
   // Descriptors: K buffer wg (K-major: A of S^T), Q (K-major: B of S^T), V^T = the same buffer read
@@ -252,35 +252,37 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
         factor[2 * j + e] = (wg == 0 ? wgt[0] : wgt[1]) * f;
       }
     }
-    // Warpgroup 0 writes its scaled O into the staging rows, warpgroup 1 adds its own.
+    // Each warpgroup writes its scaled O into its own staging rows; the stores below add the two.
+    {
+      float* mine = so + wg * S9::o_half;
 #pragma unroll
-    for (int pass = 0; pass < 2; ++pass) {
-      if (wg == pass) {
+      for (int c = 0; c < 8; ++c) {
 #pragma unroll
-        for (int c = 0; c < 8; ++c) {
+        for (int j = 0; j < 2; ++j) {
 #pragma unroll
-          for (int j = 0; j < 2; ++j) {
+          for (int h = 0; h < 2; ++h) {
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-#pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                float* dst = so + (8 * j + 2 * t4 + e) * S9::kOStride + 64 * c + 16 * wq + g + 8 * h;
-                const float v = o[c][4 * j + 2 * h + e] * factor[2 * j + e];
-                *dst = pass == 0 ? v : *dst + v;
-              }
+            for (int e = 0; e < 2; ++e) {
+              mine[(8 * j + 2 * t4 + e) * S9::kOStride + 64 * c + 16 * wq + g + 8 * h] =
+                  o[c][4 * j + 2 * h + e] * factor[2 * j + e];
             }
           }
         }
       }
-      named_barrier_sync(kMathBar, 256);
     }
+    named_barrier_sync(kMathBar, 256);
+    auto staged4 = [&](int n, int d) {  // dims d .. d + 3 of head n, both warpgroups' parts added
+      const float4 a = *reinterpret_cast<const float4*>(so + n * S9::kOStride + d);
+      const float4 b = *reinterpret_cast<const float4*>(so + S9::o_half + n * S9::kOStride + d);
+      return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+    };
     // The rows out: bf16 out (8 dims per 16-byte store) and lse, or the fp32 partial and its lse.
     if (!split) {
       for (int i = tid; i < p.h_q * 64; i += 256) {
         const int n = i >> 6;
         const int u = i & 63;
-        const float4 a = *reinterpret_cast<const float4*>(so + n * S9::kOStride + 8 * u);
-        const float4 b = *reinterpret_cast<const float4*>(so + n * S9::kOStride + 8 * u + 4);
+        const float4 a = staged4(n, 8 * u);
+        const float4 b = staged4(n, 8 * u + 4);
         *reinterpret_cast<uint4*>(p.out + (q.bs * p.h_q + n) * 512 + 8 * u) =
             make_uint4(pack_bf16x2(a.x, a.y), pack_bf16x2(a.z, a.w), pack_bf16x2(b.x, b.y), pack_bf16x2(b.z, b.w));
       }
@@ -295,8 +297,7 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
       for (int i = tid; i < p.h_q * 128; i += 256) {
         const int n = i >> 7;
         const int u = i & 127;
-        *reinterpret_cast<float4*>(p.o_accum + (arow0 + n) * 512 + 4 * u) =
-            *reinterpret_cast<const float4*>(so + n * S9::kOStride + 4 * u);
+        *reinterpret_cast<float4*>(p.o_accum + (arow0 + n) * 512 + 4 * u) = staged4(n, 4 * u);
       }
       if (tid < p.h_q) {
         float m, l, wgt[2];
