@@ -887,6 +887,8 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
 
   if (wg >= 2) {
     // ---------------------------------------------------------------- producer
+    // ws_producer (above) repeats these steps for the small-head kernel; it is kept inline here
+    // on purpose (its comment says why): a change to either belongs in both.
     setmaxnreg_dec<W9::kProducerRegs>();
     // One CTA: 4 threads per row, rows 8 pw + (lane & 7), units qtr + 4k (k 0..7) of the row.
     // A 2-CTA pair: this CTA's 32 rows, 8 threads per row, rows 32 rank + 4 pw + (lane >> 3), units
