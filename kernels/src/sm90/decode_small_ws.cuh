@@ -2,7 +2,7 @@
 // Warp-specialised small-head sparse-MLA decode on sm_90a: h_q 8 or 16 per CTA, unpadded, for the
 // fp8_ds_mla 584 rows (main cache alone or main + extra 584 cache) on compute capability 9.0,
 // opt-in (DecodeForce::kernel = small_heads_sm90) while a compute-sanitizer racecheck report on it
-// is open (docs/kernels.md "Small heads"; docs/perf-history.md "v15", "v16").
+// is open (docs/kernels.md "Small heads"; docs/perf-history.md "v15" to "v18").
 //
 // Same contract as the other decode kernels (DecodeParams, split_kv records or one_pass over
 // request ranges, fp32 partials for combine.cu). Grid (P or CTAs, s_q, 1), 512 threads, one CTA
@@ -55,7 +55,9 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
   const std::uint64_t q_desc = sw128_desc(smem_addr(smem + S9::q), 16, 1024);
   const std::uint64_t v_desc = sw128_desc(kbuf, S9::kChunkBytes, 1024);
   const std::uint64_t p_desc = sw128_desc(smem_addr(my_p), 16, 1024);
-  std::uint32_t it = 0;  // blocks of the CTA's sequence before the current request
+  const std::uint32_t bar_staged = smem_addr(smem + S9::bars) + 32;  // + 8 wg (the kernel's init)
+  std::uint32_t it = 0;            // blocks of the CTA's sequence before the current request
+  std::uint32_t staged_phase = 0;  // parity of the `staged` barriers' current phase (one per request)
 
   for (int r = w.begin_req; r <= w.end_req && r < p.b; ++r) {
     const WsRequest q = ws_request<kHasExtra>(p, r, w.s, w.begin_req, w.end_req, w.begin_block, w.end_block);
@@ -270,7 +272,16 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
         }
       }
     }
-    named_barrier_sync(kMathBar, 256);
+    // The handoff: each warpgroup's 128 threads arrive on its own `staged` barrier after their
+    // stores (an mbarrier arrive releases the arriving thread's writes), and every thread waits for
+    // both before the loads below. (A named barrier of the 256 threads orders the same pairs, but
+    // compute-sanitizer's racecheck reported each of them as a hazard; with this handoff it reports
+    // none here: docs/perf-history.md "v16" to "v18".) The next request's first named barrier
+    // keeps the stores of request r + 1 after every load of request r.
+    mbar_arrive(bar_staged + 8 * wg);
+    mbar_wait(bar_staged, staged_phase);
+    mbar_wait(bar_staged + 8, staged_phase);
+    staged_phase ^= 1u;
     auto staged4 = [&](int n, int d) {  // dims d .. d + 3 of head n, both warpgroups' parts added
       const float4 a = *reinterpret_cast<const float4*>(so + n * S9::kOStride + d);
       const float4 b = *reinterpret_cast<const float4*>(so + S9::o_half + n * S9::kOStride + d);
@@ -327,6 +338,8 @@ __global__ void __launch_bounds__(S9::kThreads, 1) small_decode_sm90ws_kernel(co
     mbar_init(bar_full + 8, 256);
     mbar_init(bar_empty, 128);  // every thread of the math warpgroup that owns the buffer
     mbar_init(bar_empty + 8, 128);
+    mbar_init(bar_empty + 16, 128);  // staged[wg]: every thread of math warpgroup wg, once per request
+    mbar_init(bar_empty + 24, 128);
   }
   // Rows h_q .. 15 of Q stay zero (h_q 8): their columns of S^T are 0, never stored.
   if (tid < 256) {
