@@ -151,8 +151,8 @@ struct DecodeSm90SmallSmem {
   static constexpr std::size_t xsum = xmax + 2 * 2 * 4 * kHeads * 4;     // f32 [2 wg][4 warps][16]
   static constexpr std::size_t xrun = xsum + 2 * 4 * kHeads * 4;         // f32 [2 wg][16]: row maxima
   static constexpr std::size_t mask = xrun + 2 * kHeads * 4;             // u8 [2 buffers][16]
-  static constexpr std::size_t bars = mask + 2 * 16;                     // u64 full[2], empty[2], staged[2]
-  static constexpr std::size_t total = bars + 6 * 8;
+  static constexpr std::size_t bars = mask + 2 * 16;                     // u64 full[2], empty[2], staged[2], sums[2]
+  static constexpr std::size_t total = bars + 8 * 8;
   static constexpr std::size_t alloc = total + 1024;
 };
 

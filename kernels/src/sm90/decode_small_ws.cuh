@@ -55,7 +55,7 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
   const std::uint64_t q_desc = sw128_desc(smem_addr(smem + S9::q), 16, 1024);
   const std::uint64_t v_desc = sw128_desc(kbuf, S9::kChunkBytes, 1024);
   const std::uint64_t p_desc = sw128_desc(smem_addr(my_p), 16, 1024);
-  const std::uint32_t bar_staged = smem_addr(smem + S9::bars) + 32;  // + 8 wg (the kernel's init)
+  const std::uint32_t bar_staged = smem_addr(smem + S9::bars) + 32;  // staged + 8 wg, sums + 16 + 8 wg
   std::uint32_t it = 0;            // blocks of the CTA's sequence before the current request
   std::uint32_t staged_phase = 0;  // parity of the `staged` barriers' current phase (one per request)
 
@@ -224,7 +224,12 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
         }
       }
     }
-    named_barrier_sync(kMathBar, 256);
+    // Both warpgroups' maxima and sums, handed over by mbarriers as the staging below is (the `sums`
+    // barriers, one phase per request): with bar.sync 3, 256 here racecheck reported these pairs
+    // once the staging went through mbarriers (docs/perf-history.md "v18").
+    mbar_arrive(bar_staged + 16 + 8 * wg);
+    mbar_wait(bar_staged + 16, staged_phase);
+    mbar_wait(bar_staged + 24, staged_phase);
     // Head hd: the merged maximum m and sum l; factor = this warpgroup's weight times the finish
     // factor (split: 1 / l, the partial normalised by its own sum).
     auto merged = [&](int hd, float& m, float& l, float(&wgt)[2]) {
@@ -242,6 +247,8 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
       }
       l = l0 * wgt[0] + l1 * wgt[1];
     };
+    const int split_idx = split ? p.num_splits[r] + (r == w.begin_req ? w.begin_split : 0) : 0;
+    const std::int64_t arow0 = (static_cast<std::int64_t>(split_idx) * p.s_q + q.s) * p.h_q;
     float factor[4];
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
@@ -252,6 +259,24 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
         merged(hd, m, l, wgt);
         const float f = split ? (l > 0.0f ? 1.0f / l : 0.0f) : (hd < p.h_q ? finish_row(p, l, m, hd).factor : 0.0f);
         factor[2 * j + e] = (wg == 0 ? wgt[0] : wgt[1]) * f;
+      }
+    }
+    // Threads 0..3 (warpgroup 0, warp 0, g 0) hold the 16 head columns between them: they write the
+    // rows' lse (bf16 out) or the partials' lse (split) before the staging handoff, so nothing
+    // reads the exchanged sums after it.
+    if (wg == 0 && wq == 0 && g == 0) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const int hd = 8 * (k >> 1) + 2 * t4 + (k & 1);
+        if (hd < p.h_q) {
+          float m, l, wgt[2];
+          merged(hd, m, l, wgt);
+          if (split) {
+            p.lse_accum[arow0 + hd] = partial_lse(l, m);
+          } else {
+            p.lse[q.bs * p.h_q + hd] = finish_row(p, l, m, hd).lse;
+          }
+        }
       }
     }
     // Each warpgroup writes its scaled O into its own staging rows; the stores below add the two.
@@ -287,7 +312,7 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
       const float4 b = *reinterpret_cast<const float4*>(so + S9::o_half + n * S9::kOStride + d);
       return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
     };
-    // The rows out: bf16 out (8 dims per 16-byte store) and lse, or the fp32 partial and its lse.
+    // The rows out (their lse went out above): bf16 out, 8 dims per 16-byte store, or the fp32 partial.
     if (!split) {
       for (int i = tid; i < p.h_q * 64; i += 256) {
         const int n = i >> 6;
@@ -297,23 +322,11 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
         *reinterpret_cast<uint4*>(p.out + (q.bs * p.h_q + n) * 512 + 8 * u) =
             make_uint4(pack_bf16x2(a.x, a.y), pack_bf16x2(a.z, a.w), pack_bf16x2(b.x, b.y), pack_bf16x2(b.z, b.w));
       }
-      if (tid < p.h_q) {
-        float m, l, wgt[2];
-        merged(tid, m, l, wgt);
-        p.lse[q.bs * p.h_q + tid] = finish_row(p, l, m, tid).lse;
-      }
     } else {
-      const int split_idx = p.num_splits[r] + (r == w.begin_req ? w.begin_split : 0);
-      const std::int64_t arow0 = (static_cast<std::int64_t>(split_idx) * p.s_q + q.s) * p.h_q;
       for (int i = tid; i < p.h_q * 128; i += 256) {
         const int n = i >> 7;
         const int u = i & 127;
         *reinterpret_cast<float4*>(p.o_accum + (arow0 + n) * 512 + 4 * u) = staged4(n, 4 * u);
-      }
-      if (tid < p.h_q) {
-        float m, l, wgt[2];
-        merged(tid, m, l, wgt);
-        p.lse_accum[arow0 + tid] = partial_lse(l, m);
       }
     }
   }
@@ -338,8 +351,8 @@ __global__ void __launch_bounds__(S9::kThreads, 1) small_decode_sm90ws_kernel(co
     mbar_init(bar_full + 8, 256);
     mbar_init(bar_empty, 128);  // every thread of the math warpgroup that owns the buffer
     mbar_init(bar_empty + 8, 128);
-    mbar_init(bar_empty + 16, 128);  // staged[wg]: every thread of math warpgroup wg, once per request
-    mbar_init(bar_empty + 24, 128);
+    // staged[wg], then sums[wg]: every thread of math warpgroup wg arrives once per request.
+    for (int i = 2; i < 6; ++i) mbar_init(bar_empty + 8 * i, 128);
   }
   // Rows h_q .. 15 of Q stay zero (h_q 8): their columns of S^T are 0, never stored.
   if (tid < 256) {
