@@ -13,7 +13,11 @@
 //      instead of the named barrier
 // Build and run on the GPU machine (not part of the CMake build):
 //   nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -lineinfo -o rc kernels/bench/racecheck/named_barrier_probe.cu
-//   ./rc && compute-sanitizer --tool racecheck --racecheck-report all ./rc
+//   timeout 60 ./rc && timeout 120 compute-sanitizer --tool racecheck --racecheck-report all ./rc
+// (setmaxnreg: the kernels' budget, 2 x 192 + 2 x 64 = 4 x 128 registers per thread. A first
+// version asked 232 and 40, 544 in all, and its first run printed nothing in 600 s, the device
+// call's limit: most likely variant 3's inc waiting for registers that never come. Each variant
+// now prints before and after its launch, unbuffered; docs/perf-history.md "v18".)
 #include <cstdio>
 
 #include <cuda_runtime.h>
@@ -39,11 +43,11 @@ __global__ void __launch_bounds__(512, 1) k(float* out, int rounds) {
     __syncthreads();
   }
   if (V >= 1 && wg >= 2) {
-    if (V >= 3) setmaxnreg_dec<40>();
+    if (V >= 3) setmaxnreg_dec<64>();
     if (V == 2) __syncthreads();
     return;
   }
-  if (V >= 3) setmaxnreg_inc<232>();
+  if (V >= 3) setmaxnreg_inc<192>();
   float acc = 0.f;
   for (int r = 0; r < rounds; ++r) {
     named_barrier_sync(3, 256);
@@ -72,9 +76,12 @@ __global__ void __launch_bounds__(512, 1) k(float* out, int rounds) {
 }
 template <int V>
 void run(float* d) {
+  printf("variant %d: launching\n", V);
+  fflush(stdout);
   cudaFuncSetAttribute(k<V>, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
   k<V><<<4, V == 0 ? 256 : 512, 65536>>>(d, 3);
   printf("variant %d: %s\n", V, cudaGetErrorString(cudaDeviceSynchronize()));
+  fflush(stdout);
 }
 int main() {
   float* d;
