@@ -10,6 +10,11 @@
 #                                the [sanitize] cases under compute-sanitizer memcheck, racecheck
 #                                and synccheck, then the timing benchmark. Logs go to $OUT (default
 #                                build-gpu/gpu-check-out); a summary is printed last.
+#   scripts/gpu-check.sh sanitize [FILTER]
+#                                on the GPU machine, a kernel change's check in a few minutes: the
+#                                test cases FILTER (default "[sanitize]") plain and under the three
+#                                sanitizers, and the racecheck probe of kernels/bench/racecheck/
+#                                (built by `build`) plain and under racecheck, each with a timeout.
 #
 # Environment: BUILD_DIR (default build-gpu), OUT, JOBS (build parallelism, default 2),
 # BENCH_REPLAYS (default 60), SANITIZER_TIMEOUT (seconds per sanitizer run, default 240).
@@ -18,6 +23,24 @@ set -u -o pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-$root/build-gpu}"
 mode="${1:-build}"
+
+# The three sanitizers on the test cases $3 of the suite $2, logs $1/{memcheck,racecheck,synccheck}.log,
+# each run at most SANITIZER_TIMEOUT seconds (default 240); sets memcheck_rc, racecheck_rc, synccheck_rc.
+sanitizers() {
+  local o=$1 tests=$2 filter=$3 st="${SANITIZER_TIMEOUT:-240}"
+  timeout "$st" compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" "$filter" 2>&1 | tee "$o/memcheck.log"
+  memcheck_rc=${PIPESTATUS[0]}
+  timeout "$st" compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 "$tests" "$filter" \
+    2>&1 | tee "$o/racecheck.log"
+  racecheck_rc=${PIPESTATUS[0]}
+  timeout "$st" compute-sanitizer --tool synccheck --error-exitcode 9 "$tests" "$filter" 2>&1 | tee "$o/synccheck.log"
+  synccheck_rc=${PIPESTATUS[0]}
+}
+sanitizer_summary() {
+  echo "memcheck: rc $memcheck_rc, $(grep -E 'ERROR SUMMARY' "$1/memcheck.log" | tail -1)"
+  echo "racecheck: rc $racecheck_rc, $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$1/racecheck.log" | tail -1)"
+  echo "synccheck: rc $synccheck_rc, $(grep -E 'ERROR SUMMARY' "$1/synccheck.log" | tail -1)"
+}
 
 case "$mode" in
 build)
@@ -30,6 +53,9 @@ build)
   # mla-plan hands verify and bench over to mla-plan-cuda in its own directory: the two travel together.
   cp "$build/tests/gpu/mlaplan_gpu_tests" "$build/tests/gpu/mlaplan_gpu_probe" \
      "$build/kernels/mlaplan_kernel_bench" "$build/app/mla-plan" "$build/app/mla-plan-cuda" "$build/carry/"
+  # The racecheck probe (one file with its own main, sm_90a only; not a CMake target).
+  "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
+    -lineinfo -o "$build/carry/named_barrier_probe" "$root/kernels/bench/racecheck/named_barrier_probe.cu"
   du -sh "$build/carry"
   ;;
 run)
@@ -48,16 +74,7 @@ run)
   # (every decode case also runs the device's other paths through DecodeParams::force: the portable
   # kernel where sm90_ws runs, the 2-CTA pair on and off at h_q 128, an ordinary launch)
 
-  st="${SANITIZER_TIMEOUT:-240}"
-  timeout "$st" compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/mlaplan_gpu_tests" "[sanitize]" \
-    2>&1 | tee "$out/memcheck.log"
-  memcheck_rc=${PIPESTATUS[0]}
-  timeout "$st" compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
-    "$bin/mlaplan_gpu_tests" "[sanitize]" 2>&1 | tee "$out/racecheck.log"
-  racecheck_rc=${PIPESTATUS[0]}
-  timeout "$st" compute-sanitizer --tool synccheck --error-exitcode 9 "$bin/mlaplan_gpu_tests" "[sanitize]" \
-    2>&1 | tee "$out/synccheck.log"
-  synccheck_rc=${PIPESTATUS[0]}
+  sanitizers "$out" "$bin/mlaplan_gpu_tests" "[sanitize]"
 
   "$bin/mlaplan_kernel_bench" "${BENCH_REPLAYS:-60}" 2>&1 | tee "$out/bench.log"
   bench_rc=${PIPESTATUS[0]}
@@ -113,17 +130,43 @@ run)
   echo "==== summary ===="
   grep -E "^decode |^quantize|^scheduler" "$out/gpu-tests.log" || true
   grep -E "test cases|assertions" "$out/gpu-tests.log" | tail -2
-  echo "memcheck: rc $memcheck_rc, $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -1)"
-  echo "racecheck: rc $racecheck_rc, $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/racecheck.log" | tail -1)"
-  echo "synccheck: rc $synccheck_rc, $(grep -E 'ERROR SUMMARY' "$out/synccheck.log" | tail -1)"
+  sanitizer_summary "$out"
   cat "$out/bench.log"
   echo "rc: tests $tests_rc, memcheck $memcheck_rc, racecheck $racecheck_rc, synccheck $synccheck_rc," \
     "bench $bench_rc, verify $verify_rc, bench cli $benchcli_rc"
   [ "$tests_rc" = 0 ] && [ "$memcheck_rc" = 0 ] && [ "$racecheck_rc" = 0 ] && [ "$synccheck_rc" = 0 ] &&
     [ "$bench_rc" = 0 ] && [ "$verify_rc" = 0 ] && [ "$benchcli_rc" = 0 ]
   ;;
+sanitize)
+  out="${OUT:-$build/gpu-check-out}"
+  mkdir -p "$out"
+  bin="$build/carry"
+  filter="${2:-[sanitize]}"
+  export MLAPLAN_TESTDATA_DIR="$root/tests/data"
+  cd "$root"
+  probe_rc=absent probe_race_rc=absent
+  if [ -x "$bin/named_barrier_probe" ]; then
+    timeout 60 "$bin/named_barrier_probe" 2>&1 | tee "$out/probe.log"
+    probe_rc=${PIPESTATUS[0]}
+    timeout 120 compute-sanitizer --tool racecheck --racecheck-report all "$bin/named_barrier_probe" 2>&1 |
+      tee "$out/probe-racecheck.log"
+    probe_race_rc=${PIPESTATUS[0]}
+  fi
+  timeout "${SANITIZER_TIMEOUT:-240}" "$bin/mlaplan_gpu_tests" "$filter" 2>&1 | tee "$out/gpu-tests.log"
+  tests_rc=${PIPESTATUS[0]}
+  sanitizers "$out" "$bin/mlaplan_gpu_tests" "$filter"
+  echo "==== summary ($filter) ===="
+  grep -E "test cases|assertions" "$out/gpu-tests.log" | tail -2
+  sanitizer_summary "$out"
+  # The probe is a diagnosis (which barrier patterns racecheck reports), not a gate.
+  echo "probe: rc $probe_rc, under racecheck rc $probe_race_rc"
+  [ -f "$out/probe-racecheck.log" ] && grep -E "RACECHECK SUMMARY|Write Thread|in void k<" "$out/probe-racecheck.log" |
+    sed -E 's/^=+ +//' | sort | uniq -c | head -20
+  echo "rc: tests $tests_rc, memcheck $memcheck_rc, racecheck $racecheck_rc, synccheck $synccheck_rc"
+  [ "$tests_rc" = 0 ] && [ "$memcheck_rc" = 0 ] && [ "$racecheck_rc" = 0 ] && [ "$synccheck_rc" = 0 ]
+  ;;
 *)
-  echo "usage: $0 build|run" >&2
+  echo "usage: $0 build|run|sanitize [FILTER]" >&2
   exit 2
   ;;
 esac
