@@ -19,12 +19,16 @@
 //        64, 128, 256) or any batch size up to 1024; "37v": the variable-length batch alone. Each row's
 //        random inputs depend only on its place in the full list (h_q, then b), so a row run alone
 //        measures the same bytes as in the full run.
+//        Environment: MLAPLAN_BENCH_KERNEL=generic|sm90_ws|small_heads|small_heads_sm90 forces that
+//        decode kernel for every call (a shape it cannot run is an error); unset: the dispatch's.
 
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <optional>
 #include <utility>
 #include <string>
 #include <vector>
@@ -39,7 +43,8 @@ namespace mk = mlaplan::kernels;
 #if defined(MLAPLAN_WS_TRACE)
 namespace mlaplan::kernels::detail {
 void ws_trace_dump();
-}
+void small_ws_trace_dump();
+}  // namespace mlaplan::kernels::detail
 #endif
 
 namespace {
@@ -76,13 +81,24 @@ int main(int argc, char** argv) try {
   const int parts = argc > 4 ? int_arg(argv[4], "P", 0, mk::kMaxSmParts) : 0;
   const int overhead = argc > 5 ? int_arg(argv[5], "O", -1, 64) : -1;
   const int seed_arg = argc > 6 ? int_arg(argv[6], "seed", 0, 1 << 30) : 0;
+  // MLAPLAN_BENCH_KERNEL=NAME: the decode kernel forced for every call (DecodeForce::kernel), e.g.
+  // small_heads_sm90 beside the default small-head kernel; unset or empty: the dispatch's choice.
+  std::optional<mk::DecodeKernel> forced;
+  if (const char* k = std::getenv("MLAPLAN_BENCH_KERNEL"); k != nullptr && *k != '\0') {
+    forced = mk::decode_kernel_named(k);
+    if (!forced.has_value()) {
+      mlaplan::throw_usage(std::string("MLAPLAN_BENCH_KERNEL '") + k + "' is not a decode kernel; allowed " +
+                           std::string(mk::kDecodeKernelNames));
+    }
+  }
   mk::require_supported_device(0);
   const mk::DeviceInfo dev = mk::device_info(0);
   const double copy_gbps = mk::measure_copy_gbps();
   std::printf(
       "device: %s, %d SMs, copy %.0f GB/s; decode (+ combine), V4.1-Flash shape (window 128 p64 + extra "
-      "512 p64, fp8_ds_mla 584, s_q 1); graph replays with L2 flush, median of %d\n",
-      dev.name.c_str(), dev.sm_count, copy_gbps, replays);
+      "512 p64, fp8_ds_mla 584, s_q 1); graph replays with L2 flush, median of %d; kernel %s\n",
+      dev.name.c_str(), dev.sm_count, copy_gbps, replays,
+      forced.has_value() ? std::string(mk::to_string(*forced)).c_str() : "as dispatched");
   std::printf("%5s %5s %9s %5s %7s %13s %10s %10s %8s %9s %6s %10s %10s %10s\n", "h_q", "b", "lengths", "P", "split",
               "mode", "us/call", "min us", "TFLOPS", "GB/s", "%copy", "split_kv", "one_pass", "cluster");
   constexpr int kRowsPerHq = static_cast<int>(std::size(kBatches)) + 1;
@@ -118,6 +134,7 @@ int main(int argc, char** argv) try {
       opt.time_other_mode = true;
       opt.num_sm_parts = parts;
       opt.fixed_overhead = overhead;
+      opt.kernel = forced;
       const mk::DecodeBenchResult r = mk::bench_decode(sh, opt);
       const double gbps = r.bytes / (r.median_us * 1e-6) / 1e9;
       std::printf("%5d %5d %9s %5d %7d %13s %10.1f %10.1f %8.1f %9.0f %5.0f%% %10.1f %10.1f %10.1f\n", h_q, b,
@@ -130,6 +147,7 @@ int main(int argc, char** argv) try {
   }
 #if defined(MLAPLAN_WS_TRACE)
   mk::detail::ws_trace_dump();
+  mk::detail::small_ws_trace_dump();
 #endif
   return 0;
 } catch (const mlaplan::Error& e) {

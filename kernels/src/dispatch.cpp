@@ -259,6 +259,14 @@ std::string_view to_string(DecodeKernel k) {
   return "unknown";
 }
 
+std::optional<DecodeKernel> decode_kernel_named(std::string_view name) {
+  for (const DecodeKernel k :
+       {DecodeKernel::generic, DecodeKernel::sm90_ws, DecodeKernel::small_heads, DecodeKernel::small_heads_sm90}) {
+    if (to_string(k) == name) return k;
+  }
+  return std::nullopt;
+}
+
 std::string DecodeLaunch::describe() const {
   std::string s = std::string(to_string(kernel)) + " " + std::string(to_string(mode));
   s += ", grid " + std::to_string(dims.grid_x) + "x" + std::to_string(dims.grid_y) + "x" + std::to_string(dims.grid_z);

@@ -351,3 +351,18 @@ TEST_CASE("plan_decode_launch: h_q 8 and 16 run the small-head kernels unpadded"
   CHECK(std::string(mk::to_string(mk::DecodeKernel::small_heads_sm90)) == "small_heads_sm90");
   CHECK_THROWS_AS(mk::plan_decode_launch(params(DecodeMode::split_kv, 4, 32, true), device(9, 0, 132)), mlaplan::Error);
 }
+
+TEST_CASE("decode_kernel_named: every kernel by its to_string name, nothing else", "[launch]") {
+  for (const auto k : {mk::DecodeKernel::generic, mk::DecodeKernel::sm90_ws, mk::DecodeKernel::small_heads,
+                       mk::DecodeKernel::small_heads_sm90}) {
+    INFO(mk::to_string(k));
+    const auto named = mk::decode_kernel_named(mk::to_string(k));
+    REQUIRE(named.has_value());
+    CHECK(*named == k);
+    CHECK(std::string(mk::kDecodeKernelNames).find(std::string(mk::to_string(k))) != std::string::npos);
+  }
+  for (const char* bad : {"", "small", "Small_heads", "small_heads ", "sm90", "unknown", "small_heads_sm90x"}) {
+    INFO("'" << bad << "'");
+    CHECK_FALSE(mk::decode_kernel_named(bad).has_value());
+  }
+}

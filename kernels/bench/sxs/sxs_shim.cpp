@@ -50,14 +50,9 @@ bool forced_kernel(std::optional<mk::DecodeKernel>& out) {
   const char* v = std::getenv("MLAPLAN_SXS_KERNEL");
   out.reset();
   if (v == nullptr || *v == '\0') return true;
-  for (const mk::DecodeKernel k : {mk::DecodeKernel::generic, mk::DecodeKernel::sm90_ws, mk::DecodeKernel::small_heads,
-                                   mk::DecodeKernel::small_heads_sm90}) {
-    if (mk::to_string(k) == v) {
-      out = k;
-      return true;
-    }
-  }
-  g_error = std::string("MLAPLAN_SXS_KERNEL '") + v + "': expected generic, sm90_ws, small_heads or small_heads_sm90";
+  out = mk::decode_kernel_named(v);
+  if (out.has_value()) return true;
+  g_error = std::string("MLAPLAN_SXS_KERNEL '") + v + "': expected " + std::string(mk::kDecodeKernelNames);
   return false;
 }
 }  // namespace

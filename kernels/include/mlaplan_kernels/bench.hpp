@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "mlaplan_kernels/kernels.hpp"
@@ -35,10 +36,11 @@ struct DecodeBenchOptions {
   int warmup = 5;                        ///< untimed replays first
   std::size_t flush_bytes = 256u << 20;  ///< memset before every replay to flush the L2 (0: none)
   std::uint64_t seed = 2026;
-  bool time_other_mode = false;      ///< also time the plans decode_plan_mode() did not pick
-  bool time_with_scheduler = false;  ///< also time scheduler + decode + combine (split_kv)
-  std::int32_t num_sm_parts = 0;     ///< split_kv's partition count P; 0: sm90_num_sm_parts of the device
-  std::int32_t fixed_overhead = -1;  ///< split_kv's per-request overhead O in blocks; -1: kSplitKvFixedOverhead
+  bool time_other_mode = false;        ///< also time the plans decode_plan_mode() did not pick
+  bool time_with_scheduler = false;    ///< also time scheduler + decode + combine (split_kv)
+  std::int32_t num_sm_parts = 0;       ///< split_kv's partition count P; 0: sm90_num_sm_parts of the device
+  std::int32_t fixed_overhead = -1;    ///< split_kv's per-request overhead O in blocks; -1: kSplitKvFixedOverhead
+  std::optional<DecodeKernel> kernel;  ///< forced for every timed call (DecodeForce::kernel); none: the dispatch's
 };
 
 struct DecodeBenchResult {

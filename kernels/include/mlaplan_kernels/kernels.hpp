@@ -241,6 +241,9 @@ using mlaplan::to_string;
 /// warp-specialised small-head kernel (sm_90a, 584 rows).
 enum class DecodeKernel { generic, sm90_ws, small_heads, small_heads_sm90 };
 std::string_view to_string(DecodeKernel k);  ///< "generic", "sm90_ws", "small_heads", "small_heads_sm90"
+/// The kernel of that name (to_string's), or nullopt for any other text.
+std::optional<DecodeKernel> decode_kernel_named(std::string_view name);
+inline constexpr std::string_view kDecodeKernelNames = "generic, sm90_ws, small_heads or small_heads_sm90";
 
 /// An explicit choice of path, for tests and benchmarks; callers leave it default and the rule of
 /// plan_decode_launch() decides.

@@ -204,6 +204,7 @@ DecodeBenchResult bench_decode(const DecodeBenchShape& sh, const DecodeBenchOpti
   p.lse = d_lse.as<float>();
   p.o_accum = d_oacc.as<float>();
   p.lse_accum = d_lacc.as<float>();
+  p.force.kernel = opt.kernel;
 
   DecodeBenchResult r;
   r.num_sm_parts = parts;

@@ -58,6 +58,11 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
   const std::uint32_t bar_staged = smem_addr(smem + S9::bars) + 32;  // staged + 8 wg, sums + 16 + 8 wg
   std::uint32_t it = 0;            // blocks of the CTA's sequence before the current request
   std::uint32_t staged_phase = 0;  // parity of the `staged` barriers' current phase (one per request)
+  // Per-block timelines in a -DMLAPLAN_WS_TRACE build (decode_ws.cuh's WsTrace, the 64-head kernel's
+  // event numbers): 10 Q ready, 14 `full` arrived, 15 S^T done, 16 P^T in the slot, 11 P V done and
+  // the buffer released, 17 / 18 epilogue start / end.
+  WsTrace tr;
+  tr.init(1 + wg, p.mode != DecodeMode::split_kv);
 
   for (int r = w.begin_req; r <= w.end_req && r < p.b; ++r) {
     const WsRequest q = ws_request<kHasExtra>(p, r, w.s, w.begin_req, w.end_req, w.begin_block, w.end_block);
@@ -79,6 +84,7 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
       fence_proxy_async();
     }
     named_barrier_sync(kMathBar, 256);
+    tr(10);
 
     // o[c][4j + 2h + e]: dim 64c + 16wq + g + 8h, head 8j + 2t4 + e. Per head column i = 2j + e:
     // the running maximum (log2 domain; the same in every thread of the warpgroup) and this
@@ -96,6 +102,7 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
     for (int i = ((it & 1u) == static_cast<std::uint32_t>(wg)) ? 0 : 1; i < nblk; i += 2) {
       const std::uint32_t gb = it + static_cast<std::uint32_t>(i);  // gb & 1 == wg
       mbar_wait(w.bar_full + 8 * wg, (gb >> 1) & 1u);
+      tr(14);
 
       // S^T = K Q^T: 32 k steps of 16 dims.
       float sacc[8];
@@ -109,6 +116,7 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
       wgmma_commit();
       wgmma_wait<0>();
       reg_fence(sacc);
+      tr(15);
 
       // Keys without a valid row -> -inf; this warp's maxima per head, then the warpgroup's.
       const std::uint64_t kmask = *reinterpret_cast<const std::uint64_t*>(masks + wg * 16);
@@ -175,6 +183,7 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
       }
       fence_proxy_async();  // P^T (generic writes) -> this warpgroup's wgmma
       named_barrier_sync(wg_bar, 128);
+      tr(16);
 
       // O^T at the new maxima, then O^T += V^T P^T: 4 k steps of 16 keys x 8 chunks of 64 dims.
 #pragma unroll
@@ -204,8 +213,10 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
 #pragma unroll
       for (int c = 0; c < 8; ++c) reg_fence(o[c]);
       mbar_arrive(w.bar_empty + 8 * wg);  // K buffer wg back to the producers
+      tr(11);
     }
     it += static_cast<std::uint32_t>(nblk);
+    tr(17);
 
     // Merge the two warpgroups: per head, each warpgroup's maximum and sum (over its four warps).
 #pragma unroll
@@ -329,6 +340,7 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
         *reinterpret_cast<float4*>(p.o_accum + (arow0 + n) * 512 + 4 * u) = staged4(n, 4 * u);
       }
     }
+    tr(18);
   }
 }
 #endif  // MLAPLAN_SM90A_WGMMA

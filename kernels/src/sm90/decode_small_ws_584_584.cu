@@ -8,4 +8,10 @@ void launch_small_decode_sm90ws_584_584(const DecodeParams& p, const DecodeLaunc
   launch_small_decode_sm90ws<true>(p, launch);
 }
 
+#if defined(MLAPLAN_WS_TRACE)
+/// The small-head kernel's per-block timelines of its last traced one_pass launch (this file's
+/// g_ws_trace): producer warp 0 (role 0) and warp 0 of each math warpgroup (roles 1, 2).
+void small_ws_trace_dump() { ws_trace_print("small trace"); }
+#endif
+
 }  // namespace mlaplan::kernels::detail

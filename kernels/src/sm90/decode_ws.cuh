@@ -27,6 +27,8 @@
 // honours setmaxnreg inside each role; an instruction that needs more than the launch limit (a
 // 256-column wgmma: 158) does not compile, hence the two 128-column halves of P V.
 
+#include <cstdio>
+
 #include "common/decode_layout.hpp"
 #include "sm90/ws_fragments.cuh"
 #include "sm90/wgmma.cuh"
@@ -61,6 +63,17 @@ __device__ __forceinline__ float fast_exp2(float x) {
 // 0 of each math warpgroup, in CTAs (0, 0, 0) and (gridDim.x / 2, 0, 0) of a one_pass launch,
 // records (clock64 << 8 | event) per event (the last such launch's); ws_trace_dump prints them.
 __device__ unsigned long long g_ws_trace[2][3][512];
+/// Prints this translation unit's traces (each .cu has its own g_ws_trace, hence internal linkage).
+[[maybe_unused]] static void ws_trace_print(const char* label) {
+  static unsigned long long h[2][3][512];
+  if (cudaMemcpyFromSymbol(h, g_ws_trace, sizeof(h)) != cudaSuccess) return;
+  for (int c = 0; c < 2; ++c)
+    for (int r = 0; r < 3; ++r) {
+      std::printf("%s cta %d role %d:", label, c, r);
+      for (int i = 0; i < 512 && h[c][r][i] != 0; ++i) std::printf(" %llu:%llu", h[c][r][i] >> 8, h[c][r][i] & 255);
+      std::printf("\n");
+    }
+}
 #endif
 struct WsTrace {
   int slot = -1;
