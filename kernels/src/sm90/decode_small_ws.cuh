@@ -311,9 +311,9 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
     // The handoff: each warpgroup's 128 threads arrive on its own `staged` barrier after their
     // stores (an mbarrier arrive releases the arriving thread's writes), and every thread waits for
     // both before the loads below. (A named barrier of the 256 threads orders the same pairs, but
-    // compute-sanitizer's racecheck reported each of them as a hazard; with this handoff it reports
-    // none here: docs/perf-history.md "v16" to "v18".) The next request's first named barrier
-    // keeps the stores of request r + 1 after every load of request r.
+    // compute-sanitizer's racecheck reported them as hazards; with this handoff none of the reports
+    // it displayed was on the staging: docs/perf-history.md "v16" to "v18".) The next request's
+    // first named barrier keeps the stores of request r + 1 after every load of request r.
     mbar_arrive(bar_staged + 8 * wg);
     mbar_wait(bar_staged, staged_phase);
     mbar_wait(bar_staged + 8, staged_phase);
