@@ -35,6 +35,7 @@
 
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/limits.hpp"
+#include "mlaplan/base/text.hpp"
 #include "mlaplan_kernels/bench.hpp"
 #include "mlaplan_kernels/kernels.hpp"
 
@@ -87,7 +88,7 @@ int main(int argc, char** argv) try {
   if (const char* k = std::getenv("MLAPLAN_BENCH_KERNEL"); k != nullptr && *k != '\0') {
     forced = mk::decode_kernel_named(k);
     if (!forced.has_value()) {
-      mlaplan::throw_usage(std::string("MLAPLAN_BENCH_KERNEL '") + k + "' is not a decode kernel; allowed " +
+      mlaplan::throw_usage("MLAPLAN_BENCH_KERNEL " + mlaplan::quoted(k) + " is not a decode kernel; allowed " +
                            std::string(mk::kDecodeKernelNames));
     }
   }

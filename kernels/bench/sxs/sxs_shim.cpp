@@ -13,6 +13,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "mlaplan/base/text.hpp"
 #include "mlaplan/cache/decode_mode.hpp"
 #include "mlaplan_kernels/kernels.hpp"
 
@@ -52,7 +53,7 @@ bool forced_kernel(std::optional<mk::DecodeKernel>& out) {
   if (v == nullptr || *v == '\0') return true;
   out = mk::decode_kernel_named(v);
   if (out.has_value()) return true;
-  g_error = std::string("MLAPLAN_SXS_KERNEL '") + v + "': expected " + std::string(mk::kDecodeKernelNames);
+  g_error = "MLAPLAN_SXS_KERNEL " + mlaplan::quoted(v) + ": expected " + std::string(mk::kDecodeKernelNames);
   return false;
 }
 }  // namespace
