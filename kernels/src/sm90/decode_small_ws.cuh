@@ -274,7 +274,8 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
     }
     // Threads 0..3 (warpgroup 0, warp 0, g 0) hold the 16 head columns between them: they write the
     // rows' lse (bf16 out) or the partials' lse (split) before the staging handoff, so nothing
-    // reads the exchanged sums after it.
+    // reads the exchanged sums after it. They merge their four heads again rather than keep m and l
+    // from the loop above: done inside it, the lse writes cost 24 bytes of spills (ptxas, sm_90a).
     if (wg == 0 && wq == 0 && g == 0) {
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
