@@ -263,7 +263,7 @@ PlanResult plan_from_log(const PlanOptions& opt, const ModelConfig& cfg, PlanReq
       }
     }
   }
-  const double layout_matches = std::none_of(check.notes.begin(), check.notes.end(), [](const std::string& n) {
+  const bool layout_matches = std::none_of(check.notes.begin(), check.notes.end(), [](const std::string& n) {
     return n.find("_parallel_size") != std::string::npos;
   });
   // Weights as loaded.

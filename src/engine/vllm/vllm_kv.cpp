@@ -660,7 +660,8 @@ std::vector<VllmKvConfig> vllm_kv_configs(const ModelConfig& cfg, const Topology
       }
       for (const auto& [p, k] : counts) {
         g.layer_tuples = std::max(g.layer_tuples, k);
-        auto it = std::find_if(slots.begin(), slots.end(), [&](const auto& e) { return e.first == p; });
+        const auto page = p;  // (a structured binding is not captured by lambdas before clang 16)
+        auto it = std::find_if(slots.begin(), slots.end(), [&](const auto& e) { return e.first == page; });
         if (it == slots.end()) slots.emplace_back(p, k);
         else it->second = std::max(it->second, k);
       }
