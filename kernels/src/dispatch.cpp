@@ -286,10 +286,10 @@ DecodeLaunch plan_decode_launch(const DecodeParams& p, const DecodeDevice& dev) 
   L.mode = p.mode;
   const bool sm90a = dev.cc_major == 9 && dev.cc_minor == 0;
   if (small_head_count(p.h_q)) {
-    // The small-head kernels, every head in one CTA, no clusters: the portable one (one CTA per
-    // request or partition); the warp-specialised one (compute capability 9.0, 584 rows; one CTA
-    // per SM at most in one_pass, each over a range of requests) only when forced: it is not the
-    // default while a compute-sanitizer racecheck report on it is open (docs/perf-history.md "v15").
+    // The small-head kernels, every head in one CTA, no clusters: the warp-specialised one where it
+    // exists (compute capability 9.0, 584 rows; one CTA per SM at most in one_pass, each over a
+    // range of requests) unless the portable one is forced; the portable one elsewhere (one CTA
+    // per request or partition).
     const bool ws_small = e.launch_small_ws != nullptr && sm90a;
     if (p.force.kernel.has_value() && p.force.kernel != DecodeKernel::small_heads &&
         !(p.force.kernel == DecodeKernel::small_heads_sm90 && ws_small)) {
@@ -297,7 +297,7 @@ DecodeLaunch plan_decode_launch(const DecodeParams& p, const DecodeDevice& dev) 
                         (ws_small ? "small_heads_sm90 or small_heads" : "small_heads") + " here); asked for " +
                         std::string(to_string(*p.force.kernel)));
     }
-    const bool ws = ws_small && p.force.kernel == DecodeKernel::small_heads_sm90;
+    const bool ws = ws_small && p.force.kernel != DecodeKernel::small_heads;
     L.kernel = ws ? DecodeKernel::small_heads_sm90 : DecodeKernel::small_heads;
     if (L.mode == DecodeMode::cluster_split) {
       L.mode = DecodeMode::one_pass;

@@ -282,37 +282,35 @@ TEST_CASE("no usable GPU: each cause has its own sentence", "[device]") {
 TEST_CASE("plan_decode_launch: h_q 8 and 16 run the small-head kernels unpadded", "[launch]") {
   for (const int h : {8, 16}) {
     INFO("h_q " << h);
-    // split_kv on sm_90a, 584 rows: the portable small-head kernel by default, one CTA per
-    // partition (132 / s_q on 132 SMs), all heads in it, PDL and combine.
+    // split_kv on sm_90a, 584 rows: the warp-specialised small-head kernel by default, one CTA
+    // per partition (132 / s_q on 132 SMs), all heads in it, 512 threads, PDL and combine; in
+    // one_pass a CTA per request up to one per SM, then request ranges.
     auto p = params(DecodeMode::split_kv, 64, h, true);
     CHECK(p.num_sm_parts == 132);
     auto l = mk::plan_decode_launch(p, device(9, 0, 132));
-    CHECK(l.kernel == mk::DecodeKernel::small_heads);
+    CHECK(l.kernel == mk::DecodeKernel::small_heads_sm90);
     CHECK(l.dims.grid_x == 132);
     CHECK(l.dims.grid_z == 1);
-    CHECK(l.dims.block == 256);
-    CHECK(l.dims.smem_bytes > 200u * 1024u);
-    CHECK(l.dims.smem_bytes <= 227u * 1024u);
-    CHECK(l.combine);
-    CHECK(l.pdl);
-    CHECK(l.describe().find("small_heads split_kv, grid 132x1x1, 256 threads, PDL, combine") == 0);
-    // Forced: the warp-specialised small-head kernel (sm_90a, 584 rows), 512 threads; in one_pass a
-    // CTA per request up to one per SM, then request ranges.
-    auto pw = params(DecodeMode::split_kv, 64, h, true);
-    pw.force.kernel = mk::DecodeKernel::small_heads_sm90;
-    l = mk::plan_decode_launch(pw, device(9, 0, 132));
-    CHECK(l.kernel == mk::DecodeKernel::small_heads_sm90);
     CHECK(l.dims.block == 512);
     CHECK(l.dims.smem_bytes > 150u * 1024u);
     CHECK(l.dims.smem_bytes <= 227u * 1024u);
+    CHECK(l.combine);
+    CHECK(l.pdl);
     CHECK(l.describe().find("small_heads_sm90 split_kv, grid 132x1x1, 512 threads, PDL, combine") == 0);
-    auto po = params(DecodeMode::one_pass, 37, h, true);
-    po.force.kernel = mk::DecodeKernel::small_heads_sm90;
-    CHECK(mk::plan_decode_launch(po, device(9, 0, 132)).dims.grid_x == 37);
-    po = params(DecodeMode::one_pass, 200, h, true);
-    po.force.kernel = mk::DecodeKernel::small_heads_sm90;
-    CHECK(mk::plan_decode_launch(po, device(9, 0, 132)).dims.grid_x == 132);
-    CHECK(mk::plan_decode_launch(params(DecodeMode::one_pass, 200, h, true), device(9, 0, 132)).dims.grid_x == 200);
+    CHECK(mk::plan_decode_launch(params(DecodeMode::one_pass, 37, h, true), device(9, 0, 132)).dims.grid_x == 37);
+    CHECK(mk::plan_decode_launch(params(DecodeMode::one_pass, 200, h, true), device(9, 0, 132)).dims.grid_x == 132);
+    // Forced: the portable small-head kernel, 256 threads, a CTA per request in one_pass.
+    auto pp = params(DecodeMode::split_kv, 64, h, true);
+    pp.force.kernel = mk::DecodeKernel::small_heads;
+    l = mk::plan_decode_launch(pp, device(9, 0, 132));
+    CHECK(l.kernel == mk::DecodeKernel::small_heads);
+    CHECK(l.dims.block == 256);
+    CHECK(l.dims.smem_bytes > 200u * 1024u);
+    CHECK(l.dims.smem_bytes <= 227u * 1024u);
+    CHECK(l.describe().find("small_heads split_kv, grid 132x1x1, 256 threads, PDL, combine") == 0);
+    auto po = params(DecodeMode::one_pass, 200, h, true);
+    po.force.kernel = mk::DecodeKernel::small_heads;
+    CHECK(mk::plan_decode_launch(po, device(9, 0, 132)).dims.grid_x == 200);
     // Elsewhere (sm_100a): the portable one, a CTA per request in one_pass; cluster_split has no
     // small-head form and runs one_pass.
     l = mk::plan_decode_launch(params(DecodeMode::one_pass, 37, h, true), device(10, 0, 148));

@@ -440,17 +440,9 @@ DecodeResult run_decode_case(const DecodeCase& c) {
   }
   // The other paths of this device for the same inputs, in split_kv with the same plan.
   std::vector<std::pair<std::string, mk::DecodeForce>> forces;
-  if (launched.kernel == mk::DecodeKernel::small_heads) {
-    // The warp-specialised small-head kernel (opt-in; sm_90a, 584 rows) where this device has it.
-    mk::DecodeParams pw = p;
-    pw.force = mk::DecodeForce{mk::DecodeKernel::small_heads_sm90, 0, 0, false};
-    bool has_ws = false;
-    try {
-      has_ws = mk::plan_decode_launch(pw, mk::current_decode_device()).kernel == mk::DecodeKernel::small_heads_sm90;
-    } catch (const mlaplan::Error&) {
-      has_ws = false;
-    }
-    if (has_ws) forces.push_back({"warp-specialised small-head kernel", pw.force});
+  if (launched.kernel == mk::DecodeKernel::small_heads_sm90) {
+    // The portable small-head kernel beside the warp-specialised one (the default on sm_90a).
+    forces.push_back({"portable small-head kernel", mk::DecodeForce{mk::DecodeKernel::small_heads, 0, 0, false}});
   }
   if (launched.kernel == mk::DecodeKernel::sm90_ws) {
     forces.push_back({"generic kernel", mk::DecodeForce{mk::DecodeKernel::generic, 0, 0, false}});
@@ -797,8 +789,9 @@ TEST_CASE("sparse decode, small cases for the sanitizers", "[gpu][decode][saniti
   check_case(c);
 }
 
-// h_q 8 and 16 run unpadded on the small-head kernels (small/decode_small.cuh; on sm_90a the 584
-// rows also through the opt-in sm90/decode_small_ws.cuh as a forced path): every format they are
+// h_q 8 and 16 run unpadded on the small-head kernels (on sm_90a the 584 rows on
+// sm90/decode_small_ws.cuh, with small/decode_small.cuh forced beside it; elsewhere and for 656
+// rows on small/decode_small.cuh): every format they are
 // built for, split requests (few SMs: several partitions per request), partitions spanning
 // requests, one_pass with more requests than SMs, sinks, -1 indices, empty requests, s_q 2, and
 // NaN-poisoned rows behind every position past a length.

@@ -1,8 +1,8 @@
 #pragma once
 // Warp-specialised small-head sparse-MLA decode on sm_90a: h_q 8 or 16 per CTA, unpadded, for the
-// fp8_ds_mla 584 rows (main cache alone or main + extra 584 cache) on compute capability 9.0,
-// opt-in (DecodeForce::kernel = small_heads_sm90) while a compute-sanitizer racecheck report on it
-// is open (docs/kernels.md "Small heads"; docs/perf-history.md "v15" to "v18").
+// fp8_ds_mla 584 rows (main cache alone or main + extra 584 cache) on compute capability 9.0, the
+// default there for those shapes (DecodeForce::kernel = small_heads runs the portable kernel instead;
+// docs/kernels.md "Small heads"; docs/perf-history.md "v15" to "v19").
 //
 // Same contract as the other decode kernels (DecodeParams, split_kv records or one_pass over
 // request ranges, fp32 partials for combine.cu). Grid (P or CTAs, s_q, 1), 512 threads, one CTA
