@@ -16,17 +16,23 @@ namespace {
 // like this:
 //   {"h200", "NVIDIA H200", Family::deepseek_v41, "c1a", 8, 64, 48.1, 20.2, "2026-12-06",
 //    "mla-plan bench configs/deepseek-v4.1-flash.json --tp 8 --batch 1,8,64 --json"},
-// H100 rows: mla-plan's own kernels (the small-head kernel unpadded, the warp-specialised 64-head
-// kernel padded), us/call with the scheduler, the H200 could not be started that day.
+// H100 rows: mla-plan's own kernels (unpadded: the warp-specialised small-head kernel,
+// small_heads_sm90, the default on compute capability 9.0; padded: the warp-specialised 64-head
+// kernel in its planned mode), us/call with the scheduler, on a lent H100 80GB HBM3 (the H200
+// could not be started that day). The binaries were built from 26977e7 with the dispatch that made
+// small_heads_sm90 the default; the kernel has changed since only in how its two math warpgroups
+// hand over their maxima and sums (mbarriers instead of a named barrier). Timed alone
+// (mlaplan_kernel_bench, h_q 8 and 16, every b) the changed kernel was within 0.7 us of the
+// kernels before it (docs/perf-history.md "v17" to "v19").
 constexpr std::string_view kH100Command =
     "mla-plan bench configs/deepseek-v4.1-flash.json --tp 8 --attention-backend TRITON_MLA_SPARSE_DSV41 --json";
 const std::vector<HeadPaddingMeasurement> kMeasured = {
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 1, 18.8, 19.5, "2026-12-06", kH100Command},
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 8, 27.8, 24.7, "2026-12-06", kH100Command},
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 32, 36.1, 38.3, "2026-12-06", kH100Command},
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 64, 32.3, 59.2, "2026-12-06", kH100Command},
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 128, 44.2, 67.6, "2026-12-06", kH100Command},
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 256, 77.6, 128.5, "2026-12-06", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 1, 19.5, 17.8, "2026-12-07", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 8, 28.3, 21.7, "2026-12-07", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 32, 36.3, 30.0, "2026-12-07", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 64, 32.6, 39.5, "2026-12-07", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 128, 44.4, 39.0, "2026-12-07", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 256, 78.5, 67.8, "2026-12-07", kH100Command},
 };
 
 std::atomic<const std::vector<HeadPaddingMeasurement>*> g_override{nullptr};
