@@ -15,8 +15,14 @@
 #                                test cases FILTER (default "[sanitize]") plain and under the three
 #                                sanitizers, and the racecheck probe of kernels/bench/racecheck/
 #                                (built by `build`) plain and under racecheck, each with a timeout.
+#   scripts/gpu-check.sh trace [H_Q B]
+#                                on the GPU machine: the per-block timelines of the warp-specialised
+#                                kernels (docs/kernels.md "Per-block timelines") at h_q H_Q, batch B
+#                                (default 8 256), from the trace build that `TRACE=1 ... build` adds
+#                                to the carry, summarised by scripts/ws-trace-summary.py.
 #
-# Environment: BUILD_DIR (default build-gpu), OUT, JOBS (build parallelism, default 2),
+# Environment: BUILD_DIR (default build-gpu), OUT, JOBS (build parallelism, default 2), TRACE (1: `build`
+# also makes the trace build, build-trace/, sm_90a only, and carries its mlaplan_kernel_bench_trace),
 # BENCH_REPLAYS (default 60), SANITIZER_TIMEOUT (seconds per sanitizer run, default 240).
 set -u -o pipefail
 
@@ -56,7 +62,28 @@ build)
   # The racecheck probe (one file with its own main, sm_90a only; not a CMake target).
   "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
     -lineinfo -o "$build/carry/named_barrier_probe" "$root/kernels/bench/racecheck/named_barrier_probe.cu"
+  if [ "${TRACE:-0}" = 1 ]; then
+    cmake -S "$root" -B "$root/build-trace" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLAPLAN_STATIC_RUNTIME=ON \
+      -DMLAPLAN_SM90_ONLY=ON -DCMAKE_CUDA_FLAGS=-DMLAPLAN_WS_TRACE -DCMAKE_CXX_FLAGS=-DMLAPLAN_WS_TRACE >/dev/null
+    cmake --build "$root/build-trace" -j "${JOBS:-2}" --target mlaplan_kernel_bench
+    cp "$root/build-trace/kernels/mlaplan_kernel_bench" "$build/carry/mlaplan_kernel_bench_trace"
+  fi
   du -sh "$build/carry"
+  ;;
+trace)
+  out="${OUT:-$build/gpu-check-out}"
+  mkdir -p "$out"
+  if [ ! -x "$build/carry/mlaplan_kernel_bench_trace" ]; then
+    echo "gpu-check trace: no $build/carry/mlaplan_kernel_bench_trace: run TRACE=1 scripts/gpu-check.sh build first" >&2
+    exit 2
+  fi
+  cd "$root"
+  timeout 60 "$build/carry/mlaplan_kernel_bench_trace" 5 "${2:-8}" "${3:-256}" >"$out/trace.log" 2>&1
+  trace_rc=$?
+  grep -vE "trace cta" "$out/trace.log"
+  python3 "$root/scripts/ws-trace-summary.py" "$out/trace.log"
+  echo "rc: trace $trace_rc"
+  [ "$trace_rc" = 0 ]
   ;;
 run)
   out="${OUT:-$build/gpu-check-out}"
@@ -166,7 +193,7 @@ sanitize)
   [ "$tests_rc" = 0 ] && [ "$memcheck_rc" = 0 ] && [ "$racecheck_rc" = 0 ] && [ "$synccheck_rc" = 0 ]
   ;;
 *)
-  echo "usage: $0 build|run|sanitize [FILTER]" >&2
+  echo "usage: $0 build|run|sanitize [FILTER]|trace [H_Q B]" >&2
   exit 2
   ;;
 esac
