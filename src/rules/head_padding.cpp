@@ -22,7 +22,7 @@ namespace {
 // could not be started that day). The binaries were built from 26977e7 with the dispatch that made
 // small_heads_sm90 the default; the kernel has changed since only in how its two math warpgroups
 // hand over their maxima and sums (mbarriers instead of a named barrier). Timed alone
-// (mlaplan_kernel_bench, h_q 8 and 16, every b) the changed kernel was within 0.7 us of the
+// (mlaplan_kernel_bench, h_q 8 and 16, every b) the changed kernel was within 0.8 us of the
 // kernels before it (docs/perf-history.md "v17" to "v19").
 constexpr std::string_view kH100Command =
     "mla-plan bench configs/deepseek-v4.1-flash.json --tp 8 --attention-backend TRITON_MLA_SPARSE_DSV41 --json";
