@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Per-span medians of the warp-specialised kernels' per-block timelines.
 
-Reads the lines `ws trace cta C role R: t:e t:e ...` / `small trace cta C role R: ...` that a
+Reads the lines `trace cta C role R: t:e t:e ...` (the 64-head kernel) and `small trace cta C role
+R: ...` (the small-head kernel) that a
 -DMLAPLAN_WS_TRACE build of mlaplan_kernel_bench prints (docs/kernels.md, "Per-block timelines"),
 and prints for each traced warp every span between consecutive events (event a -> event b): how
 often it occurs and its median, mean and total in SM cycles, the largest total first.
 
-Usage: scripts/ws-trace-summary.py LOG [LABEL]   (LABEL: "small trace" or "ws trace"; default both)
+Usage: scripts/ws-trace-summary.py LOG [LABEL]   (LABEL: "trace" or "small trace"; default both)
 """
 import re
 import statistics
@@ -17,7 +18,7 @@ def main() -> int:
     if len(sys.argv) not in (2, 3):
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
-    labels = (sys.argv[2],) if len(sys.argv) == 3 else ("small trace", "ws trace")
+    labels = (sys.argv[2],) if len(sys.argv) == 3 else ("trace", "small trace")
     try:
         with open(sys.argv[1], encoding="utf-8", errors="replace") as f:
             lines = f.readlines()
@@ -26,7 +27,7 @@ def main() -> int:
         return 1
     found = 0
     for line in lines:
-        m = re.match(r"^(small trace|ws trace) cta (\d+) role (\d+):(.*)$", line.rstrip("\n"))
+        m = re.match(r"^(small trace|trace) cta (\d+) role (\d+):(.*)$", line.rstrip("\n"))
         if not m or m.group(1) not in labels:
             continue
         found += 1
