@@ -299,6 +299,10 @@ TEST_CASE("plan_decode_launch: h_q 8 and 16 run the small-head kernels unpadded"
     CHECK(l.describe().find("small_heads_sm90 split_kv, grid 132x1x1, 512 threads, PDL, combine") == 0);
     CHECK(mk::plan_decode_launch(params(DecodeMode::one_pass, 37, h, true), device(9, 0, 132)).dims.grid_x == 37);
     CHECK(mk::plan_decode_launch(params(DecodeMode::one_pass, 200, h, true), device(9, 0, 132)).dims.grid_x == 132);
+    // Asked for by name it is the same launch.
+    auto pw = params(DecodeMode::split_kv, 64, h, true);
+    pw.force.kernel = mk::DecodeKernel::small_heads_sm90;
+    CHECK(mk::plan_decode_launch(pw, device(9, 0, 132)).describe() == l.describe());
     // Forced: the portable small-head kernel, 256 threads, a CTA per request in one_pass.
     auto pp = params(DecodeMode::split_kv, 64, h, true);
     pp.force.kernel = mk::DecodeKernel::small_heads;
