@@ -546,6 +546,15 @@ TEST_CASE("quantize 584 reproduces FlashMLA's golden bytes", "[gpu][quant][sanit
   REQUIRE(checked == 2);
 }
 
+TEST_CASE("the sm_90a producers' e4m3 conversion equals the float path for every code and scale", "[gpu][quant]") {
+  const mk::ConversionCheck c = mk::check_e4m3_conversion();
+  INFO("first mismatch: scale byte " << c.first_scale << ", code pair 0x" << std::hex << c.first_codes);
+  REQUIRE(c.checked == std::int64_t{256} * 65536 * 2);
+  REQUIRE(c.mismatches == 0);
+  std::printf("e4m3 conversion: %lld values (256 scale bytes x 65536 code pairs x 2) equal the float path\n",
+              static_cast<long long>(c.checked));
+}
+
 TEST_CASE("quantize kernels equal the host quantizer byte for byte", "[gpu][quant]") {
   std::mt19937_64 rng(20261130);
   for (RowFormat f : {RowFormat::fp8_ds_mla_584, RowFormat::v41_fp8_528, RowFormat::v41_fp4_288,

@@ -177,6 +177,17 @@ struct QuantizeParams {
 /// quantizer's (mlaplan/hardware/quant.hpp) bit for bit.
 void quantize(const QuantizeParams& p);
 
+/// The device's check of the e4m3 -> bf16 conversion the sm_90a decode producers use (integer
+/// byte moves and a bf16 multiply) against the float path the other kernels use: every e4m3 code
+/// pair times every UE8M0 scale byte, bit for bit, NaN codes through the NaN test.
+struct ConversionCheck {
+  std::int64_t checked = 0;     ///< values compared (256 scales x 65536 code pairs x 2)
+  std::int64_t mismatches = 0;  ///< 0: the two paths agree on this device
+  int first_scale = -1;         ///< the lowest mismatch's scale byte, -1: none
+  int first_codes = -1;         ///< ... and its code pair (first code in the low byte)
+};
+ConversionCheck check_e4m3_conversion();
+
 // ------------------------------------------------------------------------------------------------
 // GPU tile scheduler (docs/scheduler.md), same records as mlaplan::plan_schedule
 

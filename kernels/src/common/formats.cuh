@@ -96,4 +96,65 @@ __device__ __forceinline__ void e4m3x16_to_bf16(const uint4& raw, float scale, u
   hi.w = e4m3x2_to_bf16x2(raw.w >> 16, scale);
 }
 
+// ---- e4m3 x UE8M0 scale -> bf16 without conversion instructions (the small-head sm_90a producers) ----
+//
+// An e4m3fn code s.eeee.mmm placed as the bf16 bits s.0000eeee.mmm0000 is the code's value times
+// 2^-120 exactly: normal codes (e >= 1) become normal bf16 numbers 2^(e - 127) (1.mmm), subnormal
+// codes (e = 0, value m/8 2^-6) bf16 subnormals m/8 2^-126. One byte permute, one shift and one
+// mask give two of them (bf16x2); a bf16x2 multiply by 2^(b - 7) (the UE8M0 scale 2^(b - 127)
+// times 2^120) then rounds the exact product once, as the float path above does, so the bits
+// equal e4m3x2_to_bf16x2's for every code and scale byte (check_e4m3_conversion compares all
+// 256 scale bytes x 65536 code pairs on the device). Where 2^(b - 7) is not a bf16 number
+// (b > 134) or the scale is NaN (b = 255), two multiplies: by 2^120 (exact), then by the scale. The
+// permute / shift / mask run on the integer pipe instead of e4m3x2_to_bf16x2's two conversions per
+// pair. NaN codes (0x7F, 0xFF) would come out as +-480 x scale: e4m3_nan_bits finds them and the
+// caller multiplies by NaN instead.
+
+/// Bytes lo and lo + 1 of w (kSel 0x1804: bytes 0, 1; 0x3A24: bytes 2, 3) as bf16x2 bits of their
+/// e4m3 values times 2^-120. The permute builds [b_hi, sign(b_lo) x 8, b_lo, 0]; an arithmetic
+/// shift by 4 puts each code's 7 low bits at 4..10 (20..26) and its sign at 15 (31); the mask
+/// keeps those.
+template <unsigned kSel>
+__device__ __forceinline__ std::uint32_t e4m3x2_bits_scaled_down(std::uint32_t w) {
+  std::uint32_t x;
+  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(x) : "r"(w), "r"(0u), "n"(kSel));
+  return static_cast<std::uint32_t>(static_cast<std::int32_t>(x) >> 4) & 0x87F087F0u;
+}
+
+/// a x b + (-0) on bf16x2 bit patterns, rounded to nearest even once, subnormals kept.
+__device__ __forceinline__ std::uint32_t bf16x2_mul(std::uint32_t a, std::uint32_t b) {
+  std::uint32_t d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(0x80008000u));
+  return d;
+}
+
+/// Nonzero when some byte of w is an e4m3fn NaN code (0x7F or 0xFF); OR several words' results and
+/// test once with e4m3_nan_found. (w & 0x7F7F7F7F) + 0x01010101 sets bit 7 of a byte exactly where
+/// its 7 low bits are all ones; no carry crosses a byte.
+__device__ __forceinline__ std::uint32_t e4m3_nan_bits(std::uint32_t w) { return (w & 0x7F7F7F7Fu) + 0x01010101u; }
+__device__ __forceinline__ bool e4m3_nan_found(std::uint32_t acc) { return (acc & 0x80808080u) != 0u; }
+
+/// 16 e4m3 codes (one 16-byte unit) times 2^(b - 127) (UE8M0 byte b; b = 0: 2^-127, b = 255: NaN)
+/// into 16 bf16, dims 0..7 in lo, 8..15 in hi; nan: some code the caller checked is a NaN code,
+/// every output becomes NaN. The same bits as e4m3x16_to_bf16(raw, ue8m0_to_float(b), ...) where
+/// no code is NaN.
+__device__ __forceinline__ void e4m3x16_ue8m0_to_bf16(const uint4& raw, std::uint32_t b, bool nan, uint4& lo,
+                                                      uint4& hi) {
+  std::uint32_t v[8] = {e4m3x2_bits_scaled_down<0x1804u>(raw.x), e4m3x2_bits_scaled_down<0x3A24u>(raw.x),
+                        e4m3x2_bits_scaled_down<0x1804u>(raw.y), e4m3x2_bits_scaled_down<0x3A24u>(raw.y),
+                        e4m3x2_bits_scaled_down<0x1804u>(raw.z), e4m3x2_bits_scaled_down<0x3A24u>(raw.z),
+                        e4m3x2_bits_scaled_down<0x1804u>(raw.w), e4m3x2_bits_scaled_down<0x3A24u>(raw.w)};
+  if (b <= 134u && !nan) {
+    const std::uint32_t m = ((b + 120u) << 7) * 0x10001u;  // 2^(b - 7) in both halves
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = bf16x2_mul(v[i], m);
+  } else {
+    const std::uint32_t s = nan || b == 255u ? 0x7FC0u : (b == 0u ? 0x0040u : b << 7);  // 2^(b - 127)
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = bf16x2_mul(bf16x2_mul(v[i], 0x7B807B80u), s * 0x10001u);  // x 2^120, x scale
+  }
+  lo = make_uint4(v[0], v[1], v[2], v[3]);
+  hi = make_uint4(v[4], v[5], v[6], v[7]);
+}
+
 }  // namespace mlaplan::kernels::detail
