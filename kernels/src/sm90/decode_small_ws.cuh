@@ -7,9 +7,10 @@
 // Same contract as the other decode kernels (DecodeParams, split_kv records or one_pass over
 // request ranges, fp32 partials for combine.cu). Grid (P or CTAs, s_q, 1), 512 threads, one CTA
 // per SM (DecodeSm90SmallSmem):
-// - warpgroups 2 and 3, the producers: ws_producer of the 64-head kernel (sm90/decode_ws.cuh),
-//   unchanged: every 64-row block gathered, dequantised into K buffer (block & 1) and handed over
-//   on mbarrier `full`.
+// - warpgroups 2 and 3, the producers: ws_producer (sm90/decode_ws.cuh; the 64-head kernel's
+//   steps with each row part loaded in two halves, one half ahead, and the integer e4m3 -> bf16):
+//   every 64-row block gathered, dequantised into K buffer (block & 1) and handed over on mbarrier
+//   `full`.
 // - warpgroups 0 and 1, the math: warpgroup w owns buffer w, i.e. every other block of the CTA's
 //   sequence, with its own running maxima, sums and output. Per block: S^T = K Q^T (32 wgmma
 //   m64n16k16: the 64 keys are M, the 16 heads N; both operands from shared memory), the online

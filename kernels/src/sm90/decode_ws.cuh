@@ -611,19 +611,53 @@ __device__ __forceinline__ void ws_math_seesaw(const DecodeParams& p, std::uint8
 
 #endif  // MLAPLAN_SM90A_WGMMA
 
+/// Whether this thread's fp8 units k0 .. k1 - 1 of a row (units sub + kT k, those below 28) hold an
+/// e4m3 NaN code. A NaN anywhere in a row makes its score NaN, whichever dims carry it, so the
+/// small-head producers turn those units NaN (ws_dequant_unit) rather than find the byte.
+template <int kT, int kU>
+__device__ __forceinline__ bool ws_part_has_nan(const uint4 (&cur)[kU + 1], int sub, int k0, int k1) {
+  std::uint32_t acc = 0;
+#pragma unroll
+  for (int k = 0; k < kU; ++k) {
+    if (k >= k0 && k < k1 && (k < kU - 1 || sub + kT * k < 28)) {
+      acc |= e4m3_nan_bits(cur[k].x) | e4m3_nan_bits(cur[k].y) | e4m3_nan_bits(cur[k].z) | e4m3_nan_bits(cur[k].w);
+    }
+  }
+  return e4m3_nan_found(acc);
+}
+
+/// fp8 unit gu (0..27) of a row into 16 bf16: its codes times the row's scale byte gu / 4 (sc: the
+/// row's 8 scale bytes, the first four in sc.x). kBits: the integer path (e4m3x16_ue8m0_to_bf16;
+/// nan from ws_part_has_nan), else the float path (e4m3x16_to_bf16; nan unused). Both give the
+/// same bits; the small-head producers take the integer path, the 64-head kernel the float path
+/// (measured faster there: docs/perf-history.md "v20").
+template <bool kBits>
+__device__ __forceinline__ void ws_dequant_unit(const uint4& raw, uint2 sc, int gu, bool nan, uint4& o0, uint4& o1) {
+  const int sidx = gu >> 2;
+  const std::uint32_t sbyte = ((sidx < 4 ? sc.x : sc.y) >> (8 * (sidx & 3))) & 0xFFu;
+  if constexpr (kBits) {
+    e4m3x16_ue8m0_to_bf16(raw, sbyte, nan, o0, o1);
+  } else {
+    (void)nan;
+    e4m3x16_to_bf16(raw, ue8m0_to_float(sbyte), o0, o1);
+  }
+}
+
 #if MLAPLAN_SM90A_WGMMA
 /// The producer warpgroups (2 and 3) of the warp-specialised small-head kernel
-/// (sm90/decode_small_ws.cuh), for the CTA's work w: the same steps as the producer inside
-/// sparse_decode_sm90ws_kernel below, over layout L's K buffers. (That kernel keeps its producer
-/// inline: calling this function from it made ptxas spill 4 bytes in
-/// sparse_decode_sm90ws_kernel<true, false, false>, and that build measured 1-2 us slower at b 1
-/// and 8 on an H100; docs/perf-history.md "v15".) For
-/// every 64-row block, in order, each thread loads a quarter of one row (kPair: an eighth of one of
-/// this CTA's 32 rows) into registers, waits until K buffer (block & 1) is free (`empty`),
-/// dequantises into it in layout L's tile (128-byte swizzled), writes the block's valid-row bits
-/// and arrives on `full` (kPair: also copies its rows into the peer's buffer). Called after
-/// setmaxnreg_dec. q_heads: the rows of Q per CTA (from w.head0), prefetched into L2 for each next
-/// request.
+/// (sm90/decode_small_ws.cuh), for the CTA's work w, over layout L's K buffers: the steps of the
+/// producer inside sparse_decode_sm90ws_kernel below, with two differences measured faster for the
+/// small-head kernel (docs/perf-history.md "v20"): each thread's part of a row is loaded in two
+/// halves, the next block's first half issued before this block's second half is dequantised, and
+/// the e4m3 codes become bf16 by integer moves and a bf16 multiply (e4m3x16_ue8m0_to_bf16, the same
+/// bits as the float path). (The 64-head kernel keeps its producer inline: calling this function
+/// from it made ptxas spill 4 bytes in sparse_decode_sm90ws_kernel<true, false, false>, and that
+/// build measured 1-2 us slower at b 1 and 8 on an H100; docs/perf-history.md "v15".) For every
+/// 64-row block, in order, each thread loads a quarter of one row (kPair: an eighth of one of this
+/// CTA's 32 rows) into registers, waits until K buffer (block & 1) is free (`empty`), dequantises
+/// into it in layout L's tile (128-byte swizzled), writes the block's valid-row bits and arrives on
+/// `full` (kPair: also copies its rows into the peer's buffer). Called after setmaxnreg_dec.
+/// q_heads: the rows of Q per CTA (from w.head0), prefetched into L2 for each next request.
 template <bool kHasExtra, bool kPair, class L>
 __device__ __forceinline__ void ws_producer(const DecodeParams& p, std::uint8_t* smem, const WsWork& w, int q_heads,
                                             bool one_pass) {
@@ -697,24 +731,29 @@ __device__ __forceinline__ void ws_producer(const DecodeParams& p, std::uint8_t*
     };
     // This thread's part of row `a` into registers (unit k in raw[k]; the RoPE unit's second 16
     // bytes in raw[kU]). Rows without a valid id load nothing and dequantise zeros (0 x scale = 0).
-    auto load_row = [&](const RowAt& a, uint4(&raw)[kU + 1], uint2& sc) {
-      sc = make_uint2(0u, 0u);
+    // This thread's units k0 .. k1 - 1 of row `a` into raw[k] (the RoPE unit's second 16 bytes in
+    // raw[kU], with unit kU - 1). Rows without a valid id load nothing and dequantise zeros
+    // (0 x scale = 0).
+    auto load_units = [&](const RowAt& a, uint4(&raw)[kU + 1], int k0, int k1) {
+      const uint4* src = reinterpret_cast<const uint4*>(a.data);
 #pragma unroll
-      for (int k = 0; k <= kU; ++k) raw[k] = make_uint4(0u, 0u, 0u, 0u);
-      if (a.data != nullptr) {
-        const uint4* src = reinterpret_cast<const uint4*>(a.data);
-#pragma unroll
-        for (int k = 0; k < kU; ++k) {
-          const int gu = sub + kT * k;
-          if (k < kU - 1 || gu < 28) {
-            raw[k] = __ldg(src + gu);
-          } else {
+      for (int k = 0; k < kU; ++k) {
+        if (k < k0 || k >= k1) continue;
+        const int gu = sub + kT * k;
+        raw[k] = make_uint4(0u, 0u, 0u, 0u);
+        if (k < kU - 1 || gu < 28) {
+          if (a.data != nullptr) raw[k] = __ldg(src + gu);
+        } else {
+          raw[kU] = make_uint4(0u, 0u, 0u, 0u);
+          if (a.data != nullptr) {
             raw[k] = __ldg(src + 28 + 2 * (gu - 28));
             raw[kU] = __ldg(src + 29 + 2 * (gu - 28));
           }
         }
-        sc = __ldg(reinterpret_cast<const uint2*>(a.scale));
       }
+    };
+    auto load_scales = [&](const RowAt& a) -> uint2 {
+      return a.data != nullptr ? __ldg(reinterpret_cast<const uint2*>(a.scale)) : make_uint2(0u, 0u);
     };
     // Row `a` into L2 (the threads of a row touch every 128-byte line of its data and its scale line).
     auto prefetch_row = [&](const RowAt& a) {
@@ -745,13 +784,19 @@ __device__ __forceinline__ void ws_producer(const DecodeParams& p, std::uint8_t*
       if (pt < 8 * q_heads) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(qn));
       if (pt + 256 < 8 * q_heads) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(qn + 32768));
     }
+    // Each thread's part of a row goes in two halves (units 0 .. kA - 1, then kA .. kU - 1 with the
+    // RoPE tail), one load ahead: the first half of block blk + 1 is issued once the first half of
+    // block blk is dequantised and stored, so row loads are in flight while the second half is
+    // dequantised, with the registers of one whole part (docs/perf-history.md "v20").
+    constexpr int kA = kU / 2;
+    uint4 cur[kU + 1];
+    uint2 sc = load_scales(at);
+    load_units(at, cur, 0, kA);
     for (int blk = q.blk0; blk < q.blk1; ++blk, ++it) {
-      // This block's row first (located in the previous iteration); the next blocks' ids, location
-      // and L2 prefetch are computed while its loads are in flight.
+      // This block's row (located in the previous iteration, its first half already issued); the
+      // next blocks' ids, location and L2 prefetch are computed while its loads are in flight.
       const bool ok = at.data != nullptr;
-      uint4 cur[kU + 1];
-      uint2 sc;
-      load_row(at, cur, sc);
+      load_units(at, cur, kA, kU);  // the second half, while the first (issued earlier) lands
       tr(1);
       const std::int32_t pid_next = kPair && blk + 1 < q.blk1 ? id_of(blk + 1, row ^ 32) : -1;
       // The next block's row into L2 while this one is loaded and dequantised: its loads, issued at
@@ -779,27 +824,34 @@ __device__ __forceinline__ void ws_producer(const DecodeParams& p, std::uint8_t*
       }
       tr(3);
       const std::uint32_t row_off = static_cast<std::uint32_t>(L::k + buf * L::kTileBytes + row * 128);
+      // Units k0 .. k1 - 1 of the part in cur, dequantised with the scales s, into the tile.
+      auto store_units = [&](const uint2 s, int k0, int k1) {
+        const bool nan = ws_part_has_nan<kT, kU>(cur, sub, k0, k1);
 #pragma unroll
-      for (int k = 0; k < kU; ++k) {
-        const int gu = sub + kT * k;
-        uint4 o0, o1;
-        if (k < kU - 1 || gu < 28) {
-          const int sidx = gu >> 2;
-          const std::uint32_t sbyte = (sidx < 4 ? sc.x : sc.y) >> (8 * (sidx & 3));
-          const float scale = ue8m0_to_float(sbyte & 0xFFu);
-          e4m3x16_to_bf16(cur[k], scale, o0, o1);
-        } else {
-          o0 = cur[k];
-          o1 = cur[kU];
+        for (int k = 0; k < kU; ++k) {
+          if (k < k0 || k >= k1) continue;
+          const int gu = sub + kT * k;
+          uint4 o0, o1;
+          if (k < kU - 1 || gu < 28) {
+            ws_dequant_unit<true>(cur[k], s, gu, nan, o0, o1);
+          } else {
+            o0 = cur[k];
+            o1 = cur[kU];
+          }
+          // 16-dim unit gu of the row: chunk gu / 4, 16-byte units 2 (gu % 4) (+1), XOR the row's
+          // index within its 8-row group
+          const int u = 2 * (gu & 3);
+          const std::uint32_t off0 = row_off + (gu >> 2) * L::kChunkBytes + ((u ^ sw) << 4);
+          const std::uint32_t off1 = row_off + (gu >> 2) * L::kChunkBytes + (((u + 1) ^ sw) << 4);
+          *reinterpret_cast<uint4*>(smem + off0) = o0;
+          *reinterpret_cast<uint4*>(smem + off1) = o1;
         }
-        // 16-dim unit gu of the row: chunk gu / 4, 16-byte units 2 (gu % 4) (+1), XOR the row's
-        // index within its 8-row group
-        const int u = 2 * (gu & 3);
-        const std::uint32_t off0 = row_off + (gu >> 2) * L::kChunkBytes + ((u ^ sw) << 4);
-        const std::uint32_t off1 = row_off + (gu >> 2) * L::kChunkBytes + (((u + 1) ^ sw) << 4);
-        *reinterpret_cast<uint4*>(smem + off0) = o0;
-        *reinterpret_cast<uint4*>(smem + off1) = o1;
-      }
+      };
+      store_units(sc, 0, kA);
+      const uint2 sc_next = load_scales(nxt);
+      load_units(nxt, cur, 0, kA);  // block blk + 1's first half (nothing for a null location)
+      store_units(sc, kA, kU);
+      sc = sc_next;
       if constexpr (kPair) {
         // The warp's 4 rows (512 contiguous bytes in each of the 8 chunks) also go to the peer's
         // buffer: 8 cp.async.bulk (one per chunk) completing on the peer's `full`; this CTA's
@@ -1055,10 +1107,7 @@ __global__ void __launch_bounds__(W9::kThreads, 1) sparse_decode_sm90ws_kernel(c
           const int gu = sub + kT * k;
           uint4 o0, o1;
           if (k < kU - 1 || gu < 28) {
-            const int sidx = gu >> 2;
-            const std::uint32_t sbyte = (sidx < 4 ? sc.x : sc.y) >> (8 * (sidx & 3));
-            const float scale = ue8m0_to_float(sbyte & 0xFFu);
-            e4m3x16_to_bf16(cur[k], scale, o0, o1);
+            ws_dequant_unit<false>(cur[k], sc, gu, false, o0, o1);
           } else {
             o0 = cur[k];
             o1 = cur[kU];
