@@ -71,14 +71,19 @@ struct RowFinish {
   float factor;
   float lse;
 };
-__device__ __forceinline__ RowFinish finish_row(const DecodeParams& p, float l, float m, int head) {
+/// finish_row with the head's sink already loaded (has_sink: p.attn_sink != nullptr; sink: its value).
+__device__ __forceinline__ RowFinish finish_row_with(float l, float m, bool has_sink, float sink) {
   RowFinish f{0.0f, __int_as_float(0x7F800000)};
   if (l > 0.0f) {
     f.lse = (log2f(l) + m) * 0.6931471805599453f;
     f.factor = 1.0f / l;
-    if (p.attn_sink != nullptr) f.factor /= 1.0f + expf(p.attn_sink[head] - f.lse);
+    if (has_sink) f.factor /= 1.0f + expf(sink - f.lse);
   }
   return f;
+}
+__device__ __forceinline__ RowFinish finish_row(const DecodeParams& p, float l, float m, int head) {
+  const bool has_sink = p.attn_sink != nullptr;
+  return finish_row_with(l, m, has_sink, has_sink ? p.attn_sink[head] : 0.0f);
 }
 
 /// A partial row's lse_accum (log2 domain; -inf when it saw no valid key).

@@ -61,13 +61,27 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
   std::uint32_t staged_phase = 0;  // parity of the `staged` barriers' current phase (one per request)
   // Per-block timelines in a -DMLAPLAN_WS_TRACE build (decode_ws.cuh's WsTrace, the 64-head kernel's
   // event numbers): 10 Q ready, 14 `full` arrived, 15 S^T done, 16 P^T in the slot, 11 P V done and
-  // the buffer released, 17 / 18 epilogue start / end.
+  // the buffer released, 17 / 18 epilogue start / end; inside the epilogue 20 / 21 around the sums'
+  // handoff, 22 the lse written, 23 / 24 around the staging handoff.
   WsTrace tr;
   tr.init(1 + wg, p.mode != DecodeMode::split_kv);
+
+  // The attention sinks of this thread's four head columns (8 j + 2 t4 + e), loaded once: read at
+  // the end of each request they were a global load on the epilogue's critical path (~1,000 of its
+  // cycles in a one_pass trace, docs/perf-history.md "v20").
+  const bool has_sink = p.attn_sink != nullptr;
+  float sink[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const int hd = 8 * (k >> 1) + 2 * t4 + (k & 1);
+    sink[k] = has_sink && hd < p.h_q ? p.attn_sink[hd] : 0.0f;
+  }
 
   for (int r = w.begin_req; r <= w.end_req && r < p.b; ++r) {
     const WsRequest q = ws_request<kHasExtra>(p, r, w.s, w.begin_req, w.end_req, w.begin_block, w.end_block);
     const bool split = (r == w.begin_req && w.first_split) || (r == w.end_req && w.last_split);
+    // Where this CTA's partial goes (split): loaded here, not in the epilogue that stores it.
+    const int split_idx = split ? p.num_splits[r] + (r == w.begin_req ? w.begin_split : 0) : 0;
 
     // Q: h_q rows x 512 dims into the 8 chunks (16 rows of 128 bytes each, 128-byte swizzled).
     // Both warpgroups are done with the previous request's Q, staging and exchange areas.
@@ -239,9 +253,11 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
     // Both warpgroups' maxima and sums, handed over by mbarriers as the staging below is (the `sums`
     // barriers, one phase per request): with bar.sync 3, 256 here racecheck reported these pairs
     // once the staging went through mbarriers (docs/perf-history.md "v18").
+    tr(20);
     mbar_arrive(bar_staged + 16 + 8 * wg);
     mbar_wait(bar_staged + 16, staged_phase);
     mbar_wait(bar_staged + 24, staged_phase);
+    tr(21);
     // Head hd: the merged maximum m and sum l; factor = this warpgroup's weight times the finish
     // factor (split: 1 / l, the partial normalised by its own sum).
     auto merged = [&](int hd, float& m, float& l, float(&wgt)[2]) {
@@ -259,7 +275,6 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
       }
       l = l0 * wgt[0] + l1 * wgt[1];
     };
-    const int split_idx = split ? p.num_splits[r] + (r == w.begin_req ? w.begin_split : 0) : 0;
     const std::int64_t arow0 = (static_cast<std::int64_t>(split_idx) * p.s_q + q.s) * p.h_q;
     float factor[4];
 #pragma unroll
@@ -269,7 +284,8 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
         const int hd = 8 * j + 2 * t4 + e;
         float m, l, wgt[2];
         merged(hd, m, l, wgt);
-        const float f = split ? (l > 0.0f ? 1.0f / l : 0.0f) : (hd < p.h_q ? finish_row(p, l, m, hd).factor : 0.0f);
+        const float f = split ? (l > 0.0f ? 1.0f / l : 0.0f)
+                              : (hd < p.h_q ? finish_row_with(l, m, has_sink, sink[2 * j + e]).factor : 0.0f);
         factor[2 * j + e] = (wg == 0 ? wgt[0] : wgt[1]) * f;
       }
     }
@@ -287,11 +303,12 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
           if (split) {
             p.lse_accum[arow0 + hd] = partial_lse(l, m);
           } else {
-            p.lse[q.bs * p.h_q + hd] = finish_row(p, l, m, hd).lse;
+            p.lse[q.bs * p.h_q + hd] = finish_row_with(l, m, has_sink, sink[k]).lse;
           }
         }
       }
     }
+    tr(22);
     // Each warpgroup writes its scaled O into its own staging rows; the stores below add the two.
     {
       float* mine = so + wg * S9::o_half;
@@ -316,10 +333,12 @@ __device__ __forceinline__ void small_ws_math(const DecodeParams& p, std::uint8_
     // compute-sanitizer's racecheck reported them as hazards; with this handoff none of the reports
     // it displayed was on the staging: docs/perf-history.md "v16" to "v18".) The next request's
     // first named barrier keeps the stores of request r + 1 after every load of request r.
+    tr(23);
     mbar_arrive(bar_staged + 8 * wg);
     mbar_wait(bar_staged, staged_phase);
     mbar_wait(bar_staged + 8, staged_phase);
     staged_phase ^= 1u;
+    tr(24);
     auto staged4 = [&](int n, int d) {  // dims d .. d + 3 of head n, both warpgroups' parts added
       const float4 a = *reinterpret_cast<const float4*>(so + n * S9::kOStride + d);
       const float4 b = *reinterpret_cast<const float4*>(so + S9::o_half + n * S9::kOStride + d);
