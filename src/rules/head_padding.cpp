@@ -19,20 +19,20 @@ namespace {
 // H100 rows: mla-plan's own kernels (unpadded: the warp-specialised small-head kernel,
 // small_heads_sm90, the default on compute capability 9.0; padded: the warp-specialised 64-head
 // kernel in its planned mode), us/call with the scheduler, on a lent H100 80GB HBM3 (the H200
-// could not be started that day). The binaries were built from 26977e7 with the dispatch that made
-// small_heads_sm90 the default; the kernel has changed since only in how its two math warpgroups
-// hand over their maxima and sums (mbarriers instead of a named barrier). Timed alone
-// (mlaplan_kernel_bench, h_q 8 and 16, every b) the changed kernel was within 0.8 us of the
-// kernels before it (docs/perf-history.md "v17" to "v19").
+// could not be started that day), 2026-12-07 09:55, binaries of this source as of 80d394e (the
+// small-head producers' half-row pipeline and integer e4m3 conversion; docs/perf-history.md "v20").
+// The same command on the same machine five minutes earlier, with the kernel before the epilogue
+// commit, gave unpadded 21.6 us at b 8 (23.1 here) and within 0.8 us of these rows elsewhere, padded
+// and unpadded: take them to about 1.5 us.
 constexpr std::string_view kH100Command =
     "mla-plan bench configs/deepseek-v4.1-flash.json --tp 8 --attention-backend TRITON_MLA_SPARSE_DSV41 --json";
 const std::vector<HeadPaddingMeasurement> kMeasured = {
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 1, 19.5, 17.8, "2026-12-07", kH100Command},
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 8, 28.3, 21.7, "2026-12-07", kH100Command},
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 32, 36.3, 30.0, "2026-12-07", kH100Command},
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 64, 32.6, 39.5, "2026-12-07", kH100Command},
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 128, 44.4, 39.0, "2026-12-07", kH100Command},
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 256, 78.5, 67.8, "2026-12-07", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 1, 19.3, 18.2, "2026-12-07", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 8, 27.8, 23.1, "2026-12-07", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 32, 36.6, 29.5, "2026-12-07", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 64, 32.7, 38.1, "2026-12-07", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 128, 44.4, 38.0, "2026-12-07", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 256, 78.1, 66.6, "2026-12-07", kH100Command},
 };
 
 std::atomic<const std::vector<HeadPaddingMeasurement>*> g_override{nullptr};
