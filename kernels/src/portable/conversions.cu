@@ -64,7 +64,7 @@ __global__ void check_e4m3_kernel(CheckCounters* out) {
         const std::uint32_t n = (got_nan[j] >> (16 * h)) & 0xFFFFu;
         const std::uint32_t r = (want >> (16 * h)) & 0xFFFFu;
         ++checked;
-        if (!is_bf16_nan(n)) fail(pair);  // nan = true: every output NaN
+        if (!is_bf16_nan(n)) fail(pair);       // nan = true: every output NaN
         if (e4m3_is_nan_code(code)) continue;  // the caller's NaN test covers these codes
         if (is_bf16_nan(r) ? !is_bf16_nan(g) : g != r) fail(pair);
       }
