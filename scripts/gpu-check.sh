@@ -15,6 +15,10 @@
 #                                test cases FILTER (default "[sanitize]") plain and under the three
 #                                sanitizers, and the racecheck probe of kernels/bench/racecheck/
 #                                (built by `build`) plain and under racecheck, each with a timeout.
+#   scripts/gpu-check.sh gather [B]
+#                                on the GPU machine: the gather probe (built by `build`), the
+#                                decode's random 584-byte row reads alone at b B (default 256)
+#                                against the sequential copy rate.
 #   scripts/gpu-check.sh trace [H_Q B]
 #                                on the GPU machine: the per-block timelines of the warp-specialised
 #                                kernels (docs/kernels.md "Per-block timelines") at h_q H_Q, batch B
@@ -62,6 +66,9 @@ build)
   # The racecheck probe (one file with its own main, sm_90a only; not a CMake target).
   "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
     -lineinfo -o "$build/carry/named_barrier_probe" "$root/kernels/bench/racecheck/named_barrier_probe.cu"
+  # The gather probe (kernels/bench/gather/gather_probe.cu: the decode's row reads without the kernel).
+  "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
+    -o "$build/carry/gather_probe" "$root/kernels/bench/gather/gather_probe.cu"
   if [ "${TRACE:-0}" = 1 ]; then
     cmake -S "$root" -B "$root/build-trace" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLAPLAN_STATIC_RUNTIME=ON \
       -DMLAPLAN_SM90_ONLY=ON -DCMAKE_CUDA_FLAGS=-DMLAPLAN_WS_TRACE -DCMAKE_CXX_FLAGS=-DMLAPLAN_WS_TRACE >/dev/null
@@ -192,8 +199,15 @@ sanitize)
   echo "rc: tests $tests_rc, memcheck $memcheck_rc, racecheck $racecheck_rc, synccheck $synccheck_rc"
   [ "$tests_rc" = 0 ] && [ "$memcheck_rc" = 0 ] && [ "$racecheck_rc" = 0 ] && [ "$synccheck_rc" = 0 ]
   ;;
+gather)
+  if [ ! -x "$build/carry/gather_probe" ]; then
+    echo "gpu-check gather: no $build/carry/gather_probe: run scripts/gpu-check.sh build first" >&2
+    exit 2
+  fi
+  timeout 120 "$build/carry/gather_probe" "${2:-256}"
+  ;;
 *)
-  echo "usage: $0 build|run|sanitize [FILTER]|trace [H_Q B]" >&2
+  echo "usage: $0 build|run|sanitize [FILTER]|trace [H_Q B]|gather [B]" >&2
   exit 2
   ;;
 esac
