@@ -33,14 +33,13 @@ constexpr int kPage = 64;
 constexpr int kRowBytes = 584;
 constexpr std::int64_t kPageStride = std::int64_t{kPage} * kRowBytes;  // 37,376: a multiple of 16
 
-#define CHECK(x)                                                                           \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "gather_probe: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), \
-                   __LINE__);                                                              \
-      std::exit(1);                                                                        \
-    }                                                                                      \
+#define CHECK(x)                                                                                      \
+  do {                                                                                                \
+    cudaError_t e_ = (x);                                                                             \
+    if (e_ != cudaSuccess) {                                                                          \
+      std::fprintf(stderr, "gather_probe: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
+      std::exit(1);                                                                                   \
+    }                                                                                                 \
   } while (0)
 
 enum Mode { kWhole = 0, kWholePf = 1, kHalves = 2, kAhead = 3 };
@@ -211,8 +210,8 @@ int main(int argc, char** argv) {
               prop.multiProcessorCount, b, static_cast<long long>(used), kRowBytes, row_bytes / 1e6,
               static_cast<double>(cache_bytes) / 1e6);
   const std::int64_t n16 = static_cast<std::int64_t>(row_bytes) / 16;
-  const double copy_us =
-      time_us([&] { copy_kernel<<<prop.multiProcessorCount * 4, 256>>>(reinterpret_cast<const uint4*>(cache), n16, out); });
+  const double copy_us = time_us(
+      [&] { copy_kernel<<<prop.multiProcessorCount * 4, 256>>>(reinterpret_cast<const uint4*>(cache), n16, out); });
   const double copy_gbps = row_bytes / copy_us / 1e3;
   std::printf("%-10s %5s %10s %10s %8s\n", "variant", "CTA/SM", "us", "GB/s", "of copy");
   std::printf("%-10s %5s %10.1f %10.0f %8s\n", "copy", "4", copy_us, copy_gbps, "1.00");
