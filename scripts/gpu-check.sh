@@ -162,7 +162,7 @@ run)
   fi
 
   echo "==== summary ===="
-  grep -E "^decode |^quantize|^scheduler" "$out/gpu-tests.log" || true
+  grep -E "^decode |^quantize|^scheduler|^e4m3 conversion" "$out/gpu-tests.log" || true
   grep -E "test cases|assertions" "$out/gpu-tests.log" | tail -2
   sanitizer_summary "$out"
   cat "$out/bench.log"

@@ -546,7 +546,8 @@ TEST_CASE("quantize 584 reproduces FlashMLA's golden bytes", "[gpu][quant][sanit
   REQUIRE(checked == 2);
 }
 
-TEST_CASE("the sm_90a producers' e4m3 conversion equals the float path for every code and scale", "[gpu][quant]") {
+TEST_CASE("the small-head sm_90a producers' e4m3 conversion equals the float path for every code and scale",
+          "[gpu][quant]") {
   const mk::ConversionCheck c = mk::check_e4m3_conversion();
   INFO("first mismatch: scale byte " << c.first_scale << ", code pair 0x" << std::hex << c.first_codes);
   REQUIRE(c.checked == std::int64_t{256} * 65536 * 2);

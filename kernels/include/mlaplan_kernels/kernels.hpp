@@ -177,7 +177,7 @@ struct QuantizeParams {
 /// quantizer's (mlaplan/hardware/quant.hpp) bit for bit.
 void quantize(const QuantizeParams& p);
 
-/// The device's check of the e4m3 -> bf16 conversion the sm_90a decode producers use (integer
+/// The device's check of the e4m3 -> bf16 conversion the small-head sm_90a decode producers use (integer
 /// byte moves and a bf16 multiply) against the float path the other kernels use: every e4m3 code
 /// pair times every UE8M0 scale byte, bit for bit, NaN codes through the NaN test.
 struct ConversionCheck {

@@ -1,4 +1,4 @@
-// The device's check of the sm_90a producers' e4m3 -> bf16 conversion (common/formats.cuh,
+// The device's check of the small-head sm_90a producers' e4m3 -> bf16 conversion (common/formats.cuh,
 // e4m3x16_ue8m0_to_bf16) against the float path (e4m3x16_to_bf16 with ue8m0_to_float): every pair
 // of e4m3 codes times every UE8M0 scale byte, bit for bit (NaN against NaN). The bit-level path
 // leans on the GPU's bf16 multiply keeping subnormals and rounding to nearest even, which this
