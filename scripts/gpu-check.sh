@@ -19,6 +19,11 @@
 #                                on the GPU machine: the gather probe (built by `build`), the
 #                                decode's random 584-byte row reads alone at b B (default 256)
 #                                against the sequential copy rate.
+#   scripts/gpu-check.sh launch [S]
+#                                on the GPU machine: the launch probe (built by `build`), what a
+#                                call costs before its work: one to three empty kernels chained as
+#                                the decode's are, and a split decode's chain (index, row, partial,
+#                                merge) with the merge in the kernel or in a second one.
 #   scripts/gpu-check.sh trace [H_Q B]
 #                                on the GPU machine: the per-block timelines of the warp-specialised
 #                                kernels (docs/kernels.md "Per-block timelines") at h_q H_Q, batch B
@@ -69,6 +74,9 @@ build)
   # The gather probe (kernels/bench/gather/gather_probe.cu: the decode's row reads without the kernel).
   "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
     -o "$build/carry/gather_probe" "$root/kernels/bench/gather/gather_probe.cu"
+  # The launch probe (kernels/bench/launch/launch_probe.cu: a call's fixed chain without its work).
+  "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
+    -o "$build/carry/launch_probe" "$root/kernels/bench/launch/launch_probe.cu"
   if [ "${TRACE:-0}" = 1 ]; then
     cmake -S "$root" -B "$root/build-trace" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLAPLAN_STATIC_RUNTIME=ON \
       -DMLAPLAN_SM90_ONLY=ON -DCMAKE_CUDA_FLAGS=-DMLAPLAN_WS_TRACE -DCMAKE_CXX_FLAGS=-DMLAPLAN_WS_TRACE >/dev/null
@@ -76,6 +84,13 @@ build)
     cp "$root/build-trace/kernels/mlaplan_kernel_bench" "$build/carry/mlaplan_kernel_bench_trace"
   fi
   du -sh "$build/carry"
+  ;;
+launch)
+  if [ ! -x "$build/carry/launch_probe" ]; then
+    echo "gpu-check launch: no $build/carry/launch_probe: run scripts/gpu-check.sh build first" >&2
+    exit 2
+  fi
+  timeout 120 "$build/carry/launch_probe" "${2:-4}"
   ;;
 trace)
   out="${OUT:-$build/gpu-check-out}"
@@ -207,7 +222,7 @@ gather)
   timeout 120 "$build/carry/gather_probe" "${2:-256}"
   ;;
 *)
-  echo "usage: $0 build|run|sanitize [FILTER]|trace [H_Q B]|gather [B]" >&2
+  echo "usage: $0 build|run|sanitize [FILTER]|trace [H_Q B]|gather [B]|launch [S]" >&2
   exit 2
   ;;
 esac

@@ -11,6 +11,9 @@
 //   halves        the part in two halves, the next block's first half issued before this block's
 //                 second half is consumed (the producers since "v20")
 //   ahead         the next block's whole part issued before this block's is consumed
+//   async2/3/4    the rows copied by cp.async into 2, 3 or 4 shared-memory stages (36.5 KiB each),
+//                 block i + stages - 1 issued before block i is read back: loads in flight not
+//                 bounded by registers
 // each with 1, 2 and 4 CTAs of 256 threads per SM (the decode kernel has one CTA of 256 producer
 // threads per SM). It prints us per pass (median of 20, L2 flushed before each) and GB/s of row
 // bytes, and the fraction of the copy rate.
@@ -140,6 +143,66 @@ __global__ void __launch_bounds__(256) gather_kernel(Gather g) {
   g.out[static_cast<std::int64_t>(blockIdx.x) * 256 + tid] ^= acc;
 }
 
+constexpr int kStageBytes = 64 * kRowBytes;  // a block's rows, data then scales: 37,376
+
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(d), "l"(src) : "memory");
+}
+
+/// Block blk's rows into stage buffer st: thread (row, sub) copies the same units as load_units.
+__device__ __forceinline__ void stage_block(const Gather& g, std::int64_t blk, std::uint8_t* st, int row, int sub) {
+  const std::int32_t id = __ldg(g.ids + blk * 64 + row);
+  const uint4* src = reinterpret_cast<const uint4*>(row_data(g, id));
+  uint4* dst = reinterpret_cast<uint4*>(st + row * 576);
+#pragma unroll
+  for (int k = 0; k < 7; ++k) cp_async16(dst + sub + 4 * k, src + sub + 4 * k);
+  cp_async16(dst + 28 + 2 * sub, src + 28 + 2 * sub);
+  cp_async16(dst + 29 + 2 * sub, src + 29 + 2 * sub);
+  if (sub == 0) cp_async8(st + 64 * 576 + row * 8, row_scale(g, id));
+}
+
+template <int kStages>
+__global__ void __launch_bounds__(256) gather_async_kernel(Gather g) {
+  extern __shared__ __align__(16) std::uint8_t stages[];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int row = tid >> 2;
+  const int sub = tid & 3;
+  const std::int64_t b0 = static_cast<std::int64_t>(blockIdx.x) * g.blocks / gridDim.x;
+  const std::int64_t b1 = static_cast<std::int64_t>(blockIdx.x + 1) * g.blocks / gridDim.x;
+  unsigned acc = 0;
+#pragma unroll
+  for (int k = 0; k < kStages - 1; ++k) {
+    if (b0 + k < b1) stage_block(g, b0 + k, stages + k * kStageBytes, row, sub);
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+  }
+  for (std::int64_t blk = b0; blk < b1; ++blk) {
+    const std::int64_t nb = blk + kStages - 1;
+    if (nb < b1) stage_block(g, nb, stages + static_cast<int>(nb % kStages) * kStageBytes, row, sub);
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 1) : "memory");
+    __syncthreads();
+    const std::uint8_t* st = stages + static_cast<int>(blk % kStages) * kStageBytes;
+    const uint4* d = reinterpret_cast<const uint4*>(st + row * 576);
+    // Read back a different thread's units than it copied (row + 1): the CTA's, not the thread's.
+    const uint4* e = reinterpret_cast<const uint4*>(st + ((row + 1) & 63) * 576);
+#pragma unroll
+    for (int k = 0; k < 7; ++k) {
+      const uint4 v = (k & 1) ? e[sub + 4 * k] : d[sub + 4 * k];
+      acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    const uint4 r0 = d[28 + 2 * sub], r1 = d[29 + 2 * sub];
+    acc ^= r0.x ^ r1.w ^ *reinterpret_cast<const unsigned*>(st + 64 * 576 + row * 8);
+    __syncthreads();  // stage blk % kStages is refilled next iteration
+  }
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+  g.out[static_cast<std::int64_t>(blockIdx.x) * 256 + tid] ^= acc;
+}
+
 __global__ void copy_kernel(const uint4* src, std::int64_t n, unsigned long long* out) {
   unsigned acc = 0;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -184,6 +247,9 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&out, out_elems * 8));
   CHECK(cudaMemset(out, 0, out_elems * 8));
   CHECK(cudaMalloc(&flush, flush_bytes));
+  CHECK(cudaFuncSetAttribute(gather_async_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, 2 * kStageBytes));
+  CHECK(cudaFuncSetAttribute(gather_async_kernel<3>, cudaFuncAttributeMaxDynamicSharedMemorySize, 3 * kStageBytes));
+  CHECK(cudaFuncSetAttribute(gather_async_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, 4 * kStageBytes));
   cudaEvent_t e0, e1;
   CHECK(cudaEventCreate(&e0));
   CHECK(cudaEventCreate(&e1));
@@ -230,6 +296,24 @@ int main(int argc, char** argv) {
       });
       const double gbps = row_bytes / us / 1e3;
       std::printf("%-10s %5d %10.1f %10.0f %8.2f\n", names[m], per_sm, us, gbps, gbps / copy_gbps);
+    }
+  }
+  const char* anames[] = {"async2", "async3", "async4"};
+  for (int m = 0; m < 3; ++m) {
+    const int smem = (m + 2) * kStageBytes;
+    for (int per_sm : {1, 2, 4}) {
+      if (per_sm * smem > 200 * 1024) continue;
+      const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>(blocks, prop.multiProcessorCount * per_sm));
+      const Gather g{cache, d_ids, blocks, out};
+      const double us = time_us([&] {
+        switch (m) {
+          case 0: gather_async_kernel<2><<<grid, 256, smem>>>(g); break;
+          case 1: gather_async_kernel<3><<<grid, 256, smem>>>(g); break;
+          default: gather_async_kernel<4><<<grid, 256, smem>>>(g); break;
+        }
+      });
+      const double gbps = row_bytes / us / 1e3;
+      std::printf("%-10s %5d %10.1f %10.0f %8.2f\n", anames[m], per_sm, us, gbps, gbps / copy_gbps);
     }
   }
   CHECK(cudaFree(flush));
