@@ -14,7 +14,7 @@
 //                        back and writes the 1 KiB output (and resets the counter): a split decode
 //                        with the merge inside it, minus the arithmetic
 //   chain x2             the same partials, merged by a second kernel launched as the combine is
-// for b 1 and 8 with S 16 (b 1) and 16 (b 8: 128 CTAs), and S given on the command line.
+// for b 1 and 8 with 16 CTAs per request (b 8: 128 CTAs) and with S (the command line's, if not 16).
 // Build and run on the GPU machine (scripts/gpu-check.sh build puts it in the carry):
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o lp kernels/bench/launch/launch_probe.cu
 //   timeout 120 ./lp [S]
@@ -204,8 +204,10 @@ int main(int argc, char** argv) {
     row(name, 0, 0, t);
   }
   for (const int b : {1, 8}) {
-    for (const int s : {16, s_arg}) {
-      if (b * s > max_ctas || (s == s_arg && s == 16)) continue;
+    std::vector<int> per_request = {16};
+    if (s_arg != 16) per_request.push_back(s_arg);
+    for (const int s : per_request) {
+      if (b * s > max_ctas) continue;
       const Chain c{d_ids, rows, partial, out, counters, s};
       const unsigned grid = static_cast<unsigned>(b * s);
       row("chain x1", b, s, time_us([&] { launch(chain_kernel, grid, kThreads, kSmem, false, st, c, 1); }));
