@@ -182,11 +182,11 @@ __global__ void __launch_bounds__(256) gather_async_kernel(Gather g) {
   }
   for (std::int64_t blk = b0; blk < b1; ++blk) {
     const std::int64_t nb = blk + kStages - 1;
-    if (nb < b1) stage_block(g, nb, stages + static_cast<int>(nb % kStages) * kStageBytes, row, sub);
+    if (nb < b1) stage_block(g, nb, stages + static_cast<int>((nb - b0) % kStages) * kStageBytes, row, sub);
     asm volatile("cp.async.commit_group;\n" ::: "memory");
     asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 1) : "memory");
     __syncthreads();
-    const std::uint8_t* st = stages + static_cast<int>(blk % kStages) * kStageBytes;
+    const std::uint8_t* st = stages + static_cast<int>((blk - b0) % kStages) * kStageBytes;
     const uint4* d = reinterpret_cast<const uint4*>(st + row * 576);
     // Read back a different thread's units than it copied (row + 1): the CTA's, not the thread's.
     const uint4* e = reinterpret_cast<const uint4*>(st + ((row + 1) & 63) * 576);
@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(256) gather_async_kernel(Gather g) {
     }
     const uint4 r0 = d[28 + 2 * sub], r1 = d[29 + 2 * sub];
     acc ^= r0.x ^ r1.w ^ *reinterpret_cast<const unsigned*>(st + 64 * 576 + row * 8);
-    __syncthreads();  // stage blk % kStages is refilled next iteration
+    __syncthreads();  // stage (blk - b0) % kStages is refilled next iteration
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   g.out[static_cast<std::int64_t>(blockIdx.x) * 256 + tid] ^= acc;
