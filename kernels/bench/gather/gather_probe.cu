@@ -92,13 +92,23 @@ __device__ __forceinline__ unsigned fold(const Part& p, int k0, int k1) {
   return a;
 }
 
+/// A thread's place, as the producers map it (4 threads per row, 64 rows per 256 threads), and its
+/// CTA's contiguous share [b0, b1) of the blocks.
+struct Slot {
+  int tid, row, sub;
+  std::int64_t b0, b1;
+};
+__device__ __forceinline__ Slot slot_of(const Gather& g) {
+  const int tid = static_cast<int>(threadIdx.x);
+  return {tid, tid >> 2, tid & 3, static_cast<std::int64_t>(blockIdx.x) * g.blocks / gridDim.x,
+          static_cast<std::int64_t>(blockIdx.x + 1) * g.blocks / gridDim.x};
+}
+
 template <int M>
 __global__ void __launch_bounds__(256) gather_kernel(Gather g) {
-  const int tid = static_cast<int>(threadIdx.x);
-  const int row = tid >> 2;
-  const int sub = tid & 3;
-  const std::int64_t b0 = static_cast<std::int64_t>(blockIdx.x) * g.blocks / gridDim.x;
-  const std::int64_t b1 = static_cast<std::int64_t>(blockIdx.x + 1) * g.blocks / gridDim.x;
+  const Slot t = slot_of(g);
+  const int tid = t.tid, row = t.row, sub = t.sub;
+  const std::int64_t b0 = t.b0, b1 = t.b1;
   unsigned acc = 0;
   if (b0 >= b1) return;
   std::int32_t id = __ldg(g.ids + b0 * 64 + row);
@@ -169,11 +179,9 @@ __device__ __forceinline__ void stage_block(const Gather& g, std::int64_t blk, s
 template <int kStages>
 __global__ void __launch_bounds__(256) gather_async_kernel(Gather g) {
   extern __shared__ __align__(16) std::uint8_t stages[];
-  const int tid = static_cast<int>(threadIdx.x);
-  const int row = tid >> 2;
-  const int sub = tid & 3;
-  const std::int64_t b0 = static_cast<std::int64_t>(blockIdx.x) * g.blocks / gridDim.x;
-  const std::int64_t b1 = static_cast<std::int64_t>(blockIdx.x + 1) * g.blocks / gridDim.x;
+  const Slot t = slot_of(g);
+  const int tid = t.tid, row = t.row, sub = t.sub;
+  const std::int64_t b0 = t.b0, b1 = t.b1;
   unsigned acc = 0;
 #pragma unroll
   for (int k = 0; k < kStages - 1; ++k) {
