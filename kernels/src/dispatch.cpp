@@ -118,6 +118,8 @@ struct VariantEntry {
   detail::DecodeLauncher launch_h8 = nullptr;        ///< the small-head kernel at h_q 8, null where there is none
   detail::DecodeLauncher launch_h16 = nullptr;       ///< ... at h_q 16
   detail::DecodeLauncher launch_small_ws = nullptr;  ///< the warp-specialised small-head kernel (sm_90a), or null
+  detail::DecodeLauncher launch_lean_h8 = nullptr;   ///< the row-split small-head kernel at h_q 8, or null
+  detail::DecodeLauncher launch_lean_h16 = nullptr;  ///< ... at h_q 16
 };
 
 const std::vector<VariantEntry>& variant_table() {
@@ -127,13 +129,17 @@ const std::vector<VariantEntry>& variant_table() {
        &detail::launch_decode_sm90ws_584,
        &detail::launch_small_decode_584_h8,
        &detail::launch_small_decode_584_h16,
-       &detail::launch_small_decode_sm90ws_584},
+       &detail::launch_small_decode_sm90ws_584,
+       &detail::launch_small_decode_lean_584_h8,
+       &detail::launch_small_decode_lean_584_h16},
       {{RowFormat::fp8_ds_mla_584, true, RowFormat::fp8_ds_mla_584, true},
        &detail::launch_decode_584_584,
        &detail::launch_decode_sm90ws_584_584,
        &detail::launch_small_decode_584_584_h8,
        &detail::launch_small_decode_584_584_h16,
-       &detail::launch_small_decode_sm90ws_584_584},
+       &detail::launch_small_decode_sm90ws_584_584,
+       &detail::launch_small_decode_lean_584_584_h8,
+       &detail::launch_small_decode_lean_584_584_h16},
       {{RowFormat::v41_fp8_528, false, RowFormat::v41_fp8_528}, &detail::launch_decode_528, nullptr},
       {{RowFormat::v41_fp8_528, true, RowFormat::v41_fp4_288}, &detail::launch_decode_528_288, nullptr},
       {{RowFormat::fp8_ds_mla_656, false, RowFormat::fp8_ds_mla_656, true},
@@ -255,13 +261,14 @@ std::string_view to_string(DecodeKernel k) {
     case DecodeKernel::sm90_ws: return "sm90_ws";
     case DecodeKernel::small_heads: return "small_heads";
     case DecodeKernel::small_heads_sm90: return "small_heads_sm90";
+    case DecodeKernel::small_heads_lean: return "small_heads_lean";
   }
   return "unknown";
 }
 
 std::optional<DecodeKernel> decode_kernel_named(std::string_view name) {
-  for (const DecodeKernel k :
-       {DecodeKernel::generic, DecodeKernel::sm90_ws, DecodeKernel::small_heads, DecodeKernel::small_heads_sm90}) {
+  for (const DecodeKernel k : {DecodeKernel::generic, DecodeKernel::sm90_ws, DecodeKernel::small_heads,
+                               DecodeKernel::small_heads_sm90, DecodeKernel::small_heads_lean}) {
     if (to_string(k) == name) return k;
   }
   return std::nullopt;
@@ -272,10 +279,30 @@ std::string DecodeLaunch::describe() const {
   s += ", grid " + std::to_string(dims.grid_x) + "x" + std::to_string(dims.grid_y) + "x" + std::to_string(dims.grid_z);
   if (dims.cluster_x > 1) s += ", cluster " + std::to_string(dims.cluster_x) + " CTAs per request";
   if (pair) s += ", 2-CTA pair";
+  if (pieces > 0) s += ", " + std::to_string(pieces) + " pieces per request";
   s += ", " + std::to_string(dims.block) + " threads";
   if (pdl) s += ", PDL";
   if (combine) s += ", combine";
   return s;
+}
+
+int lean_pieces(const DecodeParams& p) {
+  if (p.mode != DecodeMode::split_kv || !small_head_count(p.h_q) || p.b < 1 || p.num_sm_parts < 1) return 0;
+  if (p.main.format != RowFormat::fp8_ds_mla_584 || (p.has_extra && p.extra.format != RowFormat::fp8_ds_mla_584)) {
+    return 0;
+  }
+  const std::int64_t n = static_cast<std::int64_t>(p.topk) + (p.has_extra ? p.extra_topk : 0);
+  // b x pieces partials must fit o_accum's b + num_sm_parts rows (per query token).
+  const std::int64_t by_scratch = (static_cast<std::int64_t>(p.b) + p.num_sm_parts) / p.b;
+  const std::int64_t by_rows = (n + detail::kLeanMinRows - 1) / detail::kLeanMinRows;
+  const std::int64_t s = std::min<std::int64_t>({detail::kLeanMaxPieces, by_scratch, by_rows});
+  return s >= 2 ? static_cast<int>(s) : 0;
+}
+
+bool lean_by_default(const DecodeParams& p, int pieces) {
+  if (pieces < 2) return false;
+  const std::int64_t n = static_cast<std::int64_t>(p.topk) + (p.has_extra ? p.extra_topk : 0);
+  return (n + pieces - 1) / pieces <= kLeanDefaultMaxRows;
 }
 
 DecodeLaunch plan_decode_launch(const DecodeParams& p, const DecodeDevice& dev) {
@@ -286,16 +313,43 @@ DecodeLaunch plan_decode_launch(const DecodeParams& p, const DecodeDevice& dev) 
   L.mode = p.mode;
   const bool sm90a = dev.cc_major == 9 && dev.cc_minor == 0;
   if (small_head_count(p.h_q)) {
-    // The small-head kernels, every head in one CTA, no clusters: the warp-specialised one where it
+    // The small-head kernels, every head in one CTA, no clusters. split_kv at small batches: the
+    // row-split kernel (584 rows, every arch) where its rule says so (lean_pieces, lean_by_default)
+    // unless another small-head kernel is forced. Otherwise the warp-specialised one where it
     // exists (compute capability 9.0, 584 rows; one CTA per SM at most in one_pass, each over a
     // range of requests) unless the portable one is forced; the portable one elsewhere (one CTA
     // per request or partition).
     const bool ws_small = e.launch_small_ws != nullptr && sm90a;
-    if (p.force.kernel.has_value() && p.force.kernel != DecodeKernel::small_heads &&
-        !(p.force.kernel == DecodeKernel::small_heads_sm90 && ws_small)) {
+    const int pieces = e.launch_lean_h8 != nullptr ? lean_pieces(p) : 0;
+    if (p.force.kernel == DecodeKernel::small_heads_lean) {
+      if (pieces < 2) {
+        throw_unsupported(
+            "decode: the small_heads_lean kernel runs split_kv on fp8_ds_mla_584 rows (alone or + 584) "
+            "with room for 2 or more pieces per request in o_accum (b + num_sm_parts >= 2 b); asked "
+            "for " +
+            std::string(to_string(p.mode)) + ", " + variant_name(e.variant) + ", b " + std::to_string(p.b) +
+            ", num_sm_parts " + std::to_string(p.num_sm_parts));
+      }
+    } else if (p.force.kernel.has_value() && p.force.kernel != DecodeKernel::small_heads &&
+               !(p.force.kernel == DecodeKernel::small_heads_sm90 && ws_small)) {
       throw_unsupported("decode: h_q " + std::to_string(p.h_q) + " runs on the small-head kernels only (" +
-                        (ws_small ? "small_heads_sm90 or small_heads" : "small_heads") + " here); asked for " +
+                        (ws_small ? "small_heads_sm90, small_heads" : "small_heads") +
+                        (pieces >= 2 ? " or small_heads_lean" : "") + " here); asked for " +
                         std::string(to_string(*p.force.kernel)));
+    }
+    if (p.force.kernel == DecodeKernel::small_heads_lean ||
+        (!p.force.kernel.has_value() && lean_by_default(p, pieces))) {
+      L.kernel = DecodeKernel::small_heads_lean;
+      L.pieces = pieces;
+      LaunchDims& d = L.dims;
+      d.grid_x = static_cast<unsigned>(pieces);
+      d.grid_y = static_cast<unsigned>(p.s_q);
+      d.grid_z = static_cast<unsigned>(p.b);
+      d.block = detail::LeanGeometry::kThreads;
+      d.smem_bytes = detail::LeanGeometry::total;
+      L.combine = true;
+      L.pdl = !p.force.no_pdl;
+      return L;
     }
     const bool ws = ws_small && p.force.kernel != DecodeKernel::small_heads;
     L.kernel = ws ? DecodeKernel::small_heads_sm90 : DecodeKernel::small_heads;
@@ -320,6 +374,11 @@ DecodeLaunch plan_decode_launch(const DecodeParams& p, const DecodeDevice& dev) 
     L.combine = L.mode == DecodeMode::split_kv;
     L.pdl = L.combine && !p.force.no_pdl;
     return L;
+  }
+  if (p.force.kernel == DecodeKernel::small_heads || p.force.kernel == DecodeKernel::small_heads_sm90 ||
+      p.force.kernel == DecodeKernel::small_heads_lean) {
+    throw_unsupported("decode: the " + std::string(to_string(*p.force.kernel)) +
+                      " kernel runs h_q 8 or 16; asked for h_q " + std::to_string(p.h_q));
   }
   const bool ws_here = e.launch_ws != nullptr && sm90a;
   if (p.force.kernel == DecodeKernel::sm90_ws && !ws_here) {
@@ -426,6 +485,11 @@ DecodeLaunch sparse_decode(const DecodeParams& p) {
   }
   const DecodeLaunch L = plan_decode_launch(p, current_decode_device());
   const VariantEntry& e = variant_table()[select_decode_variant(p)];
+  if (L.kernel == DecodeKernel::small_heads_lean) {
+    (p.h_q == 8 ? e.launch_lean_h8 : e.launch_lean_h16)(p, L);
+    detail::launch_combine_lean(p, L.pieces);
+    return L;
+  }
   if (L.kernel == DecodeKernel::small_heads_sm90) {
     e.launch_small_ws(p, L);
   } else if (L.kernel == DecodeKernel::small_heads) {

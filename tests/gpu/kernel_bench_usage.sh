@@ -14,7 +14,7 @@ expect() {  # expect MESSAGE_FRAGMENT ENV_VALUE ARGS...
     fails=$((fails + 1))
   fi
 }
-expect "MLAPLAN_BENCH_KERNEL 'bogus' is not a decode kernel; allowed generic, sm90_ws, small_heads or small_heads_sm90" bogus 5
+expect "MLAPLAN_BENCH_KERNEL 'bogus' is not a decode kernel; allowed generic, sm90_ws, small_heads, small_heads_sm90 or small_heads_lean" bogus 5
 expect "MLAPLAN_BENCH_KERNEL 'small_heads ' is not a decode kernel" "small_heads " 5
 expect "MLAPLAN_BENCH_KERNEL 'a\\x01b' is not a decode kernel" "$(printf 'a\001b')" 5
 expect "replays '3' is out of range" "" 3

@@ -354,16 +354,87 @@ TEST_CASE("plan_decode_launch: h_q 8 and 16 run the small-head kernels unpadded"
   CHECK_THROWS_AS(mk::plan_decode_launch(params(DecodeMode::split_kv, 4, 32, true), device(9, 0, 132)), mlaplan::Error);
 }
 
+TEST_CASE("plan_decode_launch: the row-split small-head kernel at small batches", "[launch]") {
+  for (const int h : {8, 16}) {
+    INFO("h_q " << h);
+    // V4.1's 128 + 512 positions, 132 partitions. b 1: min(16, 133, 40) = 16 pieces of 40
+    // positions; b 8: min(16, 140 / 8 = 17, 40) = 16; both at most 64 positions per piece, so the
+    // default, on sm_90a and elsewhere (plain CUDA), a CTA per (piece, token, request).
+    for (const int b : {1, 8}) {
+      INFO("b " << b);
+      const auto p = params(DecodeMode::split_kv, b, h, true);
+      CHECK(mk::lean_pieces(p) == 16);
+      for (const auto& dev : {device(9, 0, 132), device(10, 0, 148)}) {
+        const auto l = mk::plan_decode_launch(p, dev);
+        CHECK(l.kernel == mk::DecodeKernel::small_heads_lean);
+        CHECK(l.pieces == 16);
+        CHECK(l.dims.grid_x == 16);
+        CHECK(l.dims.grid_y == 1);
+        CHECK(l.dims.grid_z == static_cast<unsigned>(b));
+        CHECK(l.dims.block == 256);
+        CHECK(l.dims.smem_bytes < 48u * 1024u);
+        CHECK(l.combine);
+        CHECK(l.pdl);
+        CHECK(l.describe() == "small_heads_lean split_kv, grid 16x1x" + std::to_string(b) +
+                                  ", 16 pieces per request, 256 threads, PDL, combine");
+      }
+    }
+    // b 16: 148 / 16 = 9 pieces of 72 positions: more than 64, so the warp-specialised kernel by
+    // default; forced, the row-split one runs it (two chunks per CTA).
+    auto p16 = params(DecodeMode::split_kv, 16, h, true);
+    CHECK(mk::lean_pieces(p16) == 9);
+    CHECK(mk::plan_decode_launch(p16, device(9, 0, 132)).kernel == mk::DecodeKernel::small_heads_sm90);
+    p16.force.kernel = mk::DecodeKernel::small_heads_lean;
+    auto l = mk::plan_decode_launch(p16, device(9, 0, 132));
+    CHECK(l.kernel == mk::DecodeKernel::small_heads_lean);
+    CHECK(l.pieces == 9);
+    // The other small-head kernels stay available by name at b 1, and no_pdl is honoured.
+    auto p1 = params(DecodeMode::split_kv, 1, h, true);
+    p1.force.kernel = mk::DecodeKernel::small_heads_sm90;
+    CHECK(mk::plan_decode_launch(p1, device(9, 0, 132)).kernel == mk::DecodeKernel::small_heads_sm90);
+    p1.force.kernel = mk::DecodeKernel::small_heads;
+    CHECK(mk::plan_decode_launch(p1, device(9, 0, 132)).kernel == mk::DecodeKernel::small_heads);
+    p1.force = {};
+    p1.force.no_pdl = true;
+    CHECK_FALSE(mk::plan_decode_launch(p1, device(9, 0, 132)).pdl);
+    // Fewer positions: at least 16 per piece (128 + 0: 8 pieces).
+    CHECK(mk::lean_pieces(params(DecodeMode::split_kv, 1, h, false)) == 8);
+    // Where it does not run: one_pass, b 200 (no room for 2 partials a request: 332 / 200 = 1),
+    // V3.2's 656-byte rows; forced there it is refused with the reason.
+    for (auto q : {params(DecodeMode::one_pass, 1, h, true), params(DecodeMode::split_kv, 200, h, true),
+                   params(DecodeMode::split_kv, 1, h, false, mk::RowFormat::fp8_ds_mla_656)}) {
+      if (q.main.format == mk::RowFormat::fp8_ds_mla_656) q.d_qk = 576;
+      CHECK(mk::lean_pieces(q) == 0);
+      CHECK(mk::plan_decode_launch(q, device(9, 0, 132)).kernel != mk::DecodeKernel::small_heads_lean);
+      q.force.kernel = mk::DecodeKernel::small_heads_lean;
+      try {
+        (void)mk::plan_decode_launch(q, device(9, 0, 132));
+        FAIL("expected unsupported");
+      } catch (const mlaplan::Error& e) {
+        CHECK(e.kind() == mlaplan::ErrorKind::unsupported);
+        CHECK(std::string(e.what()).find("the small_heads_lean kernel runs split_kv on fp8_ds_mla_584 rows") !=
+              std::string::npos);
+      }
+    }
+  }
+  // A 64-head shape never takes it, even forced.
+  auto p64 = params(DecodeMode::split_kv, 1, 64, true);
+  CHECK(mk::lean_pieces(p64) == 0);
+  p64.force.kernel = mk::DecodeKernel::small_heads_lean;
+  CHECK_THROWS_AS(mk::plan_decode_launch(p64, device(9, 0, 132)), mlaplan::Error);
+}
+
 TEST_CASE("decode_kernel_named: every kernel by its to_string name, nothing else", "[launch]") {
   for (const auto k : {mk::DecodeKernel::generic, mk::DecodeKernel::sm90_ws, mk::DecodeKernel::small_heads,
-                       mk::DecodeKernel::small_heads_sm90}) {
+                       mk::DecodeKernel::small_heads_sm90, mk::DecodeKernel::small_heads_lean}) {
     INFO(mk::to_string(k));
     const auto named = mk::decode_kernel_named(mk::to_string(k));
     REQUIRE(named.has_value());
     CHECK(*named == k);
     CHECK(std::string(mk::kDecodeKernelNames).find(std::string(mk::to_string(k))) != std::string::npos);
   }
-  for (const char* bad : {"", "small", "Small_heads", "small_heads ", "sm90", "unknown", "small_heads_sm90x"}) {
+  for (const char* bad :
+       {"", "small", "Small_heads", "small_heads ", "sm90", "unknown", "small_heads_sm90x", "small_heads_lean "}) {
     INFO("'" << bad << "'");
     CHECK_FALSE(mk::decode_kernel_named(bad).has_value());
   }

@@ -440,9 +440,24 @@ DecodeResult run_decode_case(const DecodeCase& c) {
   }
   // The other paths of this device for the same inputs, in split_kv with the same plan.
   std::vector<std::pair<std::string, mk::DecodeForce>> forces;
+  const mk::DecodeDevice here = mk::current_decode_device();
+  const bool sm90a_here = here.cc_major == 9 && here.cc_minor == 0;
+  if (launched.kernel == mk::DecodeKernel::small_heads_lean) {
+    // The block-granular small-head kernels beside the row-split one (the default at small b).
+    if (sm90a_here && c.main.format == RowFormat::fp8_ds_mla_584) {
+      forces.push_back(
+          {"warp-specialised small-head kernel", mk::DecodeForce{mk::DecodeKernel::small_heads_sm90, 0, 0, false}});
+    }
+    forces.push_back({"portable small-head kernel", mk::DecodeForce{mk::DecodeKernel::small_heads, 0, 0, false}});
+  }
   if (launched.kernel == mk::DecodeKernel::small_heads_sm90) {
     // The portable small-head kernel beside the warp-specialised one (the default on sm_90a).
     forces.push_back({"portable small-head kernel", mk::DecodeForce{mk::DecodeKernel::small_heads, 0, 0, false}});
+  }
+  if ((launched.kernel == mk::DecodeKernel::small_heads_sm90 || launched.kernel == mk::DecodeKernel::small_heads) &&
+      mk::lean_pieces(p) >= 2) {
+    // The row-split kernel where it can run but is not the default (more than 64 positions a piece).
+    forces.push_back({"row-split small-head kernel", mk::DecodeForce{mk::DecodeKernel::small_heads_lean, 0, 0, false}});
   }
   if (launched.kernel == mk::DecodeKernel::sm90_ws) {
     forces.push_back({"generic kernel", mk::DecodeForce{mk::DecodeKernel::generic, 0, 0, false}});
@@ -855,6 +870,29 @@ TEST_CASE("sparse decode small heads (h_q 8 / 16) vs the host reference", "[gpu]
   c.lengths = Lengths::random;
   c.sms = 3;
   c.seed = 45;
+  check_case(c);
+  // The row-split kernel as the default (at most 64 positions a piece): 16 pieces of 20 positions,
+  // pieces straddling the main / extra boundary, empty pieces past short lengths, -1 ids, sinks.
+  c.name = "small h16: 584 + 584 extra, s_q 2, row-split default";
+  c.b = 2;
+  c.h_q = 16;
+  c.s_q = 2;
+  c.main = fp8(64, 128);
+  c.has_extra = true;
+  c.extra = fp8(32, 192);
+  c.lengths = Lengths::random;
+  c.invalid_fraction = 0.2;
+  c.sink = Sink::finite;
+  c.sms = 132;
+  c.seed = 46;
+  check_case(c);
+  c.name = "small h8: 584 + 584 extra, zero lengths, row-split default";
+  c.h_q = 8;
+  c.s_q = 1;
+  c.b = 5;
+  c.lengths = Lengths::zero_some;
+  c.sink = Sink::with_inf;
+  c.seed = 47;
   check_case(c);
 }
 

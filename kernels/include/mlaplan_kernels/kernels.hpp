@@ -249,12 +249,16 @@ using mlaplan::to_string;
 /// or with a 584 extra cache, fp8_ds_mla 656; every arch).
 /// generic: the portable 64-head kernel; sm90_ws: the warp-specialised 64-head kernel (sm_90a, 584
 /// rows); small_heads: the portable small-head kernel (h_q 8 / 16 unpadded); small_heads_sm90: the
-/// warp-specialised small-head kernel (sm_90a, 584 rows).
-enum class DecodeKernel { generic, sm90_ws, small_heads, small_heads_sm90 };
-std::string_view to_string(DecodeKernel k);  ///< "generic", "sm90_ws", "small_heads", "small_heads_sm90"
+/// warp-specialised small-head kernel (sm_90a, 584 rows); small_heads_lean: the row-split small-head
+/// kernel (584 rows, split_kv at small batches: each request cut into pieces of index positions,
+/// one CTA each, every arch).
+enum class DecodeKernel { generic, sm90_ws, small_heads, small_heads_sm90, small_heads_lean };
+/// "generic", "sm90_ws", "small_heads", "small_heads_sm90", "small_heads_lean"
+std::string_view to_string(DecodeKernel k);
 /// The kernel of that name (to_string's), or nullopt for any other text.
 std::optional<DecodeKernel> decode_kernel_named(std::string_view name);
-inline constexpr std::string_view kDecodeKernelNames = "generic, sm90_ws, small_heads or small_heads_sm90";
+inline constexpr std::string_view kDecodeKernelNames =
+    "generic, sm90_ws, small_heads, small_heads_sm90 or small_heads_lean";
 
 /// An explicit choice of path, for tests and benchmarks; callers leave it default and the rule of
 /// plan_decode_launch() decides.
@@ -351,10 +355,22 @@ struct DecodeLaunch {
   bool pair = false;     ///< 2-CTA clusters along z sharing the dequantisation
   bool pdl = false;      ///< programmatic dependent launch after the scheduler
   bool combine = false;  ///< the combine kernel runs after (split_kv)
+  int pieces = 0;        ///< small_heads_lean: CTAs (partials) per request; its combine merges them
   std::string fallback;  ///< "" or what was asked and could not run here, and what ran
   /// "sm90_ws cluster_split, grid 128x1x1, cluster 4, 384 threads, 216 KiB" style, for reports.
   std::string describe() const;
 };
+
+/// The row-split small-head kernel's pieces (CTAs, partials) per request for `p`: min(16, (b +
+/// num_sm_parts) / b, ceil((topk + extra_topk) / 16)), or 0 where it does not run (not split_kv, not
+/// h_q 8 / 16, rows other than fp8_ds_mla_584, fewer than 2 pieces).
+int lean_pieces(const DecodeParams& p);
+/// Index positions per piece at or below which the row-split kernel is the default split_kv path of
+/// the small-head shapes (docs/kernels.md "The row-split small-head kernel").
+inline constexpr std::int64_t kLeanDefaultMaxRows = 64;
+/// Whether plan_decode_launch picks the row-split kernel for `p` (with lean_pieces(p) == pieces)
+/// when no kernel is forced.
+bool lean_by_default(const DecodeParams& p, int pieces);
 
 /// The decision: kernel (sm90_ws on compute capability 9.0 for the 584 pairs, else generic),
 /// grid, cluster_split's CTAs per request (cluster_split_ctas, halved until the clusters fit; one

@@ -53,4 +53,32 @@ std::size_t small_decode_smem_bytes(RowFormat main);
 
 void launch_combine(const DecodeParams& p, const LaunchDims& dims);
 
+// The row-split small-head kernel (small/decode_lean.cuh): h_q 8 or 16, 584 rows, split_kv at
+// small batches; each request cut into `pieces` ranges of index positions, one CTA each, merged by
+// its own combine (small/combine_lean.cu).
+/// Most pieces per request: the lean combine holds every piece's 4 dims and lse in registers.
+inline constexpr int kLeanMaxPieces = 16;
+/// Fewest index positions per piece the host rule gives a CTA (below this the pieces' partials
+/// cost more to merge than their rows take to read).
+inline constexpr int kLeanMinRows = 16;
+/// Shared memory and threads of the row-split kernel (a chunk of 64 staged rows at a time).
+struct LeanGeometry {
+  static constexpr int kThreads = 256;
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kChunk = 64;       ///< rows staged at once
+  static constexpr int kUnits = 37;       ///< copies per row: 36 x 16 data bytes, 1 x 8 scale bytes
+  static constexpr int kRowStride = 592;  ///< 576 data + 8 scale bytes, padded to 16
+  static constexpr int kMaxHeads = 16;
+  static constexpr int raw = 0;
+  static constexpr int scores = raw + kChunk * kRowStride;     ///< [kChunk][h_q] fp32
+  static constexpr int ids = scores + kChunk * kMaxHeads * 4;  ///< [kChunk] int32
+  static constexpr int stats = ids + kChunk * 4;               ///< m, l, alpha: [kMaxHeads] fp32 each
+  static constexpr int total = stats + 3 * kMaxHeads * 4;
+};
+void launch_small_decode_lean_584_h8(const DecodeParams& p, const DecodeLaunch& launch);
+void launch_small_decode_lean_584_h16(const DecodeParams& p, const DecodeLaunch& launch);
+void launch_small_decode_lean_584_584_h8(const DecodeParams& p, const DecodeLaunch& launch);
+void launch_small_decode_lean_584_584_h16(const DecodeParams& p, const DecodeLaunch& launch);
+void launch_combine_lean(const DecodeParams& p, int pieces);
+
 }  // namespace mlaplan::kernels::detail

@@ -204,7 +204,13 @@ DecodeBenchResult bench_decode(const DecodeBenchShape& sh, const DecodeBenchOpti
   p.lse = d_lse.as<float>();
   p.o_accum = d_oacc.as<float>();
   p.lse_accum = d_lacc.as<float>();
-  p.force.kernel = opt.kernel;
+  // The row-split small-head kernel is a split_kv path only: forced, it runs the split_kv timings and
+  // the other modes run as dispatched.
+  auto set_mode = [&](DecodeMode m) {
+    p.mode = m;
+    p.force.kernel =
+        opt.kernel == DecodeKernel::small_heads_lean && m != DecodeMode::split_kv ? std::nullopt : opt.kernel;
+  };
 
   DecodeBenchResult r;
   r.num_sm_parts = parts;
@@ -234,7 +240,7 @@ DecodeBenchResult bench_decode(const DecodeBenchShape& sh, const DecodeBenchOpti
   DeviceBuffer flush(opt.flush_bytes > 0 ? opt.flush_bytes : 1);
   void* flush_ptr = opt.flush_bytes > 0 ? flush.get() : nullptr;
   try {
-    p.mode = r.mode;
+    set_mode(r.mode);
     const Timing t = time_graph([&] { sparse_decode(p); }, opt, stream, flush_ptr);
     r.median_us = t.median_us;
     r.min_us = t.min_us;
@@ -256,7 +262,7 @@ DecodeBenchResult bench_decode(const DecodeBenchShape& sh, const DecodeBenchOpti
     if (opt.time_other_mode) {
       for (const DecodeMode m : {DecodeMode::split_kv, DecodeMode::one_pass, DecodeMode::cluster_split}) {
         if (m == r.mode) continue;
-        p.mode = m;
+        set_mode(m);
         r.mode_median_us[static_cast<int>(m)] = time_graph([&] { sparse_decode(p); }, opt, stream, flush_ptr).median_us;
       }
     }

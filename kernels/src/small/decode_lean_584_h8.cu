@@ -1,0 +1,11 @@
+// One instantiation of the row-split small-head sparse decode kernel (decode_lean.cuh): h_q 8,
+// fp8_ds_mla_584 alone.
+#include "small/decode_lean.cuh"
+
+namespace mlaplan::kernels::detail {
+
+void launch_small_decode_lean_584_h8(const DecodeParams& p, const DecodeLaunch& launch) {
+  launch_small_decode_lean<false, 8>(p, launch);
+}
+
+}  // namespace mlaplan::kernels::detail
