@@ -19,8 +19,9 @@
 //        64, 128, 256) or any batch size up to 1024; "37v": the variable-length batch alone. Each row's
 //        random inputs depend only on its place in the full list (h_q, then b), so a row run alone
 //        measures the same bytes as in the full run.
-//        Environment: MLAPLAN_BENCH_KERNEL=generic|sm90_ws|small_heads|small_heads_sm90 forces that
-//        decode kernel for every call (a shape it cannot run is an error); unset: the dispatch's.
+//        Environment: MLAPLAN_BENCH_KERNEL=generic|sm90_ws|small_heads|small_heads_sm90|small_heads_lean
+//        forces that decode kernel for every call (a shape it cannot run is an error; small_heads_lean
+//        for the split_kv timings only); unset: the dispatch's.
 
 #include <algorithm>
 #include <charconv>

@@ -44,8 +44,9 @@ mk::CacheView cache_view(const void* data, int page, long long stride, long long
   return v;
 }
 
-// MLAPLAN_SXS_KERNEL=generic|sm90_ws|small_heads|small_heads_sm90: the decode kernel forced for
-// every call (DecodeForce::kernel), e.g. to time the portable small-head kernel beside the default;
+// MLAPLAN_SXS_KERNEL=generic|sm90_ws|small_heads|small_heads_sm90|small_heads_lean: the decode kernel
+// forced for every call (DecodeForce::kernel; small_heads_lean for the split_kv calls only), e.g. to
+// time the portable small-head kernel beside the default;
 // unset or empty: the dispatch's own choice. Read at every call (the harness sets it per process).
 bool forced_kernel(std::optional<mk::DecodeKernel>& out) {
   const char* v = std::getenv("MLAPLAN_SXS_KERNEL");
@@ -171,6 +172,9 @@ int sxs_decode(int mode, int b, int s_q, int h_q, const void* q, const void* mai
     p.lse_accum = lse_accum;
     p.stream = stream;
     if (!forced_kernel(p.force.kernel)) return 1;
+    // The row-split kernel is a split_kv path only: forced, the other modes run as dispatched.
+    if (p.force.kernel == mk::DecodeKernel::small_heads_lean && p.mode != mk::DecodeMode::split_kv)
+      p.force.kernel.reset();
     const mk::DecodeLaunch L = mk::sparse_decode(p);
     copy_text(L.describe() + (L.fallback.empty() ? "" : " [" + L.fallback + "]"), describe, describe_cap);
     return 0;

@@ -79,6 +79,14 @@ __global__ void __launch_bounds__(LeanGeometry::kThreads) small_decode_lean_kern
       qf[h][2 * i + 1] = bf16_bits_to_float(w[i] >> 16);
     }
   }
+  // Kept in registers: without this ptxas re-loads Q from global memory for every row (it fitted
+  // the kernel in 124 registers by treating the read-only loads as free to repeat, and the first
+  // build ran 2-4x slower than planned: docs/perf-history.md "v22").
+#pragma unroll
+  for (int h = 0; h < 8; ++h) {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) asm volatile("" : "+f"(qf[h][i]));
+  }
 
   float acc[kHeads][2];
 #pragma unroll
@@ -116,7 +124,12 @@ __global__ void __launch_bounds__(LeanGeometry::kThreads) small_decode_lean_kern
       const int row = i / L::kUnits;
       const int u = i - row * L::kUnits;
       const int id = ids[row];
-      if (id < 0) continue;
+      std::uint8_t* dst = raw + row * L::kRowStride;
+      if (id < 0) {  // zeros, so that P V needs no test (its P is 0)
+        if (u < L::kUnits - 1) *reinterpret_cast<uint4*>(dst + 16 * u) = make_uint4(0u, 0u, 0u, 0u);
+        else *reinterpret_cast<uint2*>(dst + 576) = make_uint2(0u, 0u);
+        continue;
+      }
       const bool extra = kHasExtra && c0 + row >= p.topk;
       const std::uint8_t* data = extra ? p.extra.data : p.main.data;
       const std::int64_t pbs = extra ? p.extra.page_block_size : p.main.page_block_size;
@@ -124,7 +137,6 @@ __global__ void __launch_bounds__(LeanGeometry::kThreads) small_decode_lean_kern
       const std::int64_t page = id / pbs;
       const std::int64_t t = id - page * pbs;
       const std::uint8_t* base = data + page * stride;
-      std::uint8_t* dst = raw + row * L::kRowStride;
       if (u < L::kUnits - 1) {
         cp_async_16(dst + 16 * u, base + t * 576 + 16 * u);
       } else {
@@ -225,15 +237,15 @@ __global__ void __launch_bounds__(LeanGeometry::kThreads) small_decode_lean_kern
     }
     __syncthreads();
 
-    // 4. O = O * alpha + P V over the chunk's valid rows.
+    // 4. O = O * alpha + P V over the chunk's rows (an invalid row is zeros with P 0).
 #pragma unroll
     for (int h = 0; h < kHeads; ++h) {
       const float a = s_a[h];
       acc[h][0] *= a;
       acc[h][1] *= a;
     }
+#pragma unroll 4
     for (int row = 0; row < nrows; ++row) {
-      if (ids[row] < 0) continue;
       const std::uint8_t* rw = raw + row * L::kRowStride;
       std::uint32_t two;
       if (d0 < 448) {
