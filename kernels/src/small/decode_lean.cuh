@@ -150,6 +150,10 @@ __global__ void __launch_bounds__(LeanGeometry::kThreads) small_decode_lean_kern
     // 2. Scores, log2 domain: a warp per (row, head group).
     for (int row = warp / kGroups; row < nrows; row += kRowStep) {
       const int id = ids[row];
+#ifdef MLAPLAN_LEAN_NO_MATH  // timing experiment only: the chain without the FMAs (wrong results)
+      if ((lane & 3) == 0) sc[row * kHeads + 8 * g + (lane >> 2)] = id < 0 ? kNegInf : 0.0f;
+      continue;
+#endif
       if (id < 0) {
         if ((lane & 3) == 0) sc[row * kHeads + 8 * g + (lane >> 2)] = kNegInf;
         continue;
@@ -244,6 +248,9 @@ __global__ void __launch_bounds__(LeanGeometry::kThreads) small_decode_lean_kern
       acc[h][0] *= a;
       acc[h][1] *= a;
     }
+#ifdef MLAPLAN_LEAN_NO_MATH
+    if (nrows > 0) continue;
+#endif
 #pragma unroll 4
     for (int row = 0; row < nrows; ++row) {
       const std::uint8_t* rw = raw + row * L::kRowStride;
