@@ -233,6 +233,7 @@ __global__ void __launch_bounds__(LeanGeometry::kThreads) small_decode_lean_kern
       float sum = p0 + p1;
 #pragma unroll
       for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, off);
+      __syncwarp();  // every lane's read of s_m[h] before lane 0 rewrites it (racecheck's warp-level WAR)
       if (lane == 0) {
         s_l[h] = s_l[h] * alpha + sum;
         s_m[h] = m_new;
