@@ -12,12 +12,13 @@
 //   1. the range's indices (positions past the request's length or ids outside the cache become
 //      -1), then every valid row's 576 data bytes and 8 scale bytes copied into shared memory at
 //      once (cp.async, all in flight), 64 rows per chunk;
-//   2. scores: one warp per (row, group of 8 heads); lane l owns dims 16l .. 16l + 15 (lanes 0-27
-//      the e4m3 NoPE bytes, times their UE8M0 scale; lanes 28-31 the bf16 RoPE), Q of its 8 heads
-//      in registers (fp32), 128 FMAs, then one reduce-scatter of the 8 sums over the warp (9
-//      shuffles) leaves head l / 4 in lanes 4k .. 4k + 3;
+//   2. S = Q K^T on tensor cores (mma.sync m16n8k16, bf16 in, fp32 out): warp w takes the chunk's
+//      rows 8w .. 8w + 7 as the N side, the heads as the M side (rows 8..15 of A zero at h_q 8);
+//      Q's A fragments for all 32 k-steps live in registers, K's B fragments are made straight from
+//      the staged bytes (an e4m3 pair times its row's UE8M0 scale is one bf16x2; the RoPE is bf16);
 //   3. the online softmax per head over the chunk (one warp per head, log2 domain), P in place;
-//   4. O += P V in fp32 FMAs: thread t owns output dims 2t, 2t + 1 of every head (V = the row's
+//   4. O += P V on tensor cores: warp w owns output dims 64w .. 64w + 63 (8 n8 tiles); A is P in
+//      bf16 (rows past the chunk 0), B gathers each dim from four rows' staged bytes (V = the row's
 //      512 dims).
 // The partial, normalised by its own sum, and its log2 lse go to o_accum / lse_accum at
 // (request * pieces + piece); combine_lean.cu merges the pieces of every request (all of them at
@@ -31,8 +32,6 @@ template <bool kHasExtra, int kHeads>
 __global__ void __launch_bounds__(LeanGeometry::kThreads) small_decode_lean_kernel(const DecodeParams p) {
   using L = LeanGeometry;
   static_assert(kHeads == 8 || kHeads == 16, "8 or 16 heads");
-  constexpr int kGroups = kHeads / 8;  // groups of 8 heads; a warp works on one
-  constexpr int kRowStep = L::kWarps / kGroups;
   extern __shared__ __align__(16) std::uint8_t smem[];
   std::uint8_t* raw = smem + L::raw;
   float* sc = reinterpret_cast<float*>(smem + L::scores);  // [kChunk][kHeads]: scores, then P
@@ -64,38 +63,40 @@ __global__ void __launch_bounds__(LeanGeometry::kThreads) small_decode_lean_kern
   if constexpr (kHasExtra)
     elen = min(p.extra_topk_length != nullptr ? p.extra_topk_length[r] : p.extra_topk, p.extra_topk);
 
-  // Q of this warp's 8 heads, dims 16 lane .. + 15, in fp32 (exact from bf16).
-  const int g = kGroups == 1 ? 0 : (warp & 1);
-  float qf[8][16];
+  // Q as the A fragments of every k-step (16 dims): a[0] / a[2] head g, dims 16ks + 2t (+1) / + 8;
+  // a[1] / a[3] head g + 8 (zero at h_q 8). Kept in registers (ptxas would otherwise re-load them
+  // from global memory per use: docs/perf-history.md "v22").
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  std::uint32_t qa[32][4];
+  {
+    const std::uint16_t* q0 = p.q + (bs * p.h_q + g) * 512 + 2 * t;
 #pragma unroll
-  for (int h = 0; h < 8; ++h) {
-    const uint4* src = reinterpret_cast<const uint4*>(p.q + (bs * p.h_q + 8 * g + h) * 512 + 16 * lane);
-    const uint4 a = __ldg(src);
-    const uint4 b = __ldg(src + 1);
-    const std::uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    for (int ks = 0; ks < 32; ++ks) {
+      qa[ks][0] = __ldg(reinterpret_cast<const unsigned int*>(q0 + 16 * ks));
+      qa[ks][2] = __ldg(reinterpret_cast<const unsigned int*>(q0 + 16 * ks + 8));
+      if constexpr (kHeads == 16) {
+        qa[ks][1] = __ldg(reinterpret_cast<const unsigned int*>(q0 + 8 * 512 + 16 * ks));
+        qa[ks][3] = __ldg(reinterpret_cast<const unsigned int*>(q0 + 8 * 512 + 16 * ks + 8));
+      } else {
+        qa[ks][1] = qa[ks][3] = 0u;
+      }
+    }
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      qf[h][2 * i] = bf16_bits_to_float(w[i] & 0xFFFFu);
-      qf[h][2 * i + 1] = bf16_bits_to_float(w[i] >> 16);
+    for (int ks = 0; ks < 32; ++ks) {
+      asm volatile("" : "+r"(qa[ks][0]), "+r"(qa[ks][2]));
+      if constexpr (kHeads == 16) asm volatile("" : "+r"(qa[ks][1]), "+r"(qa[ks][3]));
     }
   }
-  // Kept in registers: without this ptxas re-loads Q from global memory for every row (it fitted
-  // the kernel in 124 registers by treating the read-only loads as free to repeat, and the first
-  // build ran 2-4x slower than planned: docs/perf-history.md "v22").
-#pragma unroll
-  for (int h = 0; h < 8; ++h) {
-#pragma unroll
-    for (int i = 0; i < 16; ++i) asm volatile("" : "+f"(qf[h][i]));
-  }
 
-  float acc[kHeads][2];
+  // O: n8 tile j of this warp's 64 dims: [0] / [1] head g, dims 64w + 8j + 2t (+1); [2] / [3] head g + 8.
+  float acc[8][4];
 #pragma unroll
-  for (int h = 0; h < kHeads; ++h) acc[h][0] = acc[h][1] = 0.0f;
+  for (int j = 0; j < 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
   if (tid < kHeads) {
     s_m[tid] = kNegInf;
     s_l[tid] = 0.0f;
   }
-  const int d0 = 2 * tid;  // this thread's output dims d0, d0 + 1
   const std::int64_t main_rows = p.main.num_pages * p.main.page_block_size;
   const std::int64_t extra_rows = kHasExtra ? p.extra.num_pages * p.extra.page_block_size : 0;
   __syncthreads();
@@ -147,69 +148,35 @@ __global__ void __launch_bounds__(LeanGeometry::kThreads) small_decode_lean_kern
     cp_async_wait_all();
     __syncthreads();
 
-    // 2. Scores, log2 domain: a warp per (row, head group).
-    for (int row = warp / kGroups; row < nrows; row += kRowStep) {
-      const int id = ids[row];
-#ifdef MLAPLAN_LEAN_NO_MATH  // timing experiment only: the chain without the FMAs (wrong results)
-      if ((lane & 3) == 0) sc[row * kHeads + 8 * g + (lane >> 2)] = id < 0 ? kNegInf : 0.0f;
-      continue;
-#endif
-      if (id < 0) {
-        if ((lane & 3) == 0) sc[row * kHeads + 8 * g + (lane >> 2)] = kNegInf;
-        continue;
+    // 2. S = Q K^T, log2 domain: warp w, rows 8w .. 8w + 7; this lane's B row is 8w + g. Two
+    // accumulators (even and odd k-steps) halve the chain of dependent MMAs.
+    if (warp * 8 < nrows) {
+      const std::uint8_t* rw = raw + (warp * 8 + g) * L::kRowStride;
+      float ce[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      float co[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int ks = 0; ks < 28; ++ks) {  // e4m3 dims 0..447, scale byte ks / 4
+        const float sc8 = ue8m0_to_float(rw[576 + (ks >> 2)]);
+        const std::uint32_t b0 = e4m3x2_to_bf16x2(*reinterpret_cast<const std::uint16_t*>(rw + 16 * ks + 2 * t), sc8);
+        const std::uint32_t b1 =
+            e4m3x2_to_bf16x2(*reinterpret_cast<const std::uint16_t*>(rw + 16 * ks + 8 + 2 * t), sc8);
+        mma_bf16_16816((ks & 1) ? co : ce, qa[ks], b0, b1);
       }
-      const std::uint8_t* rw = raw + row * L::kRowStride;
-      float k[16];
-      if (lane < 28) {
-        const uint4 x = *reinterpret_cast<const uint4*>(rw + 16 * lane);
-        uint4 lo, hi;
-        e4m3x16_to_bf16(x, ue8m0_to_float(rw[576 + (lane >> 2)]), lo, hi);
-        const std::uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          k[2 * i] = bf16_bits_to_float(w[i] & 0xFFFFu);
-          k[2 * i + 1] = bf16_bits_to_float(w[i] >> 16);
-        }
-      } else {
-        const uint4* y = reinterpret_cast<const uint4*>(rw + 448 + 32 * (lane - 28));
-        const uint4 a = y[0];
-        const uint4 b = y[1];
-        const std::uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          k[2 * i] = bf16_bits_to_float(w[i] & 0xFFFFu);
-          k[2 * i + 1] = bf16_bits_to_float(w[i] >> 16);
-        }
+      for (int ks = 28; ks < 32; ++ks) {  // bf16 RoPE dims 448..511 at bytes 448 + 2 (dim - 448)
+        const std::uint8_t* rope = rw + 448 + 2 * (16 * (ks - 28) + 2 * t);
+        mma_bf16_16816((ks & 1) ? co : ce, qa[ks], *reinterpret_cast<const std::uint32_t*>(rope),
+                       *reinterpret_cast<const std::uint32_t*>(rope + 16));
       }
-      float part[8];
-#pragma unroll
-      for (int h = 0; h < 8; ++h) {
-        float a = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 16; ++i) a = fmaf(qf[h][i], k[i], a);
-        part[h] = a;
-      }
-      // Reduce-scatter over the warp: after the xor-16, -8 and -4 steps lane l holds head l / 4
-      // summed over the lanes that differ in bits 4..2; xor 2 and 1 finish the sum.
-      const bool b4 = (lane & 16) != 0;
-      float t4[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float send = b4 ? part[j] : part[j + 4];
-        t4[j] = (b4 ? part[j + 4] : part[j]) + __shfl_xor_sync(0xFFFFFFFFu, send, 16);
-      }
-      const bool b3 = (lane & 8) != 0;
-      float t2[2];
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        const float send = b3 ? t4[j] : t4[j + 2];
-        t2[j] = (b3 ? t4[j + 2] : t4[j]) + __shfl_xor_sync(0xFFFFFFFFu, send, 8);
+        const int row = warp * 8 + 2 * t + j;
+        if (row < nrows) {
+          const bool ok = ids[row] >= 0;
+          sc[row * kHeads + g] = ok ? (ce[j] + co[j]) * scale_log2 : kNegInf;
+          if constexpr (kHeads == 16) sc[row * kHeads + g + 8] = ok ? (ce[2 + j] + co[2 + j]) * scale_log2 : kNegInf;
+        }
       }
-      const bool b2 = (lane & 4) != 0;
-      float t1 = (b2 ? t2[1] : t2[0]) + __shfl_xor_sync(0xFFFFFFFFu, b2 ? t2[0] : t2[1], 4);
-      t1 += __shfl_xor_sync(0xFFFFFFFFu, t1, 2);
-      t1 += __shfl_xor_sync(0xFFFFFFFFu, t1, 1);
-      if ((lane & 3) == 0) sc[row * kHeads + 8 * g + (lane >> 2)] = t1 * scale_log2;
     }
     __syncthreads();
 
@@ -242,39 +209,56 @@ __global__ void __launch_bounds__(LeanGeometry::kThreads) small_decode_lean_kern
     }
     __syncthreads();
 
-    // 4. O = O * alpha + P V over the chunk's rows (an invalid row is zeros with P 0).
+    // 4. O = O * alpha + P V: A = P (heads x 16 rows, bf16; rows past the chunk 0), B = V (16 rows
+    // x 8 dims): this lane's rows r0 + 2t, + 1, + 8, + 9 at dim 64w + 8j + g. Invalid rows are
+    // staged as zeros (P 0); rows past the chunk are stale bytes, so their values are selected 0.
+    {
+      const float a_lo = s_a[g];
+      const float a_hi = kHeads == 16 ? s_a[g + 8] : 0.0f;
 #pragma unroll
-    for (int h = 0; h < kHeads; ++h) {
-      const float a = s_a[h];
-      acc[h][0] *= a;
-      acc[h][1] *= a;
-    }
-#ifdef MLAPLAN_LEAN_NO_MATH
-    if (nrows > 0) continue;
-#endif
-#pragma unroll 4
-    for (int row = 0; row < nrows; ++row) {
-      const std::uint8_t* rw = raw + row * L::kRowStride;
-      std::uint32_t two;
-      if (d0 < 448) {
-        two = e4m3x2_to_bf16x2(*reinterpret_cast<const std::uint16_t*>(rw + d0), ue8m0_to_float(rw[576 + (d0 >> 6)]));
-      } else {
-        two = *reinterpret_cast<const std::uint32_t*>(rw + 448 + 2 * (d0 - 448));
+      for (int j = 0; j < 8; ++j) {
+        acc[j][0] *= a_lo;
+        acc[j][1] *= a_lo;
+        acc[j][2] *= a_hi;
+        acc[j][3] *= a_hi;
       }
-      const float v0 = bf16_bits_to_float(two & 0xFFFFu);
-      const float v1 = bf16_bits_to_float(two >> 16);
-      const float4* pr = reinterpret_cast<const float4*>(sc + row * kHeads);
+    }
+    for (int r0 = 0; r0 < nrows; r0 += 16) {
+      auto pval = [&](int h, int row) { return h < kHeads && row < nrows ? sc[row * kHeads + h] : 0.0f; };
+      std::uint32_t pa[4];
+      pa[0] = pack_bf16x2(pval(g, r0 + 2 * t), pval(g, r0 + 2 * t + 1));
+      pa[1] = pack_bf16x2(pval(g + 8, r0 + 2 * t), pval(g + 8, r0 + 2 * t + 1));
+      pa[2] = pack_bf16x2(pval(g, r0 + 8 + 2 * t), pval(g, r0 + 9 + 2 * t));
+      pa[3] = pack_bf16x2(pval(g + 8, r0 + 8 + 2 * t), pval(g + 8, r0 + 9 + 2 * t));
+      int rows[4] = {r0 + 2 * t, r0 + 2 * t + 1, r0 + 8 + 2 * t, r0 + 9 + 2 * t};
+      bool in[4];
+      const std::uint8_t* rp[4];
 #pragma unroll
-      for (int q4 = 0; q4 < kHeads / 4; ++q4) {
-        const float4 pv = pr[q4];
-        acc[4 * q4 + 0][0] = fmaf(pv.x, v0, acc[4 * q4 + 0][0]);
-        acc[4 * q4 + 0][1] = fmaf(pv.x, v1, acc[4 * q4 + 0][1]);
-        acc[4 * q4 + 1][0] = fmaf(pv.y, v0, acc[4 * q4 + 1][0]);
-        acc[4 * q4 + 1][1] = fmaf(pv.y, v1, acc[4 * q4 + 1][1]);
-        acc[4 * q4 + 2][0] = fmaf(pv.z, v0, acc[4 * q4 + 2][0]);
-        acc[4 * q4 + 2][1] = fmaf(pv.z, v1, acc[4 * q4 + 2][1]);
-        acc[4 * q4 + 3][0] = fmaf(pv.w, v0, acc[4 * q4 + 3][0]);
-        acc[4 * q4 + 3][1] = fmaf(pv.w, v1, acc[4 * q4 + 3][1]);
+      for (int i = 0; i < 4; ++i) {
+        in[i] = rows[i] < nrows;
+        rp[i] = raw + (in[i] ? rows[i] : 0) * L::kRowStride;
+      }
+      if (warp < 7) {  // e4m3 dims: one scale byte per row for this warp's 64 dims
+        float scl[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) scl[i] = in[i] ? ue8m0_to_float(rp[i][576 + warp]) : 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int dim = 64 * warp + 8 * j + g;
+          float v[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) v[i] = in[i] ? e4m3_to_float(rp[i][dim]) * scl[i] : 0.0f;
+          mma_bf16_16816(acc[j], pa, pack_bf16x2(v[0], v[1]), pack_bf16x2(v[2], v[3]));
+        }
+      } else {  // bf16 RoPE dims 448..511
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int off = 448 + 2 * (8 * j + g);
+          std::uint32_t u[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) u[i] = in[i] ? *reinterpret_cast<const std::uint16_t*>(rp[i] + off) : 0u;
+          mma_bf16_16816(acc[j], pa, u[0] | (u[1] << 16), u[2] | (u[3] << 16));
+        }
       }
     }
     __syncthreads();  // the next chunk overwrites ids, rows and P
@@ -282,12 +266,21 @@ __global__ void __launch_bounds__(LeanGeometry::kThreads) small_decode_lean_kern
 
   // The partial (normalised by its own sum; zeros and lse -inf when no row was valid).
   const std::int64_t prow = (static_cast<std::int64_t>(r) * pieces + piece) * p.s_q + s;
+  {
+    const float l_lo = s_l[g];
+    const float inv_lo = l_lo > 0.0f ? 1.0f / l_lo : 0.0f;
+    float* o_lo = p.o_accum + (prow * p.h_q + g) * 512 + 64 * warp + 2 * t;
 #pragma unroll
-  for (int h = 0; h < kHeads; ++h) {
-    const float l = s_l[h];
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    *reinterpret_cast<float2*>(p.o_accum + (prow * p.h_q + h) * 512 + d0) =
-        make_float2(acc[h][0] * inv, acc[h][1] * inv);
+    for (int j = 0; j < 8; ++j)
+      *reinterpret_cast<float2*>(o_lo + 8 * j) = make_float2(acc[j][0] * inv_lo, acc[j][1] * inv_lo);
+    if constexpr (kHeads == 16) {
+      const float l_hi = s_l[g + 8];
+      const float inv_hi = l_hi > 0.0f ? 1.0f / l_hi : 0.0f;
+      float* o_hi = o_lo + 8 * 512;
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        *reinterpret_cast<float2*>(o_hi + 8 * j) = make_float2(acc[j][2] * inv_hi, acc[j][3] * inv_hi);
+    }
   }
   if (tid < kHeads) p.lse_accum[prow * p.h_q + tid] = partial_lse(s_l[tid], s_m[tid]);
 }
