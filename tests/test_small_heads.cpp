@@ -123,10 +123,9 @@ TEST_CASE("kernel shapes with TRITON_MLA_SPARSE_DSV41 at TP8 on an H200: 8 heads
       if (s.phase == "decode") {
         ++decode;
         CHECK(s.kernel == "Triton small-head sparse sm90 decode");
-        CHECK(s.note ==
-              "Triton kernels compiled for the shape at start-up (BLOCK_H 16); the " + std::to_string(local) +
-                  " heads unpadded: mla-plan's small-head kernel (small_heads_sm90) runs this shape in verify "
-                  "and bench");
+        CHECK(s.note == "Triton kernels compiled for the shape at start-up (BLOCK_H 16); the " + std::to_string(local) +
+                            " heads unpadded: mla-plan's small-head kernels (small_heads_sm90; small_heads_lean for "
+                            "split_kv at small batches) run this shape in verify and bench");
       } else {
         CHECK(s.note.find("small_heads") == std::string::npos);  // mla-plan has no prefill kernel
       }

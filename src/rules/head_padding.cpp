@@ -16,23 +16,24 @@ namespace {
 // like this:
 //   {"h200", "NVIDIA H200", Family::deepseek_v41, "c1a", 8, 64, 48.1, 20.2, "2026-12-06",
 //    "mla-plan bench configs/deepseek-v4.1-flash.json --tp 8 --batch 1,8,64 --json"},
-// H100 rows: mla-plan's own kernels (unpadded: the warp-specialised small-head kernel,
-// small_heads_sm90, the default on compute capability 9.0; padded: the warp-specialised 64-head
-// kernel in its planned mode), us/call with the scheduler, on a lent H100 80GB HBM3 (the H200
-// could not be started that day), 2026-12-07 09:55, binaries of this source as of 80d394e (the
-// small-head producers' half-row pipeline and integer e4m3 conversion; docs/perf-history.md "v20").
-// The same command on the same machine five minutes earlier, with the kernel before the epilogue
-// commit, gave unpadded 21.6 us at b 8 (23.1 here) and within 0.8 us of these rows elsewhere, padded
-// and unpadded: take them to about 1.5 us.
+// H100 rows: mla-plan's own kernels (unpadded: the small-head kernels as dispatched on compute
+// capability 9.0, i.e. the row-split small_heads_lean for split_kv at b 1 and 8 and the
+// warp-specialised small_heads_sm90 elsewhere; padded: the warp-specialised 64-head kernel in its
+// planned mode), us/call with the scheduler, on a lent H100 80GB HBM3 (no H200 could be started
+// that day), 2026-12-07 16:16, binaries of this source as of the row-split kernel with Q copied by
+// cp.async (docs/perf-history.md "v22"). The same command with the previous source (the
+// warp-specialised kernel at every b) gave 17.7 / 21.6 us unpadded at b 1 / 8 and within 0.5 us of
+// these rows elsewhere, padded and unpadded (15:52); runs of one source differ by up to 1.5 us
+// ("v20", "v21").
 constexpr std::string_view kH100Command =
     "mla-plan bench configs/deepseek-v4.1-flash.json --tp 8 --attention-backend TRITON_MLA_SPARSE_DSV41 --json";
 const std::vector<HeadPaddingMeasurement> kMeasured = {
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 1, 19.3, 18.2, "2026-12-07", kH100Command},
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 8, 27.8, 23.1, "2026-12-07", kH100Command},
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 32, 36.6, 29.5, "2026-12-07", kH100Command},
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 64, 32.7, 38.1, "2026-12-07", kH100Command},
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 128, 44.4, 38.0, "2026-12-07", kH100Command},
-    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 256, 78.1, 66.6, "2026-12-07", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 1, 19.1, 16.2, "2026-12-07", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 8, 28.4, 21.9, "2026-12-07", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 32, 36.5, 29.5, "2026-12-07", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 64, 32.7, 38.3, "2026-12-07", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 128, 44.4, 37.7, "2026-12-07", kH100Command},
+    {"h100", "NVIDIA H100 80GB HBM3", Family::deepseek_v41, "c1a", 8, 256, 77.9, 65.9, "2026-12-07", kH100Command},
 };
 
 std::atomic<const std::vector<HeadPaddingMeasurement>*> g_override{nullptr};

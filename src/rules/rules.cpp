@@ -721,9 +721,9 @@ void judge(KernelShape& s, BackendId b, const ModelConfig& cfg, const Target& ta
     case BackendId::triton_mla_sparse_dsv41:
       s.note = "Triton kernels compiled for the shape at start-up (BLOCK_H 16)";
       if (s.phase == "decode") {
-        s.note +=
-            "; the " + std::to_string(s.kernel_heads) +
-            " heads unpadded: mla-plan's small-head kernel (small_heads_sm90) runs this shape in verify and bench";
+        s.note += "; the " + std::to_string(s.kernel_heads) +
+                  " heads unpadded: mla-plan's small-head kernels (small_heads_sm90; small_heads_lean for split_kv at "
+                  "small batches) run this shape in verify and bench";
       }
       return;
     case BackendId::flashinfer_mla_sparse_sm120:

@@ -73,7 +73,9 @@ struct LeanGeometry {
   static constexpr int scores = raw + kChunk * kRowStride;     ///< [kChunk][h_q] fp32
   static constexpr int ids = scores + kChunk * kMaxHeads * 4;  ///< [kChunk] int32
   static constexpr int stats = ids + kChunk * 4;               ///< m, l, alpha: [kMaxHeads] fp32 each
-  static constexpr int total = stats + 3 * kMaxHeads * 4;
+  static constexpr int kQStride = 1040;  ///< bytes per Q row in shared memory (512 bf16 + 16 B pad: no bank conflicts)
+  static constexpr int q = stats + 3 * kMaxHeads * 4;  ///< [kMaxHeads][kQStride] bf16 Q
+  static constexpr int total = q + kMaxHeads * kQStride;
 };
 void launch_small_decode_lean_584_h8(const DecodeParams& p, const DecodeLaunch& launch);
 void launch_small_decode_lean_584_h16(const DecodeParams& p, const DecodeLaunch& launch);

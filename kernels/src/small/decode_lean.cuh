@@ -11,7 +11,7 @@
 // range one CTA of 256 threads with no pipeline to fill:
 //   1. the range's indices (positions past the request's length or ids outside the cache become
 //      -1), then every valid row's 576 data bytes and 8 scale bytes copied into shared memory at
-//      once (cp.async, all in flight), 64 rows per chunk;
+//      once (cp.async, all in flight), 64 rows per chunk; Q's rows come in with the first chunk;
 //   2. S = Q K^T on tensor cores (mma.sync m16n8k16, bf16 in, fp32 out): warp w takes the chunk's
 //      rows 8w .. 8w + 7 as the N side, the heads as the M side (rows 8..15 of A zero at h_q 8);
 //      Q's A fragments for all 32 k-steps live in registers, K's B fragments are made straight from
@@ -25,6 +25,10 @@
 // once, at most kLeanMaxPieces), applies the sink and writes bf16 out and the natural-log lse.
 
 #include "common/decode_device.cuh"
+
+#ifndef MLAPLAN_LEAN_SKIP
+#define MLAPLAN_LEAN_SKIP 0  // timing experiments only: 1 skips S = Q K^T, 2 skips O += P V
+#endif
 
 namespace mlaplan::kernels::detail {
 
@@ -64,30 +68,40 @@ __global__ void __launch_bounds__(LeanGeometry::kThreads) small_decode_lean_kern
     elen = min(p.extra_topk_length != nullptr ? p.extra_topk_length[r] : p.extra_topk, p.extra_topk);
 
   // Q as the A fragments of every k-step (16 dims): a[0] / a[2] head g, dims 16ks + 2t (+1) / + 8;
-  // a[1] / a[3] head g + 8 (zero at h_q 8). Kept in registers (ptxas would otherwise re-load them
-  // from global memory per use: docs/perf-history.md "v22").
+  // a[1] / a[3] head g + 8 (zero at h_q 8).
   const int g = lane >> 2;
   const int t = lane & 3;
   std::uint32_t qa[32][4];
   {
-    const std::uint16_t* q0 = p.q + (bs * p.h_q + g) * 512 + 2 * t;
+    // Q's rows copied into shared memory with the first chunk's rows (one wait for both), so that
+    // their latency overlaps the index and row loads; the fragments are read after that wait.
+    std::uint8_t* sq = smem + L::q;
+    const std::uint8_t* gq = reinterpret_cast<const std::uint8_t*>(p.q + bs * p.h_q * 512);
+    for (int i = tid; i < kHeads * 64; i += L::kThreads)
+      cp_async_16(sq + (i >> 6) * L::kQStride + 16 * (i & 63), gq + 16 * i);
+    cp_async_commit();
+  }
+  bool q_ready = false;
+  auto load_q = [&] {
+    const std::uint8_t* sq = smem + L::q + g * L::kQStride + 4 * t;
 #pragma unroll
     for (int ks = 0; ks < 32; ++ks) {
-      qa[ks][0] = __ldg(reinterpret_cast<const unsigned int*>(q0 + 16 * ks));
-      qa[ks][2] = __ldg(reinterpret_cast<const unsigned int*>(q0 + 16 * ks + 8));
+      qa[ks][0] = *reinterpret_cast<const std::uint32_t*>(sq + 32 * ks);
+      qa[ks][2] = *reinterpret_cast<const std::uint32_t*>(sq + 32 * ks + 16);
       if constexpr (kHeads == 16) {
-        qa[ks][1] = __ldg(reinterpret_cast<const unsigned int*>(q0 + 8 * 512 + 16 * ks));
-        qa[ks][3] = __ldg(reinterpret_cast<const unsigned int*>(q0 + 8 * 512 + 16 * ks + 8));
+        qa[ks][1] = *reinterpret_cast<const std::uint32_t*>(sq + 8 * L::kQStride + 32 * ks);
+        qa[ks][3] = *reinterpret_cast<const std::uint32_t*>(sq + 8 * L::kQStride + 32 * ks + 16);
       } else {
         qa[ks][1] = qa[ks][3] = 0u;
       }
     }
+    // Kept in registers from here (ptxas would otherwise re-read them per use).
 #pragma unroll
     for (int ks = 0; ks < 32; ++ks) {
       asm volatile("" : "+r"(qa[ks][0]), "+r"(qa[ks][2]));
       if constexpr (kHeads == 16) asm volatile("" : "+r"(qa[ks][1]), "+r"(qa[ks][3]));
     }
-  }
+  };
 
   // O: n8 tile j of this warp's 64 dims: [0] / [1] head g, dims 64w + 8j + 2t (+1); [2] / [3] head g + 8.
   float acc[8][4];
@@ -147,10 +161,27 @@ __global__ void __launch_bounds__(LeanGeometry::kThreads) small_decode_lean_kern
     cp_async_commit();
     cp_async_wait_all();
     __syncthreads();
+    if (!q_ready) {
+      load_q();
+      q_ready = true;
+    }
 
     // 2. S = Q K^T, log2 domain: warp w, rows 8w .. 8w + 7; this lane's B row is 8w + g. Two
     // accumulators (even and odd k-steps) halve the chain of dependent MMAs.
+#if MLAPLAN_LEAN_SKIP == 1  // timing experiment only: no S = Q K^T (wrong results)
     if (warp * 8 < nrows) {
+      for (int j = 0; j < 2; ++j) {
+        const int row = warp * 8 + 2 * t + j;
+        if (row < nrows) {
+          sc[row * kHeads + g] = ids[row] >= 0 ? 0.0f : kNegInf;
+          if constexpr (kHeads == 16) sc[row * kHeads + g + 8] = ids[row] >= 0 ? 0.0f : kNegInf;
+        }
+      }
+    }
+    if (false) {
+#else
+    if (warp * 8 < nrows) {
+#endif
       const std::uint8_t* rw = raw + (warp * 8 + g) * L::kRowStride;
       float ce[4] = {0.0f, 0.0f, 0.0f, 0.0f};
       float co[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -223,7 +254,11 @@ __global__ void __launch_bounds__(LeanGeometry::kThreads) small_decode_lean_kern
         acc[j][3] *= a_hi;
       }
     }
+#if MLAPLAN_LEAN_SKIP == 2  // timing experiment only: no O += P V (wrong results)
+    for (int r0 = 0; r0 < 0; r0 += 16) {
+#else
     for (int r0 = 0; r0 < nrows; r0 += 16) {
+#endif
       auto pval = [&](int h, int row) { return h < kHeads && row < nrows ? sc[row * kHeads + h] : 0.0f; };
       std::uint32_t pa[4];
       pa[0] = pack_bf16x2(pval(g, r0 + 2 * t), pval(g, r0 + 2 * t + 1));
