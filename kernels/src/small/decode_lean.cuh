@@ -26,10 +26,6 @@
 
 #include "common/decode_device.cuh"
 
-#ifndef MLAPLAN_LEAN_SKIP
-#define MLAPLAN_LEAN_SKIP 0  // timing experiments only: 1 skips S = Q K^T, 2 skips O += P V
-#endif
-
 namespace mlaplan::kernels::detail {
 
 template <bool kHasExtra, int kHeads>
@@ -168,20 +164,7 @@ __global__ void __launch_bounds__(LeanGeometry::kThreads) small_decode_lean_kern
 
     // 2. S = Q K^T, log2 domain: warp w, rows 8w .. 8w + 7; this lane's B row is 8w + g. Two
     // accumulators (even and odd k-steps) halve the chain of dependent MMAs.
-#if MLAPLAN_LEAN_SKIP == 1  // timing experiment only: no S = Q K^T (wrong results)
     if (warp * 8 < nrows) {
-      for (int j = 0; j < 2; ++j) {
-        const int row = warp * 8 + 2 * t + j;
-        if (row < nrows) {
-          sc[row * kHeads + g] = ids[row] >= 0 ? 0.0f : kNegInf;
-          if constexpr (kHeads == 16) sc[row * kHeads + g + 8] = ids[row] >= 0 ? 0.0f : kNegInf;
-        }
-      }
-    }
-    if (false) {
-#else
-    if (warp * 8 < nrows) {
-#endif
       const std::uint8_t* rw = raw + (warp * 8 + g) * L::kRowStride;
       float ce[4] = {0.0f, 0.0f, 0.0f, 0.0f};
       float co[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -254,11 +237,7 @@ __global__ void __launch_bounds__(LeanGeometry::kThreads) small_decode_lean_kern
         acc[j][3] *= a_hi;
       }
     }
-#if MLAPLAN_LEAN_SKIP == 2  // timing experiment only: no O += P V (wrong results)
-    for (int r0 = 0; r0 < 0; r0 += 16) {
-#else
     for (int r0 = 0; r0 < nrows; r0 += 16) {
-#endif
       auto pval = [&](int h, int row) { return h < kHeads && row < nrows ? sc[row * kHeads + h] : 0.0f; };
       std::uint32_t pa[4];
       pa[0] = pack_bf16x2(pval(g, r0 + 2 * t), pval(g, r0 + 2 * t + 1));
