@@ -286,6 +286,11 @@ std::string DecodeLaunch::describe() const {
   return s;
 }
 
+std::optional<DecodeKernel> forced_kernel_for_mode(std::optional<DecodeKernel> forced, DecodeMode mode) {
+  if (forced == DecodeKernel::small_heads_lean && mode != DecodeMode::split_kv) return std::nullopt;
+  return forced;
+}
+
 int lean_pieces(const DecodeParams& p) {
   if (p.mode != DecodeMode::split_kv || !small_head_count(p.h_q) || p.b < 1 || p.num_sm_parts < 1) return 0;
   if (p.main.format != RowFormat::fp8_ds_mla_584 || (p.has_extra && p.extra.format != RowFormat::fp8_ds_mla_584)) {

@@ -417,6 +417,14 @@ TEST_CASE("plan_decode_launch: the row-split small-head kernel at small batches"
       }
     }
   }
+  // A benchmark's forced kernel per mode: the row-split one in split_kv only, the others as given.
+  CHECK(mk::forced_kernel_for_mode(mk::DecodeKernel::small_heads_lean, DecodeMode::split_kv) ==
+        mk::DecodeKernel::small_heads_lean);
+  CHECK_FALSE(mk::forced_kernel_for_mode(mk::DecodeKernel::small_heads_lean, DecodeMode::one_pass).has_value());
+  CHECK_FALSE(mk::forced_kernel_for_mode(mk::DecodeKernel::small_heads_lean, DecodeMode::cluster_split).has_value());
+  CHECK(mk::forced_kernel_for_mode(mk::DecodeKernel::small_heads_sm90, DecodeMode::one_pass) ==
+        mk::DecodeKernel::small_heads_sm90);
+  CHECK_FALSE(mk::forced_kernel_for_mode(std::nullopt, DecodeMode::split_kv).has_value());
   // A 64-head shape never takes it, even forced.
   auto p64 = params(DecodeMode::split_kv, 1, 64, true);
   CHECK(mk::lean_pieces(p64) == 0);

@@ -172,9 +172,7 @@ int sxs_decode(int mode, int b, int s_q, int h_q, const void* q, const void* mai
     p.lse_accum = lse_accum;
     p.stream = stream;
     if (!forced_kernel(p.force.kernel)) return 1;
-    // The row-split kernel is a split_kv path only: forced, the other modes run as dispatched.
-    if (p.force.kernel == mk::DecodeKernel::small_heads_lean && p.mode != mk::DecodeMode::split_kv)
-      p.force.kernel.reset();
+    p.force.kernel = mk::forced_kernel_for_mode(p.force.kernel, p.mode);
     const mk::DecodeLaunch L = mk::sparse_decode(p);
     copy_text(L.describe() + (L.fallback.empty() ? "" : " [" + L.fallback + "]"), describe, describe_cap);
     return 0;

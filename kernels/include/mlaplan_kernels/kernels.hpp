@@ -260,6 +260,11 @@ std::optional<DecodeKernel> decode_kernel_named(std::string_view name);
 inline constexpr std::string_view kDecodeKernelNames =
     "generic, sm90_ws, small_heads, small_heads_sm90 or small_heads_lean";
 
+/// A kernel a benchmark forces on every call (MLAPLAN_BENCH_KERNEL, MLAPLAN_SXS_KERNEL) as it
+/// applies to a call in `mode`: small_heads_lean has split_kv only, so the other modes run as
+/// dispatched (nullopt); any other kernel applies as given.
+std::optional<DecodeKernel> forced_kernel_for_mode(std::optional<DecodeKernel> forced, DecodeMode mode);
+
 /// An explicit choice of path, for tests and benchmarks; callers leave it default and the rule of
 /// plan_decode_launch() decides.
 struct DecodeForce {

@@ -204,12 +204,9 @@ DecodeBenchResult bench_decode(const DecodeBenchShape& sh, const DecodeBenchOpti
   p.lse = d_lse.as<float>();
   p.o_accum = d_oacc.as<float>();
   p.lse_accum = d_lacc.as<float>();
-  // The row-split small-head kernel is a split_kv path only: forced, it runs the split_kv timings and
-  // the other modes run as dispatched.
   auto set_mode = [&](DecodeMode m) {
     p.mode = m;
-    p.force.kernel =
-        opt.kernel == DecodeKernel::small_heads_lean && m != DecodeMode::split_kv ? std::nullopt : opt.kernel;
+    p.force.kernel = forced_kernel_for_mode(opt.kernel, m);
   };
 
   DecodeBenchResult r;
