@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <utility>
 
 #include "common/cuda_check.hpp"
 #include "common/formats.cuh"
@@ -124,6 +125,26 @@ void launch_decode_grid(Kernel* kernel, const DecodeParams& p, const DecodeLaunc
   cfg.attrs = attr;
   cfg.numAttrs = n;
   MLAPLAN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p));
+  MLAPLAN_CUDA_CHECK_LAUNCH(what);
+}
+
+/// Launches a merge kernel (the combines) as a programmatic dependent of the decode kernel before
+/// it in p.stream: its launch overlaps the decode's tail instead of following its completion, and
+/// the kernel's griddepcontrol.wait keeps the data dependency. Grid, block and shared memory of d.
+template <class... Params, class... Args>
+void launch_programmatic(void (*kernel)(Params...), const LaunchDims& d, void* stream, const char* what,
+                         Args&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(d.grid_x, d.grid_y, d.grid_z);
+  cfg.blockDim = dim3(d.block);
+  cfg.dynamicSmemBytes = d.smem_bytes;
+  cfg.stream = static_cast<cudaStream_t>(stream);
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  MLAPLAN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
   MLAPLAN_CUDA_CHECK_LAUNCH(what);
 }
 

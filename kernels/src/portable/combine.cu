@@ -136,20 +136,7 @@ __global__ void __launch_bounds__(128) combine_kernel(const DecodeParams p) {
 }  // namespace
 
 void launch_combine(const DecodeParams& p, const LaunchDims& d) {
-  // Programmatic dependent launch: the combine's launch overlaps the decode kernel's tail instead
-  // of following its completion; the kernel's griddepcontrol.wait keeps the data dependency.
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(d.grid_x, d.grid_y, d.grid_z);
-  cfg.blockDim = dim3(d.block);
-  cfg.dynamicSmemBytes = d.smem_bytes;
-  cfg.stream = static_cast<cudaStream_t>(p.stream);
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  MLAPLAN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, combine_kernel, p));
-  MLAPLAN_CUDA_CHECK_LAUNCH("combine_kernel (programmatic dependent launch)");
+  launch_programmatic(combine_kernel, d, p.stream, "combine_kernel (programmatic dependent launch)", p);
 }
 
 }  // namespace mlaplan::kernels::detail

@@ -75,19 +75,13 @@ __global__ void __launch_bounds__(128) combine_lean_kernel(const DecodeParams p,
 }  // namespace
 
 void launch_combine_lean(const DecodeParams& p, int pieces) {
-  // A programmatic dependent of the decode kernel, as launch_combine.
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(p.b), static_cast<unsigned>(p.s_q), static_cast<unsigned>(p.h_q));
-  cfg.blockDim = dim3(128);
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = static_cast<cudaStream_t>(p.stream);
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  MLAPLAN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, combine_lean_kernel, p, pieces));
-  MLAPLAN_CUDA_CHECK_LAUNCH("combine_lean_kernel<<<...>>>");
+  LaunchDims d;
+  d.grid_x = static_cast<unsigned>(p.b);
+  d.grid_y = static_cast<unsigned>(p.s_q);
+  d.grid_z = static_cast<unsigned>(p.h_q);
+  d.block = 128;
+  launch_programmatic(combine_lean_kernel, d, p.stream, "combine_lean_kernel (programmatic dependent launch)", p,
+                      pieces);
 }
 
 }  // namespace mlaplan::kernels::detail
