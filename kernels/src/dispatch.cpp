@@ -279,7 +279,7 @@ std::string DecodeLaunch::describe() const {
   s += ", grid " + std::to_string(dims.grid_x) + "x" + std::to_string(dims.grid_y) + "x" + std::to_string(dims.grid_z);
   if (dims.cluster_x > 1) s += ", cluster " + std::to_string(dims.cluster_x) + " CTAs per request";
   if (pair) s += ", 2-CTA pair";
-  if (pieces > 0) s += ", " + std::to_string(pieces) + " pieces per request";
+  if (pieces > 0) s += ", " + std::to_string(pieces) + (pieces == 1 ? " piece" : " pieces") + " per request";
   s += ", " + std::to_string(dims.block) + " threads";
   if (pdl) s += ", PDL";
   if (combine) s += ", combine";
@@ -301,7 +301,7 @@ int lean_pieces(const DecodeParams& p) {
   const std::int64_t by_scratch = (static_cast<std::int64_t>(p.b) + p.num_sm_parts) / p.b;
   const std::int64_t by_rows = (n + detail::kLeanMinRows - 1) / detail::kLeanMinRows;
   const std::int64_t s = std::min<std::int64_t>({detail::kLeanMaxPieces, by_scratch, by_rows});
-  return s >= 2 ? static_cast<int>(s) : 0;
+  return s >= 1 ? static_cast<int>(s) : 0;
 }
 
 bool lean_by_default(const DecodeParams& p, int pieces) {
@@ -327,11 +327,10 @@ DecodeLaunch plan_decode_launch(const DecodeParams& p, const DecodeDevice& dev) 
     const bool ws_small = e.launch_small_ws != nullptr && sm90a;
     const int pieces = e.launch_lean_h8 != nullptr ? lean_pieces(p) : 0;
     if (p.force.kernel == DecodeKernel::small_heads_lean) {
-      if (pieces < 2) {
+      if (pieces < 1) {
         throw_unsupported(
             "decode: the small_heads_lean kernel runs split_kv on fp8_ds_mla_584 rows (alone or + 584) "
-            "with room for 2 or more pieces per request in o_accum (b + num_sm_parts >= 2 b); asked "
-            "for " +
+            "with num_sm_parts >= 1; asked for " +
             std::string(to_string(p.mode)) + ", " + variant_name(e.variant) + ", b " + std::to_string(p.b) +
             ", num_sm_parts " + std::to_string(p.num_sm_parts));
       }

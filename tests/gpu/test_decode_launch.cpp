@@ -372,7 +372,7 @@ TEST_CASE("plan_decode_launch: the row-split small-head kernel at small batches"
         CHECK(l.dims.grid_y == 1);
         CHECK(l.dims.grid_z == static_cast<unsigned>(b));
         CHECK(l.dims.block == 256);
-        CHECK(l.dims.smem_bytes < 64u * 1024u);
+        CHECK(2 * l.dims.smem_bytes <= 227u * 1024u);  // two CTAs an SM
         CHECK(l.combine);
         CHECK(l.pdl);
         CHECK(l.describe() == "small_heads_lean split_kv, grid 16x1x" + std::to_string(b) +
@@ -399,9 +399,17 @@ TEST_CASE("plan_decode_launch: the row-split small-head kernel at small batches"
     CHECK_FALSE(mk::plan_decode_launch(p1, device(9, 0, 132)).pdl);
     // Fewer positions: at least 16 per piece (128 + 0: 8 pieces).
     CHECK(mk::lean_pieces(params(DecodeMode::split_kv, 1, h, false)) == 8);
-    // Where it does not run: one_pass, b 200 (no room for 2 partials a request: 332 / 200 = 1),
-    // V3.2's 656-byte rows; forced there it is refused with the reason.
-    for (auto q : {params(DecodeMode::one_pass, 1, h, true), params(DecodeMode::split_kv, 200, h, true),
+    // b 200: room for one partial a request (332 / 200 = 1): one piece of 640 positions (ten
+    // chunks), not the default; forced, it runs.
+    auto p200 = params(DecodeMode::split_kv, 200, h, true);
+    CHECK(mk::lean_pieces(p200) == 1);
+    CHECK(mk::plan_decode_launch(p200, device(9, 0, 132)).kernel == mk::DecodeKernel::small_heads_sm90);
+    p200.force.kernel = mk::DecodeKernel::small_heads_lean;
+    CHECK(mk::plan_decode_launch(p200, device(9, 0, 132)).describe() ==
+          "small_heads_lean split_kv, grid 1x1x200, 1 piece per request, 256 threads, PDL, combine");
+    // Where it does not run: one_pass, V3.2's 656-byte rows; forced there it is refused with the
+    // reason.
+    for (auto q : {params(DecodeMode::one_pass, 1, h, true),
                    params(DecodeMode::split_kv, 1, h, false, mk::RowFormat::fp8_ds_mla_656)}) {
       if (q.main.format == mk::RowFormat::fp8_ds_mla_656) q.d_qk = 576;
       CHECK(mk::lean_pieces(q) == 0);

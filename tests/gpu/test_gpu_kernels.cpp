@@ -455,7 +455,7 @@ DecodeResult run_decode_case(const DecodeCase& c) {
     forces.push_back({"portable small-head kernel", mk::DecodeForce{mk::DecodeKernel::small_heads, 0, 0, false}});
   }
   if ((launched.kernel == mk::DecodeKernel::small_heads_sm90 || launched.kernel == mk::DecodeKernel::small_heads) &&
-      mk::lean_pieces(p) >= 2) {
+      mk::lean_pieces(p) >= 1) {
     // The row-split kernel where it can run but is not the default (more than 64 positions a piece).
     forces.push_back({"row-split small-head kernel", mk::DecodeForce{mk::DecodeKernel::small_heads_lean, 0, 0, false}});
   }

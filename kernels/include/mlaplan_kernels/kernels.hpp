@@ -367,8 +367,8 @@ struct DecodeLaunch {
 };
 
 /// The row-split small-head kernel's pieces (CTAs, partials) per request for `p`: min(16, (b +
-/// num_sm_parts) / b, ceil((topk + extra_topk) / 16)), or 0 where it does not run (not split_kv, not
-/// h_q 8 / 16, rows other than fp8_ds_mla_584, fewer than 2 pieces).
+/// num_sm_parts) / b, ceil((topk + extra_topk) / 16)), at least 1, or 0 where it does not run (not
+/// split_kv, not h_q 8 / 16, rows other than fp8_ds_mla_584, b or num_sm_parts below 1).
 int lean_pieces(const DecodeParams& p);
 /// Index positions per piece at or below which the row-split kernel is the default split_kv path of
 /// the small-head shapes (docs/kernels.md "The row-split small-head kernel").

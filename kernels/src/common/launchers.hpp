@@ -66,16 +66,21 @@ struct LeanGeometry {
   static constexpr int kThreads = 256;
   static constexpr int kWarps = kThreads / 32;
   static constexpr int kChunk = 64;       ///< rows staged at once
+  static constexpr int kStages = 2;       ///< chunk buffers: the next chunk's rows load while one is computed
   static constexpr int kUnits = 37;       ///< copies per row: 36 x 16 data bytes, 1 x 8 scale bytes
   static constexpr int kRowStride = 592;  ///< 576 data + 8 scale bytes, padded to 16
   static constexpr int kMaxHeads = 16;
-  static constexpr int raw = 0;
-  static constexpr int scores = raw + kChunk * kRowStride;     ///< [kChunk][h_q] fp32
-  static constexpr int ids = scores + kChunk * kMaxHeads * 4;  ///< [kChunk] int32
-  static constexpr int stats = ids + kChunk * 4;               ///< m, l, alpha: [kMaxHeads] fp32 each
+  static constexpr int raw = 0;                                       ///< [kStages][kChunk][kRowStride] staged rows
+  static constexpr int scores = raw + kStages * kChunk * kRowStride;  ///< [kChunk][h_q] fp32
+  static constexpr int ids = scores + kChunk * kMaxHeads * 4;         ///< [kStages][kChunk] int32
+  static constexpr int src = ids + kStages * kChunk * 4;              ///< [kStages][kChunk] row data address (8 B)
+  static constexpr int scl = src + kStages * kChunk * 8;              ///< [kStages][kChunk] row scale address (8 B)
+  static constexpr int stats = scl + kStages * kChunk * 8;            ///< m, l, alpha: [kMaxHeads] fp32 each
   static constexpr int kQStride = 1040;  ///< bytes per Q row in shared memory (512 bf16 + 16 B pad: no bank conflicts)
   static constexpr int q = stats + 3 * kMaxHeads * 4;  ///< [kMaxHeads][kQStride] bf16 Q
   static constexpr int total = q + kMaxHeads * kQStride;
+  static_assert(src % 8 == 0 && q % 16 == 0, "aligned arrays");
+  static_assert(2 * total <= 227 * 1024, "two CTAs an SM");
 };
 void launch_small_decode_lean_584_h8(const DecodeParams& p, const DecodeLaunch& launch);
 void launch_small_decode_lean_584_h16(const DecodeParams& p, const DecodeLaunch& launch);
