@@ -24,6 +24,10 @@
 #                                call costs before its work: one to three empty kernels chained as
 #                                the decode's are, and a split decode's chain (index, row, partial,
 #                                merge) with the merge in the kernel or in a second one.
+#   scripts/gpu-check.sh compare OLD NEW [H_Q:B[:KERNEL] ...]
+#                                on the GPU machine: two builds of mlaplan_kernel_bench alternating
+#                                row by row (COMPARE_ROUNDS rounds, default 2; COMPARE_REPLAYS
+#                                replays, default 40), each row's us per call and new / old.
 #   scripts/gpu-check.sh trace [H_Q B]
 #                                on the GPU machine: the per-block timelines of the warp-specialised
 #                                kernels (docs/kernels.md "Per-block timelines") at h_q H_Q, batch B
@@ -221,8 +225,49 @@ gather)
   fi
   timeout 120 "$build/carry/gather_probe" "${2:-256}"
   ;;
+compare)
+  # Two builds of the kernel benchmark on the same GPU in one call, alternating per row so that
+  # clock and thermal drift fall on both: scripts/gpu-check.sh compare OLD NEW [ROW ...], a ROW
+  # being H_Q:B (B may end in v: variable lengths) or H_Q:B:KERNEL (MLAPLAN_BENCH_KERNEL for both).
+  # Prints each run's us per call (the benchmark's planned-mode median) and new / old per row.
+  old_bin=${2:?"usage: $0 compare OLD NEW [H_Q:B[:KERNEL] ...]"}
+  new_bin=${3:?"usage: $0 compare OLD NEW [H_Q:B[:KERNEL] ...]"}
+  shift 3
+  rows=("$@")
+  [ ${#rows[@]} -gt 0 ] || rows=(8:1 8:8 16:1 16:8)
+  for x in "$old_bin" "$new_bin"; do
+    [ -x "$x" ] || { echo "gpu-check compare: $x is not an executable" >&2; exit 2; }
+  done
+  bench_us() {  # BIN H_Q B KERNEL -> the row's us/call (column 7), or "-" when it did not run
+    local line
+    line=$(MLAPLAN_BENCH_KERNEL="$4" timeout 60 "$1" "${COMPARE_REPLAYS:-40}" "$2" "$3" 2>&1 | tail -1)
+    awk '{ if (NF >= 14 && $7 ~ /^[0-9.]+$/) print $7; else print "-" }' <<<"$line"
+  }
+  printf "%-24s %-24s %-24s %s\n" "row" "old us (each round)" "new us (each round)" "new / old (medians)"
+  for row in "${rows[@]}"; do
+    IFS=: read -r h b k <<<"$row"
+    o=() n=()
+    for ((i = 0; i < ${COMPARE_ROUNDS:-2}; ++i)); do
+      o+=("$(bench_us "$old_bin" "$h" "$b" "${k:-}")")
+      n+=("$(bench_us "$new_bin" "$h" "$b" "${k:-}")")
+    done
+    ratio=$(printf "%s\n" "${o[@]}" "--" "${n[@]}" | awk '
+      BEGIN { side = 0 }
+      $0 == "--" { side = 1; next }
+      $0 == "-" { bad = 1; next }
+      { v[side, c[side]++] = $0 }
+      function med(s,   i, j, t, m) {
+        for (i = 0; i < c[s]; ++i) a[i] = v[s, i]
+        for (i = 0; i < c[s]; ++i) for (j = i + 1; j < c[s]; ++j) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+        m = c[s] % 2 ? a[int(c[s] / 2)] : (a[c[s] / 2 - 1] + a[c[s] / 2]) / 2
+        return m
+      }
+      END { if (bad || !c[0] || !c[1]) print "-"; else printf "%.3f\n", med(1) / med(0) }')
+    printf "%-24s %-24s %-24s %s\n" "$row" "${o[*]}" "${n[*]}" "$ratio"
+  done
+  ;;
 *)
-  echo "usage: $0 build|run|sanitize [FILTER]|trace [H_Q B]|gather [B]|launch [S]" >&2
+  echo "usage: $0 build|run|sanitize [FILTER]|trace [H_Q B]|gather [B]|launch [S]|compare OLD NEW [ROW ...]" >&2
   exit 2
   ;;
 esac
