@@ -24,7 +24,8 @@ namespace {
 // cp.async (docs/perf-history.md "v22"). The same command with the previous source (the
 // warp-specialised kernel at every b) gave 17.7 / 21.6 us unpadded at b 1 / 8 and within 0.5 us of
 // these rows elsewhere, padded and unpadded (15:52); runs of one source differ by up to 1.5 us
-// ("v20", "v21").
+// ("v20", "v21"). Not re-measured since the row-split kernel got two stages ("v23": 10-12% faster
+// at b 1 / 8 in the kernel benchmark), so the b 1 / 8 unpadded rows are this source's upper bound.
 constexpr std::string_view kH100Command =
     "mla-plan bench configs/deepseek-v4.1-flash.json --tp 8 --attention-backend TRITON_MLA_SPARSE_DSV41 --json";
 const std::vector<HeadPaddingMeasurement> kMeasured = {
