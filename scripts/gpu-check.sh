@@ -243,6 +243,7 @@ compare)
     line=$(MLAPLAN_BENCH_KERNEL="$4" timeout 60 "$1" "${COMPARE_REPLAYS:-40}" "$2" "$3" 2>&1 | tail -1)
     awk '{ if (NF >= 14 && $7 ~ /^[0-9.]+$/) print $7; else print "-" }' <<<"$line"
   }
+  median() { printf "%s\n" "$@" | sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
   printf "%-24s %-24s %-24s %s\n" "row" "old us (each round)" "new us (each round)" "new / old (medians)"
   for row in "${rows[@]}"; do
     IFS=: read -r h b k <<<"$row"
@@ -251,18 +252,10 @@ compare)
       o+=("$(bench_us "$old_bin" "$h" "$b" "${k:-}")")
       n+=("$(bench_us "$new_bin" "$h" "$b" "${k:-}")")
     done
-    ratio=$(printf "%s\n" "${o[@]}" "--" "${n[@]}" | awk '
-      BEGIN { side = 0 }
-      $0 == "--" { side = 1; next }
-      $0 == "-" { bad = 1; next }
-      { v[side, c[side]++] = $0 }
-      function med(s,   i, j, t, m) {
-        for (i = 0; i < c[s]; ++i) a[i] = v[s, i]
-        for (i = 0; i < c[s]; ++i) for (j = i + 1; j < c[s]; ++j) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-        m = c[s] % 2 ? a[int(c[s] / 2)] : (a[c[s] / 2 - 1] + a[c[s] / 2]) / 2
-        return m
-      }
-      END { if (bad || !c[0] || !c[1]) print "-"; else printf "%.3f\n", med(1) / med(0) }')
+    ratio=-
+    if [[ " ${o[*]} ${n[*]} " != *" - "* ]]; then
+      ratio=$(awk -v n="$(median "${n[@]}")" -v o="$(median "${o[@]}")" 'BEGIN { printf "%.3f", n / o }')
+    fi
     printf "%-24s %-24s %-24s %s\n" "$row" "${o[*]}" "${n[*]}" "$ratio"
   done
   ;;
