@@ -95,6 +95,35 @@ TEST_CASE("sglang: the default mem_fraction_static of memory_hook.py's worked ex
   CHECK(sglang_default_fraction(81559, 1, 1, 1, h100).reserve_mib == 10240);
 }
 
+TEST_CASE("sglang: the reserve with graphs or chunked prefill off", "[sglang]") {
+  // reserve_for_graph_mb (memory_hook.py): --disable-cuda-graph drops the decode graphs' 2 x max_bs
+  // and, in the newest resolver, the prefill graphs' 1,536; DP attention's term stays.
+  SglangOptions off;
+  off.disable_cuda_graph = true;
+  const SglangFraction f = sglang_default_fraction(143156, 8, 1, 1, off);
+  CHECK(f.reserve_mib == 512 + 12288 + 1024);
+  CHECK(f.fraction == Approx(0.903));
+  off.enable_dp_attention = true;
+  const SglangFraction dp = sglang_default_fraction(143156, 8, 1, 8, off);
+  CHECK(dp.reserve_mib == 512 + 12288 + 1024 + 512 * 8 * 3 + 512 * 8 * 3 / 2);
+  CHECK(dp.fraction == Approx(0.775));
+  // --disable-piecewise-cuda-graph: the prefill graphs alone.
+  SglangOptions piecewise;
+  piecewise.disable_piecewise_cuda_graph = true;
+  CHECK(sglang_default_fraction(143156, 8, 1, 1, piecewise).reserve_mib == 16384 - 1536);
+  // Chunked prefill off: the activations scale with max(max_prefill_tokens, 2048).
+  SglangOptions unchunked;
+  unchunked.chunked_prefill_size = -1;
+  const SglangFraction u = sglang_default_fraction(143156, 8, 1, 1, unchunked);
+  CHECK(u.chunked_prefill_size == -1);
+  CHECK(u.reserve_mib == 16384 - 12288 + 24576);
+  CHECK(u.fraction == Approx(0.8));
+  unchunked.max_prefill_tokens = 4096;  // 512 + 6,144 + 1,024 + 1,024 + 1,536 = 10,240
+  CHECK(sglang_default_fraction(143156, 8, 1, 1, unchunked).reserve_mib == 10240);
+  unchunked.max_prefill_tokens = 8192;
+  CHECK(sglang_default_fraction(143156, 8, 1, 1, unchunked).reserve_mib == 16384);
+}
+
 TEST_CASE("sglang: S1, V4-Flash-Base on 8 x H20 with a G1 build, to the token", "[sglang]") {
   SglangOptions o;
   o.generation = "G1";
@@ -468,4 +497,36 @@ TEST_CASE("sglang CLI: --from-log compares a real log with the model and plans w
       run({"plan", kCliV4, "--engine", "sglang", "--from-log", std::string(MLAPLAN_SOURCE_DIR) + "/README.md"});
   CHECK(bad.code == 1);
   CHECK(bad.err.find("--from-log") != std::string::npos);
+}
+
+TEST_CASE("sglang: more draft tokens than V4's compressor-state rings serve do not start", "[sglang][cli]") {
+  // _assert_ring_serves_draft_tokens (G2, G3): the speculative c4 ring (16) serves 16 - 8 + 2 = 10.
+  const std::vector<std::string> eagle = {"plan",
+                                          kCliV4,
+                                          "--engine",
+                                          "sglang",
+                                          "--gpu",
+                                          "h200",
+                                          "--tp",
+                                          "8",
+                                          "--speculative-algorithm",
+                                          "EAGLE",
+                                          "--speculative-num-steps"};
+  auto with = [&](const std::string& steps, const std::string& drafts) {
+    std::vector<std::string> a = eagle;
+    a.insert(a.end(), {steps, "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", drafts});
+    return run(a);
+  };
+  const Run over = with("11", "12");
+  CHECK(over.code == 4);
+  CHECK_THAT(over.err, Catch::Contains("SGLang does not start: AssertionError: speculative_num_draft_tokens=12 exceeds "
+                                       "what the c4 compress state ring can keep resident (ring_size=16 serves at "
+                                       "most 10 draft tokens). Lower the draft count, or grow the ring in "
+                                       "get_compress_state_ring_size()."));
+  CHECK(with("9", "10").code == 0);
+  // G1 has no such assertion.
+  std::vector<std::string> g1 = eagle;
+  g1.insert(g1.end(),
+            {"11", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "12", "--sglang-version", "G1"});
+  CHECK(run(g1).err.find("compress state ring") == std::string::npos);
 }

@@ -282,11 +282,14 @@ TEST_CASE("sglang serve: unknown flags, missing values and MODEL are usage error
       "mla-plan python: only `python -m sglang.launch_server [SGLang flags]` is understood, not "
       "'-m vllm.entrypoints.openai.api_server'");
   bad({"python3"}, "mla-plan python3: only `python3 -m sglang.launch_server [SGLang flags]` is understood");
-  // A negative number is a value, as argparse takes it: chunked prefill off is said, not planned.
+  // A negative number is a value, as argparse takes it: chunked prefill off (-1), planned as SGLang
+  // sizes it (activations by max_prefill_tokens, the SWA pool in ratio mode).
   const auto in = translate({kV41, "--chunked-prefill-size", "-1"});
-  CHECK(in.plan_args == Args{kV41, "--engine", "sglang", "--tensor-parallel-size", "1"});
-  CHECK(in.not_modelled ==
-        Args{"--chunked-prefill-size -1 (changes the prefill workspace (chunked prefill disabled))"});
+  CHECK(in.plan_args ==
+        Args{kV41, "--engine", "sglang", "--tensor-parallel-size", "1", "--chunked-prefill-size", "-1"});
+  CHECK(in.not_modelled.empty());
+  CHECK(translate({kV41, "--chunked-prefill-size=-5"}).plan_args ==
+        Args{kV41, "--engine", "sglang", "--tensor-parallel-size", "1", "--chunked-prefill-size", "-1"});
   // --help: the usage of both forms and plan's flags.
   for (const Args& help : {Args{"sglang", "serve", "--help"}, Args{"python3", "-m", "sglang.launch_server", "-h"}}) {
     const Run h = run(help);

@@ -238,7 +238,8 @@ const Flag kFlags[] = {
     {"--enable-mixed-chunk", Kind::ignore_bool}, {"--enable-dp-lm-head", Kind::ignore_bool},
     {"--enable-single-batch-overlap", Kind::ignore_bool}, {"--tbo-token-distribution-threshold", Kind::ignore},
     {"--enable-torch-compile", Kind::ignore_bool}, {"--enable-torch-compile-debug-mode", Kind::ignore_bool},
-    {"--torch-compile-max-bs", Kind::ignore}, {"--disable-piecewise-cuda-graph", Kind::ignore_bool},
+    {"--torch-compile-max-bs", Kind::ignore},
+    {"--disable-piecewise-cuda-graph", Kind::map_bool, "--disable-piecewise-cuda-graph"},
     {"--enforce-piecewise-cuda-graph", Kind::ignore_bool}, {"--piecewise-cuda-graph-tokens", Kind::ignore},
     {"--piecewise-cuda-graph-compiler", Kind::ignore}, {"--piecewise-cuda-graph-max-tokens", Kind::ignore},
     {"--enable-nan-detection", Kind::ignore_bool}, {"--enable-p2p-check", Kind::ignore_bool},
@@ -435,12 +436,7 @@ class Translator {
           if (canonical == "--context-length" && std::stoll(v) < 1) {
             throw_usage(in_.prog + ": " + word + " " + v + " is not a context length (at least 1)");
           }
-          if (canonical == "--chunked-prefill-size" && std::stoll(v) <= 0) {
-            // -1: chunked prefill disabled (one prefill of up to the context length).
-            not_modelled(word + " " + v, "the prefill workspace (chunked prefill disabled)");
-            mapped_.erase(std::string(f->target));
-            break;
-          }
+          if (canonical == "--chunked-prefill-size" && std::stoll(v) < 0) v = "-1";  // any negative: off
           if (canonical == "--json-model-override-args" && (v.empty() || v == "{}")) break;
           set(std::string(f->target), v);
           break;

@@ -299,7 +299,9 @@ void bind_engine_flags(CLI::App& sub, EngineFlags& f) {
                  IntRange{1, BatchLimits::max_requests, {}})
       ->group("SGLang");
   add_int_option(sub, "--chunked-prefill-size", f.sglang.chunked_prefill_size,
-                 "SGLang: tokens per prefill chunk, engine-wide (default by GPU memory: 8192 on 80-160 GB)", tokens)
+                 "SGLang: tokens per prefill chunk, engine-wide (default by GPU memory: 8192 on 80-160 GB); -1 or 0: "
+                 "chunked prefill off",
+                 IntRange{-1, tokens.hi, "-1 or 0 (chunked prefill off), or 1.." + std::to_string(tokens.hi)})
       ->group("SGLang");
   add_int_option(sub, "--max-prefill-tokens", f.sglang.max_prefill_tokens,
                  "SGLang: tokens of one prefill batch (default 16384)", tokens)
@@ -330,7 +332,12 @@ void bind_engine_flags(CLI::App& sub, EngineFlags& f) {
       ->group("SGLang");
   sub.add_flag("--disable-radix-cache", f.sglang.disable_radix_cache, "SGLang: no prefix reuse (no prefix tails)")
       ->group("SGLang");
-  sub.add_flag("--disable-cuda-graph", f.sglang.disable_cuda_graph, "SGLang: no decode CUDA graphs")->group("SGLang");
+  sub.add_flag("--disable-cuda-graph", f.sglang.disable_cuda_graph,
+               "SGLang: no CUDA graphs (decode and prefill: their reserve terms go, DP attention's stays)")
+      ->group("SGLang");
+  sub.add_flag("--disable-piecewise-cuda-graph", f.sglang.disable_piecewise_cuda_graph,
+               "SGLang: no prefill (piecewise) CUDA graphs: their 1,536 MiB reserve term goes")
+      ->group("SGLang");
   sub.add_flag("--disable-overlap-schedule", f.sglang.disable_overlap_schedule,
                "SGLang: no overlap scheduling (one prefill chunk in flight)")
       ->group("SGLang");

@@ -19,15 +19,16 @@ constexpr std::array<SglangGeneration, 3> kGenerations{{
      "a May-2026-shaped python/sglang/srt/model_executor/pool_configurator.py; reproduces the 2026-05-15 V4-Flash-Base "
      "H20 log (bytes_per_full_token=15955.85)",
      /*layers_include_draft=*/true, /*c128_state_fixed=*/false, /*owners_and_cap_mode=*/false,
-     /*spec_scales_budget=*/true, /*prints_memory_profiling=*/true, "DSv4", /*supports_v41=*/false},
+     /*spec_scales_budget=*/true, /*prints_memory_profiling=*/true, "DSv4", /*supports_v41=*/false,
+     /*asserts_ring_draft_tokens=*/false},
     {"G2", "builds of about July to September 2026",
      "pool_configurator.py @003fca80 (DSV4PoolConfigurator: the PP stage's compress_ratios, the c128 state a fixed "
      "term, bytes per full token x (L+1)/L with speculative decoding)",
-     false, true, false, false, true, "DSV4", false},
+     false, true, false, false, true, "DSV4", false, true},
     {"G3", "builds of autumn 2026 (V4.1-aware)",
      "the newest pool_configurator.py read (collect_sources_by_ratio owners, 576-byte page padding, cap-mode SWA "
      "sizing with prefix tails, the ratio-2 state of V4.1)",
-     false, true, true, false, false, "DSV4", true},
+     false, true, true, false, false, "DSV4", true, true},
 }};
 // clang-format on
 

@@ -175,25 +175,37 @@ SglangFraction sglang_default_fraction(std::int64_t gpu_mem_mib, std::int64_t tp
   };
   double reserve = 0;
   reserve += term("base", "base reserve", 512, "memory_hook.py: 512 MiB");
-  const std::int64_t act = std::max<std::int64_t>(f.chunked_prefill_size, 2048);
+  // With chunked prefill off (-1 or 0) the activations scale with max_prefill_tokens.
+  const bool chunked = f.chunked_prefill_size > 0;
+  const std::int64_t act =
+      std::max<std::int64_t>(chunked ? f.chunked_prefill_size : o.max_prefill_tokens.value_or(16384), 2048);
   reserve += term("activation", "activations", 1.5 * static_cast<double>(act),
-                  "1.5 MiB x max(chunked_prefill_size, 2048) = 1.5 x " + format_grouped(act));
+                  std::string(chunked ? "1.5 MiB x max(chunked_prefill_size, 2048)"
+                                      : "1.5 MiB x max(max_prefill_tokens, 2048) (chunked prefill off)") +
+                      " = 1.5 x " + format_grouped(act));
   reserve += term("parallel", "TP x PP", static_cast<double>(tp * pp) / 8.0 * 1024.0,
                   "TP x PP / 8 x 1024 MiB = " + std::to_string(tp) + " x " + std::to_string(pp) + " / 8 x 1024");
+  // reserve_for_graph_mb: the decode graphs' term goes with --disable-cuda-graph, the DP-attention
+  // term does not (it is counted whenever DP attention is on, off PD prefill nodes), and
+  // --disable-cuda-graph turns the prefill graphs off too in the builds whose cuda-graph-mode
+  // resolver maps it to both phases (the newest; an earlier resolver mapped it to decode only).
   if (!o.disable_cuda_graph) {
     reserve += term("decode_graphs", "decode CUDA graphs", 2.0 * static_cast<double>(f.cuda_graph_max_bs),
                     "2 MiB x cuda_graph_max_bs " + std::to_string(f.cuda_graph_max_bs));
-    if (o.enable_dp_attention && dp > 1) {
-      double mib = 3.0 * static_cast<double>(f.cuda_graph_max_bs * dp);
-      if (f.cuda_graph_max_bs > 300) mib += 1.5 * static_cast<double>(f.cuda_graph_max_bs * dp);
-      reserve += term("dp_attention_graphs", "DP-attention graph buffers", mib,
-                      "3 MiB x max_bs x DP" +
-                          std::string(f.cuda_graph_max_bs > 300 ? " + 1.5 MiB x max_bs x DP (max_bs > 300)" : ""));
-    }
   }
-  reserve += term("prefill_graphs", "prefill CUDA graphs", 1536,
-                  "1,536 MiB for an MLA-type backend with prefill graphs on (assumed for the dsv4 backend: read "
-                  "server_args in the log to confirm)");
+  if (o.enable_dp_attention && dp > 1) {
+    double mib = 3.0 * static_cast<double>(f.cuda_graph_max_bs * dp);
+    if (f.cuda_graph_max_bs > 300) mib += 1.5 * static_cast<double>(f.cuda_graph_max_bs * dp);
+    reserve += term("dp_attention_graphs", "DP-attention graph buffers", mib,
+                    "3 MiB x max_bs x DP" +
+                        std::string(f.cuda_graph_max_bs > 300 ? " + 1.5 MiB x max_bs x DP (max_bs > 300)" : "") +
+                        (o.disable_cuda_graph ? " (counted with --disable-cuda-graph too)" : ""));
+  }
+  if (!o.disable_cuda_graph && !o.disable_piecewise_cuda_graph) {
+    reserve += term("prefill_graphs", "prefill CUDA graphs", 1536,
+                    "1,536 MiB for an MLA-type backend with prefill graphs on (assumed for the dsv4 backend: read "
+                    "server_args in the log to confirm)");
+  }
   if (gib > 60 && reserve < 10240) {
     term("floor", "floor of 10 GiB above 60 GiB", 10240 - reserve, "reserve = max(reserve, 10,240 MiB) above 60 GiB");
     reserve = 10240;
@@ -239,6 +251,25 @@ void sglang_configure_pools(const ModelConfig& cfg, const Topology& topo, const 
   fit.ring_c128 = L128 > 0 ? (spec ? 256 : 128) : 0;
   fit.ring_c2 =
       L2 > 0 ? (spec ? (std::int64_t{1} << std::bit_width(static_cast<std::uint64_t>(fit.draft_tokens + 1))) : 2) : 0;
+  if (spec && g.asserts_ring_draft_tokens) {
+    // _assert_ring_serves_draft_tokens: a verify batch writes its whole draft tail into the c4 and
+    // c128 state rings; get_compress_state_write_pad: ring - window + 2 (window 8 for c4, 128 for
+    // c128), 10 and 130 draft tokens with the speculative rings.
+    for (const auto& [ratio, ring, layers] :
+         {std::tuple<std::int64_t, std::int64_t, std::int64_t>{4, fit.ring_c4, L4}, {128, fit.ring_c128, L128}}) {
+      if (layers == 0) continue;
+      const std::int64_t window = ratio == 4 ? 8 : ratio;
+      const std::int64_t most = ring > window ? ring - window + 2 : 0;
+      if (fit.draft_tokens > most) {
+        fit.error = "AssertionError: speculative_num_draft_tokens=" + std::to_string(fit.draft_tokens) +
+                    " exceeds what the c" + std::to_string(ratio) +
+                    " compress state ring can keep resident (ring_size=" + std::to_string(ring) + " serves at most " +
+                    std::to_string(most) +
+                    " draft tokens). Lower the draft count, or grow the ring in get_compress_state_ring_size().";
+        return;
+      }
+    }
+  }
   fit.swa_ratio = o.swa_full_tokens_ratio.value_or(0.1);
   const double r = fit.swa_ratio;
   const std::string P = std::string(g.log_prefix);
@@ -505,6 +536,16 @@ SglangFit fit_of(const ModelConfig& cfg, const Topology& topo, const Target& tar
                 std::to_string(in.dp_size));
   }
   fit.draft_tokens = draft_tokens_of(cfg, o);
+  if (in.pp_size > 1) {
+    // G2 / G3 slice compress_ratios to each stage (get_pp_indices) and keep the smallest pool over
+    // the stages; mla-plan prices the whole backbone on every GPU.
+    fit.warnings.push_back(
+        "--pp-size " + std::to_string(in.pp_size) +
+        ": SGLang sizes each pipeline stage's pools from its own slice of compress_ratios (get_pp_indices) and "
+        "keeps the smallest over the stages; mla-plan prices every backbone layer on each GPU (not modelled "
+        "per stage), so its token counts are a lower bound, up to " +
+        std::to_string(in.pp_size) + " times below SGLang's");
+  }
 
   // The GPU's capacity as memory_hook reads it: torch's total, MiB.
   const std::int64_t total = target.runtime_memory_bytes > 0 ? target.runtime_memory_bytes : target.memory_bytes;
@@ -514,7 +555,11 @@ SglangFit fit_of(const ModelConfig& cfg, const Topology& topo, const Target& tar
   const SglangFraction frac = sglang_default_fraction(fit.gpu_mem_mib, in.tp_size, in.pp_size, in.dp_size, o);
   fit.chunked_prefill_size = frac.chunked_prefill_size;
   fit.cuda_graph_max_bs = frac.cuda_graph_max_bs;
-  fit.chunk_per_rank = o.enable_dp_attention ? fit.chunked_prefill_size / in.dp_size : fit.chunked_prefill_size;
+  // server_args divides by the DP size with Python's floor division (-1 // 8 is -1: still off).
+  fit.chunk_per_rank = fit.chunked_prefill_size;
+  if (o.enable_dp_attention && in.dp_size > 1) {
+    fit.chunk_per_rank = fit.chunked_prefill_size >= 0 ? fit.chunked_prefill_size / in.dp_size : -1;
+  }
   fit.max_prefill_tokens = o.max_prefill_tokens.value_or(16384);
   fit.fraction_default = !o.mem_fraction_static.has_value();
   fit.mem_fraction_static = o.mem_fraction_static.value_or(frac.fraction);

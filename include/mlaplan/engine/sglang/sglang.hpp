@@ -46,6 +46,9 @@ struct SglangGeneration {
   bool prints_memory_profiling;
   std::string_view log_prefix;  ///< "DSv4" (G1) or "DSV4"
   bool supports_v41;            ///< DeepseekV41ForCausalLM is served (G3)
+  /// DSV4PoolConfigurator asserts that the speculative draft tokens fit the c4 / c128 state rings
+  /// (_assert_ring_serves_draft_tokens; G2, G3).
+  bool asserts_ring_draft_tokens;
 };
 
 /// Every modelled generation, oldest first; the newest is the default.
@@ -71,7 +74,8 @@ struct SglangOptions {
   std::optional<std::int64_t> page_size;             ///< --page-size (the dsv4 backend sets 256)
   std::string kv_cache_dtype = "auto";               ///< --kv-cache-dtype (SGLang's values)
   bool disable_radix_cache = false;                  ///< --disable-radix-cache
-  bool disable_cuda_graph = false;                   ///< --disable-cuda-graph
+  bool disable_cuda_graph = false;                   ///< --disable-cuda-graph (decode and prefill graphs)
+  bool disable_piecewise_cuda_graph = false;         ///< --disable-piecewise-cuda-graph (prefill graphs)
   bool disable_overlap_schedule = false;             ///< --disable-overlap-schedule
   bool enable_dp_attention = false;                  ///< --enable-dp-attention
   bool enable_two_batch_overlap = false;             ///< --enable-two-batch-overlap
