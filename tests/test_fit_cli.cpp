@@ -802,7 +802,7 @@ TEST_CASE("vLLM start-up log: --from-log sets the log against the plan and uses 
   const Run other = run({kV4, "--gpu", "rtx-pro-6000", "--tp", "4", "--from-log", log});
   CHECK_THAT(other.out, Catch::Contains("note: the log ran tensor_parallel_size 2, this plan 4"));
   CHECK_THAT(other.out, Catch::Contains("note: the log's terms are not applied: it ran another parallel layout"));
-  // Not a start-up log, a missing file: one line naming --from-log, exit 1.
+  // Not a start-up log: one line naming --from-log, exit 1.
   const Run junk = run({kV4, "--tp", "8", "--from-log", dir.write("junk.log", "hello\nworld\n")});
   CHECK(junk.code == 1);
   CHECK_THAT(junk.err, Catch::StartsWith("mla-plan: error: --from-log ") &&
@@ -814,9 +814,13 @@ TEST_CASE("vLLM start-up log: --from-log sets the log against the plan and uses 
                                      "INFO Available KV cache memory: lots GiB\n")});
   CHECK(garbled.code == 1);
   CHECK_THAT(garbled.err, Catch::StartsWith("mla-plan: error: --from-log ") && Catch::Contains("line 2:"));
+  // A file that cannot be read is exit 2, as every input file; the message names --from-log.
   const Run missing = run({kV4, "--tp", "8", "--from-log", (dir.path / "nope.log").string()});
-  CHECK(missing.code != 0);
+  CHECK(missing.code == 2);
   CHECK_THAT(missing.err, Catch::Contains("--from-log"));
+  const Run folder = run({kV4, "--tp", "8", "--from-log", dir.path.string()});
+  CHECK(folder.code == 2);
+  CHECK_THAT(folder.err, Catch::Contains("--from-log"));
 }
 
 TEST_CASE("vLLM start-up log: a V2-runner log gives the peak activation and non-torch memory", "[cli][fit][log]") {

@@ -401,6 +401,18 @@ TEST_CASE("startup log: a number that cannot be read is a note naming its line",
   CHECK(cut.unreadable_lines == std::vector<std::size_t>{1, 2});
   CHECK_FALSE(cut.model_loading_gib);
   CHECK_FALSE(cut.gpu_kv_cache_tokens);
+
+  // A measured amount or a count below zero is unreadable; the KV budget may be negative (what the
+  // profile left, printed before vLLM refuses to start).
+  const auto neg = read_vllm_startup_log(
+      "Model loading took -75.64 GiB memory and 20.2 seconds\nGPU KV cache size: -5 tokens\n"
+      "Maximum concurrency for 1,048,576 tokens per request: -1.90x\nAvailable KV cache memory: -10.29 GiB\n");
+  CHECK(neg.unreadable_lines == std::vector<std::size_t>{1, 2, 3});
+  CHECK_FALSE(neg.model_loading_gib);
+  CHECK_FALSE(neg.gpu_kv_cache_tokens);
+  CHECK_FALSE(neg.max_concurrency);
+  REQUIRE(neg.available_kv_gib);
+  CHECK(neg.available_kv_gib->value == -10.29);
 }
 
 TEST_CASE("startup log: the non-default args dict", "[startup_log]") {

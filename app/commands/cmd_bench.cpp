@@ -8,6 +8,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "flags/flag_values.hpp"
 #include "cli/gpu_runner.hpp"
 #include "mlaplan/gpu_check/bench.hpp"
 #include "mlaplan/base/error.hpp"
@@ -39,7 +40,7 @@ void setup_bench(CLI::App& app, BenchCliOptions& opt) {
   sub->add_option("--attention-backend", opt.attention_backend,
                   "vLLM's backend name whose layout and heads are timed, e.g. TRITON_MLA_SPARSE_DSV41 (8 or 16 heads "
                   "unpadded; default: vLLM's choice for this GPU)");
-  sub->add_option("--dtype", opt.dtype, "model dtype the engine runs (default: the config's)");
+  add_model_dtype_option(*sub, opt.dtype);
   sub->add_flag("--force", opt.force, "also time combinations the backend rules reject (labelled as such)");
   sub->add_flag("--json", opt.json, "machine-readable results");
 }

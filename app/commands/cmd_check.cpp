@@ -15,6 +15,7 @@
 #include "output/backend_text.hpp"
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "flags/flag_values.hpp"
 #include "commands/check_inputs.hpp"
 #include "output/check_output.hpp"
 #include "output/error_json.hpp"
@@ -52,7 +53,7 @@ void setup_check(CLI::App& app, CheckOptions& opt) {
   sub->add_flag("--json", opt.json, "same as --format json");
   sub->add_flag("--matrix", opt.matrix,
                 "for each config: every GPU preset x kv dtype (x TP size) supported, or why not");
-  sub->add_option("--dtype", opt.plan.dtype, "model dtype the engine runs (default: the config's)");
+  add_model_dtype_option(*sub, opt.plan.dtype);
   add_real_option(*sub, "--max-global-bytes-per-token", opt.guards.max_global_bytes_per_token,
                   "fail (exit 4) when the global bytes per token exceed this", kGlobalBytesRange)
       ->group("Guards");

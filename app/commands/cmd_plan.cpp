@@ -3,6 +3,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "flags/flag_values.hpp"
 #include <algorithm>
 #include <cmath>
 
@@ -34,7 +35,7 @@ void setup_plan(CLI::App& app, PlanOptions& opt) {
                 "has them)");
   sub->add_flag("--show-records", opt.show_records,
                 "Print every tile-scheduler record in the text output (implies --details)");
-  sub->add_option("--dtype", opt.dtype, "model dtype the engine runs (default: the config's)");
+  add_model_dtype_option(*sub, opt.dtype);
   bind_target_flags(*sub, opt.target);
   bind_layout_flags(*sub, opt.layout);
   bind_fit_flags(*sub, opt.fit);
@@ -124,6 +125,24 @@ PlanQuestion PlanOptions::question(PlanRequest& r) const {
     so.fixed.context_parallel = layout_given.context_parallel || lo.decode_context_parallel_size != 1;
     so.fixed.expert_parallel = layout_given.expert_parallel || fit.enable_expert_parallel;
     so.fixed.engram = layout_given.engram || fit.engram != "offload";
+    if (gpus) {
+      // The fixed dimensions alone need TP x PP x DP GPUs: more than --gpus is a contradiction
+      // (no layout of N GPUs has them), not a search that finds nothing.
+      std::int64_t need = 1;
+      std::string named;
+      auto fixed = [&](bool is_fixed, std::int64_t size, const char* flag) {
+        if (!is_fixed || size <= 1) return;
+        need *= size;
+        named += (named.empty() ? "" : " x ") + std::string(flag) + " " + std::to_string(size);
+      };
+      fixed(so.fixed.tensor_parallel, lo.tensor_parallel_size, "--tensor-parallel-size");
+      fixed(so.fixed.pipeline_parallel, lo.pipeline_parallel_size, "--pipeline-parallel-size");
+      fixed(so.fixed.data_parallel, lo.data_parallel_size, "--data-parallel-size");
+      if (need > so.gpus) {
+        throw_usage("--gpus " + *gpus + ": " + named + " needs " + std::to_string(need) + " GPUs; allowed: --gpus " +
+                    std::to_string(need) + " or more, or layout flags that fit " + std::to_string(so.gpus) + " GPUs");
+      }
+    }
     q.search = so;
   }
   return q;
@@ -213,8 +232,11 @@ PlanResult plan_from_log(const PlanOptions& opt, const ModelConfig& cfg, PlanReq
   const InputFileRules rules{"--from-log: ", kMaxLogFileBytes, "the limit for start-up logs (256 MiB)",
                              "a vLLM start-up log is a few MiB"};
   VllmStartupLog log;
+  // A file that cannot be read is exit 2, as every input file (its message names --from-log);
+  // one that is read but is not a start-up log is a bad flag value (exit 1).
+  const std::string text = read_input_file(path, rules);
   try {
-    log = read_vllm_startup_log(read_input_file(path, rules));
+    log = read_vllm_startup_log(text);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::invalid_config) throw_usage("--from-log " + mlaplan::quoted(path) + ": " + e.what());
     throw;
@@ -367,8 +389,11 @@ PlanResult plan_from_sglang_log(const PlanOptions& opt, const ModelConfig& cfg, 
   const InputFileRules rules{"--from-log: ", kMaxLogFileBytes, "the limit for start-up logs (256 MiB)",
                              "an SGLang start-up log is a few MiB"};
   SglangStartupLog log;
+  // A file that cannot be read is exit 2, as every input file (its message names --from-log);
+  // one that is read but is not a start-up log is a bad flag value (exit 1).
+  const std::string text = read_input_file(path, rules);
   try {
-    log = read_sglang_startup_log(read_input_file(path, rules));
+    log = read_sglang_startup_log(text);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::invalid_config) throw_usage("--from-log " + mlaplan::quoted(path) + ": " + e.what());
     throw;
@@ -399,13 +424,14 @@ PlanResult plan_from_sglang_log(const PlanOptions& opt, const ModelConfig& cfg, 
         check.notes.push_back("server_args' mem_fraction_static " + mlaplan::quoted(f->second) + " is not a number");
       }
     }
-    auto apply_int = [&](std::optional<std::int64_t>& slot, const char* key, const std::string& flag) {
+    auto apply_int = [&](std::optional<std::int64_t>& slot, const char* key, const std::string& flag,
+                         bool off_value = false) {
       const auto v = arg_int(key);
-      if (!v || slot || *v <= 0) return;
+      if (!v || slot || (*v <= 0 && !(off_value && *v == -1))) return;
       slot = *v;
       check.applied.push_back(flag + " " + std::to_string(*v) + " (server_args)");
     };
-    apply_int(o.chunked_prefill_size, "chunked_prefill_size", "--chunked-prefill-size");
+    apply_int(o.chunked_prefill_size, "chunked_prefill_size", "--chunked-prefill-size", /*off_value=*/true);
     apply_int(o.max_running_requests, "max_running_requests", "--max-running-requests");
     apply_int(o.cuda_graph_max_bs, "cuda_graph_max_bs", "--cuda-graph-max-bs");
     if (!o.disable_radix_cache && log.server_args.count("disable_radix_cache") &&

@@ -13,6 +13,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "flags/flag_values.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/text.hpp"
 #include "output/output.hpp"
@@ -32,7 +33,7 @@ void setup_report(CLI::App& app, ReportOptions& opt) {
       ->required();
   sub->add_option("--verify-json", opt.verify_json, "add the results of `mla-plan verify --json` saved in this file");
   sub->add_option("--bench-json", opt.bench_json, "add the results of `mla-plan bench --json` saved in this file");
-  sub->add_option("--dtype", opt.plan.dtype, "model dtype the engine runs (default: the config's)");
+  add_model_dtype_option(*sub, opt.plan.dtype);
   bind_target_flags(*sub, opt.plan.target);
   bind_layout_flags(*sub, opt.plan.layout);
   bind_fit_flags(*sub, opt.plan.fit);

@@ -42,7 +42,7 @@ void setup_verify(CLI::App& app, VerifyCliOptions& opt) {
                   "choice for this GPU; a backend of another architecture needs --force)");
   sub->add_flag("--force", opt.force, "also run combinations the backend rules reject (labelled as such)");
   sub->add_flag("--json", opt.json, "machine-readable matrix");
-  sub->add_option("--dtype", opt.dtype, "model dtype the engine runs (default: the config's)");
+  add_model_dtype_option(*sub, opt.dtype);
   add_seed_option(*sub, "--seed", opt.seed, "random seed of the inputs");
   add_int_option(*sub, "--iterations", opt.iterations, "timed runs per cell (median reported, default 20)",
                  IntRange{1, VerifyLimits::max_iterations, {}});

@@ -495,6 +495,14 @@ CLI::Option* add_device_list_option(CLI::App& sub, const std::string& names, Dev
   });
 }
 
+CLI::Option* add_model_dtype_option(CLI::App& sub, std::optional<std::string>& into) {
+  return sub
+      .add_option("--dtype", into,
+                  "model dtype the engine runs: auto (the config's, the default), half, float16, bfloat16, float, "
+                  "float32")
+      ->check(one_of({"auto", "half", "float16", "bfloat16", "float", "float32"}));
+}
+
 CLI::Validator one_of(std::vector<std::string> allowed) {
   std::string list, set;
   for (const auto& a : allowed) {

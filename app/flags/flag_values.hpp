@@ -138,6 +138,10 @@ CLI::Option* add_int_list_or_file_option(CLI::App& sub, const std::string& names
                                          std::optional<std::string>& file, const std::string& help, IntRange item);
 CLI::Option* add_device_list_option(CLI::App& sub, const std::string& names, DeviceList& into, const std::string& help);
 
+/// --dtype: vLLM's (and SGLang's) model dtype choices (auto, half, float16, bfloat16, float,
+/// float32); another value is a usage error listing them. "auto" is the config's dtype (rules).
+CLI::Option* add_model_dtype_option(CLI::App& sub, std::optional<std::string>& into);
+
 /// A CLI11 check that the value is one of `allowed`: "--format: 'xml' is not allowed; allowed:
 /// text, json, markdown".
 CLI::Validator one_of(std::vector<std::string> allowed);

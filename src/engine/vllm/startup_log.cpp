@@ -86,10 +86,13 @@ bool expect(std::string_view s, std::size_t& pos, std::string_view word) {
   return true;
 }
 
-/// A number at `pos` followed by `suffix`; moves `pos` past both.
-std::optional<double> number_then(std::string_view s, std::size_t& pos, std::string_view suffix) {
+/// A number at `pos` followed by `suffix`; moves `pos` past both. A negative number is unreadable
+/// unless `signed_value` (an amount vLLM measured is never negative; only the KV budget, what is
+/// left, can be).
+std::optional<double> number_then(std::string_view s, std::size_t& pos, std::string_view suffix,
+                                  bool signed_value = false) {
   const auto n = read_number(s, pos);
-  if (!n) return std::nullopt;
+  if (!n || (n->value < 0 && !signed_value)) return std::nullopt;
   std::size_t at = n->end;
   if (!expect(s, at, suffix)) return std::nullopt;
   pos = at;
@@ -99,7 +102,7 @@ std::optional<double> number_then(std::string_view s, std::size_t& pos, std::str
 /// An integer at `pos` followed by `suffix`; moves `pos` past both.
 std::optional<std::int64_t> integer_then(std::string_view s, std::size_t& pos, std::string_view suffix) {
   const auto n = read_number(s, pos);
-  if (!n || !n->integer) return std::nullopt;
+  if (!n || !n->integer || *n->integer < 0) return std::nullopt;  // counts are never negative
   std::size_t at = n->end;
   if (!expect(s, at, suffix)) return std::nullopt;
   pos = at;
@@ -400,7 +403,7 @@ class Reader {
   void available_kv() {
     found_ = true;
     std::size_t at = after("Available KV cache memory:");
-    const auto v = number_then(s_, at, " GiB");
+    const auto v = number_then(s_, at, " GiB", /*signed_value=*/true);  // negative: nothing left
     if (!v) return unreadable("Available KV cache memory");
     auto& slot = out_.available_kv_gib;
     if (!slot) {
