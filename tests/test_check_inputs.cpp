@@ -278,6 +278,25 @@ TEST_CASE("errors as JSON: one document on stdout, with the exit code of the run
   CHECK(bdoc["error"]["file"] == broken);
   CHECK(bdoc["error"]["line"] == 2);
   CHECK(bdoc["error"]["field"].is_null());
+  // A value --hf-overrides set: the message says so, and the document gives no line or value of the
+  // file (which holds another value there).
+  const std::string v41file = config_file("deepseek-v4.1-flash.json");
+  for (const std::string& over : {std::string(R"({"text_config": {"sliding_window": 0}})"),
+                                  std::string(R"({"text_config": {"compress_ratios": [0, 0, 7]}})")}) {
+    CAPTURE(over);
+    const auto o = run({v41file, "--tp", "8", "--hf-overrides", over, "--json"});
+    CHECK(o.code == 2);
+    const auto odoc = nlohmann::json::parse(o.out);
+    CHECK(odoc["error"]["file"] == v41file);
+    CHECK_THAT(odoc["error"]["message"].get<std::string>(),
+               Catch::StartsWith(v41file + " (with --hf-overrides): /text_config/"));
+    CHECK(odoc["error"]["field"].get<std::string>().rfind("/text_config/", 0) == 0);
+    CHECK(odoc["error"]["value"].is_null());
+    CHECK_FALSE(odoc["error"].contains("line"));
+  }
+  // A field the override did not touch still points into the file.
+  const auto untouched = run({bad, "--hf-overrides", R"({"sliding_window": 128})", "--json"});
+  CHECK(nlohmann::json::parse(untouched.out)["error"]["line"] == loc->line);
   // Without --json nothing changes: the line on stderr, nothing on stdout.
   const auto plain = run({bad});
   CHECK(plain.code == 2);

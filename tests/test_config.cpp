@@ -210,11 +210,10 @@ TEST_CASE("V4.1 rules, each with its whole message", "[config]") {
   CHECK(error_of(v41(R"("num_hidden_layers": 6, "compress_ratios": [0, 0, 2, 2, 1])")) ==
         "t.json: /compress_ratios: compress_ratios has 5 entries; it needs one per layer, at least "
         "num_hidden_layers = 6");
-  // Entries past num_hidden_layers count the draft layers (draft_layer_count); they are window-only.
+  // More entries than backbone + draft layers: DeepseekV41TextConfig refuses the list.
   CHECK(error_of(v41(R"("num_hidden_layers": 2, "compress_ratios": [0, 0, 1])")) ==
-        "t.json: /compress_ratios/2: compress_ratios[2] = 1: compress_ratios has 3 entries for num_hidden_layers = "
-        "2: 1 draft layer (num_nextn_predict_layers says 0), so layer 2 is a draft layer, and draft layers are "
-        "window-only: 0 expected");
+        "t.json: /compress_ratios: compress_ratios has 3 entries; a DeepSeek V4.1 config allows at most "
+        "num_hidden_layers + num_nextn_predict_layers = 2 + 0 = 2");
   CHECK(error_of(v41(six + R"(, "kv_source_layer_ids": [4, 9])")) ==
         "t.json: /kv_source_layer_ids/1: kv_source_layer_ids[1] = 9 is not a backbone layer; allowed 0..5");
   CHECK(error_of(v41(six + R"(, "kv_source_layer_ids": [1, 4])")) ==
@@ -260,6 +259,20 @@ TEST_CASE("draft layers are window only", "[config]") {
   CHECK(c.compress_ratios == std::vector<int>{0, 0, 2, 0, 0});
   CHECK(has_finding(c, "config.draft_ratio",
                     "draft layer 4 has compress_ratio 1; draft layers are window-only, treated as 0"));
+}
+
+TEST_CASE("a V4.1 compress_ratios longer than backbone + draft layers is refused", "[config]") {
+  // DeepseekV41TextConfig's rule (V4.0 counts such entries as draft stages instead).
+  const std::string base = R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 3, )";
+  CHECK(error_of(base + R"("num_nextn_predict_layers": 1, "compress_ratios": [0, 0, 2, 0, 0]})") ==
+        "t.json: /compress_ratios: compress_ratios has 5 entries; a DeepSeek V4.1 config allows at most "
+        "num_hidden_layers + num_nextn_predict_layers = 3 + 1 = 4");
+  const auto c = parse_config(base + R"("num_nextn_predict_layers": 2, "compress_ratios": [0, 0, 2, 0, 0]})", "t.json");
+  CHECK(c.num_draft_layers == 2);
+  // Fewer entries than that: num_nextn_predict_layers still counts the draft layers, padded with 0.
+  const auto p = parse_config(base + R"("num_nextn_predict_layers": 2, "compress_ratios": [0, 0, 2, 0]})", "t.json");
+  CHECK(p.num_draft_layers == 2);
+  CHECK(p.compress_ratios == std::vector<int>{0, 0, 2, 0, 0});
 }
 
 TEST_CASE("V4.0 rules", "[config]") {

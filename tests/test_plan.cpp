@@ -330,7 +330,7 @@ TEST_CASE("make_plan: one draft-layer count for the topology, the KV caches, the
   }
 
   // The same count everywhere, for every bundled config, the re-release and a V4.1 list that
-  // covers fewer draft layers than num_nextn_predict_layers declares.
+  // covers fewer draft layers than num_nextn_predict_layers declares (padded: the field counts).
   std::vector<ModelConfig> configs = {load_config(src("configs/deepseek-v4.1-flash.json")),
                                       load_config(src("configs/deepseek-v4-flash.json")),
                                       load_config(src("configs/deepseek-v3.2.json")), c};
@@ -344,7 +344,7 @@ TEST_CASE("make_plan: one draft-layer count for the topology, the KV caches, the
     CHECK(w.draft_stages == cfg.num_draft_layers);
     CHECK(draft_layers_of(build_topology(cfg)) == cfg.num_draft_layers);
   }
-  CHECK(configs.back().num_draft_layers == 1);
+  CHECK(configs.back().num_draft_layers == 3);
 }
 
 TEST_CASE("make_plan: the window reserve retains extra tokens for multi-module MTP only, never for DSpark",

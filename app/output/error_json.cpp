@@ -96,6 +96,11 @@ void config_facts(ErrorFacts& f) {
   if (const auto field = config_field_of(f.message)) {
     f.file = field->first;
     f.field = field->second;
+    if (f.file.size() > kHfOverridesMark.size() && f.file.ends_with(kHfOverridesMark)) {
+      // The value is --hf-overrides', not the file's: no line or value of the file.
+      f.file.resize(f.file.size() - kHfOverridesMark.size());
+      return;
+    }
     std::string text;
     try {
       text = read_input_file(f.file, config_file_rules());

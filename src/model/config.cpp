@@ -105,7 +105,13 @@ class Section {
   std::string ptr(std::string_view key) const { return prefix_ + "/" + escape_pointer_token(key); }
 
   [[noreturn]] void fail(const std::string& pointer, const std::string& message) const {
-    throw_config(printable(cfg_.file) + ": " + (pointer.empty() ? std::string("/") : pointer) + ": " + message);
+    // A value --hf-overrides set is not the file's: the message says so (error_json.cpp then
+    // reports no line or value of the file for it).
+    const bool overridden =
+        std::any_of(cfg_.hf_overridden_pointers.begin(), cfg_.hf_overridden_pointers.end(),
+                    [&](const std::string& o) { return pointer == o || pointer.rfind(o + "/", 0) == 0; });
+    throw_config(printable(cfg_.file) + (overridden ? std::string(kHfOverridesMark) : std::string()) + ": " +
+                 (pointer.empty() ? std::string("/") : pointer) + ": " + message);
   }
 
   void note(std::string id, Severity sev, std::string message, std::string pointer = {}) {
@@ -467,7 +473,19 @@ void read_v41(Section& s, const json& top, ModelConfig& cfg) {
                                                          std::to_string(ratios[i]) + "; expected 0, 1, or 2.");
       }
     }
-    fit_ratio_list(s, rf.pointer, ratios, cfg, /*written=*/true);
+    // DeepseekV41TextConfig refuses a list longer than backbone + draft layers (V4.0's re-releases
+    // count extra entries as draft stages; a V4.1 config declares them in num_nextn_predict_layers).
+    const std::int64_t most = n + cfg.num_nextn_predict_layers;
+    if (static_cast<std::int64_t>(ratios.size()) > most) {
+      s.fail(rf.pointer, "compress_ratios has " + std::to_string(ratios.size()) +
+                             " entries; a DeepSeek V4.1 config allows at most num_hidden_layers + "
+                             "num_nextn_predict_layers = " +
+                             std::to_string(n) + " + " + std::to_string(cfg.num_nextn_predict_layers) + " = " +
+                             std::to_string(most));
+    }
+    // So the list never counts V4.1's draft layers: num_nextn_predict_layers does, and a shorter
+    // list is padded (the `written = false` reading).
+    fit_ratio_list(s, rf.pointer, ratios, cfg, /*written=*/false);
   } else {
     if (n == 40) {
       ratios = released_v41_schedule();
@@ -992,12 +1010,14 @@ const InputFileRules& config_file_rules() {
 
 namespace {
 
-void merge_overrides(json& into, const json& over) {
+void merge_overrides(json& into, const json& over, const std::string& at, std::vector<std::string>& replaced) {
   for (auto it = over.begin(); it != over.end(); ++it) {
+    const std::string pointer = at + "/" + escape_pointer_token(it.key());
     if (it.value().is_object() && into.contains(it.key()) && into[it.key()].is_object()) {
-      merge_overrides(into[it.key()], it.value());
+      merge_overrides(into[it.key()], it.value(), pointer, replaced);
     } else {
       into[it.key()] = it.value();
+      replaced.push_back(pointer);
     }
   }
 }
@@ -1048,7 +1068,7 @@ ModelConfig parse_config(std::string_view text, const std::string& source,
       throw_usage("--hf-overrides: " + mlaplan::quoted(*hf_overrides) + " is " + describe(over) +
                   "; allowed: a JSON object");
     }
-    merge_overrides(top, over);
+    merge_overrides(top, over, "", cfg.hf_overridden_pointers);
     for (auto it = over.begin(); it != over.end(); ++it) overridden.push_back(it.key());
   }
   const json* section = nullptr;

@@ -475,9 +475,10 @@ void build_v4(Builder& b, const ModelConfig& cfg, WeightsReport& r) {
             P::vision);
     }
   }
-  // Draft stages: more compress_ratios entries than layers say how many; else num_nextn_predict_layers.
+  // Draft stages: V4.0's list longer than the layers says how many; else (and always for V4.1, whose
+  // list is padded to num_nextn_predict_layers) num_nextn_predict_layers.
   std::int64_t stages = cfg.num_draft_layers;
-  if (c.compress_ratios_entries > n && c.compress_ratios_entries - n != stages) {
+  if (cfg.family != Family::deepseek_v41 && c.compress_ratios_entries > n && c.compress_ratios_entries - n != stages) {
     r.findings.push_back(Finding{"weights.draft_stages", Severity::info,
                                  "compress_ratios has " + std::to_string(c.compress_ratios_entries) + " entries for " +
                                      std::to_string(n) + " layers: the checkpoint holds " +

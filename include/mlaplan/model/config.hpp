@@ -94,6 +94,9 @@ struct ModelConfig {
   std::string hf_commit;    ///< the snapshot's commit (snapshots/<commit>)
   /// The model-source options it was read with (ModelSourceOptions): the launch command repeats them.
   std::optional<std::string> download_dir, hf_overrides;
+  /// The JSON pointers whose values --hf-overrides replaced (a replaced object or array as one
+  /// pointer): an error at or under one names the override, not the file's value.
+  std::vector<std::string> hf_overridden_pointers;
   Family family = Family::deepseek_v41;
   std::string model_type;    ///< top-level model_type as written ("" if inferred)
   bool composite = false;    ///< V4.1 with the attention fields under text_config
@@ -161,6 +164,10 @@ struct ModelSourceOptions {
   /// merge key by key, any other value replaces).
   std::optional<std::string> hf_overrides;
 };
+
+/// What follows the file in an invalid-config message about a value --hf-overrides set
+/// ("config.json (with --hf-overrides): /sliding_window: ..."): the file does not hold that value.
+inline constexpr std::string_view kHfOverridesMark = " (with --hf-overrides)";
 
 /// Reads CONFIG (a config.json or a directory holding one). Throws Error(invalid_config) with a
 /// message naming the file, the JSON path, the bad value and the rule. load_config(path, {}).
