@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "mlaplan/engine/vllm/release.hpp"
 #include "mlaplan/model/config.hpp"
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/hardware/formats.hpp"
@@ -396,12 +397,23 @@ TEST_CASE("block sizes, windows, in-flight defaults, head padding, PP partition"
   CHECK(plan(v41(), "b200").block_size == 128);
   CHECK(plan(v41(), "b200").block_size_default);
 
-  // vLLM's server default: 8192 on >= 70 GiB GPUs other than A100, else 2048.
+  // vLLM's server default: 8192 on >= 70 GiB GPUs other than A100, else 2048; from 0.28.0 16384
+  // on GPUs whose runtime total is at least 160 GiB.
+  BackendReleaseRules r027, r028;
+  r028.batch_tier_160gib = true;
   for (const auto& p : gpu_presets()) {
     INFO(p.id);
     const bool big = p.memory_gib >= 70 && std::string(p.id).find("a100") == std::string::npos;
-    CHECK(default_in_flight_tokens(gpu(std::string(p.id))) == (big ? 8192 : 2048));
+    const Target t = gpu(std::string(p.id));
+    const std::int64_t total = t.runtime_memory_bytes > 0 ? t.runtime_memory_bytes : t.memory_bytes;
+    CHECK(default_in_flight_tokens(t, r027) == (big ? 8192 : 2048));
+    CHECK(default_in_flight_tokens(t, r028) == (total >= (std::int64_t{160} << 30) ? 16384 : big ? 8192 : 2048));
   }
+  CHECK(default_in_flight_tokens(gpu("b200"), r028) == 16384);
+  CHECK(default_in_flight_tokens(gpu("h200"), r028) == 8192);
+  CHECK(backend_release_rules(find_vllm_release("0.27.1")).batch_tier_160gib == false);
+  CHECK(backend_release_rules(find_vllm_release("0.28.0")).batch_tier_160gib);
+  CHECK(backend_release_rules(find_vllm_release("0.31.0")).batch_tier_160gib);
 
   for (std::int64_t h = 1; h <= 128; ++h) CHECK(padded_query_heads(h) == (h <= 64 ? 64 : 128));
   CHECK_FALSE(padded_query_heads(0));
@@ -609,8 +621,16 @@ TEST_CASE("cache objects per layer", "[layout]") {
     }
     CHECK(L.accounting.per_request_rows == 0);
     CHECK(L.accounting.per_request_pages == 0);
-    // The MTP layer's caches count in pages, not in DeepSeek's rows.
-    CHECK(L.accounting.global_pages.str() == std::to_string(62 * (656 + 132)));
+    // The MTP layer's caches are objects of the layout; the pages (the engine's) count them only
+    // when vLLM loads the draft stage (a speculative config), DeepSeek's rows never.
+    CHECK(L.accounting.global_pages.str() == std::to_string(61 * (656 + 132)));
+    CHECK(L.accounting.global_rows.str() == std::to_string(61 * (656 + 132)));
+    LayoutOptions spec;
+    spec.num_speculative_tokens = 1;
+    const Layout S = plan(v32(), "h200", spec);
+    CHECK(S.parallel.load_draft_stages);
+    CHECK(S.accounting.global_pages.str() == std::to_string(62 * (656 + 132)));
+    CHECK(S.accounting.global_rows.str() == std::to_string(61 * (656 + 132)));
   }
 }
 
@@ -715,13 +735,14 @@ TEST_CASE("per-request window pages follow vLLM's sliding-window bound", "[layou
       const std::int64_t win_pages = cdiv(std::min(W - 1 + in_flight, mml), 32) + 1;
       const auto& w = object(a, 0, CacheKind::swa);
       const auto& ring = object(a, 2, CacheKind::compressor_state);
-      CHECK(a.accounting.per_request_pages == 43 * win_pages * w.page_bytes + 3 * ring.page_bytes);
+      // 40 backbone windows: the 3 draft layers' windows count only with their stages loaded.
+      CHECK(a.accounting.per_request_pages == 40 * win_pages * w.page_bytes + 3 * ring.page_bytes);
       CHECK(a.accounting.per_request_rows == 43 * std::min(W, mml) * w.row_bytes + 3 * 8 * 4096);
       // V4.0's analogue uses its 64-token window block, and each state its own span and block.
       const Layout b = plan(v40(), "h200", o);
       std::int64_t expect = 0;
       for (const auto& ob : b.objects) {
-        if (ob.scope != CacheScope::per_request) continue;
+        if (ob.scope != CacheScope::per_request || ob.draft) continue;
         expect += (cdiv(std::min(ob.window_tokens - 1 + in_flight, mml), ob.tokens_per_page) + 1) * ob.page_bytes;
       }
       CHECK(b.accounting.per_request_pages == expect);
@@ -729,7 +750,7 @@ TEST_CASE("per-request window pages follow vLLM's sliding-window bound", "[layou
       // Global pages: whole pages of the max_model_len.
       std::int64_t global = 0;
       for (const auto& ob : a.objects) {
-        if (ob.scope == CacheScope::global) global += cdiv(mml, ob.tokens_per_page) * ob.page_bytes;
+        if (ob.scope == CacheScope::global && !ob.draft) global += cdiv(mml, ob.tokens_per_page) * ob.page_bytes;
       }
       CHECK(a.accounting.total_pages == global + a.accounting.per_request_pages);
       CHECK(a.accounting.total_rows == a.accounting.global_rows.times_ceil(mml) + a.accounting.per_request_rows);
@@ -913,11 +934,15 @@ TEST_CASE("pipeline parallelism keeps V4.1 sharing groups on one stage", "[layou
   }
   o.pipeline_parallel_size = 4;
   const Layout v = plan(v32(), "h200", o);
-  // PP 4 of 61: 15, 15, 16, 15 layers, the MTP layer on the last: stages 2 and 3 hold 16 layers each,
-  // so a request needs the most on them, and less on each than on the whole model.
-  CHECK(request_bytes(v, 2, v.max_model_len) == request_bytes(v, 3, v.max_model_len));
-  CHECK(request_bytes(v, 2, v.max_model_len) > request_bytes(v, 1, v.max_model_len));
+  // PP 4 of 61: 15, 15, 16, 15 layers, the MTP layer on the last (its caches only with a speculative
+  // config): stage 2 holds the most, and less than the whole model.
+  CHECK(request_bytes(v, 3, v.max_model_len) == request_bytes(v, 1, v.max_model_len));
+  CHECK(request_bytes(v, 2, v.max_model_len) > request_bytes(v, 3, v.max_model_len));
   CHECK(request_bytes(v, 2, v.max_model_len) < request_bytes(v, -1, v.max_model_len));
+  o.num_speculative_tokens = 1;
+  const Layout vs = plan(v32(), "h200", o);
+  CHECK(request_bytes(vs, 2, vs.max_model_len) == request_bytes(vs, 3, vs.max_model_len));
+  o.num_speculative_tokens = 0;
   // A reindex layer depends on its own KV source; a small config where a cut splits a group.
   const Model small = model("configs/small/v41-6layer-reindex.json");
   for (std::int64_t pp = 1; pp <= small.cfg.num_hidden_layers; ++pp) {

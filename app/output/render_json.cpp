@@ -150,6 +150,7 @@ ojson layout_json(const Layout& l) {
   j["indexer_cache_dtype"] = std::string(to_string(l.indexer_cache_dtype));
   j["max_model_len"] = l.max_model_len;
   j["in_flight_tokens"] = l.in_flight_tokens;
+  j["window_reserve_tokens"] = l.window_reserve_tokens;
   j["num_speculative_tokens"] = l.num_speculative_tokens;
   j["include_draft_layers"] = l.include_draft_layers;
   ojson caches = ojson::array();

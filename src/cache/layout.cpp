@@ -225,11 +225,11 @@ const CacheObject& object_of(const CacheObject* o) { return *o; }
 // `objs` holds CacheObjects or pointers to them.
 template <class Objects>
 std::int64_t cost(const Objects& objs, std::int64_t stage, std::int64_t tokens, std::int64_t in_flight, bool global,
-                  bool per_request) {
+                  bool per_request, bool drafts_loaded) {
   std::int64_t sum = 0;
   for (const auto& ref : objs) {
     const CacheObject& o = object_of(ref);
-    if (!on_stage(o, stage)) continue;
+    if (!on_stage(o, stage) || (o.draft && !drafts_loaded)) continue;
     if (o.scope == CacheScope::global && global) {
       sum = sat_add(sum, sat_mul(ceil_div(tokens, o.tokens_per_page), o.page_bytes));
     } else if (o.scope == CacheScope::per_request && per_request) {
@@ -281,8 +281,11 @@ using AccountKey = std::tuple<CacheScope, bool, std::int64_t, std::int64_t, std:
 // The two accountings over `objs` (CacheObjects or pointers to them), summed over groups of
 // equal objects: the fractions are exact and the integers checked sums of non-negative terms,
 // so the result is the one a sum object by object gives.
+// Draft layers' objects count in the pages (the engine's accounting) only when the engine loads
+// the draft stages (`drafts_loaded`: a speculative config); the rows (DeepSeek's) leave their
+// global caches out either way.
 template <class Objects>
-Accounting account(const Objects& objs, std::int64_t mml, std::int64_t in_flight) {
+Accounting account(const Objects& objs, std::int64_t mml, std::int64_t in_flight, bool drafts_loaded) {
   std::vector<AccountKey> keys;
   keys.reserve(objs.size());
   for (const auto& ref : objs) {
@@ -298,15 +301,18 @@ Accounting account(const Objects& objs, std::int64_t mml, std::int64_t in_flight
     const auto& [scope, draft, row_bytes, compress_ratio, page_bytes, tokens_per_page, ring, rows_per_page,
                  window_tokens] = g.key;
     const std::int64_t n = g.count;
+    const bool paged = !draft || drafts_loaded;
     if (scope == CacheScope::global) {
       if (!draft) {
         a.global_rows = add(a.global_rows, reduced(checked_mul(row_bytes, n, "bytes per token"), compress_ratio));
       }
+      if (!paged) continue;
       a.global_pages = add(a.global_pages, reduced(checked_mul(page_bytes, n, "bytes per token"), tokens_per_page));
       global_page_bytes = sum(global_page_bytes, bytes(bytes(ceil_div(mml, tokens_per_page), page_bytes), n));
     } else {
       const std::int64_t rows = ring ? rows_per_page : std::min(window_tokens, mml);
       a.per_request_rows = sum(a.per_request_rows, bytes(bytes(rows, row_bytes), n));
+      if (!paged) continue;
       const std::int64_t pages =
           ring ? 1 : ceil_div(std::min(sat_add(window_tokens - 1, in_flight), mml), tokens_per_page) + 1;
       a.per_request_pages = sum(a.per_request_pages, bytes(bytes(pages, page_bytes), n));
@@ -327,8 +333,8 @@ std::vector<ObjectRefs> objects_by_stage(const std::vector<CacheObject>& objs, s
 
 // request_bytes() over one stage's objects.
 template <class Objects>
-std::int64_t request_cost(const Objects& stage_objs, std::int64_t tokens, std::int64_t in_flight) {
-  const std::int64_t c = cost(stage_objs, -1, tokens, in_flight, true, true);
+std::int64_t request_cost(const Objects& stage_objs, std::int64_t tokens, std::int64_t in_flight, bool drafts_loaded) {
+  const std::int64_t c = cost(stage_objs, -1, tokens, in_flight, true, true, drafts_loaded);
   if (c == kInt64Max) {
     throw_usage("the KV cache of a " + std::to_string(tokens) + "-token request overflows 64-bit byte counts");
   }
@@ -416,7 +422,8 @@ Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& t
   for (std::size_t i = 0; i < L.objects.size(); ++i) by_page[L.objects[i].page_bytes].push_back(i);
   for (auto& [bytes, idx] : by_page) L.groups.push_back(PageGroup{bytes, std::move(idx)});
 
-  L.accounting = account(L.objects, r.mml, r.in_flight);
+  L.window_reserve_tokens = r.in_flight;
+  L.accounting = account(L.objects, r.mml, r.in_flight, r.parallel.load_draft_stages);
   static_cast<ParallelLayout&>(L.parallel) = r.parallel;
   const auto by_stage = objects_by_stage(L.objects, r.partition.size());
   std::int64_t first = 0;
@@ -427,21 +434,34 @@ Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& t
     st.last_layer = first + r.partition[s] - 1;
     first += r.partition[s];
     if (s + 1 == r.partition.size() && r.include_draft_layers) st.num_draft_layers = cfg.num_draft_layers;
-    st.accounting = account(by_stage[s], r.mml, r.in_flight);
+    st.accounting = account(by_stage[s], r.mml, r.in_flight, r.parallel.load_draft_stages);
     L.parallel.stages.push_back(st);
   }
   L.checks = resolution.checks;
   return L;
 }
 
+void account_for_engine(Layout& layout, std::int64_t window_reserve_tokens) {
+  if (window_reserve_tokens < 1) throw_internal("account_for_engine: a window reserve below one token");
+  layout.window_reserve_tokens = window_reserve_tokens;
+  const bool drafts = layout.parallel.load_draft_stages;
+  layout.accounting = account(layout.objects, layout.max_model_len, window_reserve_tokens, drafts);
+  const auto by_stage = objects_by_stage(layout.objects, layout.parallel.stages.size());
+  for (std::size_t s = 0; s < layout.parallel.stages.size(); ++s) {
+    layout.parallel.stages[s].accounting = account(by_stage[s], layout.max_model_len, window_reserve_tokens, drafts);
+  }
+}
+
 std::int64_t request_bytes(const Layout& layout, std::int64_t stage, std::int64_t tokens) {
   if (tokens < 0) throw_internal("request_bytes: negative token count");
-  if (stage < 0) return request_cost(layout.objects, tokens, layout.in_flight_tokens);
+  if (stage < 0) {
+    return request_cost(layout.objects, tokens, layout.window_reserve_tokens, layout.parallel.load_draft_stages);
+  }
   ObjectRefs objs;
   for (const auto& o : layout.objects) {
     if (on_stage(o, stage)) objs.push_back(&o);
   }
-  return request_cost(objs, tokens, layout.in_flight_tokens);
+  return request_cost(objs, tokens, layout.window_reserve_tokens, layout.parallel.load_draft_stages);
 }
 
 // ---------------------------------------------------------------- bytes by cache kind
@@ -452,11 +472,12 @@ std::array<CacheKindBytes, kCacheKindCount> bytes_by_cache_kind(const Layout& la
   for (const auto& o : layout.objects) {
     const auto idx = static_cast<std::size_t>(o.kind);
     auto& p = parts[idx];
+    const bool paged = !o.draft || layout.parallel.load_draft_stages;  // as account()
     if (o.scope == CacheScope::global) {
       if (!o.draft && o.compress_ratio > 0) {
         p.rows_per_token += static_cast<double>(o.row_bytes) / static_cast<double>(o.compress_ratio);
       }
-      if (o.tokens_per_page > 0) {
+      if (o.tokens_per_page > 0 && paged) {
         p.pages_per_token += static_cast<double>(o.page_bytes) / static_cast<double>(o.tokens_per_page);
         p.request_pages =
             checked_add(p.request_pages,
@@ -467,10 +488,11 @@ std::array<CacheKindBytes, kCacheKindCount> bytes_by_cache_kind(const Layout& la
       const std::int64_t rows = o.ring ? o.rows_per_page : std::min(o.window_tokens, mml);
       p.request_rows = checked_add(p.request_rows, checked_mul(rows, o.row_bytes, "KV-cache bytes", ErrorKind::usage),
                                    "KV-cache bytes", ErrorKind::usage);
+      if (!paged) continue;
       std::int64_t pages = 1;
       if (!o.ring && o.tokens_per_page > 0) {
         const std::int64_t held =
-            std::min(checked_add(o.window_tokens - 1, layout.in_flight_tokens, "tokens", ErrorKind::usage), mml);
+            std::min(checked_add(o.window_tokens - 1, layout.window_reserve_tokens, "tokens", ErrorKind::usage), mml);
         pages = ceil_div(held, o.tokens_per_page) + 1;
       }
       p.request_pages =

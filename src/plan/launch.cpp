@@ -4,6 +4,7 @@
 
 #include "mlaplan/base/error.hpp"
 #include "mlaplan/base/number_format.hpp"
+#include "mlaplan/engine/vllm/release.hpp"
 #include "mlaplan/rules/backends.hpp"
 
 namespace mlaplan {
@@ -99,7 +100,9 @@ LaunchCommand vllm_launch_command(const ModelConfig& cfg, const Plan& plan, cons
   // The model's lengths and the scheduler (defaults: the config's max_position_embeddings, the
   // GPU's max_num_batched_tokens and max_num_seqs).
   if (L.max_model_len != L.max_position_embeddings) b.flag("--max-model-len", num(L.max_model_len));
-  if (!L.in_flight_tokens_default && L.in_flight_tokens != default_in_flight_tokens(L.target)) {
+  const BackendReleaseRules batch_release = backend_release_rules(
+      req.deploy.vllm_version.empty() ? newest_vllm_release() : find_vllm_release(req.deploy.vllm_version));
+  if (!L.in_flight_tokens_default && L.in_flight_tokens != default_in_flight_tokens(L.target, batch_release)) {
     b.flag("--max-num-batched-tokens", num(L.in_flight_tokens));
   }
   if (req.deploy.max_num_seqs && *req.deploy.max_num_seqs != default_max_num_seqs(L.target)) {
@@ -239,6 +242,7 @@ LaunchCommand sglang_launch_command(const ModelConfig& config, const Plan& plan,
   if (o.kv_cache_dtype != "auto") add("--kv-cache-dtype", {o.kv_cache_dtype});
   if (o.disable_radix_cache) add("--disable-radix-cache");
   if (o.disable_cuda_graph) add("--disable-cuda-graph");
+  if (o.disable_piecewise_cuda_graph && !o.disable_cuda_graph) add("--disable-piecewise-cuda-graph");
   if (o.disable_overlap_schedule) add("--disable-overlap-schedule");
   if (o.enable_two_batch_overlap) add("--enable-two-batch-overlap");
   if (o.enable_hisparse) add("--enable-hisparse");

@@ -684,6 +684,10 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
                 no_backend->finding.message + ")";
     f.error_message = f.verdict;
   }
+  // The engine's pages: each window sized for the reserve its KV planner keeps (R).
+  if (!p.fit->stages.empty() && p.fit->stages.front().kv.retained_tokens > 0) {
+    account_for_engine(*p.layout, p.fit->stages.front().kv.retained_tokens);
+  }
   if (w.files) p.fit->files = std::move(w.files);
   p.fit->incomplete_checkpoint = w.incomplete;
   const WeightsReport& wr = *p.fit->weights;

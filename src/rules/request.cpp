@@ -48,7 +48,15 @@ bool vllm_large_gpu(const Target& target) {
   return target.memory_bytes >= (std::int64_t{70} << 30) && who.find("a100") == std::string::npos;
 }
 
-std::int64_t default_in_flight_tokens(const Target& target) { return vllm_large_gpu(target) ? 8192 : 2048; }
+bool vllm_160gib_gpu(const Target& target) {
+  const std::int64_t total = target.runtime_memory_bytes > 0 ? target.runtime_memory_bytes : target.memory_bytes;
+  return total >= (std::int64_t{160} << 30);
+}
+
+std::int64_t default_in_flight_tokens(const Target& target, const BackendReleaseRules& release) {
+  if (release.batch_tier_160gib && vllm_160gib_gpu(target)) return 16384;
+  return vllm_large_gpu(target) ? 8192 : 2048;
+}
 
 std::optional<std::int64_t> padded_query_heads(std::int64_t local_heads) {
   if (local_heads < 1 || local_heads > 128) return std::nullopt;

@@ -325,13 +325,17 @@ LayoutResolution resolve_layout_options(const ModelConfig& cfg, const Topology& 
                                 "max_model_len " + std::to_string(r.mml) + ": the config's max_position_embeddings"));
   }
   r.in_flight_default = !o.in_flight_tokens;
-  r.in_flight = o.in_flight_tokens.value_or(default_in_flight_tokens(target));
+  r.in_flight = o.in_flight_tokens.value_or(default_in_flight_tokens(target, o.release));
   if (r.in_flight_default && cfg.family != Family::deepseek_v32) {
-    checks.push_back(info_check("layout.in_flight_tokens",
-                                "window pages sized for " + std::to_string(r.in_flight) +
-                                    " in-flight tokens per request (vLLM's default max_num_batched_tokens "
-                                    "for its OpenAI server on " +
-                                    target.name + ")"));
+    checks.push_back(info_check(
+        "layout.in_flight_tokens",
+        "window pages sized for " + std::to_string(r.in_flight) +
+            " in-flight tokens per request (vLLM's default max_num_batched_tokens "
+            "for its OpenAI server on " +
+            target.name +
+            (o.release.batch_tier_160gib && vllm_160gib_gpu(target) ? ": the >= 160 GiB tier of vLLM 0.28 and later"
+                                                                    : "") +
+            ")"));
   }
 
   // ---- the backend (unsupported) ----
@@ -882,7 +886,9 @@ RulesVerdict judge_request(const ModelConfig& cfg, const Topology& topo, const T
   const std::string p = cfg.field_prefix;
 
   // Model dtype.
-  const std::string dtype = options.dtype.value_or(cfg.dtype);
+  // --dtype auto (vLLM's default) runs the config's dtype.
+  const std::string dtype = options.dtype && *options.dtype != "auto" ? *options.dtype : cfg.dtype;
+  const bool given = options.dtype && *options.dtype != "auto";
   if (dtype.empty()) {
     out.push_back(
         info("backend.model_dtype", "the config names no dtype; the sparse-MLA backend runs the model in bfloat16"));
@@ -890,8 +896,8 @@ RulesVerdict judge_request(const ModelConfig& cfg, const Topology& topo, const T
     out.push_back(error("backend.model_dtype",
                         "model dtype " + mlaplan::quoted(dtype) +
                             " is not supported by the sparse-MLA backend; supported: bfloat16" +
-                            (options.dtype ? " (--dtype)" : " (the config's dtype)"),
-                        "serve with --dtype bfloat16", options.dtype ? std::string() : p + "/dtype"));
+                            (given ? " (--dtype)" : " (the config's dtype)"),
+                        "serve with --dtype bfloat16", given ? std::string() : p + "/dtype"));
   }
 
   // Head size.

@@ -77,12 +77,14 @@ struct BytesPerToken {
 struct Accounting {
   /// DeepSeek's: sum over global owners of row_bytes / ratio; draft layers and windows excluded.
   BytesPerToken global_rows;
-  /// The engine's: sum over global objects of page_bytes / tokens_per_page (draft owners included).
+  /// The engine's: sum over global objects of page_bytes / tokens_per_page (draft owners only when
+  /// the draft stages load: a speculative config).
   BytesPerToken global_pages;
   /// Per-request objects in rows: min(window, max_model_len) x row (rings: ring rows x row).
   std::int64_t per_request_rows = 0;
-  /// Per-request objects in pages at max_model_len: (cdiv(min(W - 1 + in_flight, max_model_len),
-  /// block) + 1) pages per sliding object, one page per ring.
+  /// Per-request objects in pages at max_model_len: (cdiv(min(W - 1 + R, max_model_len), block) +
+  /// 1) pages per sliding object (R: Layout::window_reserve_tokens), one page per ring; draft
+  /// layers' objects only when their stages load.
   std::int64_t per_request_pages = 0;
   /// One request at max_model_len: ceil(global_rows x max_model_len) + per_request_rows.
   std::int64_t total_rows = 0;
@@ -123,8 +125,11 @@ struct Layout {
   std::int64_t max_model_len = 0;
   bool max_model_len_default = true;
   std::int64_t max_position_embeddings = 0;
-  std::int64_t in_flight_tokens = 0;
+  std::int64_t in_flight_tokens = 0;  ///< max_num_batched_tokens
   bool in_flight_tokens_default = true;
+  /// The tokens past the window each sliding object's pages hold in the pages accounting: the
+  /// layout's in_flight_tokens, until account_for_engine() sets the engine's reserve.
+  std::int64_t window_reserve_tokens = 0;
   std::int64_t num_speculative_tokens = 0;
   bool include_draft_layers = true;
   std::vector<CacheObject> objects;  ///< by layer, then kind
@@ -148,6 +153,11 @@ Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& t
 /// check, lenient for usage errors only. For callers that plan a layout alone (verify, bench).
 Layout plan_layout(const ModelConfig& cfg, const Topology& topo, const Target& target, const LayoutOptions& options,
                    Strictness strictness = Strictness::strict);
+
+/// The layout's accountings again with the engine's window reserve (vLLM's R: extra retained
+/// tokens plus batches in flight x max_num_batched_tokens, as its KV planner counts it) in place of
+/// in_flight_tokens; the pages count the draft layers' caches only when the draft stages load.
+void account_for_engine(Layout& layout, std::int64_t window_reserve_tokens);
 
 /// The accounting of one cache kind over a layout (the report's memory picture draws it).
 struct CacheKindBytes {

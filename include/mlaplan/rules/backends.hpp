@@ -126,6 +126,9 @@ struct BackendReleaseRules {
   bool v41_mega_attention_default = false;
   /// TRITON_MLA_SPARSE_DSV41 (SM90, 8 or 16 local heads, opt-in) is a name.
   bool v41_triton_sm90 = false;
+  /// vLLM >= 0.28.0's get_batch_defaults (vllm/engine/arg_utils.py): a tier for GPUs of at least
+  /// 160 GiB whose OpenAI-server max_num_batched_tokens is 16384 (8192 on the 70 GiB tier).
+  bool batch_tier_160gib = false;
   std::string_view version;  ///< "0.31.0", for messages only ("" when not known)
 };
 /// Whether `release` has the --attention-backend value `name` (upper case).

@@ -33,8 +33,13 @@ KvCacheDtype parse_kv_cache_dtype(std::string_view value);
 IndexerCacheDtype parse_indexer_cache_dtype(std::string_view value);
 
 /// vLLM's default max_num_batched_tokens for its OpenAI server on this GPU: 8192 with at least
-/// 70 GiB of memory (A100 excepted), else 2048. The default in-flight tokens of a request.
-std::int64_t default_in_flight_tokens(const Target& target);
+/// 70 GiB of memory (A100 excepted), else 2048; 16384 with at least 160 GiB in the releases with
+/// that tier (BackendReleaseRules::batch_tier_160gib, 0.28.0 on). The default in-flight tokens of
+/// a request.
+std::int64_t default_in_flight_tokens(const Target& target, const BackendReleaseRules& release);
+/// Whether `target` is in vLLM's >= 160 GiB batch-defaults tier (the memory the runtime reports,
+/// torch's total_memory, which get_device_total_memory reads).
+bool vllm_160gib_gpu(const Target& target);
 /// What vLLM's defaults for its OpenAI server (vllm/engine/arg_utils.py _set_default_args) count as
 /// a large GPU: at least 70 GiB of memory, an A100 excepted.
 bool vllm_large_gpu(const Target& target);

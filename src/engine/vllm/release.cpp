@@ -94,6 +94,16 @@ BackendReleaseRules backend_release_rules(const VllmRelease& release) {
   BackendReleaseRules r;
   r.v41_mega_attention_default = release.v41_mega_attention_default;
   r.v41_triton_sm90 = release.v41_triton_sm90;
+  // The >= 160 GiB tier of get_batch_defaults is in v0.28.0's arg_utils.py and not in v0.27.0's
+  // (vllm-project/vllm at tags v0.27.0 / v0.28.0, "for GPUs like B200/B300 with >= 160GB memory,
+  // use the largest defaults"); every modelled release from 0.28.0 on has it.
+  const std::string_view v = release.version;
+  int major = 0, minor = 0;
+  const auto m = std::from_chars(v.data(), v.data() + v.size(), major);
+  if (m.ec == std::errc() && m.ptr < v.data() + v.size() && *m.ptr == '.' &&
+      std::from_chars(m.ptr + 1, v.data() + v.size(), minor).ec == std::errc()) {
+    r.batch_tier_160gib = major > 0 || minor >= 28;
+  }
   r.version = release.version;
   return r;
 }
