@@ -530,3 +530,19 @@ TEST_CASE("sglang: more draft tokens than V4's compressor-state rings serve do n
             {"11", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "12", "--sglang-version", "G1"});
   CHECK(run(g1).err.find("compress state ring") == std::string::npos);
 }
+
+TEST_CASE("sglang: G1's --max-total-tokens cap sizes the pools again from cap x bytes per full token",
+          "[sglang][cli]") {
+  // resolve() of the May-2026 configurator: _calculate_pool_sizes(int(cap x bpft)); the float
+  // rounding of int(int(1,000,192 x 15,955.85) / 15,955.85) gives 1,000,191, one page below the cap
+  // after paging; the c128 state pool follows the capped SWA pool.
+  const Run r = run({"sglang", "serve", kCliV4, "--tp", "8", "--gpu", "h200", "--sglang-version", "G1",
+                     "--max-total-tokens", "1000192"});
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("    DSv4 memory calculation: bytes_per_full_token=15955.85, available_bytes=14.86 "
+                                    "GB, full_token=999936\n"
+                                    "    DSv4 pool sizes: full=999936, swa=99840, c4=249984, c128=7812, "
+                                    "c4_state=6240, c128_state=99840\n"));
+  // One pool-sizes line: the capped one.
+  CHECK(r.out.find("DSv4 pool sizes: ") == r.out.rfind("DSv4 pool sizes: "));
+}

@@ -661,7 +661,21 @@ SglangFit fit_of(const ModelConfig& cfg, const Topology& topo, const Target& tar
     if (o.max_total_tokens) {
       if (*o.max_total_tokens < fit.pools.full) {
         fit.profiled_full = fit.pools.full;
-        const std::int64_t full = *o.max_total_tokens / fit.page_size * fit.page_size;
+        std::int64_t full = *o.max_total_tokens / fit.page_size * fit.page_size;
+        if (!g.c128_state_fixed) {
+          // G1's resolve: the pools again from int(cap x bytes_per_full_token) bytes (its float
+          // rounding can give one page less than the cap), a second "memory calculation" line,
+          // then the one "pool sizes" line.
+          const double bpft = fit.bytes_per_full_token;
+          const auto bytes = static_cast<std::int64_t>(static_cast<double>(*o.max_total_tokens) * bpft);
+          full = static_cast<std::int64_t>(static_cast<double>(bytes) / bpft) / fit.page_size * fit.page_size;
+          if (!fit.log_lines.empty() && fit.log_lines.back().find(" pool sizes: ") != std::string::npos) {
+            fit.log_lines.pop_back();
+          }
+          fit.log_lines.push_back(
+              std::string(g.log_prefix) + " memory calculation: bytes_per_full_token=" + format_fixed(bpft, 2) +
+              ", available_bytes=" + gb2(static_cast<double>(bytes)) + " GB, full_token=" + std::to_string(full));
+        }
         const double r = fit.swa_ratio;
         fit.pools.full = full;
         if (fit.swa_mode != "cap")
@@ -672,6 +686,11 @@ SglangFit fit_of(const ModelConfig& cfg, const Topology& topo, const Target& tar
         fit.pools.c4_state = fit.pools.swa / divisor *
                              (fit.ring_c4 > 0 ? fit.ring_c4 : (fit.draft_tokens > 0 ? 16 : 8)) *
                              (fit.layers_c4 > 0 ? 1 : 0);
+        if (!g.c128_state_fixed) {
+          // G1 sizes the c128 state pool from the SWA pool too (G2 and G3 make it a fixed term).
+          fit.pools.c128_state =
+              fit.layers_c128 > 0 ? fit.pools.swa / cfg.sliding_window * (fit.draft_tokens > 0 ? 256 : 128) : 0;
+        }
         fit.log_lines.push_back(std::string(g.log_prefix) + " pool sizes: full=" + std::to_string(fit.pools.full) +
                                 ", swa=" + std::to_string(fit.pools.swa) + ", c4=" + std::to_string(fit.pools.c4) +
                                 ", c128=" + std::to_string(fit.pools.c128) +
