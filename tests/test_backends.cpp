@@ -1446,7 +1446,10 @@ TEST_CASE("vLLM 0.31: mega attention is the SM100 default for V4.1 where it is a
       CHECK(ch.by_default);
       CHECK(ch.refusal.empty());
       CHECK(ch.mega_declined.empty());
-      CHECK(ch.how == "vLLM's default on " + t.cc.sm());
+      // The release that first has this default is not pinned, and the choice says so.
+      CHECK(ch.how == "vLLM's default on " + t.cc.sm() +
+                          " (the first vLLM release with this default is not pinned: the selector of vLLM after "
+                          "0.30, modelled as 0.31.0; --vllm-version 0.30.0 plans 0.30's FlashMLA default)");
       CHECK(mega_attention_declines(v41(), t.cc, tp).empty());
       const auto rs = eval(v41(), t, options31(std::nullopt, tp));
       CHECK(errors(rs) == 0);

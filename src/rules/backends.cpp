@@ -644,6 +644,14 @@ BackendChoice choose_backend(const ModelConfig& cfg, const Target& target,
                         ? ", fused because attention_config.dsv4_fused_attention is unset and the kernel has the shape"
                         : "");
   if (!ch.mega_declined.empty()) ch.how += "; " + std::string(kMegaName) + " declined: " + ch.mega_declined;
+  if (id == BackendId::flashmla_mega_attn_dsv41 && !attention_backend) {
+    // vLLM's selector after 0.30 (PR #56935) makes it the SM100 default; which release first
+    // carries that selector was not pinned (docs/vllm-releases.md).
+    ch.how +=
+        " (the first vLLM release with this default is not pinned: the selector of vLLM after 0.30, modelled as " +
+        std::string(release.version.empty() ? "0.31.0" : release.version) +
+        "; --vllm-version 0.30.0 plans 0.30's FlashMLA default)";
+  }
   return ch;
 }
 

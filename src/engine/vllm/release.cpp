@@ -58,7 +58,10 @@ constexpr std::array<VllmRelease, 9> kReleases{{
     {"0.30.0", "2026-09-22", 0.92, true, true, false, true, G::generic_packed, true, true, true, true, true, false,
      false, kSrc030, "whether the fused FlashMLA path is on by default on SM100 is not pinned"},
     {"0.31.0", "2026-10-05", 0.92, true, true, false, true, G::generic_packed, true, true, true, true, true, true, true,
-     kSrc031, "no KV planner or utilization change found after 0.30 (carried over)"},
+     kSrc031,
+     "no KV planner or utilization change found after 0.30 (carried over); the first release whose V4.1 selector "
+     "makes FLASHMLA_MEGA_ATTN_DSV41 the SM100 default and has TRITON_MLA_SPARSE_DSV41 (vLLM after 0.30, PR #56935) "
+     "is not pinned: 0.31.0 is assumed"},
 }};
 
 bool parse_part(std::string_view s, int& out) {
