@@ -305,6 +305,17 @@ TEST_CASE("hf_cache: a revision not in the cache lists the refs there", "[hf_cac
   fs::remove_all(c.repo / "refs");
   CHECK_THAT(error_of([&] { resolve(c, std::nullopt); }), Catch::Contains("no revision 'main'"));
   CHECK_THAT(error_of([&] { resolve(c, std::nullopt); }), Catch::Contains("; no refs there;"));
+  // Something at refs/main that is not a ref file is named, not called missing.
+  fs::create_directories(c.repo / "refs" / "main");
+  CHECK_THAT(error_of([&] { resolve(c, std::nullopt); }),
+             Catch::Contains("revision 'main': " + q((c.repo / "refs" / "main").string()) +
+                             " is a directory; expected a file holding the snapshot's commit hash"));
+  fs::remove_all(c.repo / "refs" / "main");
+  fs::create_symlink("main", c.repo / "refs" / "main");  // a link to itself
+  CHECK_THAT(error_of([&] { resolve(c, std::nullopt); }), Catch::Contains("is a link that cannot be followed: "));
+  fs::remove(c.repo / "refs" / "main");
+  fs::create_symlink("/dev/zero", c.repo / "refs" / "main");
+  CHECK_THAT(error_of([&] { resolve(c, std::nullopt); }), Catch::Contains("is a character device; expected a file"));
 }
 
 TEST_CASE("hf_cache: a snapshot without config.json is an error naming the snapshot", "[hf_cache]") {

@@ -177,6 +177,17 @@ HfSnapshot resolve_in_repo_dir(const std::string& repo_id, const std::string& re
     }
     how = "the commit " + rev;
   } else {
+    // Something is there that is not a ref file: name it (a folder, a FIFO, a link that loops or
+    // leads nowhere) rather than say that the ref is missing.
+    struct stat lst {};
+    if (::lstat(ref_path.c_str(), &lst) == 0) {
+      struct stat st {};
+      const std::string what = ::stat(ref_path.c_str(), &st) != 0
+                                   ? "a link that cannot be followed: " + file_error_cause(errno, ref_path)
+                                   : std::string(file_type_name(st.st_mode));
+      throw_config(who(repo_id, repo_dir) + ": revision " + mlaplan::quoted(rev) + ": " + qpath(ref_path) + " is " +
+                   what + "; expected a file holding the snapshot's commit hash");
+    }
     throw_config(who(repo_id, repo_dir) + ": no revision " + mlaplan::quoted(rev) + ": no " + qpath(ref_path) +
                  (is_short_commit(rev) ? " (a commit is named by its full 40-digit hash)" : "") + "; " +
                  describe_refs(repo_dir) + download_hint(repo_id, rev));
