@@ -466,3 +466,24 @@ TEST_CASE("plan_matrix: every preset x dtype x layout, each cell as make_plan_on
   CHECK(supported > 0);
   CHECK(supported < m.cells.size());  // nvfp4_ds_mla needs SM100: refused on the Hopper presets
 }
+
+TEST_CASE("make_plan: the fewest-GPUs fix never proposes heads per rank the backend does not run", "[plan][fit]") {
+  // V4.1 with 256 heads at TP 2 does not hold its weights on an H200; TP 1 would leave 256 heads per
+  // rank, which FlashMLA refuses (backend.query_heads): the fix keeps TP 2 or more.
+  auto j = nlohmann::json::parse(read_text(src("configs/deepseek-v4.1-flash.json")));
+  j["text_config"]["num_attention_heads"] = 256;
+  const ModelConfig cfg = parse_config(j.dump(), "h256.json");
+  PlanRequest r = on_tp(2);
+  r.target.gpu = "h200";
+  const Plan p = make_plan(cfg, r);
+  REQUIRE(p.fit);
+  CHECK_FALSE(p.fit->fits);
+  bool fewest = false;
+  for (const auto& s : p.fit->suggestions) {
+    INFO(s);
+    if (s.find("the fewest") == std::string::npos) continue;
+    fewest = true;
+    CHECK(s.rfind("--tp 1 ", 0) == std::string::npos);
+  }
+  CHECK(fewest);
+}

@@ -270,7 +270,10 @@ std::vector<std::string> suggestions(const ModelConfig& cfg, const Layout& L, co
       pl.data_parallel_size = per_pp / tp;
       pl.enable_expert_parallel = pl.tensor_parallel_size * pl.data_parallel_size > 1;
       pl.local_query_heads = heads / tp;
-      pl.padded_query_heads = padded_heads(L.backend, pl.local_query_heads).value_or(0);
+      // A TP whose heads per rank the backend does not run (backend.query_heads) is no fix.
+      const auto padded = padded_heads(L.backend, pl.local_query_heads);
+      if (!padded) continue;
+      pl.padded_query_heads = *padded;
       if (pl.tensor_parallel_size == given.tensor_parallel_size && pl.data_parallel_size == given.data_parallel_size &&
           pl.enable_expert_parallel == given.enable_expert_parallel) {
         continue;
