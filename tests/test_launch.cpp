@@ -191,6 +191,8 @@ TEST_CASE("launch: the command that comes out plans the same thing when fed back
       {kV41, "--tp", "4", "--pp", "2", "--batch", "8", "--context-len", "1000", "--weights-gib", "70"},
       {kV41, "--tp", "8", "--dcp", "2", "--no-enable-prefix-caching", "--block-size", "64"},
       {kV4, "--tp", "2"},
+      {kV4, "--tp", "8", "--indexer-cache-dtype", "fp4"},
+      {kV41, "--tp", "8", "--dsv4-fused-attention", "false", "--gpu", "b200", "--indexer-cache-dtype", "fp4"},
       {kV4, "--tp", "4", "--pp", "2", "--spec-tokens", "2", "--gpu", "h100"},
       {kV4, "--gpus", "16xb300", "--objective", "gpus"},
       {kV32, "--tp", "8", "--max-model-len", "auto", "--min-concurrency", "64"},
@@ -215,6 +217,42 @@ TEST_CASE("launch: the command that comes out plans the same thing when fed back
     CHECK(plan_part(first).dump() == plan_part(second).dump());
     CHECK(second.at("exit_code") == first.at("exit_code"));
   }
+}
+
+TEST_CASE("launch: a short flag takes its value after '=' as argparse does", "[launch][vllm-serve]") {
+  // "-tp=8" and "-cc.cudagraph_mode=NONE" are one word each: the next word stays a flag.
+  const auto short_form =
+      plan_json({"vllm", "serve", kV4, "-tp=8", "-cc.cudagraph_mode=NONE", "--no-async-scheduling"});
+  const auto long_form = plan_json({"vllm", "serve", kV4, "--tensor-parallel-size", "8",
+                                    "--compilation-config.cudagraph_mode=NONE", "--no-async-scheduling"});
+  CHECK(short_form.at("parallel").at("tensor_parallel_size") == 8);
+  CHECK(short_form.at("fit").at("vllm").at("log_line") == long_form.at("fit").at("vllm").at("log_line"));
+  CHECK(short_form.at("launch").at("command") == long_form.at("launch").at("command"));
+  CHECK(short_form.at("launch").at("command").get<std::string>().find("--no-async-scheduling") != std::string::npos);
+}
+
+TEST_CASE("launch: DeepSeek V4's MXFP4 indexer keys from --attention-config", "[launch][vllm-serve]") {
+  // use_fp4_indexer_cache (the V4 recipes' --attention_config.use_fp4_indexer_cache=True) and the
+  // newer indexer_kv_dtype: mxfp4 are the 68-byte indexer rows; the launch command says it back.
+  const auto fp4 = plan_json({kV4, "--tp", "8", "--indexer-cache-dtype", "fp4"});
+  for (const std::vector<std::string>& a :
+       {std::vector<std::string>{"--attention_config.use_fp4_indexer_cache=True"},
+        std::vector<std::string>{"--attention-config", R"({"use_fp4_indexer_cache": true})"},
+        std::vector<std::string>{"--attention-config", R"({"indexer_kv_dtype": "mxfp4"})"}}) {
+    std::vector<std::string> args = {"vllm", "serve", kV4, "-tp", "8"};
+    args.insert(args.end(), a.begin(), a.end());
+    CAPTURE(args);
+    const auto j = plan_json(args);
+    CHECK(j.at("layout").at("indexer_cache_dtype") == "fp4");
+    CHECK(j.at("fit").at("vllm").at("log_line") == fp4.at("fit").at("vllm").at("log_line"));
+    CHECK(j.at("launch").at("command").get<std::string>().find(
+              R"(--attention-config '{"use_fp4_indexer_cache": true}')") != std::string::npos);
+  }
+  const auto fp8 = plan_json({"vllm", "serve", kV4, "-tp", "8", "--attention_config.use_fp4_indexer_cache=false"});
+  CHECK(fp8.at("layout").at("indexer_cache_dtype") == "fp8");
+  const Run bad = run({"vllm", "serve", kV4, "-tp", "8", "--attention_config.use_fp4_indexer_cache=maybe"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Catch::Contains("use_fp4_indexer_cache '\"maybe\"' is not true or false"));
 }
 
 TEST_CASE("launch: the search proposes exactly the layouts whose own plan fits", "[launch][search]") {

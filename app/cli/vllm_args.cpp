@@ -310,7 +310,8 @@ class Translator {
         break;
       }
       std::optional<std::string> inline_value;
-      if (const auto eq = word.find('='); eq != std::string::npos && word.rfind("--", 0) == 0) {
+      // argparse splits "NAME=VALUE" for a short name too ("-tp=8", "-cc.cudagraph_mode=NONE").
+      if (const auto eq = word.find('='); eq != std::string::npos && eq > 1) {
         inline_value = word.substr(eq + 1);
         word = word.substr(0, eq);
       }
@@ -613,6 +614,17 @@ class Translator {
         }
       }
     } else if (flag == "--attention-config") {
+      // A boolean as JSON or as a dotted flag's text ("--attention-config.x=True"), which vLLM's
+      // pydantic config reads as a boolean too.
+      auto boolean = [&](const std::string& key, const json& v) {
+        if (v.is_boolean()) return v.get<bool>();
+        if (v.is_string()) {
+          const std::string s = v.get<std::string>();
+          if (s == "true" || s == "True" || s == "1") return true;
+          if (s == "false" || s == "False" || s == "0") return false;
+        }
+        throw_usage(flag + ": " + key + " " + mlaplan::quoted(v.dump()) + " is not true or false");
+      };
       for (const auto& [key, v] : j.items()) {
         if (key == "backend") {
           if (v.is_null()) continue;
@@ -620,9 +632,24 @@ class Translator {
           if (v.get<std::string>() != "auto") set("--attention-backend", {v.get<std::string>()});
         } else if (key == "dsv4_fused_attention") {
           if (v.is_null()) continue;
-          if (!v.is_boolean())
-            throw_usage(flag + ": dsv4_fused_attention " + mlaplan::quoted(v.dump()) + " is not true or false");
-          set("--dsv4-fused-attention", {v.get<bool>() ? "true" : "false"});
+          set("--dsv4-fused-attention", {boolean(key, v) ? "true" : "false"});
+        } else if (key == "use_fp4_indexer_cache") {
+          // DeepSeek V4's switch for the 68-byte MXFP4 indexer keys (config/attention.py; default
+          // False: the 132-byte FP8 keys).
+          if (v.is_null()) continue;
+          set("--indexer-cache-dtype", {boolean(key, v) ? "fp4" : "fp8"});
+        } else if (key == "indexer_kv_dtype") {
+          // The newer generic field: mxfp4 is the same 68-byte keys, fp8 the default 132-byte ones.
+          if (v.is_null()) continue;
+          if (!v.is_string())
+            throw_usage(flag + ": indexer_kv_dtype " + mlaplan::quoted(v.dump()) + " is not a string");
+          const std::string d = v.get<std::string>();
+          if (d == "mxfp4" || d == "fp8") {
+            set("--indexer-cache-dtype", {d == "mxfp4" ? "fp4" : "fp8"});
+          } else {
+            not_modelled(flag + " indexer_kv_dtype " + d,
+                         "the indexer key rows (mla-plan models fp8 and mxfp4: 132 and 68 bytes)");
+          }
         } else {
           ignored(flag + "." + key);
         }

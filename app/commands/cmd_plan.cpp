@@ -62,7 +62,14 @@ std::pair<std::int64_t, std::optional<std::string>> parse_gpus_value(std::string
     while (!count.empty() && count.back() == ' ') count.remove_suffix(1);
     while (!g.empty() && g.front() == ' ') g.remove_prefix(1);
     if (g.empty()) throw_usage("--gpus: " + quoted(text) + " names no GPU after 'x'; allowed " + allowed);
-    gpu = std::string(find_gpu_preset(g).id);
+    try {
+      gpu = std::string(find_gpu_preset(g).id);
+    } catch (const Error& e) {
+      // find_gpu_preset speaks of --gpu: the value came from --gpus.
+      std::string why = e.what();
+      if (why.rfind("--gpu: ", 0) == 0) why = why.substr(7);
+      throw_usage("--gpus: " + quoted(text) + ": " + why);
+    }
   }
   const std::int64_t n = parse_int_value("--gpus", count, IntRange{1, LayoutLimits::max_parallel_size, allowed});
   return {n, gpu};

@@ -93,7 +93,17 @@ SchedInput schedule_input(const ScheduleOptions& opt) {
 int run_schedule(const ScheduleOptions& opt, const SchedInput& in, std::ostream& out) {
   ScheduleEntry e;
   e.input = in;
-  e.plan = plan_schedule(e.input);
+  try {
+    e.plan = plan_schedule(e.input);
+  } catch (const Error& err) {
+    // The scheduler names h_q as the library does; here it came from --h-q.
+    const std::string what = err.what();
+    const std::string hq = "h_q = " + std::to_string(in.h_q) + ": ";
+    if (err.kind() == ErrorKind::usage && what.rfind(hq, 0) == 0) {
+      throw_usage("--h-q: '" + std::to_string(in.h_q) + "': " + what.substr(hq.size()));
+    }
+    throw;
+  }
   out << (opt.json ? render_schedules_json({e}) : render_schedules_text({e}, opt.show_records));
   return 0;
 }

@@ -237,7 +237,8 @@ std::vector<TypedFlag> typed_flags(const CLI::App& sub, const std::vector<std::s
     auto seen = std::find_if(typed.begin(), typed.end(), [&](const TypedFlag& t) { return t.canonical == canonical; });
     if (seen == typed.end()) {
       const std::string type = opt->get_type_name();
-      typed.push_back(TypedFlag{canonical, name, value, type == "INT" || type.rfind("INT,...", 0) == 0});
+      typed.push_back(TypedFlag{canonical, name, value, type == "INT" || type.rfind("INT,...", 0) == 0,
+                                type.rfind("SIZE", 0) == 0});
     } else if (seen->name != name && seen->name.find(" / " + name) == std::string::npos) {
       seen->name += " / " + name;  // given under two names: both are named
     }
@@ -294,6 +295,19 @@ std::string as_typed(const std::string& message, const std::vector<TypedFlag>& t
       if (decimal && rest.compare(pos, 2, ": ") == 0 && rest.compare(pos + 2, shown.size(), shown) == 0 &&
           std::to_string(v) != value) {
         rest.replace(pos + 2, shown.size(), mlaplan::quoted(value));
+      }
+    }
+    if (t.size && !t.value.empty() && !decimal_integer_syntax(t.value) && rest.compare(0, 2, ": ") == 0) {
+      try {
+        const std::int64_t v = parse_size_value(
+            t.canonical, t.value,
+            IntRange{std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), {}});
+        const std::string shown = "'" + std::to_string(v) + "'";
+        if (rest.compare(2, shown.size(), shown) == 0) {
+          rest.replace(2, shown.size(), mlaplan::quoted(t.value) + " (" + std::to_string(v) + ")");
+        }
+      } catch (const Error&) {
+        // not a size after all: the message as it is
       }
     }
     return message.substr(0, at) + t.name + rest;

@@ -87,6 +87,7 @@ struct TypedFlag {
   std::string name;       ///< the name typed ("--tp"); two names typed: "--tensor-parallel-size / --tp"
   std::string value;      ///< the value's text as typed (of its first occurrence; "" when none)
   bool integer = false;   ///< an integer flag or integer list: a quoted decimal value is the typed text
+  bool size = false;      ///< a size flag (vLLM's "128k", "2M"): a quoted value it reads to is the typed text
 };
 
 /// The options of `sub` among `args` (the arguments of the parse, in order; a lone "--" ends the
@@ -96,8 +97,9 @@ std::vector<TypedFlag> typed_flags(const CLI::App& sub, const std::vector<std::s
 /// `message` with its subject as typed: a message that starts with a flag's canonical name
 /// (optionally after "SUBCOMMAND: ") followed by ':', '[' or ' ' names the flag as typed, and, for
 /// an integer flag, a value quoted right after it ("--batch: '10'", "--context-lens[1]: '7'")
-/// that is the typed value (or item) read as a decimal is quoted as typed ('010'). Anything else
-/// is left as it is.
+/// that is the typed value (or item) read as a decimal is quoted as typed ('010'); for a size flag,
+/// a value quoted right after it that the typed size reads to is quoted as typed with its number
+/// ("--max-model-len: '2M' (2097152)"). Anything else is left as it is.
 std::string as_typed(const std::string& message, const std::vector<TypedFlag>& typed);
 
 /// verify's --device: "all" (every CUDA device), one index, or a comma-separated list of them

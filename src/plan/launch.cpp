@@ -114,15 +114,17 @@ LaunchCommand vllm_launch_command(const ModelConfig& cfg, const Plan& plan, cons
   if (req.layout.kv_cache_dtype != "auto") b.flag("--kv-cache-dtype", req.layout.kv_cache_dtype);
   if (req.layout.block_size) b.flag("--block-size", num(*req.layout.block_size));
   if (req.layout.attention_backend) b.flag("--attention-backend", *req.layout.attention_backend);
+  // --attention-config: the fused FlashMLA path and DeepSeek V4's MXFP4 indexer keys
+  // (use_fp4_indexer_cache, config/attention.py) when they are not the defaults.
+  std::string attention_config;
   if (req.layout.fused_attention != FusedAttention::auto_) {
-    b.flag("--attention-config", std::string("{\"dsv4_fused_attention\": ") +
-                                     (req.layout.fused_attention == FusedAttention::on ? "true" : "false") + "}");
+    attention_config += std::string("\"dsv4_fused_attention\": ") +
+                        (req.layout.fused_attention == FusedAttention::on ? "true" : "false");
   }
-  if (req.layout.indexer_cache_dtype != "fp8") {
-    b.own("--indexer-cache-dtype", req.layout.indexer_cache_dtype);
-    c.notes.push_back("the indexer cache dtype " + req.layout.indexer_cache_dtype +
-                      " has no vLLM flag mla-plan knows of: set it where your vLLM build takes it");
+  if (req.layout.indexer_cache_dtype == "fp4") {
+    attention_config += std::string(attention_config.empty() ? "" : ", ") + "\"use_fp4_indexer_cache\": true";
   }
+  if (!attention_config.empty()) b.flag("--attention-config", "{" + attention_config + "}");
 
   // Speculative decoding: the config's own drafter.
   const std::int64_t k = req.batch.spec_tokens;
