@@ -231,6 +231,19 @@ TEST_CASE("launch: a short flag takes its value after '=' as argparse does", "[l
   CHECK(short_form.at("launch").at("command").get<std::string>().find("--no-async-scheduling") != std::string::npos);
 }
 
+TEST_CASE("launch: --engram-config's cpu_offload places V4.1's Engram tables", "[launch][vllm-serve]") {
+  const auto gpu = plan_json({kV41, "--tp", "8", "--engram", "gpu"});
+  const auto host = plan_json({kV41, "--tp", "8", "--engram", "offload"});
+  auto weights = [](const json& j) { return j.at("fit").at("stages").at(0).at("weights_bytes").get<std::int64_t>(); };
+  REQUIRE(weights(gpu) > weights(host));
+  CHECK(weights(plan_json({"vllm", "serve", kV41, "-tp", "8", "--engram-config", R"({"cpu_offload": false})"})) ==
+        weights(gpu));
+  CHECK(weights(plan_json({"vllm", "serve", kV41, "-tp", "8", "--engram-config.cpu_offload=true"})) == weights(host));
+  const Run bad = run({"vllm", "serve", kV41, "-tp", "8", "--engram-config", R"({"cpu_offload": 2})"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Catch::Contains("--engram-config: cpu_offload '2' is not true or false"));
+}
+
 TEST_CASE("launch: DeepSeek V4's MXFP4 indexer keys from --attention-config", "[launch][vllm-serve]") {
   // use_fp4_indexer_cache (the V4 recipes' --attention_config.use_fp4_indexer_cache=True) and the
   // newer indexer_kv_dtype: mxfp4 are the 68-byte indexer rows; the launch command says it back.

@@ -103,6 +103,7 @@ const Flag kFlags[] = {
     // Attention
     {"--attention-backend", Kind::map, "--attention-backend"},
     {"--attention-config,-ac", Kind::attention},
+    {"--engram-config", Kind::attention},  // a JSON object as well: apply_json reads it by name
     {"--moe-backend", Kind::ignore}, {"--mamba-backend", Kind::ignore}, {"--ir-op-priority", Kind::ignore},
     {"--enable-flashinfer-autotune", Kind::ignore_bool}, {"--gdn-prefill-backend", Kind::ignore},
     // The KV cache (CacheConfig)
@@ -402,6 +403,12 @@ class Translator {
             }
             break;
           }
+          if (canonical == "--prefix-cache-retention-interval" && v == "auto") {
+            // vLLM's automatic retention (int | "auto"): its interval is not modelled.
+            not_modelled(word + " auto",
+                         "how long the prefix cache keeps a prompt's blocks (vLLM's automatic interval)");
+            break;
+          }
           set(std::string(f->target), {v});
           break;
         }
@@ -532,8 +539,9 @@ class Translator {
   /// What vLLM reads from the environment, where the command line does not say it.
   void from_environment() {
     if (!own_.getenv) return;
+    // A flag the command line gives (mla-plan's own, or one a vLLM flag set) wins over the environment.
     const auto given = [this](const std::string& flag) {
-      return std::find(own_args_.begin(), own_args_.end(), flag) != own_args_.end();
+      return std::find(own_args_.begin(), own_args_.end(), flag) != own_args_.end() || mapped_.count(flag) != 0;
     };
     if (const char* v = own_.getenv("VLLM_PLE_CPU_OFFLOAD"); v != nullptr && *v != '\0' && !given("--engram")) {
       std::string t = v;
@@ -652,6 +660,25 @@ class Translator {
           }
         } else {
           ignored(flag + "." + key);
+        }
+      }
+    } else if (flag == "--engram-config") {
+      // V4.1's Engram tables: cpu_offload places them (VLLM_PLE_CPU_OFFLOAD's default when unset).
+      for (const auto& [key, v] : j.items()) {
+        if (key == "cpu_offload") {
+          if (v.is_null()) continue;
+          bool offload = false;
+          if (v.is_boolean()) {
+            offload = v.get<bool>();
+          } else if (v.is_string() &&
+                     (v == "true" || v == "True" || v == "1" || v == "false" || v == "False" || v == "0")) {
+            offload = v == "true" || v == "True" || v == "1";
+          } else {
+            throw_usage(flag + ": cpu_offload " + mlaplan::quoted(v.dump()) + " is not true or false");
+          }
+          set("--engram", {offload ? "offload" : "gpu"});
+        } else {
+          not_modelled(flag + "." + key + " " + v.dump(), "how the Engram tables are shared or prefetched");
         }
       }
     } else if (flag == "--kv-transfer-config") {

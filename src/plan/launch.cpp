@@ -166,8 +166,9 @@ LaunchCommand vllm_launch_command(const ModelConfig& cfg, const Plan& plan, cons
     c.env.push_back(std::string("VLLM_PLE_CPU_OFFLOAD=") + (offload ? "1" : "0"));
     b.own("--engram", offload ? "offload" : "gpu");  // mla-plan's assumption, whatever the environment says
     c.notes.push_back(std::string("Engram tables ") + (offload ? "in host memory" : "on the GPU") +
-                      ": vLLM has no flag for it; it reads VLLM_PLE_CPU_OFFLOAD (host memory by default; the command "
-                      "sets it so that the placement does not depend on the image)");
+                      ": vLLM reads VLLM_PLE_CPU_OFFLOAD (host memory by default; the command sets it so that the "
+                      "placement does not depend on the image); newer builds also take --engram-config "
+                      "'{\"cpu_offload\": true|false}'");
   }
 
   // What describes the machine and the estimates, not the engine: mla-plan's own flags.
