@@ -406,7 +406,9 @@ ojson fit_json(const Fit& f) {
                {"gpu_kv_cache_tokens", v.gpu_kv_cache_tokens},
                {"needed_bytes", v.needed_bytes},
                {"estimated_max_model_len", v.estimated_max_model_len},
-               {"fits", v.fits},
+               // vLLM's KV arithmetic as computed; its verdict only where the plan has one (a refused
+               // or undecided plan has none: fit.fits and fit.decided say so).
+               {"fits", v.fits && f.decided},
                {"log_line", v.log_line},
                {"error_message", v.error_message}};
   j["engines"] = f.engines;

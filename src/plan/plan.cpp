@@ -779,6 +779,7 @@ void plan_into(Plan& p, const ModelConfig& config, const Topology& topology, con
     f.error_message = f.verdict;
     f.suggestions.clear();
     f.suggestion_flags.clear();
+    f.margin.reset();  // no memory verdict: no margin to it
   }
 
   // A fit-only plan (a search candidate, a sweep point) has no decode batch: it is judged by its fit.
@@ -1055,6 +1056,7 @@ Fit plan_fit(const ModelConfig& cfg, const Topology& topo, const Layout& L,
     f.margin = m;
   }
   if (!f.decided) {
+    f.margin.reset();  // no verdict: no margin to it
     f.verdict = "not decided: the weights are not all known (" + weights.reason +
                 "); pass the model directory with its safetensors files, or --weights-gib";
     f.error_message = f.verdict;
