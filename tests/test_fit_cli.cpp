@@ -851,3 +851,16 @@ TEST_CASE("vLLM start-up log: a V2-runner log gives the peak activation and non-
   CHECK(std::fabs(by.at("GPU KV cache size").at("planned").get<double>() / 9'092'381.0 - 1.0) < 0.03);
   CHECK(j.at("log_check").at("model_runner_v2") == false);  // the excerpt has no "Using V2 Model Runner" line
 }
+
+TEST_CASE("fit CLI: a rule's refusal heads the text even when the layout is rejected too", "[cli][fit]") {
+  // The 8-layer V4.1 test model: head size 16 is refused by the backend (the exit's refusal) and
+  // TP 4 is above its o_groups 2 (a placement rejection): text says the refusal first, as JSON does.
+  const std::string small = testing_cli::config_file("small/v41-8layer-flat.json");
+  const Run r = run({small, "--tp", "4"});
+  CHECK(r.code == 3);
+  CHECK_THAT(r.out, Catch::Contains("\nfit: REFUSED on 4 x h200 ") &&
+                        Catch::Contains("\n  refused: head size 16 (qk_rope_head_dim 4) is not supported") &&
+                        Catch::Contains("\n  rejected: --tensor-parallel-size 4 is above o_groups 2"));
+  const auto j = nlohmann::json::parse(run({small, "--tp", "4", "--json"}).out);
+  CHECK_THAT(r.out, Catch::Contains("  " + j.at("fit").at("verdict").get<std::string>() + "\n"));
+}

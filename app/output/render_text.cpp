@@ -573,8 +573,14 @@ std::string render_fit_text(const PlanResult& r) {
   const auto& pl = f.placement.layout;
   std::ostringstream o;
   o.imbue(std::locale::classic());
+  // The refusal that decides the exit is the placement's own (LAYOUT REJECTED) or a rule's (REFUSED,
+  // with the placement's rejections, if any, under it), as JSON, markdown and the report say.
+  const bool placement_refusal =
+      f.refused && !f.placement.ok() &&
+      std::any_of(f.placement.findings.begin(), f.placement.findings.end(),
+                  [&](const Finding& x) { return x.severity == Severity::error && x.message == f.refusal; });
   o << "\nfit: "
-    << (f.refused          ? (f.placement.ok() ? "REFUSED" : "LAYOUT REJECTED")
+    << (f.refused          ? (f.placement.ok() || !placement_refusal ? "REFUSED" : "LAYOUT REJECTED")
         : !f.decided       ? "NOT DECIDED"
         : f.fits           ? "FITS"
         : f.placement.ok() ? "DOES NOT FIT"
@@ -584,6 +590,7 @@ std::string render_fit_text(const PlanResult& r) {
     << (pl.enable_expert_parallel ? "on, EP " + std::to_string(pl.expert_parallel_size()) : std::string("off"))
     << "), as vLLM " << f.release->version << " computes it at start-up\n";
   if (f.refused && !f.placement.ok()) {
+    if (!placement_refusal) o << "  " << printable(f.verdict) << "\n";
     for (const auto& x : f.placement.findings) {
       if (x.severity == Severity::error) o << "  rejected: " << printable(x.message) << "\n";
     }
