@@ -172,6 +172,22 @@ TEST_CASE("launch: what vllm serve refuses or mla-plan does not model is said", 
   REQUIRE(warnings.size() == 2);
   CHECK_THAT(warnings[0], Catch::StartsWith("vllm serve: --cpu-offload-gb 10 (changes the weights on the GPU"));
   CHECK_THAT(warnings[1], Catch::StartsWith("vllm serve: --enable-lora (changes LoRA adapters' weights"));
+  // Chunked prefill off changes the step's tokens: said, not ignored; on (the default) changes nothing.
+  auto said = [&](const std::vector<std::string>& extra, const std::string& id) {
+    std::vector<std::string> a = {"vllm", "serve", kV41, "-tp", "8"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    std::string all;
+    const json j = plan_json(a);  // kept: a range over a temporary's member would dangle
+    for (const auto& f : j.at("findings")) {
+      if (f.at("id") == id) all += f.at("message").get<std::string>();
+    }
+    return all;
+  };
+  CHECK_THAT(said({"--no-enable-chunked-prefill"}, "vllm.not_modelled"),
+             Catch::Contains("--no-enable-chunked-prefill (changes the tokens of one step"));
+  CHECK_THAT(said({"--enable-chunked-prefill"}, "vllm.ignored"), Catch::Contains("--enable-chunked-prefill"));
+  CHECK_THAT(said({"--prefix-cache-retention-interval", "auto"}, "vllm.not_modelled"),
+             Catch::Contains("--prefix-cache-retention-interval auto"));
 }
 
 TEST_CASE("launch: the command that comes out plans the same thing when fed back", "[launch][round-trip]") {

@@ -421,7 +421,17 @@ class Translator {
           (void)value(word);
           ignored(word);
           break;
-        case Kind::ignore_bool: ignored(word); break;
+        case Kind::ignore_bool:
+          if (canonical == "--enable-chunked-prefill" && negated) {
+            // Chunked prefill off: vLLM's batch budget becomes max(max_model_len, its default) and an
+            // explicit one below max_model_len is refused (SchedulerConfig); not modelled.
+            not_modelled(word,
+                         "the tokens of one step (max_num_batched_tokens: at least max_model_len without "
+                         "chunked prefill), the profile run and the sliding-window reserve");
+            break;
+          }
+          ignored(word);
+          break;
         case Kind::ignore_multi:
           if (inline_value) {
             (void)value(word);
