@@ -285,6 +285,18 @@ std::string json_int_text(const std::string& where, const json& v) {
   throw_usage(where + ": " + mlaplan::quoted(v.dump()) + " is not an integer");
 }
 
+/// A JSON config's boolean as vLLM's pydantic config takes it: true / false, or the text of a
+/// dotted flag ("--attention-config.x=True"): true / True / 1, false / False / 0.
+std::optional<bool> boolean_of(const json& v) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "true" || s == "True" || s == "1") return true;
+    if (s == "false" || s == "False" || s == "0") return false;
+  }
+  return std::nullopt;
+}
+
 class Translator {
  public:
   explicit Translator(const OwnFlags& own) : own_(own) {}
@@ -632,16 +644,10 @@ class Translator {
         }
       }
     } else if (flag == "--attention-config") {
-      // A boolean as JSON or as a dotted flag's text ("--attention-config.x=True"), which vLLM's
-      // pydantic config reads as a boolean too.
       auto boolean = [&](const std::string& key, const json& v) {
-        if (v.is_boolean()) return v.get<bool>();
-        if (v.is_string()) {
-          const std::string s = v.get<std::string>();
-          if (s == "true" || s == "True" || s == "1") return true;
-          if (s == "false" || s == "False" || s == "0") return false;
-        }
-        throw_usage(flag + ": " + key + " " + mlaplan::quoted(v.dump()) + " is not true or false");
+        const auto b = boolean_of(v);
+        if (!b) throw_usage(flag + ": " + key + " " + mlaplan::quoted(v.dump()) + " is not true or false");
+        return *b;
       };
       for (const auto& [key, v] : j.items()) {
         if (key == "backend") {
@@ -677,16 +683,9 @@ class Translator {
       for (const auto& [key, v] : j.items()) {
         if (key == "cpu_offload") {
           if (v.is_null()) continue;
-          bool offload = false;
-          if (v.is_boolean()) {
-            offload = v.get<bool>();
-          } else if (v.is_string() &&
-                     (v == "true" || v == "True" || v == "1" || v == "false" || v == "False" || v == "0")) {
-            offload = v == "true" || v == "True" || v == "1";
-          } else {
-            throw_usage(flag + ": cpu_offload " + mlaplan::quoted(v.dump()) + " is not true or false");
-          }
-          set("--engram", {offload ? "offload" : "gpu"});
+          const auto offload = boolean_of(v);
+          if (!offload) throw_usage(flag + ": cpu_offload " + mlaplan::quoted(v.dump()) + " is not true or false");
+          set("--engram", {*offload ? "offload" : "gpu"});
         } else {
           not_modelled(flag + "." + key + " " + v.dump(), "how the Engram tables are shared or prefetched");
         }

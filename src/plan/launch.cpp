@@ -79,6 +79,7 @@ std::string launch_model(const ModelConfig& config) {
 LaunchCommand vllm_launch_command(const ModelConfig& cfg, const Plan& plan, const PlanRequest& req) {
   if (!plan.layout) throw_internal("vllm_launch_command: a plan without a layout");
   const Layout& L = *plan.layout;
+  const VllmRelease& release = vllm_release_or_newest(req.deploy.vllm_version);  // its defaults are left out
   const ParallelLayout& pl = L.parallel;
   LaunchCommand c;
   Builder b;
@@ -100,9 +101,8 @@ LaunchCommand vllm_launch_command(const ModelConfig& cfg, const Plan& plan, cons
   // The model's lengths and the scheduler (defaults: the config's max_position_embeddings, the
   // GPU's max_num_batched_tokens and max_num_seqs).
   if (L.max_model_len != L.max_position_embeddings) b.flag("--max-model-len", num(L.max_model_len));
-  const BackendReleaseRules batch_release = backend_release_rules(
-      req.deploy.vllm_version.empty() ? newest_vllm_release() : find_vllm_release(req.deploy.vllm_version));
-  if (!L.in_flight_tokens_default && L.in_flight_tokens != default_in_flight_tokens(L.target, batch_release)) {
+  if (!L.in_flight_tokens_default &&
+      L.in_flight_tokens != default_in_flight_tokens(L.target, backend_release_rules(release))) {
     b.flag("--max-num-batched-tokens", num(L.in_flight_tokens));
   }
   if (req.deploy.max_num_seqs && *req.deploy.max_num_seqs != default_max_num_seqs(L.target)) {
@@ -143,8 +143,6 @@ LaunchCommand vllm_launch_command(const ModelConfig& cfg, const Plan& plan, cons
   }
 
   // vLLM's memory budget.
-  const VllmRelease& release =
-      req.deploy.vllm_version.empty() ? newest_vllm_release() : find_vllm_release(req.deploy.vllm_version);
   if (req.budget.gpu_memory_utilization && *req.budget.gpu_memory_utilization != release.gpu_memory_utilization) {
     b.flag("--gpu-memory-utilization", real(*req.budget.gpu_memory_utilization));
   }

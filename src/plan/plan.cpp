@@ -117,9 +117,7 @@ constexpr long double kTotalUncertainty = 0.05L;
 constexpr long double kWeightPartUncertainty = 0.1L;
 
 /// The release of --vllm-version (the newest when not given).
-const VllmRelease& plan_release(const PlanRequest& req) {
-  return req.deploy.vllm_version.empty() ? newest_vllm_release() : find_vllm_release(req.deploy.vllm_version);
-}
+const VllmRelease& plan_release(const PlanRequest& req) { return vllm_release_or_newest(req.deploy.vllm_version); }
 
 /// The V2 model runner: the release's default for DeepSeek's MoE models, or forced by DSpark
 /// speculation (which only the V2 runner runs).

@@ -199,8 +199,7 @@ SearchResult search_layouts(const ModelConfig& cfg, const Topology& topo, const 
   // on the GPU's compute capability (vLLM's --attention-backend) in the vLLM release of the
   // request (given.release).
   std::vector<std::string> backends = {given.attention_backend.value_or("")};
-  const BackendReleaseRules release = backend_release_rules(
-      base.deploy.vllm_version.empty() ? newest_vllm_release() : find_vllm_release(base.deploy.vllm_version));
+  const BackendReleaseRules release = backend_release_rules(vllm_release_or_newest(base.deploy.vllm_version));
   if (!opt.fixed.attention_backend && !given.attention_backend) {
     const Target t = base.resolved_target ? *base.resolved_target : resolve_target(base.target);
     for (const auto& b : backend_catalogue()) {

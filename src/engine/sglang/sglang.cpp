@@ -34,6 +34,16 @@ constexpr double kLoadGrowthGib = 1.97;
 std::string py_float(double v) { return format_shortest(v); }
 std::string gb2(double bytes) { return format_fixed(bytes / kGiB, 2); }
 
+/// The ratio-mode configurator's (G1, G2) "<prefix> memory calculation: ..." line; G2 adds its
+/// fixed c128 state.
+std::string ratio_mode_calculation_line(std::string_view prefix, double bpft, double available_bytes,
+                                        std::optional<std::int64_t> c128_state_fixed, std::int64_t full) {
+  return std::string(prefix) + " memory calculation: bytes_per_full_token=" + format_fixed(bpft, 2) +
+         ", available_bytes=" + gb2(available_bytes) + " GB" +
+         (c128_state_fixed ? ", c128_state_fixed=" + gb2(static_cast<double>(*c128_state_fixed)) + " GB" : "") +
+         ", full_token=" + std::to_string(full);
+}
+
 std::int64_t ceil_align(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
 
 /// Bytes per row of a paged pool whose page holds `rows` rows: DeepSeekV4SingleKVPool pads every
@@ -319,16 +329,9 @@ void sglang_configure_pools(const ModelConfig& cfg, const Topology& topo, const 
     if (g.prints_memory_profiling) {
       // printed by the caller (it knows the budget's inputs)
     }
-    if (g.c128_state_fixed) {
-      fit.log_lines.push_back(P + " memory calculation: bytes_per_full_token=" + format_fixed(bpft, 2) +
-                              ", available_bytes=" + gb2(static_cast<double>(budget_bytes)) +
-                              " GB, c128_state_fixed=" + gb2(static_cast<double>(fit.c128_state_fixed)) +
-                              " GB, full_token=" + std::to_string(full));
-    } else {
-      fit.log_lines.push_back(P + " memory calculation: bytes_per_full_token=" + format_fixed(bpft, 2) +
-                              ", available_bytes=" + gb2(static_cast<double>(budget_bytes)) +
-                              " GB, full_token=" + std::to_string(full));
-    }
+    fit.log_lines.push_back(ratio_mode_calculation_line(
+        P, bpft, static_cast<double>(budget_bytes),
+        g.c128_state_fixed ? std::optional<std::int64_t>(fit.c128_state_fixed) : std::nullopt, full));
   } else {
     // G3: coefficient plus bias.
     const double swa_row = paged_row_bytes(page, kv_bytes);
@@ -673,8 +676,7 @@ SglangFit fit_of(const ModelConfig& cfg, const Topology& topo, const Target& tar
             fit.log_lines.pop_back();
           }
           fit.log_lines.push_back(
-              std::string(g.log_prefix) + " memory calculation: bytes_per_full_token=" + format_fixed(bpft, 2) +
-              ", available_bytes=" + gb2(static_cast<double>(bytes)) + " GB, full_token=" + std::to_string(full));
+              ratio_mode_calculation_line(g.log_prefix, bpft, static_cast<double>(bytes), std::nullopt, full));
         }
         const double r = fit.swa_ratio;
         fit.pools.full = full;

@@ -70,6 +70,17 @@ bool parse_part(std::string_view s, int& out) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
+/// A modelled release's version as numbers: "0.28.0" -> {0, 28, 0}.
+std::array<int, 3> release_parts(std::string_view v) {
+  std::array<int, 3> have = {0, 0, 0};
+  for (int i = 0; i < 3; ++i) {
+    const auto dot = v.find('.');
+    parse_part(v.substr(0, dot), have[static_cast<std::size_t>(i)]);
+    v.remove_prefix(dot == std::string_view::npos ? v.size() : dot + 1);
+  }
+  return have;
+}
+
 [[noreturn]] void refuse(std::string_view text, std::string_view why) {
   std::vector<std::string> names;
   for (const auto& r : kReleases) names.emplace_back(r.version);
@@ -100,13 +111,8 @@ BackendReleaseRules backend_release_rules(const VllmRelease& release) {
   // The >= 160 GiB tier of get_batch_defaults is in v0.28.0's arg_utils.py and not in v0.27.0's
   // (vllm-project/vllm at tags v0.27.0 / v0.28.0, "for GPUs like B200/B300 with >= 160GB memory,
   // use the largest defaults"); every modelled release from 0.28.0 on has it.
-  const std::string_view v = release.version;
-  int major = 0, minor = 0;
-  const auto m = std::from_chars(v.data(), v.data() + v.size(), major);
-  if (m.ec == std::errc() && m.ptr < v.data() + v.size() && *m.ptr == '.' &&
-      std::from_chars(m.ptr + 1, v.data() + v.size(), minor).ec == std::errc()) {
-    r.batch_tier_160gib = major > 0 || minor >= 28;
-  }
+  const auto parts = release_parts(release.version);
+  r.batch_tier_160gib = parts[0] > 0 || parts[1] >= 28;
   r.version = release.version;
   return r;
 }
@@ -137,19 +143,17 @@ const VllmRelease& find_vllm_release(std::string_view text) {
   }
   const VllmRelease* best = nullptr;
   for (const auto& r : kReleases) {
-    int have[3] = {0, 0, 0};
-    std::string_view v = r.version;
-    for (int i = 0; i < 3; ++i) {
-      const auto dot = v.find('.');
-      parse_part(v.substr(0, dot), have[i]);
-      v.remove_prefix(dot == std::string_view::npos ? v.size() : dot + 1);
-    }
+    const auto have = release_parts(r.version);
     if (have[0] != want[0] || have[1] != want[1]) continue;
     if (want[2] >= 0 && have[2] != want[2]) continue;
     best = &r;  // oldest first: the last match is the newest patch
   }
   if (best == nullptr) refuse(text, "is not a modelled vLLM release");
   return *best;
+}
+
+const VllmRelease& vllm_release_or_newest(std::string_view text) {
+  return text.empty() ? newest_vllm_release() : find_vllm_release(text);
 }
 
 }  // namespace mlaplan

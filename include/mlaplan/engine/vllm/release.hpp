@@ -79,5 +79,7 @@ BackendReleaseRules backend_release_rules(const VllmRelease& release);
 /// --vllm-version: "0.30", "0.30.0", "v0.30.0", "0.27" (the newest patch of 0.27 modelled).
 /// Error(usage) naming --vllm-version, the value and the modelled releases otherwise.
 const VllmRelease& find_vllm_release(std::string_view text);
+/// find_vllm_release(), or the newest modelled release when `text` is empty (no --vllm-version).
+const VllmRelease& vllm_release_or_newest(std::string_view text);
 
 }  // namespace mlaplan
